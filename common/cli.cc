@@ -1,0 +1,71 @@
+#include "common/cli.h"
+
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+namespace common {
+
+Result<std::pair<std::string, Dims>> parse_input_shape(std::string_view text) {
+  const size_t eq = text.rfind('=');
+  if (eq == std::string_view::npos || eq == 0) {
+    return Error{"", "", "", "--input-shape expects NAME=D0,D1,..., got '" + std::string(text) + "'"};
+  }
+  Dims dims;
+  std::string_view rest = text.substr(eq + 1);
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    int64_t d = -1;
+    auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), d);
+    if (ec != std::errc() || p != item.data() + item.size() || d < 0) {
+      return Error{"", "", "", "--input-shape: bad dimension '" + std::string(item) + "' in '" +
+                                   std::string(text) + "'"};
+    }
+    dims.push_back(d);
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  return std::make_pair(std::string(text.substr(0, eq)), dims);
+}
+
+Result<std::map<std::string, Dims>> parse_input_shapes(const std::vector<std::string>& texts) {
+  std::map<std::string, Dims> out;
+  for (const std::string& t : texts) {
+    ASSIGN_OR_RETURN(auto kv, parse_input_shape(t));
+    if (!out.emplace(kv.first, kv.second).second) {
+      return Error{"", "", "", "--input-shape given twice for '" + kv.first + "'"};
+    }
+  }
+  return out;
+}
+
+std::string json_string(std::string_view text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+int report_error(std::string_view tool, const Error& error) {
+  std::cerr << tool << ": " << error.str() << std::endl;
+  return 2;
+}
+
+double now_ms() {
+  using namespace std::chrono;
+  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace common

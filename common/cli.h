@@ -1,0 +1,25 @@
+// Small pieces every command line shares (CLI11 itself stays in each tool's main.cc).
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+#include "common/tensor.h"
+
+namespace common {
+
+/// Parses `NAME=D0,D1,...` (as given to --input-shape); the name may itself contain '='.
+Result<std::pair<std::string, Dims>> parse_input_shape(std::string_view text);
+/// Parses every --input-shape argument; a name given twice is an error.
+Result<std::map<std::string, Dims>> parse_input_shapes(const std::vector<std::string>& texts);
+/// `text` as a JSON string literal.
+std::string json_string(std::string_view text);
+/// Prints `tool: <error>` as one line on stderr; returns the exit code for bad input (2).
+int report_error(std::string_view tool, const Error& error);
+/// Milliseconds since an arbitrary epoch (steady clock).
+double now_ms();
+
+}  // namespace common

@@ -1,0 +1,109 @@
+// The one IR shared by every tool: values, nodes, initializers, in topological order.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "common/attribute.h"
+#include "common/error.h"
+#include "common/tensor.h"
+
+namespace common {
+
+constexpr int64_t kUnknownDim = -1;
+
+/// A tensor-valued edge of the graph: produced once, consumed many times.
+struct Value {
+  std::string name;
+  DType dtype = DType::kUndefined;
+  std::optional<Dims> shape;            ///< nullopt: rank unknown; a dim of kUnknownDim: size unknown
+  std::vector<std::string> dim_params;  ///< symbolic names per dim ("" when none); empty or rank-sized
+  std::optional<Tensor> known;          ///< value known at compile time (shape tensors, constants)
+  int producer = -1;                    ///< index into Graph::nodes; -1 for inputs and initializers
+  std::vector<int> consumers;           ///< node indices, ascending, one entry per use
+
+  /// Rank and every dim known.
+  bool is_static() const;
+};
+
+/// An operator application. An empty input name stands for an omitted optional input.
+struct Node {
+  std::string name;
+  std::string op_type;
+  std::string domain;  ///< "" for the default ONNX domain
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;
+  std::vector<Attribute> attrs;
+  std::string doc_string;
+
+  const Attribute* attr(std::string_view name) const;
+  bool has_attr(std::string_view name) const { return attr(name) != nullptr; }
+  int64_t attr_int(std::string_view name, int64_t fallback) const;
+  float attr_float(std::string_view name, float fallback) const;
+  std::string attr_string(std::string_view name, std::string_view fallback) const;
+  std::vector<int64_t> attr_ints(std::string_view name, std::vector<int64_t> fallback = {}) const;
+  std::vector<float> attr_floats(std::string_view name, std::vector<float> fallback = {}) const;
+  const Tensor* attr_tensor(std::string_view name) const;
+  /// Replaces an attribute of the same name or appends it.
+  void set_attr(Attribute a);
+  void remove_attr(std::string_view name);
+  /// Input i present (in range and not the empty name).
+  bool has_input(size_t i) const { return i < inputs.size() && !inputs[i].empty(); }
+};
+
+struct OpsetId {
+  std::string domain;
+  int64_t version = 0;
+  bool operator==(const OpsetId&) const = default;
+};
+
+/// A model. Nodes are kept in a deterministic topological order (see topo.h).
+class Graph {
+ public:
+  // Model-level data preserved from load to save.
+  std::string source;  ///< where it came from (for error messages)
+  int64_t ir_version = 8;
+  std::vector<OpsetId> opsets;
+  std::string producer_name, producer_version, model_domain, doc_string, name;
+  int64_t model_version = 0;
+  std::vector<std::pair<std::string, std::string>> metadata;
+
+  std::vector<Node> nodes;
+  std::vector<std::string> inputs;   ///< graph inputs, initializers excluded, in graph order
+  std::vector<std::string> outputs;  ///< graph outputs in graph order
+  std::map<std::string, Tensor> initializers;
+  std::unordered_map<std::string, Value> values;  ///< every named value, initializers included
+
+  /// Opset version imported for a domain ("" and "ai.onnx" are the same); 0 if not imported.
+  int64_t opset(std::string_view domain = "") const;
+
+  /// The value of that name, created (undefined dtype, unknown shape) if absent.
+  Value& value(const std::string& name);
+  const Value* find(std::string_view name) const;
+  const Tensor* initializer(std::string_view name) const;
+  bool is_initializer(std::string_view name) const { return initializer(name) != nullptr; }
+  /// Initializer, or a value whose content is known (shape-tensor propagation).
+  const Tensor* constant(std::string_view name) const;
+
+  /// Recomputes every Value's producer and consumers from `nodes`; call after changing nodes.
+  void rebuild_index();
+  /// Drops values that are no longer used by any node, input, output or initializer.
+  void prune_values();
+  /// A value or node name not used yet, starting with `prefix`.
+  std::string fresh_name(std::string_view prefix);
+
+  /// Error located at a node of this graph.
+  Error error(const Node& node, std::string message) const;
+  Error error(std::string message) const;
+
+ private:
+  uint64_t fresh_counter_ = 0;
+};
+
+}  // namespace common

@@ -1,0 +1,152 @@
+#include "common/onnx_io.h"
+
+#include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <limits>
+
+#include "common/inline.h"
+#include "common/proto_convert.h"
+#include "common/topo.h"
+
+namespace common {
+
+namespace {
+
+Error file_error(std::string_view path, std::string message) {
+  return Error{std::string(path), "", "", std::move(message)};
+}
+
+bool is_gzip(std::string_view bytes) {
+  return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
+         static_cast<unsigned char>(bytes[1]) == 0x8b;
+}
+
+// Inflates gzip data (all concatenated members).
+Result<std::string> gunzip(std::string_view in, std::string_view path) {
+  std::string out;
+  z_stream zs{};
+  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) return file_error(path, "zlib init failed");
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  zs.avail_in = static_cast<uInt>(in.size());
+  std::string chunk(1 << 20, '\0');
+  int rc = Z_OK;
+  while (true) {
+    zs.next_out = reinterpret_cast<Bytef*>(chunk.data());
+    zs.avail_out = static_cast<uInt>(chunk.size());
+    rc = inflate(&zs, Z_NO_FLUSH);
+    out.append(chunk.data(), chunk.size() - zs.avail_out);
+    if (rc == Z_STREAM_END) {
+      if (zs.avail_in == 0) break;
+      inflateReset(&zs);  // another gzip member follows
+      continue;
+    }
+    if (rc != Z_OK) break;
+    if (zs.avail_in == 0 && zs.avail_out != 0) {
+      rc = Z_BUF_ERROR;
+      break;
+    }
+  }
+  inflateEnd(&zs);
+  if (rc != Z_STREAM_END) return file_error(path, "corrupt or truncated gzip data");
+  return out;
+}
+
+Result<std::string> read_all(std::string_view path) {
+  if (path == "-") {
+    std::string data{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
+    return data;
+  }
+  std::ifstream f{std::string(path), std::ios::binary};
+  if (!f) return file_error(path, std::string("cannot open: ") + std::strerror(errno));
+  std::string data{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+  if (f.bad()) return file_error(path, "read error");
+  return data;
+}
+
+}  // namespace
+
+Result<std::string> read_input(std::string_view path) {
+  ASSIGN_OR_RETURN(std::string data, read_all(path));
+  if (data.empty()) return file_error(path, "empty input");
+  if (is_gzip(data)) return gunzip(data, path);
+  return data;
+}
+
+Status write_output_atomic(std::string_view path, std::string_view bytes) {
+  if (path == "-") {
+    std::cout.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    std::cout.flush();
+    if (!std::cout) return file_error(path, "cannot write to stdout");
+    return {};
+  }
+  std::string target(path);
+  std::string tmp = target + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) return file_error(path, std::string("cannot write: ") + std::strerror(errno));
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    f.close();
+    if (!f) {
+      std::remove(tmp.c_str());
+      return file_error(path, "write failed");
+    }
+  }
+  if (std::rename(tmp.c_str(), target.c_str()) != 0) {
+    std::string why = std::strerror(errno);
+    std::remove(tmp.c_str());
+    return file_error(path, "cannot rename into place: " + why);
+  }
+  return {};
+}
+
+Result<onnx::ModelProto> parse_model(std::string_view bytes, std::string_view source) {
+  onnx::ModelProto model;
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
+    return file_error(source, "model larger than 2 GiB (external data is not supported)");
+  }
+  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return file_error(source, "not a valid ONNX model (protobuf parse failed)");
+  }
+  if (!model.unknown_fields().empty() || !model.has_graph() || model.ir_version() <= 0) {
+    return file_error(source, "not an ONNX model (no graph or IR version)");
+  }
+  return model;
+}
+
+Result<Graph> load_graph(std::string_view path) {
+  ASSIGN_OR_RETURN(std::string bytes, read_input(path));
+  ASSIGN_OR_RETURN(onnx::ModelProto model, parse_model(bytes, path));
+  bytes.clear();
+  bytes.shrink_to_fit();
+  return from_proto(std::move(model), path);
+}
+
+Status save_graph(const Graph& graph, std::string_view path) {
+  onnx::ModelProto model = to_proto(graph);
+  std::string bytes;
+  if (!model.SerializeToString(&bytes)) return file_error(path, "cannot serialize model");
+  return write_output_atomic(path, bytes);
+}
+
+Status check_graph(const Graph& graph, bool full_check) {
+  onnx::ModelProto model = to_proto(graph);
+  try {
+    onnx::checker::check_model(model);
+    if (full_check) onnx::shape_inference::InferShapes(model);
+  } catch (const std::exception& e) {
+    return graph.error(std::string("ONNX checker: ") + one_line(e.what()));
+  }
+  return {};
+}
+
+}  // namespace common

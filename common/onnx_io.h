@@ -1,0 +1,44 @@
+// Loading and saving models: .onnx, .onnx.gz and "-" (stdin/stdout), atomic writes.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "common/error.h"
+#include "common/graph.h"
+
+namespace onnx {
+class ModelProto;
+class TensorProto;
+}
+
+namespace common {
+
+/// Reads all bytes of a file or of stdin ("-"), inflating gzip/zlib data transparently.
+Result<std::string> read_input(std::string_view path);
+/// Writes bytes to a path via a temporary file in the same folder + rename, or to stdout ("-").
+Status write_output_atomic(std::string_view path, std::string_view bytes);
+
+/// Parses an ONNX model from bytes. `source` names it in errors.
+Result<onnx::ModelProto> parse_model(std::string_view bytes, std::string_view source);
+/// Converts a model into the IR: Constant nodes become initializers, initializers listed as graph
+/// inputs are taken as constants, model-local functions are inlined, nodes are topologically sorted.
+/// Takes the model's tensors by move (large models are not copied).
+Result<Graph> from_proto(onnx::ModelProto&& model, std::string_view source);
+/// The IR as a model: value_info carries every known intermediate dtype/shape.
+onnx::ModelProto to_proto(const Graph& graph);
+
+/// A TensorProto's content (raw_data or typed fields; external data is not supported).
+Result<Tensor> tensor_from_proto(const onnx::TensorProto& proto);
+/// Moves a tensor into a TensorProto (raw_data).
+void tensor_to_proto(Tensor tensor, onnx::TensorProto* proto);
+
+/// read_input + parse_model + from_proto.
+Result<Graph> load_graph(std::string_view path);
+/// to_proto + serialize + write_output_atomic.
+Status save_graph(const Graph& graph, std::string_view path);
+
+/// Runs ONNX's checker on the IR (as a model); full_check adds ONNX's own shape inference.
+Status check_graph(const Graph& graph, bool full_check = false);
+
+}  // namespace common

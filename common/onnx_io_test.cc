@@ -1,0 +1,136 @@
+#include "common/onnx_io.h"
+
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/testing.h"
+
+namespace common {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kModel = R"(
+  <ir_version: 8, opset_import: ["" : 13]>
+  g (float[N,4] x) => (float[N,4] y) {
+    h = Relu(x)
+    y = Neg(h)
+  })";
+
+void write(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+std::string gzip(const std::string& data) {
+  z_stream zs{};
+  deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+  std::string out(deflateBound(&zs, data.size()) + 32, '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  zs.avail_in = static_cast<uInt>(data.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  deflate(&zs, Z_FINISH);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
+}
+
+TEST(OnnxIoTest, LoadsPlainAndGzipAndRoundTrips) {
+  const std::string dir = testing::temp_dir("io");
+  const std::string bytes = testing::text_to_bytes(kModel);
+  write(dir + "/m.onnx", bytes);
+  write(dir + "/m.onnx.gz", gzip(bytes));
+  for (const char* name : {"/m.onnx", "/m.onnx.gz"}) {
+    auto g = load_graph(dir + name);
+    ASSERT_TRUE(g.ok()) << g.error().str();
+    EXPECT_EQ(g->nodes.size(), 2u);
+    EXPECT_EQ(g->find("x")->dim_params, (std::vector<std::string>{"N", ""}));
+  }
+  auto g = load_graph(dir + "/m.onnx");
+  ASSERT_TRUE(save_graph(*g, dir + "/out.onnx").ok());
+  auto again = load_graph(dir + "/out.onnx");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(to_proto(*again).SerializeAsString(), to_proto(*g).SerializeAsString());
+  EXPECT_TRUE(check_graph(*again).ok());
+  // No temporary files are left behind.
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) files += e.is_regular_file();
+  EXPECT_EQ(files, 3);
+}
+
+struct BadInput {
+  const char* name;
+  std::string bytes;
+  const char* message;
+};
+
+TEST(OnnxIoTest, BadInputsAreOneLineErrors) {
+  const std::string dir = testing::temp_dir("bad");
+  const std::string good = testing::text_to_bytes(kModel);
+  const std::vector<BadInput> cases = {
+      {"empty.onnx", "", "empty input"},
+      {"truncated.onnx", good.substr(0, good.size() / 2), "not a valid ONNX model"},
+      {"text.onnx", "this is not a protobuf at all\n", "not a"},
+      {"notonnx.onnx.gz", gzip("hello world, plain text inside gzip"), "not a"},
+      {"truncgz.onnx.gz", gzip(good).substr(0, 20), "corrupt or truncated gzip data"},
+  };
+  for (const BadInput& c : cases) {
+    write(dir + "/" + c.name, c.bytes);
+    auto g = load_graph(dir + "/" + c.name);
+    ASSERT_FALSE(g.ok()) << c.name;
+    EXPECT_NE(g.error().str().find(c.message), std::string::npos) << g.error().str();
+    EXPECT_EQ(g.error().str().find('\n'), std::string::npos);
+    EXPECT_EQ(g.error().file, dir + "/" + c.name);
+  }
+  auto missing = load_graph(dir + "/missing.onnx");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().str(), dir + "/missing.onnx: cannot open: No such file or directory");
+}
+
+TEST(OnnxIoTest, AtomicWriteLeavesNothingOnFailure) {
+  const std::string dir = testing::temp_dir("atomic");
+  Status s = write_output_atomic(dir + "/no/such/dir/out.onnx", "x");
+  EXPECT_FALSE(s.ok());
+  EXPECT_FALSE(fs::exists(dir + "/no"));
+}
+
+TEST(OnnxIoTest, TypedTensorFieldsAreConverted) {
+  onnx::TensorProto p;
+  p.set_name("w");
+  p.set_data_type(onnx::TensorProto::INT32);
+  p.add_dims(3);
+  for (int v : {5, -6, 7}) p.add_int32_data(v);
+  auto t = tensor_from_proto(p);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->to_int64(), (std::vector<int64_t>{5, -6, 7}));
+  p.add_dims(2);  // now claims 6 elements but holds 3
+  EXPECT_FALSE(tensor_from_proto(p).ok());
+}
+
+// Every VNN-COMP model loads, saves and reloads to the same protobuf.
+TEST(OnnxIoTest, VnncompModelsRoundTrip) {
+  const auto models = testing::vnncomp_models();
+  if (models.empty()) GTEST_SKIP() << "VNN-COMP benchmarks not found";
+  int loaded = 0;
+  for (const std::string& path : models) {
+    if (fs::file_size(path) > (8u << 20)) continue;  // the large ones are covered by shapeonnx
+    auto g = load_graph(path);
+    ASSERT_TRUE(g.ok()) << g.error().str();
+    std::string once = to_proto(*g).SerializeAsString();
+    auto model = parse_model(once, path);
+    ASSERT_TRUE(model.ok());
+    auto again = from_proto(std::move(*model), path);
+    ASSERT_TRUE(again.ok()) << again.error().str();
+    EXPECT_EQ(to_proto(*again).SerializeAsString(), once) << path;
+    ++loaded;
+  }
+  std::printf("round-tripped %d VNN-COMP models\n", loaded);
+  EXPECT_GT(loaded, 100);
+}
+
+}  // namespace
+}  // namespace common

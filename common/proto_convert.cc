@@ -1,0 +1,193 @@
+#include "common/proto_convert.h"
+
+#include <cstring>
+#include <type_traits>
+
+#include "common/onnx_io.h"
+
+namespace common {
+
+namespace {
+
+// Converts typed repeated-field data into little-endian bytes of `t.dtype`.
+template <class Field>
+void pack(const Field& field, Tensor& t) {
+  const Dims flat{static_cast<int64_t>(field.size())};
+  if (t.dtype == DType::kFloat16 || t.dtype == DType::kBFloat16) {  // int32_data: 16-bit patterns
+    std::vector<int64_t> bits(field.begin(), field.end());
+    t.raw = Tensor::from_int64(bits, flat, DType::kUInt16).raw;
+    return;
+  }
+  using Elem = std::decay_t<decltype(*field.begin())>;
+  if constexpr (std::is_floating_point_v<Elem>) {
+    t.raw = Tensor::from_double(std::vector<double>(field.begin(), field.end()), flat, t.dtype).raw;
+  } else {
+    std::vector<int64_t> v;
+    v.reserve(field.size());
+    for (auto x : field) v.push_back(static_cast<int64_t>(x));
+    t.raw = Tensor::from_int64(v, flat, t.dtype).raw;
+  }
+}
+
+}  // namespace
+
+Result<Tensor> tensor_from_proto(const onnx::TensorProto& proto) {
+  Error err{"", "", "", "tensor '" + proto.name() + "': "};
+  if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
+    err.message += "external data is not supported";
+    return err;
+  }
+  if (!is_known_dtype(proto.data_type()) || proto.data_type() == onnx::TensorProto::STRING) {
+    err.message += "unsupported element type " + std::to_string(proto.data_type());
+    return err;
+  }
+  Tensor t;
+  t.dtype = static_cast<DType>(proto.data_type());
+  t.dims.assign(proto.dims().begin(), proto.dims().end());
+  const int64_t n = t.numel();
+  if (n < 0) {
+    err.message += "invalid dims";
+    return err;
+  }
+  if (proto.has_raw_data()) {
+    // The caller may own the proto and have moved raw_data into us; copy otherwise.
+    t.raw = proto.raw_data();
+  } else if (proto.float_data_size()) {
+    pack(proto.float_data(), t);
+  } else if (proto.int32_data_size()) {
+    pack(proto.int32_data(), t);
+  } else if (proto.int64_data_size()) {
+    pack(proto.int64_data(), t);
+  } else if (proto.double_data_size()) {
+    pack(proto.double_data(), t);
+  } else if (proto.uint64_data_size()) {
+    pack(proto.uint64_data(), t);
+  }
+  const size_t expected = static_cast<size_t>(n) * dtype_size(t.dtype);
+  if (t.raw.size() != expected) {
+    err.message += "holds " + std::to_string(t.raw.size()) + " bytes, dims need " +
+                   std::to_string(expected);
+    return err;
+  }
+  return t;
+}
+
+void tensor_to_proto(Tensor tensor, onnx::TensorProto* proto) {
+  proto->set_data_type(static_cast<int32_t>(tensor.dtype));
+  proto->clear_dims();
+  for (int64_t d : tensor.dims) proto->add_dims(d);
+  proto->mutable_raw_data()->swap(tensor.raw);
+}
+
+Result<Attribute> attribute_from_proto(const onnx::AttributeProto& p) {
+  Attribute a;
+  a.name = p.name();
+  if (!p.ref_attr_name().empty()) {
+    return Error{"", "", "", "attribute '" + p.name() + "' refers to a function attribute"};
+  }
+  auto type = p.type();
+  if (type == onnx::AttributeProto::UNDEFINED) {  // old models: infer from the field set
+    if (p.has_f()) type = onnx::AttributeProto::FLOAT;
+    else if (p.has_i()) type = onnx::AttributeProto::INT;
+    else if (p.has_s()) type = onnx::AttributeProto::STRING;
+    else if (p.has_t()) type = onnx::AttributeProto::TENSOR;
+    else if (p.floats_size()) type = onnx::AttributeProto::FLOATS;
+    else if (p.ints_size()) type = onnx::AttributeProto::INTS;
+    else if (p.strings_size()) type = onnx::AttributeProto::STRINGS;
+    else type = onnx::AttributeProto::INTS;
+  }
+  switch (type) {
+    case onnx::AttributeProto::FLOAT: a.type = AttrType::kFloat; a.f = p.f(); break;
+    case onnx::AttributeProto::INT: a.type = AttrType::kInt; a.i = p.i(); break;
+    case onnx::AttributeProto::STRING: a.type = AttrType::kString; a.s = p.s(); break;
+    case onnx::AttributeProto::FLOATS:
+      a.type = AttrType::kFloats;
+      a.floats.assign(p.floats().begin(), p.floats().end());
+      break;
+    case onnx::AttributeProto::INTS:
+      a.type = AttrType::kInts;
+      a.ints.assign(p.ints().begin(), p.ints().end());
+      break;
+    case onnx::AttributeProto::STRINGS:
+      a.type = AttrType::kStrings;
+      a.strings.assign(p.strings().begin(), p.strings().end());
+      break;
+    case onnx::AttributeProto::TENSOR: {
+      a.type = AttrType::kTensor;
+      ASSIGN_OR_RETURN(a.t, tensor_from_proto(p.t()));
+      break;
+    }
+    case onnx::AttributeProto::GRAPH:
+      a.type = AttrType::kGraph;
+      a.s = p.g().SerializeAsString();
+      break;
+    default:
+      return Error{"", "", "", "attribute '" + p.name() + "' has an unsupported type"};
+  }
+  return a;
+}
+
+void attribute_to_proto(const Attribute& a, onnx::AttributeProto* p) {
+  p->set_name(a.name);
+  switch (a.type) {
+    case AttrType::kFloat: p->set_type(onnx::AttributeProto::FLOAT); p->set_f(a.f); break;
+    case AttrType::kInt: p->set_type(onnx::AttributeProto::INT); p->set_i(a.i); break;
+    case AttrType::kString: p->set_type(onnx::AttributeProto::STRING); p->set_s(a.s); break;
+    case AttrType::kFloats:
+      p->set_type(onnx::AttributeProto::FLOATS);
+      for (float f : a.floats) p->add_floats(f);
+      break;
+    case AttrType::kInts:
+      p->set_type(onnx::AttributeProto::INTS);
+      for (int64_t i : a.ints) p->add_ints(i);
+      break;
+    case AttrType::kStrings:
+      p->set_type(onnx::AttributeProto::STRINGS);
+      for (const std::string& s : a.strings) p->add_strings(s);
+      break;
+    case AttrType::kTensor:
+      p->set_type(onnx::AttributeProto::TENSOR);
+      if (a.t) tensor_to_proto(*a.t, p->mutable_t());
+      break;
+    case AttrType::kGraph:
+      p->set_type(onnx::AttributeProto::GRAPH);
+      p->mutable_g()->ParseFromString(a.s);
+      break;
+  }
+}
+
+void value_from_proto(const onnx::ValueInfoProto& proto, Value& value) {
+  if (!proto.type().has_tensor_type()) return;
+  const auto& tt = proto.type().tensor_type();
+  if (tt.elem_type() != 0) value.dtype = static_cast<DType>(tt.elem_type());
+  if (!tt.has_shape()) return;
+  Dims dims;
+  std::vector<std::string> params;
+  bool any_param = false;
+  for (const auto& d : tt.shape().dim()) {
+    dims.push_back(d.has_dim_value() ? d.dim_value() : kUnknownDim);
+    params.push_back(d.has_dim_param() ? d.dim_param() : "");
+    any_param = any_param || d.has_dim_param();
+  }
+  value.shape = std::move(dims);
+  value.dim_params = any_param ? std::move(params) : std::vector<std::string>{};
+}
+
+void value_to_proto(const Value& value, onnx::ValueInfoProto* proto) {
+  proto->set_name(value.name);
+  auto* tt = proto->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(static_cast<int32_t>(value.dtype));
+  if (!value.shape) return;
+  auto* shape = tt->mutable_shape();
+  for (size_t i = 0; i < value.shape->size(); ++i) {
+    auto* d = shape->add_dim();
+    const int64_t v = (*value.shape)[i];
+    if (v >= 0) {
+      d->set_dim_value(v);
+    } else if (i < value.dim_params.size() && !value.dim_params[i].empty()) {
+      d->set_dim_param(value.dim_params[i]);
+    }
+  }
+}
+
+}  // namespace common

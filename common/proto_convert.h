@@ -1,0 +1,19 @@
+// Conversions between ONNX protobuf messages and the IR's pieces.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include "common/attribute.h"
+#include "common/error.h"
+#include "common/graph.h"
+
+namespace common {
+
+/// An AttributeProto as an Attribute (tensor attributes converted, graph attributes serialized).
+Result<Attribute> attribute_from_proto(const onnx::AttributeProto& proto);
+void attribute_to_proto(const Attribute& attr, onnx::AttributeProto* proto);
+/// Fills a Value's dtype, shape and dim params from a ValueInfoProto (non-tensor types ignored).
+void value_from_proto(const onnx::ValueInfoProto& proto, Value& value);
+void value_to_proto(const Value& value, onnx::ValueInfoProto* proto);
+
+}  // namespace common

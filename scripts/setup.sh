@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs every system package the suite needs (Debian bookworm). Run as root; idempotent and quiet when
+# everything is already present. Also installs the onnxruntime Node.js binding used as numerical reference.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  zlib1g-dev libprotobuf-dev protobuf-compiler libonnx-dev
+  libeigen3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libtorch-dev
+  python3 python3-numpy python3-onnx python3-torch python3-pytest
+  libonnx-testdata
+)
+# Node.js + npm run the onnxruntime reference; keep an existing installation (some ship npm inside nodejs).
+command -v npm >/dev/null 2>&1 || PACKAGES+=(nodejs npm)
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "setup.sh: missing packages (${missing[*]}); run as root to install them" >&2
+    exit 1
+  fi
+  echo "setup.sh: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# onnxruntime reference executor (Node.js binding; the package ships the Linux x64 binary).
+ort_dir="$here/build/ort"
+if [[ ! -f "$ort_dir/node_modules/onnxruntime-node/package.json" ]]; then
+  mkdir -p "$ort_dir"
+  (cd "$ort_dir" && ONNXRUNTIME_NODE_INSTALL=skip npm install --silent --no-audit --no-fund \
+      onnxruntime-node@1.30.0 >/dev/null 2>&1) ||
+    echo "setup.sh: warning: onnxruntime-node could not be installed; reference checks will be skipped" >&2
+fi

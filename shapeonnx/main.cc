@@ -1,0 +1,75 @@
+// shapeonnx: static shape inference for ONNX models.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include "common/cli.h"
+#include "common/onnx_io.h"
+#include "shapeonnx/infer.h"
+
+namespace {
+
+struct Args {
+  std::string input;
+  std::string output = "-";
+  int64_t batch_size = 1;
+  std::vector<std::string> input_shapes;
+  bool stats = false;
+};
+
+int run(const Args& args) {
+  const double start = common::now_ms();
+  if (args.output == "-" && ::isatty(STDOUT_FILENO)) {
+    return common::report_error(
+        "shapeonnx", {args.input, "", "", "refusing to write a binary model to a terminal; use -o"});
+  }
+  auto shapes = common::parse_input_shapes(args.input_shapes);
+  if (!shapes.ok()) return common::report_error("shapeonnx", shapes.error());
+  auto graph = common::load_graph(args.input);
+  if (!graph.ok()) return common::report_error("shapeonnx", graph.error());
+  shapeonnx::Options options{args.batch_size, *shapes};
+  if (auto s = shapeonnx::infer(*graph, options); !s.ok()) {
+    return common::report_error("shapeonnx", s.error());
+  }
+  if (auto s = common::save_graph(*graph, args.output); !s.ok()) {
+    return common::report_error("shapeonnx", s.error());
+  }
+  if (args.stats) {
+    const auto st = shapeonnx::stats(*graph);
+    std::fprintf(stderr, "{\"values\": %lld, \"static\": %lld, \"ms\": %.3f}\n",
+                 static_cast<long long>(st.values), static_cast<long long>(st.static_values),
+                 common::now_ms() - start);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"shapeonnx: give every tensor of an ONNX model a concrete shape.\n"
+               "Reads .onnx, .onnx.gz or - (stdin); writes the model with value_info filled in."};
+  Args args;
+  app.add_option("IN", args.input, "input model (.onnx, .onnx.gz, or - for stdin)")->required();
+  app.add_option("-o,--output", args.output, "output model path, or - for stdout (default)");
+  app.add_option("--batch-size", args.batch_size,
+                 "size of a symbolic, 0 or -1 leading input dimension (default 1)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--input-shape", args.input_shapes,
+                 "NAME=D0,D1,... full shape for an input (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_flag("--stats", args.stats,
+               "print one JSON line {\"values\", \"static\", \"ms\"} on stderr");
+  app.set_version_flag("--version", std::string("shapeonnx ") + SUITE_VERSION);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+  return run(args);
+}
