@@ -19,8 +19,15 @@ Result<Tensor> take_tensor(onnx::TensorProto& proto) {
   }
   std::string raw;
   raw.swap(*proto.mutable_raw_data());
-  proto.clear_raw_data();
-  ASSIGN_OR_RETURN(Tensor t, tensor_from_proto(proto));  // validates dtype and dims
+  // Validate dtype and dims on a header-only copy (an empty raw_data for zero elements).
+  onnx::TensorProto header;
+  header.set_name(proto.name());
+  header.set_data_type(proto.data_type());
+  header.add_dims(0);
+  header.set_raw_data("");
+  ASSIGN_OR_RETURN(Tensor t, tensor_from_proto(header));
+  t.dims.assign(proto.dims().begin(), proto.dims().end());
+  if (t.numel() < 0) return Error{"", "", "", "tensor '" + proto.name() + "': invalid dims"};
   const size_t expected = static_cast<size_t>(t.numel()) * dtype_size(t.dtype);
   if (raw.size() != expected) {
     return Error{"", "", "", "tensor '" + proto.name() + "' holds " + std::to_string(raw.size()) +

@@ -3,6 +3,7 @@
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -90,6 +91,14 @@ Status write_output_atomic(std::string_view path, std::string_view bytes) {
     return {};
   }
   std::string target(path);
+  struct stat st {};
+  if (::stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    // A device or pipe (/dev/null, /dev/stdout, a fifo): write in place, never rename over it.
+    std::ofstream f(target, std::ios::binary);
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!f) return file_error(path, "cannot write");
+    return {};
+  }
   std::string tmp = target + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);

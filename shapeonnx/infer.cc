@@ -1,6 +1,9 @@
 #include "shapeonnx/infer.h"
 
+#include <algorithm>
+
 #include "common/eval.h"
+#include "shapeonnx/affine.h"
 #include "shapeonnx/rules.h"
 
 namespace shapeonnx {
@@ -94,7 +97,26 @@ Status propagate_values(Graph& graph, const Node& node) {
   return {};
 }
 
-Status infer_node(Graph& graph, const Node& node) {
+// A Slice whose starts and ends offset the same unknown index: infer its shape from the offsets
+// (the extent for in-range indices), then forget them again.
+Status infer_data_dependent_slice(Graph& graph, const Node& node, ShapeRule rule,
+                                  const AffineValues& affine, bool& handled) {
+  auto bounds = affine.slice_bounds(graph, node);
+  handled = bounds.has_value();
+  if (!handled) return {};
+  const common::Dims dims{static_cast<int64_t>(bounds->first.size())};
+  common::Value& starts = graph.value(node.inputs[1]);
+  common::Value& ends = graph.value(node.inputs[2]);
+  starts.known = common::Tensor::from_int64(bounds->first, dims);
+  ends.known = common::Tensor::from_int64(bounds->second, dims);
+  InferContext ctx(graph, node);
+  Status s = rule(ctx);
+  graph.value(node.inputs[1]).known.reset();
+  graph.value(node.inputs[2]).known.reset();
+  return s;
+}
+
+Status infer_node(Graph& graph, const Node& node, const AffineValues& affine) {
   if (!node.domain.empty()) return graph.error(node, "unsupported domain '" + node.domain + "'");
   ShapeRule rule = find_rule(node.op_type);
   if (!rule) return graph.error(node, "unsupported op (no shape rule)");
@@ -102,8 +124,12 @@ Status infer_node(Graph& graph, const Node& node) {
   for (const std::string& out : node.outputs) {
     if (!out.empty()) graph.value(out).known.reset();
   }
-  InferContext ctx(graph, node);
-  RETURN_IF_ERROR(rule(ctx));
+  bool handled = false;
+  RETURN_IF_ERROR(infer_data_dependent_slice(graph, node, rule, affine, handled));
+  if (!handled) {
+    InferContext ctx(graph, node);
+    RETURN_IF_ERROR(rule(ctx));
+  }
   for (const std::string& out : node.outputs) {
     if (out.empty()) continue;
     const common::Value& v = graph.value(out);
@@ -120,7 +146,11 @@ Status infer_node(Graph& graph, const Node& node) {
 
 Status infer(Graph& graph, const Options& options) {
   RETURN_IF_ERROR(prepare_inputs(graph, options));
-  for (const Node& node : graph.nodes) RETURN_IF_ERROR(infer_node(graph, node));
+  AffineValues affine;
+  for (const Node& node : graph.nodes) {
+    RETURN_IF_ERROR(infer_node(graph, node, affine));
+    affine.update(graph, node);
+  }
   for (const std::string& out : graph.outputs) {
     const common::Value* v = graph.find(out);
     if (!v || !v->is_static()) return graph.error("graph output '" + out + "' has no static shape");

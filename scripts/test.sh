@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Everything from a fresh machine: system packages, build, then every test (unit tests, ONNX backend
+# node tests, the VNN-COMP model suites when ../shared is present, CLI behaviour).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+"$here/scripts/setup.sh"
+"$here/scripts/build.sh"
+ctest --test-dir "${BUILD_DIR:-$here/build}" --output-on-failure -j"${JOBS:-$(nproc)}" "$@"

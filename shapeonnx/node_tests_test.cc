@@ -1,0 +1,87 @@
+// shapeonnx over the ONNX backend node tests: shapes equal ONNX's inference and the expected outputs.
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/onnx_io.h"
+#include "common/testing.h"
+#include "shapeonnx/crosscheck.h"
+#include "shapeonnx/infer.h"
+#include "shapeonnx/rules.h"
+
+namespace shapeonnx {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Shapes of test_data_set_0/output_*.pb, in output order.
+std::vector<common::Dims> expected_output_shapes(const std::string& dir) {
+  std::vector<common::Dims> out;
+  for (int i = 0;; ++i) {
+    const fs::path p = fs::path(dir) / "test_data_set_0" / ("output_" + std::to_string(i) + ".pb");
+    std::ifstream f(p, std::ios::binary);
+    if (!f) break;
+    onnx::TensorProto t;
+    if (!t.ParseFromIstream(&f)) break;
+    out.emplace_back(t.dims().begin(), t.dims().end());
+  }
+  return out;
+}
+
+bool all_ops_have_rules(const common::Graph& g) {
+  for (const common::Node& n : g.nodes) {
+    if (!n.domain.empty() || !find_rule(n.op_type)) return false;
+  }
+  return true;
+}
+
+TEST(NodeTests, ShapesAgreeWithOnnxAndExpectedOutputs) {
+  const auto tests = common::testing::node_tests();
+  if (tests.empty()) GTEST_SKIP() << "ONNX backend node tests not installed";
+  int run = 0, no_rule = 0, unloadable = 0, compared = 0, mismatches = 0, expected_checked = 0;
+  std::vector<std::string> failures;
+  for (const std::string& dir : tests) {
+    auto g = common::load_graph(dir + "/model.onnx");
+    if (!g.ok()) {  // sequence/optional types, string tensors, ...
+      ++unloadable;
+      continue;
+    }
+    if (!all_ops_have_rules(*g)) {
+      ++no_rule;
+      continue;
+    }
+    ++run;
+    const std::string name = fs::path(dir).filename().string();
+    auto s = infer(*g);
+    if (!s.ok()) {
+      failures.push_back(name + ": " + s.error().str());
+      continue;
+    }
+    const CrossCheck cc = cross_check(*g);
+    compared += cc.compared;
+    mismatches += cc.mismatches;
+    if (cc.mismatches) failures.push_back(name + ": " + cc.first_mismatch);
+    const auto expected = expected_output_shapes(dir);
+    for (size_t i = 0; i < expected.size() && i < g->outputs.size(); ++i) {
+      ++expected_checked;
+      const common::Value* v = g->find(g->outputs[i]);
+      if (!v || !v->shape || *v->shape != expected[i]) {
+        failures.push_back(name + ": output " + std::to_string(i) + " differs from test data");
+      }
+    }
+  }
+  std::printf("node tests: %zu total, %d run, %d without rules, %d not loadable; onnx compared %d, "
+              "mismatches %d; expected outputs checked %d; failures %zu\n",
+              tests.size(), run, no_rule, unloadable, compared, mismatches, expected_checked,
+              failures.size());
+  for (const std::string& f : failures) std::printf("  FAIL %s\n", f.c_str());
+  EXPECT_EQ(mismatches, 0);
+  EXPECT_TRUE(failures.empty());
+}
+
+}  // namespace
+}  // namespace shapeonnx

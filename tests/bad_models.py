@@ -1,0 +1,47 @@
+"""Malformed inputs every tool must reject with a one-line error, exit code 2 and no output file."""
+import gzip
+
+import onnx
+from onnx import TensorProto, helper
+
+
+def _model(nodes, inputs=("x",), outputs=("y",), initializers=(), opset=13):
+    graph = helper.make_graph(
+        nodes, "g",
+        [helper.make_tensor_value_info(i, TensorProto.FLOAT, [1, 4]) for i in inputs],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs],
+        initializer=list(initializers))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _bytes(model):
+    return model.SerializeToString()
+
+
+def good_model_bytes():
+    return _bytes(_model([helper.make_node("Relu", ["x"], ["h"], name="relu"),
+                          helper.make_node("Neg", ["h"], ["y"], name="neg")]))
+
+
+def cases():
+    """(name, file bytes, substrings the one-line error must contain)."""
+    good = good_model_bytes()
+    cycle = _model([helper.make_node("Add", ["x", "c"], ["a"], name="A"),
+                    helper.make_node("Relu", ["a"], ["b"], name="B"),
+                    helper.make_node("Neg", ["b"], ["c"], name="C"),
+                    helper.make_node("Identity", ["c"], ["y"], name="D")])
+    no_producer = _model([helper.make_node("Add", ["x", "ghost"], ["y"], name="adder")])
+    unknown_op = _model([helper.make_node("FrobnicateOp", ["x"], ["y"], name="weird")])
+    shape = helper.make_tensor("shape", TensorProto.INT64, [2], [2**40, 2**40])
+    overflow = _model([helper.make_node("Expand", ["x", "shape"], ["y"], name="expander")],
+                      initializers=[shape])
+    return [
+        ("empty.onnx", b"", ["empty input"]),
+        ("truncated.onnx", good[: len(good) // 2], ["not a valid ONNX model"]),
+        ("notproto.onnx", b"\xff\xfe this is not a protobuf\n", ["not a"]),
+        ("notonnx.onnx.gz", gzip.compress(b"plain text in a gzip file\n" * 10), ["not a"]),
+        ("cycle.onnx", _bytes(cycle), ["cycle", "A -> B -> C -> A"]),
+        ("noproducer.onnx", _bytes(no_producer), ["'adder'", "(Add)", "'ghost'", "no producer"]),
+        ("unknownop.onnx", _bytes(unknown_op), ["'weird'", "(FrobnicateOp)"]),
+        ("overflow.onnx", _bytes(overflow), ["'expander'", "(Expand)", "overflow"]),
+    ]
