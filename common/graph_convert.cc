@@ -161,6 +161,15 @@ onnx::ModelProto to_proto(const Graph& graph) {
     value_to_proto(v ? *v : fallback(name), vi);
   };
   for (const std::string& in : graph.inputs) emit(in, g->add_input());
+  if (graph.ir_version < 4) {  // before IR 4, every initializer must also be a graph input
+    for (const auto& [name, t] : graph.initializers) {
+      Value v;
+      v.name = name;
+      v.dtype = t.dtype;
+      v.shape = t.dims;
+      value_to_proto(v, g->add_input());
+    }
+  }
   for (const auto& [name, t] : graph.initializers) {
     onnx::TensorProto* tp = g->add_initializer();
     tp->set_name(name);
