@@ -34,6 +34,12 @@ Status prepare_inputs(Graph& graph, const Options& options) {
   for (const std::string& name : graph.inputs) {
     common::Value& v = graph.value(name);
     v.known.reset();
+    if (auto it = options.input_values.find(name); it != options.input_values.end()) {
+      v.known = it->second;
+      v.shape = it->second.dims;
+      v.dim_params.clear();
+      continue;
+    }
     if (auto it = options.input_shapes.find(name); it != options.input_shapes.end()) {
       v.shape = it->second;
       v.dim_params.clear();
@@ -83,7 +89,11 @@ Status propagate_values(Graph& graph, const Node& node) {
     }
   }
   if (total > 16 * kMaxPropagatedElements) return {};
-  ASSIGN_OR_RETURN(std::vector<common::Tensor> results, common::evaluate(graph, node, inputs));
+  // A kernel that declines (training-mode Dropout, ...) leaves the values unknown; a rule that
+  // needs one of them later says so.
+  auto evaluated = common::evaluate(graph, node, inputs);
+  if (!evaluated.ok()) return {};
+  std::vector<common::Tensor> results = std::move(evaluated).value();
   for (size_t i = 0; i < results.size() && i < node.outputs.size(); ++i) {
     if (node.outputs[i].empty()) continue;
     common::Value& v = graph.value(node.outputs[i]);

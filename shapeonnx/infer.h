@@ -15,6 +15,9 @@ struct Options {
   int64_t batch_size = 1;
   /// Full shapes for named inputs, overriding what the model declares.
   std::map<std::string, common::Dims> input_shapes;
+  /// Contents of graph inputs known in advance (shape parameters fed as inputs, as in the ONNX
+  /// backend tests); their shapes come from the tensors.
+  std::map<std::string, common::Tensor> input_values;
 };
 
 /// Fills dtype, shape and (for small integer tensors and constants) the known value of every

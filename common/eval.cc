@@ -1,0 +1,267 @@
+// The constant evaluator: op registry, dispatch, and helpers shared by the kernel families.
+#include "common/eval.h"
+
+#include <algorithm>
+#include <exception>
+#include <set>
+
+#include "common/eval_kernels.h"
+
+namespace common {
+namespace eval {
+
+namespace {
+
+const Registry& registry() {
+  static const Registry r = [] {
+    Registry reg;
+    register_cast(reg);
+    register_elementwise(reg);
+    register_math(reg);
+    register_shape(reg);
+    register_index(reg);
+    register_reduce(reg);
+    register_linalg(reg);
+    register_resize(reg);
+    register_nn(reg);
+    register_conv(reg);
+    return reg;
+  }();
+  return r;
+}
+
+bool is_half(DType t) { return t == DType::kFloat16 || t == DType::kBFloat16; }
+
+/// Checks that every present input holds exactly numel * element-size bytes.
+Status check_inputs(const Ctx& c) {
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const Tensor* t = c.inputs[i];
+    if (t == nullptr) continue;
+    int64_t n = t->numel();
+    if (n < 0) return c.err("input " + std::to_string(i) + " has a negative or huge shape");
+    if (t->dtype == DType::kString || t->dtype == DType::kUndefined)
+      return c.err("input " + std::to_string(i) + " has unsupported element type " +
+                   std::string(dtype_name(t->dtype)));
+    if (static_cast<int64_t>(t->raw.size()) != n * dtype_size(t->dtype))
+      return c.err("input " + std::to_string(i) + " holds " + std::to_string(t->raw.size()) +
+                   " bytes for shape " + dims_str(t->dims));
+  }
+  return {};
+}
+
+/// Runs a kernel with float16/bfloat16 inputs widened to float and float outputs narrowed back.
+Result<Outputs> run_half_via_float(const Ctx& c, Kernel fn) {
+  DType half = DType::kUndefined;
+  std::vector<Tensor> widened;
+  widened.reserve(c.inputs.size());
+  std::vector<const Tensor*> ptrs;
+  for (const Tensor* t : c.inputs) {
+    if (t == nullptr || !is_half(t->dtype)) {
+      ptrs.push_back(t);
+      continue;
+    }
+    if (half == DType::kUndefined) half = t->dtype;
+    ASSIGN_OR_RETURN(Tensor w, cast_tensor(c, *t, DType::kFloat));
+    widened.push_back(std::move(w));
+    ptrs.push_back(&widened.back());
+  }
+  if (half == DType::kUndefined) return fn(c);
+  Ctx wide{c.graph, c.node, ptrs, c.opset};
+  ASSIGN_OR_RETURN(Outputs outs, fn(wide));
+  for (Tensor& t : outs) {
+    if (t.dtype != DType::kFloat) continue;
+    ASSIGN_OR_RETURN(t, cast_tensor(c, t, half));
+  }
+  return outs;
+}
+
+}  // namespace
+
+Result<const Tensor*> Ctx::need(size_t i) const {
+  if (const Tensor* t = in(i)) return t;
+  return err("input " + std::to_string(i) + " is required");
+}
+
+Dims strides_of(const Dims& dims) {
+  Dims s(dims.size(), 1);
+  for (size_t k = dims.size(); k-- > 1;) s[k - 1] = s[k] * dims[k];
+  return s;
+}
+
+std::string dims_str(const Dims& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+Result<int64_t> normalize_axis(const Ctx& c, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return c.err("axis " + std::to_string(axis) + " is out of range for rank " +
+                 std::to_string(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+Result<std::vector<int64_t>> normalize_axes(const Ctx& c, std::vector<int64_t> axes, int64_t rank) {
+  std::set<int64_t> seen;
+  for (int64_t& a : axes) {
+    ASSIGN_OR_RETURN(a, normalize_axis(c, a, rank));
+    if (!seen.insert(a).second) return c.err("axis " + std::to_string(a) + " is repeated");
+  }
+  return axes;
+}
+
+int64_t scalar_int(const Tensor& t, int64_t i) {
+  switch (t.dtype) {
+    case DType::kInt64:
+      return t.span<int64_t>()[i];
+    case DType::kInt32:
+      return t.span<int32_t>()[i];
+    case DType::kInt16:
+      return t.span<int16_t>()[i];
+    case DType::kInt8:
+      return t.span<int8_t>()[i];
+    case DType::kUInt64:
+      return static_cast<int64_t>(t.span<uint64_t>()[i]);
+    case DType::kUInt32:
+      return t.span<uint32_t>()[i];
+    case DType::kUInt16:
+      return t.span<uint16_t>()[i];
+    case DType::kUInt8:
+    case DType::kBool:
+      return t.span<uint8_t>()[i];
+    default:
+      return static_cast<int64_t>(scalar_double(t, i));
+  }
+}
+
+double scalar_double(const Tensor& t, int64_t i) {
+  switch (t.dtype) {
+    case DType::kFloat:
+      return t.span<float>()[i];
+    case DType::kDouble:
+      return t.span<double>()[i];
+    case DType::kFloat16:
+      return half_to_float(t.span<uint16_t>()[i]);
+    case DType::kBFloat16:
+      return bfloat16_to_float(t.span<uint16_t>()[i]);
+    case DType::kUInt64:
+      return static_cast<double>(t.span<uint64_t>()[i]);
+    default:
+      return static_cast<double>(scalar_int(t, i));
+  }
+}
+
+std::vector<int64_t> ints_of(const Tensor& t) {
+  std::vector<int64_t> v(std::max<int64_t>(t.numel(), 0));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = scalar_int(t, static_cast<int64_t>(i));
+  return v;
+}
+
+std::optional<std::vector<int64_t>> ints_input_or_attr(const Ctx& c, size_t index,
+                                                       std::string_view attr) {
+  if (const Tensor* t = c.in(index)) return ints_of(*t);
+  if (c.node.has_attr(attr)) return c.node.attr_ints(attr);
+  return std::nullopt;
+}
+
+std::vector<int64_t> broadcast_map(const Dims& in, const Dims& out) {
+  int64_t n = num_elements(out);
+  std::vector<int64_t> map(std::max<int64_t>(n, 0));
+  if (in == out) {
+    for (int64_t i = 0; i < n; ++i) map[i] = i;
+    return map;
+  }
+  if (num_elements(in) == 1 || n <= 0) return map;  // all zeros
+  // Strides of `in` aligned to the right of `out`, 0 along broadcast dims.
+  size_t off = out.size() - in.size();
+  Dims in_strides = strides_of(in);
+  Dims st(out.size(), 0);
+  for (size_t k = 0; k < in.size(); ++k) st[off + k] = in[k] == 1 ? 0 : in_strides[k];
+  std::vector<int64_t> idx(out.size(), 0);
+  int64_t pos = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    map[i] = pos;
+    for (size_t k = out.size(); k-- > 0;) {
+      pos += st[k];
+      if (++idx[k] < out[k]) break;
+      pos -= st[k] * out[k];
+      idx[k] = 0;
+    }
+  }
+  return map;
+}
+
+Result<Dims> broadcast_all(const Ctx& c, const std::vector<const Tensor*>& ts) {
+  Dims out;
+  for (const Tensor* t : ts) {
+    auto b = broadcast_shapes(out, t->dims);
+    if (!b) return c.err("cannot broadcast " + dims_str(out) + " with " + dims_str(t->dims));
+    out = *b;
+  }
+  RETURN_IF_ERROR(check_size(c, out));
+  return out;
+}
+
+Status check_size(const Ctx& c, const Dims& dims) {
+  int64_t n = num_elements(dims);
+  if (n < 0 || n > kMaxElements)
+    return c.err("output shape " + dims_str(dims) + " is invalid or too large to evaluate");
+  return {};
+}
+
+Tensor make_tensor(DType dtype, Dims dims) {
+  Tensor t;
+  t.dtype = dtype;
+  t.dims = std::move(dims);
+  t.raw.assign(static_cast<size_t>(std::max<int64_t>(t.numel(), 0)) * dtype_size(dtype), '\0');
+  return t;
+}
+
+}  // namespace eval
+
+bool can_evaluate(std::string_view op_type) {
+  const auto& r = eval::registry();
+  return r.find(op_type) != r.end();
+}
+
+Result<std::vector<Tensor>> evaluate(const Graph& graph, const Node& node,
+                                     const std::vector<const Tensor*>& inputs) {
+  int64_t opset = graph.opset(node.domain);
+  if (opset == 0) opset = 21;  // no import recorded: assume the newest forms
+  eval::Ctx c{graph, node, inputs, opset};
+  if (!node.domain.empty() && node.domain != "ai.onnx")
+    return c.err("no constant kernel for domain '" + node.domain + "'");
+  const auto& r = eval::registry();
+  auto it = r.find(node.op_type);
+  if (it == r.end()) return c.err("no constant kernel for op " + node.op_type);
+  RETURN_IF_ERROR(eval::check_inputs(c));
+  try {
+    if (it->second.half_via_float) return eval::run_half_via_float(c, it->second.fn);
+    return it->second.fn(c);
+  } catch (const std::exception& e) {
+    return c.err(std::string("evaluation failed: ") + e.what());
+  }
+}
+
+std::optional<Dims> broadcast_shapes(const Dims& a, const Dims& b) {
+  // Right-aligned numpy rule. A dim of kUnknownDim matches anything: against 1 it stays unknown,
+  // against a known n > 1 it must be n (or 1, which broadcasts to n).
+  size_t rank = std::max(a.size(), b.size());
+  Dims out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t x = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t y = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (x == y || y == 1) {
+      out[i] = x;
+    } else if (x == 1) {
+      out[i] = y;
+    } else if (x == kUnknownDim || y == kUnknownDim) {
+      out[i] = x == kUnknownDim ? y : x;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
+}  // namespace common

@@ -1,0 +1,273 @@
+// Conv, MaxPool and AveragePool over any number of spatial dims (direct loops: constant folding
+// sees small tensors). Sums accumulate in double.
+#include <algorithm>
+#include <cmath>
+
+#include "common/eval_kernels.h"
+
+namespace common::eval {
+namespace {
+
+/// Spatial geometry shared by Conv and the pools.
+struct Window {
+  Dims in, kernel, strides, dilations, pad_begin, pad_end, out;
+};
+
+/// Reads strides/dilations/pads/auto_pad and computes output sizes (ceil_mode for pools).
+Result<Window> plan_window(const Ctx& c, const Dims& in, const Dims& kernel, bool ceil_mode) {
+  size_t k = in.size();
+  Window w;
+  w.in = in;
+  w.kernel = kernel;
+  w.strides = c.node.attr_ints("strides", Dims(k, 1));
+  w.dilations = c.node.attr_ints("dilations", Dims(k, 1));
+  Dims pads = c.node.attr_ints("pads", Dims(2 * k, 0));
+  if (w.strides.size() != k || w.dilations.size() != k || pads.size() != 2 * k)
+    return c.err("strides, dilations or pads do not match the spatial rank");
+  w.pad_begin.assign(pads.begin(), pads.begin() + k);
+  w.pad_end.assign(pads.begin() + k, pads.end());
+  std::string auto_pad = c.node.attr_string("auto_pad", "NOTSET");
+  w.out.resize(k);
+  for (size_t d = 0; d < k; ++d) {
+    if (w.strides[d] <= 0 || w.dilations[d] <= 0) return c.err("strides must be positive");
+    int64_t eff = (kernel[d] - 1) * w.dilations[d] + 1;
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      w.out[d] = (in[d] + w.strides[d] - 1) / w.strides[d];
+      int64_t total = std::max<int64_t>((w.out[d] - 1) * w.strides[d] + eff - in[d], 0);
+      int64_t small = total / 2;
+      w.pad_begin[d] = auto_pad == "SAME_UPPER" ? small : total - small;
+      w.pad_end[d] = total - w.pad_begin[d];
+      continue;
+    }
+    if (auto_pad == "VALID") w.pad_begin[d] = w.pad_end[d] = 0;
+    int64_t span = in[d] + w.pad_begin[d] + w.pad_end[d] - eff;
+    if (span < 0) return c.err("kernel is larger than the padded input");
+    w.out[d] = (ceil_mode ? (span + w.strides[d] - 1) / w.strides[d] : span / w.strides[d]) + 1;
+    // A last window that starts in the end padding is dropped (ceil_mode only).
+    if (ceil_mode && (w.out[d] - 1) * w.strides[d] >= in[d] + w.pad_begin[d]) --w.out[d];
+  }
+  return w;
+}
+
+/// Calls f(offset into the spatial block, in_range, in_padded_range) for each kernel tap of the
+/// window at output position `pos`.
+template <class F>
+void for_each_tap(const Window& w, const std::vector<int64_t>& pos, F f) {
+  size_t k = w.in.size();
+  std::vector<int64_t> tap(k, 0);
+  Dims st = strides_of(w.in);
+  do {
+    int64_t off = 0;
+    bool inside = true, padded = true;
+    for (size_t d = 0; d < k; ++d) {
+      int64_t i = pos[d] * w.strides[d] - w.pad_begin[d] + tap[d] * w.dilations[d];
+      inside = inside && i >= 0 && i < w.in[d];
+      padded = padded && i < w.in[d] + w.pad_end[d];
+      off += i * st[d];
+    }
+    f(off, inside, padded);
+  } while (next_index(tap, w.kernel));
+}
+
+Result<Outputs> conv_kernel(const Ctx& c) {
+  ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
+  ASSIGN_OR_RETURN(const Tensor* wt, c.need(1));
+  const Tensor* bias = c.in(2);
+  if (x->dims.size() < 3 || wt->dims.size() != x->dims.size() || x->dtype != wt->dtype)
+    return c.err("X and W must have the same type and rank >= 3");
+  int64_t n = x->dims[0], ch = x->dims[1], m = wt->dims[0], group = c.node.attr_int("group", 1);
+  if (group <= 0 || ch % group != 0 || m % group != 0 || wt->dims[1] != ch / group)
+    return c.err("channels do not match group " + std::to_string(group));
+  Dims in(x->dims.begin() + 2, x->dims.end()), kernel(wt->dims.begin() + 2, wt->dims.end());
+  ASSIGN_OR_RETURN(Window w, plan_window(c, in, kernel, false));
+  Dims dims{n, m};
+  dims.insert(dims.end(), w.out.begin(), w.out.end());
+  RETURN_IF_ERROR(check_size(c, dims));
+  int64_t in_sz = num_elements(in), out_sz = num_elements(w.out), k_sz = num_elements(kernel);
+  int64_t cg = ch / group, mg = m / group;
+  return visit_floating(c, x->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
+    Tensor y = make_tensor(x->dtype, dims);
+    auto px = x->span<T>(), pw = wt->span<T>();
+    auto o = y.mutable_span<T>();
+    std::vector<int64_t> pos(w.out.size(), 0);
+    for (int64_t b = 0; b < n; ++b) {
+      for (int64_t oc = 0; oc < m; ++oc) {
+        int64_t g = oc / mg;
+        double bv = bias ? scalar_double(*bias, oc) : 0;
+        std::fill(pos.begin(), pos.end(), 0);
+        for (int64_t p = 0; p < out_sz; ++p, next_index(pos, w.out)) {
+          double acc = bv;
+          for (int64_t ic = 0; ic < cg; ++ic) {
+            const T* xs = px.data() + (b * ch + g * cg + ic) * in_sz;
+            const T* ws = pw.data() + (oc * cg + ic) * k_sz;
+            int64_t t = 0;
+            for_each_tap(w, pos, [&](int64_t off, bool inside, bool) {
+              if (inside) acc += static_cast<double>(xs[off]) * static_cast<double>(ws[t]);
+              ++t;
+            });
+          }
+          o[(b * m + oc) * out_sz + p] = static_cast<T>(acc);
+        }
+      }
+    }
+    return Outputs{std::move(y)};
+  });
+}
+
+/// ConvTranspose output sizes and begin pads: from output_shape (or auto_pad SAME_*, which
+/// asks for in * stride) the total padding is derived and split as the ONNX spec says.
+Result<Window> plan_transpose(const Ctx& c, const Dims& in, const Dims& kernel) {
+  size_t k = in.size();
+  Window w;
+  w.in = in;
+  w.kernel = kernel;
+  w.strides = c.node.attr_ints("strides", Dims(k, 1));
+  w.dilations = c.node.attr_ints("dilations", Dims(k, 1));
+  Dims pads = c.node.attr_ints("pads", Dims(2 * k, 0));
+  Dims out_pad = c.node.attr_ints("output_padding", Dims(k, 0));
+  Dims out_shape = c.node.attr_ints("output_shape");
+  std::string auto_pad = c.node.attr_string("auto_pad", "NOTSET");
+  if (w.strides.size() != k || w.dilations.size() != k || pads.size() != 2 * k ||
+      out_pad.size() != k || (!out_shape.empty() && out_shape.size() != k))
+    return c.err("strides, dilations, pads or output_shape do not match the spatial rank");
+  w.pad_begin.assign(pads.begin(), pads.begin() + k);
+  w.pad_end.assign(pads.begin() + k, pads.end());
+  w.out.resize(k);
+  bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+  for (size_t d = 0; d < k; ++d) {
+    int64_t full = w.strides[d] * (in[d] - 1) + out_pad[d] + (kernel[d] - 1) * w.dilations[d] + 1;
+    if (out_shape.empty() && !same) {
+      w.out[d] = full - w.pad_begin[d] - w.pad_end[d];
+      continue;
+    }
+    w.out[d] = out_shape.empty() ? in[d] * w.strides[d] : out_shape[d];
+    int64_t total = full - w.out[d];  // negative when output_shape asks for more than full
+    int64_t half = total >= 0 ? total / 2 : -((1 - total) / 2);  // floor(total / 2)
+    w.pad_begin[d] = auto_pad == "SAME_UPPER" ? half : total - half;
+    w.pad_end[d] = total - w.pad_begin[d];
+  }
+  return w;
+}
+
+/// ConvTranspose: every input element scatters x * W[tap] to out[i * stride - pad + tap * dil].
+Result<Outputs> conv_transpose_kernel(const Ctx& c) {
+  ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
+  ASSIGN_OR_RETURN(const Tensor* wt, c.need(1));
+  const Tensor* bias = c.in(2);
+  if (x->dims.size() < 3 || wt->dims.size() != x->dims.size() || x->dtype != wt->dtype)
+    return c.err("X and W must have the same type and rank >= 3");
+  int64_t n = x->dims[0], ch = x->dims[1], group = c.node.attr_int("group", 1);
+  if (group <= 0 || ch % group != 0 || wt->dims[0] != ch) return c.err("W does not match X");
+  int64_t mg = wt->dims[1], m = mg * group, cg = ch / group;
+  Dims in(x->dims.begin() + 2, x->dims.end()), kernel(wt->dims.begin() + 2, wt->dims.end());
+  ASSIGN_OR_RETURN(Window w, plan_transpose(c, in, kernel));
+  Dims dims{n, m};
+  dims.insert(dims.end(), w.out.begin(), w.out.end());
+  RETURN_IF_ERROR(check_size(c, dims));
+  size_t k = in.size();
+  int64_t in_sz = num_elements(in), out_sz = num_elements(w.out), k_sz = num_elements(kernel);
+  Dims ost = strides_of(w.out);
+  return visit_floating(c, x->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
+    std::vector<double> acc(std::max<int64_t>(num_elements(dims), 0), 0);
+    auto px = x->span<T>(), pw = wt->span<T>();
+    std::vector<int64_t> pos(k, 0), tap(k, 0);
+    for (int64_t b = 0; b < n; ++b) {
+      for (int64_t ic = 0; ic < ch; ++ic) {
+        int64_t g = ic / cg;
+        std::fill(pos.begin(), pos.end(), 0);
+        for (int64_t i = 0; i < in_sz; ++i, next_index(pos, in)) {
+          double xv = px[(b * ch + ic) * in_sz + i];
+          std::fill(tap.begin(), tap.end(), 0);
+          for (int64_t t = 0; t < k_sz; ++t, next_index(tap, kernel)) {
+            int64_t off = 0;
+            bool inside = true;
+            for (size_t d = 0; d < k && inside; ++d) {
+              int64_t o = pos[d] * w.strides[d] - w.pad_begin[d] + tap[d] * w.dilations[d];
+              inside = o >= 0 && o < w.out[d];
+              off += o * ost[d];
+            }
+            if (!inside) continue;
+            for (int64_t oc = 0; oc < mg; ++oc) {
+              double wv = pw[(ic * mg + oc) * k_sz + t];
+              acc[(b * m + g * mg + oc) * out_sz + off] += xv * wv;
+            }
+          }
+        }
+      }
+    }
+    Tensor y = make_tensor(x->dtype, dims);
+    auto o = y.mutable_span<T>();
+    for (size_t i = 0; i < acc.size(); ++i) {
+      int64_t oc = (static_cast<int64_t>(i) / std::max<int64_t>(out_sz, 1)) % m;
+      o[i] = static_cast<T>(acc[i] + (bias ? scalar_double(*bias, oc) : 0));
+    }
+    return Outputs{std::move(y)};
+  });
+}
+
+/// A row-major offset within dims re-expressed as a column-major one (MaxPool storage_order=1).
+int64_t to_column_major(int64_t offset, const Dims& dims) {
+  int64_t out = 0, stride = 1;
+  Dims st = strides_of(dims);
+  for (size_t d = 0; d < dims.size(); ++d) {
+    out += (offset / st[d]) % dims[d] * stride;
+    stride *= dims[d];
+  }
+  return out;
+}
+
+/// MaxPool (with the optional Indices output, row-major flat indices) and AveragePool.
+template <bool kMax>
+Result<Outputs> pool_kernel(const Ctx& c) {
+  ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
+  if (x->dims.size() < 3) return c.err("input must have rank >= 3");
+  Dims kernel = c.node.attr_ints("kernel_shape");
+  Dims in(x->dims.begin() + 2, x->dims.end());
+  if (kernel.size() != in.size()) return c.err("kernel_shape does not match the spatial rank");
+  bool ceil_mode = c.node.attr_int("ceil_mode", 0) != 0;
+  bool include_pad = c.node.attr_int("count_include_pad", 0) != 0;
+  bool column_major = c.node.attr_int("storage_order", 0) != 0;
+  ASSIGN_OR_RETURN(Window w, plan_window(c, in, kernel, ceil_mode));
+  Dims dims{x->dims[0], x->dims[1]};
+  dims.insert(dims.end(), w.out.begin(), w.out.end());
+  RETURN_IF_ERROR(check_size(c, dims));
+  int64_t planes = x->dims[0] * x->dims[1], in_sz = num_elements(in);
+  int64_t out_sz = num_elements(w.out);
+  return visit_numeric(c, x->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
+    Tensor y = make_tensor(x->dtype, dims), idx = make_tensor(DType::kInt64, dims);
+    auto px = x->span<T>();
+    auto o = y.mutable_span<T>();
+    auto oi = idx.mutable_span<int64_t>();
+    std::vector<int64_t> pos(w.out.size(), 0);
+    for (int64_t pl = 0; pl < planes; ++pl) {
+      const T* xs = px.data() + pl * in_sz;
+      std::fill(pos.begin(), pos.end(), 0);
+      for (int64_t p = 0; p < out_sz; ++p, next_index(pos, w.out)) {
+        double acc = kMax ? -INFINITY : 0;
+        int64_t count = 0, arg = 0;
+        bool found = false;
+        for_each_tap(w, pos, [&](int64_t off, bool inside, bool padded) {
+          if (inside && kMax && (!found || xs[off] > acc)) acc = xs[off], arg = off, found = true;
+          if (inside && !kMax) acc += xs[off];
+          count += (inside || (include_pad && padded)) ? 1 : 0;
+        });
+        o[pl * out_sz + p] = static_cast<T>(kMax ? acc : acc / std::max<int64_t>(count, 1));
+        oi[pl * out_sz + p] = pl * in_sz + (column_major ? to_column_major(arg, in) : arg);
+      }
+    }
+    Outputs outs{std::move(y)};
+    if (kMax && c.num_outputs() > 1) outs.push_back(std::move(idx));
+    return outs;
+  });
+}
+
+}  // namespace
+
+void register_conv(Registry& r) {
+  r["Conv"] = {conv_kernel, true};
+  r["ConvTranspose"] = {conv_transpose_kernel, true};
+  r["MaxPool"] = {pool_kernel<true>, true};
+  r["AveragePool"] = {pool_kernel<false>, true};
+}
+
+}  // namespace common::eval

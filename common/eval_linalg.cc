@@ -1,0 +1,175 @@
+// MatMul, Gemm, CumSum and TopK.
+#include <algorithm>
+#include <numeric>
+
+#include "common/eval_kernels.h"
+
+namespace common::eval {
+namespace {
+
+/// Wide accumulator: double for floats, 64-bit for integers (narrowed back = wrap-around).
+template <class T>
+using Wide = std::conditional_t<std::is_floating_point_v<T>, double,
+                                std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>>;
+
+/// MatMul with numpy semantics: 1-D operands are promoted and the promoted dim removed again;
+/// batch dims broadcast.
+Result<Outputs> matmul_kernel(const Ctx& c) {
+  ASSIGN_OR_RETURN(const Tensor* a, c.need(0));
+  ASSIGN_OR_RETURN(const Tensor* b, c.need(1));
+  if (a->dtype != b->dtype) return c.err("input types differ");
+  if (a->dims.empty() || b->dims.empty()) return c.err("MatMul inputs must have rank >= 1");
+  Dims ad = a->dims, bd = b->dims;
+  bool a_vec = ad.size() == 1, b_vec = bd.size() == 1;
+  if (a_vec) ad.insert(ad.begin(), 1);
+  if (b_vec) bd.push_back(1);
+  int64_t n = ad[ad.size() - 2], k = ad.back(), m = bd.back();
+  if (bd[bd.size() - 2] != k)
+    return c.err("cannot multiply " + dims_str(a->dims) + " by " + dims_str(b->dims));
+  Dims ab(ad.begin(), ad.end() - 2), bb(bd.begin(), bd.end() - 2);
+  auto batch = broadcast_shapes(ab, bb);
+  if (!batch)
+    return c.err("batch dims of " + dims_str(a->dims) + " and " + dims_str(b->dims) +
+                 " do not broadcast");
+  auto ma = broadcast_map(ab, *batch), mb = broadcast_map(bb, *batch);
+  Dims dims = *batch;
+  if (!a_vec) dims.push_back(n);
+  if (!b_vec) dims.push_back(m);
+  RETURN_IF_ERROR(check_size(c, dims));
+  return visit_numeric(c, a->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
+    Tensor out = make_tensor(a->dtype, dims);
+    auto pa = a->span<T>(), pb = b->span<T>();
+    auto o = out.mutable_span<T>();
+    for (size_t s = 0; s < ma.size(); ++s) {
+      const T* x = pa.data() + ma[s] * n * k;
+      const T* y = pb.data() + mb[s] * k * m;
+      T* z = o.data() + s * n * m;
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t j = 0; j < m; ++j) {
+          Wide<T> acc = 0;
+          for (int64_t l = 0; l < k; ++l)
+            acc += static_cast<Wide<T>>(x[i * k + l]) * static_cast<Wide<T>>(y[l * m + j]);
+          z[i * m + j] = static_cast<T>(acc);
+        }
+      }
+    }
+    return Outputs{std::move(out)};
+  });
+}
+
+/// Gemm: Y = alpha * A' * B' + beta * C, A' = transA ? A^T : A (2-D), C broadcast to [M, N].
+Result<Outputs> gemm_kernel(const Ctx& c) {
+  ASSIGN_OR_RETURN(const Tensor* a, c.need(0));
+  ASSIGN_OR_RETURN(const Tensor* b, c.need(1));
+  const Tensor* cc = c.in(2);
+  if (a->dims.size() != 2 || b->dims.size() != 2) return c.err("Gemm needs 2-D A and B");
+  bool ta = c.node.attr_int("transA", 0) != 0, tb = c.node.attr_int("transB", 0) != 0;
+  int64_t m = ta ? a->dims[1] : a->dims[0], k = ta ? a->dims[0] : a->dims[1];
+  int64_t kb = tb ? b->dims[1] : b->dims[0], n = tb ? b->dims[0] : b->dims[1];
+  if (k != kb) return c.err("cannot multiply " + dims_str(a->dims) + " by " + dims_str(b->dims));
+  Dims dims{m, n};
+  std::vector<int64_t> mc;
+  if (cc) {
+    auto bc = broadcast_shapes(cc->dims, dims);
+    if (!bc || *bc != dims) return c.err("C " + dims_str(cc->dims) + " does not broadcast to Y");
+    mc = broadcast_map(cc->dims, dims);
+  }
+  double alpha = c.node.attr_float("alpha", 1.0f), beta = c.node.attr_float("beta", 1.0f);
+  return visit_numeric(c, a->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
+    Tensor out = make_tensor(a->dtype, dims);
+    auto pa = a->span<T>(), pb = b->span<T>();
+    auto o = out.mutable_span<T>();
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        Wide<T> acc = 0;
+        for (int64_t l = 0; l < k; ++l) {
+          T x = ta ? pa[l * m + i] : pa[i * k + l];
+          T y = tb ? pb[j * k + l] : pb[l * n + j];
+          acc += static_cast<Wide<T>>(x) * static_cast<Wide<T>>(y);
+        }
+        double v = alpha * static_cast<double>(acc);
+        if (cc) v += beta * static_cast<double>(cc->span<T>()[mc[i * n + j]]);
+        o[i * n + j] = static_cast<T>(v);
+      }
+    }
+    return Outputs{std::move(out)};
+  });
+}
+
+/// CumSum(x, axis): running sums in the element type; exclusive and reverse attributes.
+Result<Outputs> cumsum_kernel(const Ctx& c) {
+  ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
+  ASSIGN_OR_RETURN(const Tensor* axis_t, c.need(1));
+  auto rank = static_cast<int64_t>(x->dims.size());
+  ASSIGN_OR_RETURN(int64_t axis, normalize_axis(c, scalar_int(*axis_t), rank));
+  bool exclusive = c.node.attr_int("exclusive", 0) != 0;
+  bool reverse = c.node.attr_int("reverse", 0) != 0;
+  Dims st = strides_of(x->dims);
+  int64_t n = x->dims[axis], inner = st[axis];
+  int64_t outer = n == 0 ? 0 : x->numel() / (n * inner);
+  return visit_numeric(c, x->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
+    Tensor out = *x;
+    auto in = x->span<T>();
+    auto o = out.mutable_span<T>();
+    for (int64_t a = 0; a < outer; ++a) {
+      for (int64_t b = 0; b < inner; ++b) {
+        T acc = 0;
+        for (int64_t s = 0; s < n; ++s) {
+          int64_t k = reverse ? n - 1 - s : s;
+          int64_t off = (a * n + k) * inner + b;
+          if (exclusive) o[off] = acc;
+          acc = static_cast<T>(acc + in[off]);
+          if (!exclusive) o[off] = acc;
+        }
+      }
+    }
+    return Outputs{std::move(out)};
+  });
+}
+
+/// TopK: the k largest (or smallest) along axis, sorted; ties keep the lower index first.
+Result<Outputs> topk_kernel(const Ctx& c) {
+  ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
+  int64_t k = c.in(1) ? scalar_int(*c.in(1)) : c.node.attr_int("k", -1);
+  auto rank = static_cast<int64_t>(x->dims.size());
+  ASSIGN_OR_RETURN(int64_t axis, normalize_axis(c, c.node.attr_int("axis", -1), rank));
+  bool largest = c.node.attr_int("largest", 1) != 0;
+  int64_t n = x->dims[axis];
+  if (k < 0 || k > n) return c.err("k=" + std::to_string(k) + " is out of range");
+  Dims dims = x->dims;
+  dims[axis] = k;
+  Dims st = strides_of(x->dims);
+  int64_t inner = st[axis], outer = n == 0 ? 0 : x->numel() / (n * inner);
+  return visit_numeric(c, x->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
+    Tensor vals = make_tensor(x->dtype, dims), idxs = make_tensor(DType::kInt64, dims);
+    auto in = x->span<T>();
+    auto ov = vals.mutable_span<T>();
+    auto oi = idxs.mutable_span<int64_t>();
+    std::vector<int64_t> order(n);
+    for (int64_t a = 0; a < outer; ++a) {
+      for (int64_t b = 0; b < inner; ++b) {
+        auto at = [&](int64_t j) { return in[(a * n + j) * inner + b]; };
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(), [&](int64_t p, int64_t q) {
+          return largest ? at(p) > at(q) : at(p) < at(q);
+        });
+        for (int64_t j = 0; j < k; ++j) {
+          ov[(a * k + j) * inner + b] = at(order[j]);
+          oi[(a * k + j) * inner + b] = order[j];
+        }
+      }
+    }
+    return Outputs{std::move(vals), std::move(idxs)};
+  });
+}
+
+}  // namespace
+
+void register_linalg(Registry& r) {
+  r["MatMul"] = {matmul_kernel, true};
+  r["Gemm"] = {gemm_kernel, true};
+  r["CumSum"] = {cumsum_kernel, true};
+  r["TopK"] = {topk_kernel, true};
+}
+
+}  // namespace common::eval

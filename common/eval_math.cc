@@ -1,0 +1,198 @@
+// Unary math and activations, computed in the element type (float in float).
+#include <cmath>
+
+#include "common/eval_kernels.h"
+
+namespace common::eval {
+namespace {
+
+/// y = f(x) elementwise for float/double inputs.
+template <class F>
+Result<Outputs> unary_float(const Ctx& c, F f) {
+  ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
+  return visit_floating(c, x->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
+    Tensor out = *x;
+    for (T& v : out.mutable_span<T>()) v = static_cast<T>(f(v));
+    return Outputs{std::move(out)};
+  });
+}
+
+/// y = f(x) elementwise for any numeric input (integers wrap).
+template <class F>
+Result<Outputs> unary_num(const Ctx& c, F f) {
+  ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
+  if (x->dtype == DType::kBool) return c.err("bool input is not supported");
+  return visit_numeric(c, x->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
+    Tensor out = *x;
+    for (T& v : out.mutable_span<T>()) v = static_cast<T>(f(v));
+    return Outputs{std::move(out)};
+  });
+}
+
+/// bool y = f(x) elementwise for float/double inputs.
+template <class F>
+Result<Outputs> predicate_float(const Ctx& c, F f) {
+  ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
+  return visit_floating(c, x->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
+    Tensor out = make_tensor(DType::kBool, x->dims);
+    auto in = x->span<T>();
+    auto o = out.mutable_span<uint8_t>();
+    for (size_t i = 0; i < in.size(); ++i) o[i] = f(in[i]) ? 1 : 0;
+    return Outputs{std::move(out)};
+  });
+}
+
+template <class T>
+T negate(T x) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(U(0) - static_cast<U>(x));
+  } else {
+    return -x;
+  }
+}
+
+/// Attribute as the element type T, read as float like onnxruntime does.
+template <class T>
+T attr_t(const Ctx& c, std::string_view name, float fallback) {
+  return static_cast<T>(c.node.attr_float(name, fallback));
+}
+
+void register_plain(Registry& r) {
+#define FLOAT_UNARY(NAME, EXPR) \
+  r[NAME] = {[](const Ctx& c) { return unary_float(c, [](auto x) { return EXPR; }); }, true}
+  FLOAT_UNARY("Floor", std::floor(x));
+  FLOAT_UNARY("Ceil", std::ceil(x));
+  FLOAT_UNARY("Round", std::nearbyint(x));  // half to even in the default rounding mode
+  FLOAT_UNARY("Sqrt", std::sqrt(x));
+  FLOAT_UNARY("Reciprocal", decltype(x)(1) / x);
+  FLOAT_UNARY("Exp", std::exp(x));
+  FLOAT_UNARY("Log", std::log(x));
+  FLOAT_UNARY("Sigmoid", decltype(x)(1) / (decltype(x)(1) + std::exp(-x)));
+  FLOAT_UNARY("Tanh", std::tanh(x));
+  FLOAT_UNARY("Sin", std::sin(x));
+  FLOAT_UNARY("Cos", std::cos(x));
+  FLOAT_UNARY("Tan", std::tan(x));
+  FLOAT_UNARY("Asin", std::asin(x));
+  FLOAT_UNARY("Acos", std::acos(x));
+  FLOAT_UNARY("Atan", std::atan(x));
+  FLOAT_UNARY("Sinh", std::sinh(x));
+  FLOAT_UNARY("Cosh", std::cosh(x));
+  FLOAT_UNARY("Asinh", std::asinh(x));
+  FLOAT_UNARY("Acosh", std::acosh(x));
+  FLOAT_UNARY("Atanh", std::atanh(x));
+  FLOAT_UNARY("Erf", std::erf(x));
+  FLOAT_UNARY("Softplus", std::log(std::exp(x) + decltype(x)(1)));
+  FLOAT_UNARY("Softsign", x / (decltype(x)(1) + std::abs(x)));
+  FLOAT_UNARY("Mish", x * std::tanh(std::log1p(std::exp(x))));
+  FLOAT_UNARY("HardSwish",
+              x * std::max(decltype(x)(0),
+                           std::min(decltype(x)(1), x / decltype(x)(6) + decltype(x)(0.5))));
+#undef FLOAT_UNARY
+#define NUM_UNARY(NAME, EXPR) \
+  r[NAME] = {[](const Ctx& c) { return unary_num(c, [](auto x) { return EXPR; }); }, true}
+  NUM_UNARY("Neg", negate(x));
+  NUM_UNARY("Abs", x < decltype(x)(0) ? negate(x) : x);
+  NUM_UNARY("Sign", x > decltype(x)(0) ? 1 : (x < decltype(x)(0) ? -1 : 0));
+  NUM_UNARY("Relu", x > decltype(x)(0) ? x : decltype(x)(0));
+#undef NUM_UNARY
+}
+
+void register_parametric(Registry& r) {
+  r["LeakyRelu"] = {[](const Ctx& c) {
+                      return unary_float(c, [&]<class T>(T x) {
+                        return x < 0 ? attr_t<T>(c, "alpha", 0.01f) * x : x;
+                      });
+                    },
+                    true};
+  r["Elu"] = {[](const Ctx& c) {
+                return unary_float(c, [&]<class T>(T x) {
+                  return x < 0 ? attr_t<T>(c, "alpha", 1.0f) * (std::exp(x) - T(1)) : x;
+                });
+              },
+              true};
+  r["Selu"] = {[](const Ctx& c) {
+                 return unary_float(c, [&]<class T>(T x) {
+                   T alpha = attr_t<T>(c, "alpha", 1.67326319217681884765625f);
+                   T gamma = attr_t<T>(c, "gamma", 1.05070102214813232421875f);
+                   return x > 0 ? gamma * x : gamma * (alpha * std::exp(x) - alpha);
+                 });
+               },
+               true};
+  r["Celu"] = {[](const Ctx& c) {
+                 return unary_float(c, [&]<class T>(T x) {
+                   T alpha = attr_t<T>(c, "alpha", 1.0f);
+                   return std::max(T(0), x) + std::min(T(0), alpha * (std::exp(x / alpha) - T(1)));
+                 });
+               },
+               true};
+  r["HardSigmoid"] = {[](const Ctx& c) {
+                        return unary_float(c, [&]<class T>(T x) {
+                          T y = attr_t<T>(c, "alpha", 0.2f) * x + attr_t<T>(c, "beta", 0.5f);
+                          return std::max(T(0), std::min(T(1), y));
+                        });
+                      },
+                      true};
+  r["ThresholdedRelu"] = {[](const Ctx& c) {
+                            return unary_float(c, [&]<class T>(T x) {
+                              return x > attr_t<T>(c, "alpha", 1.0f) ? x : T(0);
+                            });
+                          },
+                          true};
+  r["Shrink"] = {[](const Ctx& c) {
+                   return unary_float(c, [&]<class T>(T x) {
+                     T lambd = attr_t<T>(c, "lambd", 0.5f), bias = attr_t<T>(c, "bias", 0.0f);
+                     return x < -lambd ? x + bias : (x > lambd ? x - bias : T(0));
+                   });
+                 },
+                 true};
+  r["Gelu"] = {[](const Ctx& c) {
+                 bool tanh_form = c.node.attr_string("approximate", "none") == "tanh";
+                 return unary_float(c, [&]<class T>(T x) {
+                   if (tanh_form) {
+                     T k = static_cast<T>(std::sqrt(2.0 / M_PI));
+                     return T(0.5) * x * (T(1) + std::tanh(k * (x + T(0.044715) * x * x * x)));
+                   }
+                   return T(0.5) * x * (T(1) + std::erf(x / static_cast<T>(M_SQRT2)));
+                 });
+               },
+               true};
+}
+
+void register_predicates(Registry& r) {
+  r["IsNaN"] = {[](const Ctx& c) { return predicate_float(c, [](auto x) { return x != x; }); },
+                true};
+  r["IsInf"] = {[](const Ctx& c) {
+                  bool neg = c.node.attr_int("detect_negative", 1) != 0;
+                  bool pos = c.node.attr_int("detect_positive", 1) != 0;
+                  return predicate_float(c, [&](auto x) {
+                    return std::isinf(x) && ((x > 0 && pos) || (x < 0 && neg));
+                  });
+                },
+                true};
+  r["BitwiseNot"] = {[](const Ctx& c) -> Result<Outputs> {
+    ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
+    if (!is_integer(x->dtype)) return c.err("expected an integer input");
+    return unary_num(c, [](auto x) -> decltype(x) {
+      if constexpr (std::is_integral_v<decltype(x)>) return static_cast<decltype(x)>(~x);
+      return x;  // floats were rejected above
+    });
+  }};
+  r["Not"] = {[](const Ctx& c) -> Result<Outputs> {
+    ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
+    if (x->dtype != DType::kBool) return c.err("expected a bool input");
+    Tensor out = *x;
+    for (uint8_t& v : out.mutable_span<uint8_t>()) v = v ? 0 : 1;
+    return Outputs{std::move(out)};
+  }};
+}
+
+}  // namespace
+
+void register_math(Registry& r) {
+  register_plain(r);
+  register_parametric(r);
+  register_predicates(r);
+}
+
+}  // namespace common::eval

@@ -1,0 +1,287 @@
+// Shape and layout ops: they move element bytes and never look at values (any dtype works).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "common/eval_kernels.h"
+
+namespace common::eval {
+namespace {
+
+/// out[i] = in[map[i]] element-wise on bytes.
+Tensor gather_elements_bytes(const Tensor& in, Dims dims, const std::vector<int64_t>& map) {
+  Tensor out = make_tensor(in.dtype, std::move(dims));
+  size_t es = dtype_size(in.dtype);
+  for (size_t i = 0; i < map.size(); ++i)
+    std::memcpy(out.raw.data() + i * es, in.raw.data() + map[i] * es, es);
+  return out;
+}
+
+Tensor reshaped(const Tensor& t, Dims dims) {
+  Tensor out = t;
+  out.dims = std::move(dims);
+  return out;
+}
+
+Result<Outputs> identity_kernel(const Ctx& c) {
+  ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
+  return Outputs{*x};
+}
+
+/// Constant: one of value / value_float / value_floats / value_int / value_ints.
+Result<Outputs> constant_kernel(const Ctx& c) {
+  const Node& n = c.node;
+  if (const Tensor* t = n.attr_tensor("value")) return Outputs{*t};
+  if (n.has_attr("value_float"))
+    return Outputs{Tensor::from_floats({n.attr_float("value_float", 0)}, {})};
+  if (n.has_attr("value_floats")) {
+    auto v = n.attr_floats("value_floats");
+    return Outputs{Tensor::from_floats(v, {static_cast<int64_t>(v.size())})};
+  }
+  if (n.has_attr("value_int")) return Outputs{Tensor::from_int64({n.attr_int("value_int", 0)}, {})};
+  if (n.has_attr("value_ints")) {
+    auto v = n.attr_ints("value_ints");
+    return Outputs{Tensor::from_int64(v, {static_cast<int64_t>(v.size())})};
+  }
+  return c.err("Constant has no supported value attribute");
+}
+
+/// Shape with start/end (opset 15), clamped like Slice.
+Result<Outputs> shape_kernel(const Ctx& c) {
+  ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
+  auto rank = static_cast<int64_t>(x->dims.size());
+  auto clamp = [rank](int64_t v) {
+    if (v < 0) v += rank;
+    return std::clamp<int64_t>(v, 0, rank);
+  };
+  int64_t start = clamp(c.node.attr_int("start", 0));
+  int64_t end = clamp(c.node.attr_int("end", rank));
+  std::vector<int64_t> dims;
+  for (int64_t i = start; i < end; ++i) dims.push_back(x->dims[i]);
+  auto n = static_cast<int64_t>(dims.size());
+  return Outputs{Tensor::from_int64(dims, {n})};
+}
+
+Result<Outputs> size_kernel(const Ctx& c) {
+  ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
+  return Outputs{Tensor::from_int64({x->numel()}, {})};
+}
+
+/// Reshape: 0 copies the input dim (unless allowzero), one -1 is inferred.
+Result<Outputs> reshape_kernel(const Ctx& c) {
+  ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
+  auto shape = ints_input_or_attr(c, 1, "shape");
+  if (!shape) return c.err("missing target shape");
+  bool allow_zero = c.node.attr_int("allowzero", 0) != 0;
+  Dims dims = *shape;
+  int64_t infer_at = -1, known = 1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == 0 && !allow_zero) {
+      if (i >= x->dims.size()) return c.err("shape has 0 at " + std::to_string(i) + " beyond rank");
+      dims[i] = x->dims[i];
+    }
+    if (dims[i] == -1) {
+      if (infer_at >= 0) return c.err("shape has more than one -1");
+      infer_at = static_cast<int64_t>(i);
+      continue;
+    }
+    if (dims[i] < 0) return c.err("invalid dim " + std::to_string(dims[i]) + " in shape");
+    known *= dims[i];
+  }
+  if (infer_at >= 0) {
+    if (known == 0 || x->numel() % known != 0)
+      return c.err("cannot infer -1 reshaping " + dims_str(x->dims) + " to " + dims_str(*shape));
+    dims[infer_at] = x->numel() / known;
+  }
+  if (num_elements(dims) != x->numel())
+    return c.err("cannot reshape " + dims_str(x->dims) + " to " + dims_str(*shape));
+  return Outputs{reshaped(*x, dims)};
+}
+
+Result<Outputs> flatten_kernel(const Ctx& c) {
+  ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
+  auto rank = static_cast<int64_t>(x->dims.size());
+  int64_t axis = c.node.attr_int("axis", 1);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis > rank) return c.err("axis out of range");
+  int64_t outer = 1;
+  for (int64_t i = 0; i < axis; ++i) outer *= x->dims[i];
+  int64_t inner = 1;
+  for (int64_t i = axis; i < rank; ++i) inner *= x->dims[i];
+  return Outputs{reshaped(*x, {outer, inner})};
+}
+
+/// Squeeze: axes attribute before opset 13, optional input from 13; none means every 1.
+Result<Outputs> squeeze_kernel(const Ctx& c) {
+  ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
+  auto rank = static_cast<int64_t>(x->dims.size());
+  auto axes_in = ints_input_or_attr(c, 1, "axes");
+  std::vector<bool> drop(rank, false);
+  if (axes_in) {
+    ASSIGN_OR_RETURN(auto axes, normalize_axes(c, *axes_in, rank));
+    for (int64_t a : axes) {
+      if (x->dims[a] != 1)
+        return c.err("cannot squeeze axis " + std::to_string(a) + " of size " +
+                     std::to_string(x->dims[a]));
+      drop[a] = true;
+    }
+  } else {
+    for (int64_t a = 0; a < rank; ++a) drop[a] = x->dims[a] == 1;
+  }
+  Dims dims;
+  for (int64_t a = 0; a < rank; ++a)
+    if (!drop[a]) dims.push_back(x->dims[a]);
+  return Outputs{reshaped(*x, dims)};
+}
+
+Result<Outputs> unsqueeze_kernel(const Ctx& c) {
+  ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
+  auto axes_in = ints_input_or_attr(c, 1, "axes");
+  if (!axes_in) return c.err("missing axes");
+  auto out_rank = static_cast<int64_t>(x->dims.size() + axes_in->size());
+  ASSIGN_OR_RETURN(auto axes, normalize_axes(c, *axes_in, out_rank));
+  std::vector<bool> inserted(out_rank, false);
+  for (int64_t a : axes) inserted[a] = true;
+  Dims dims;
+  size_t k = 0;
+  for (int64_t a = 0; a < out_rank; ++a) dims.push_back(inserted[a] ? 1 : x->dims[k++]);
+  return Outputs{reshaped(*x, dims)};
+}
+
+Result<Outputs> expand_kernel(const Ctx& c) {
+  ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
+  ASSIGN_OR_RETURN(const Tensor* s, c.need(1));
+  Dims shape = ints_of(*s);
+  auto dims = broadcast_shapes(x->dims, shape);
+  if (!dims) return c.err("cannot expand " + dims_str(x->dims) + " to " + dims_str(shape));
+  RETURN_IF_ERROR(check_size(c, *dims));
+  return Outputs{gather_elements_bytes(*x, *dims, broadcast_map(x->dims, *dims))};
+}
+
+Result<Outputs> tile_kernel(const Ctx& c) {
+  ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
+  ASSIGN_OR_RETURN(const Tensor* r, c.need(1));
+  auto reps = ints_of(*r);
+  if (reps.size() != x->dims.size()) return c.err("repeats length does not match rank");
+  Dims dims = x->dims;
+  for (size_t k = 0; k < dims.size(); ++k) {
+    if (reps[k] < 0) return c.err("negative repeat");
+    dims[k] *= reps[k];
+  }
+  RETURN_IF_ERROR(check_size(c, dims));
+  std::vector<int64_t> map(std::max<int64_t>(num_elements(dims), 0));
+  Dims st = strides_of(x->dims);
+  std::vector<int64_t> idx(dims.size(), 0);
+  for (size_t i = 0; i < map.size(); ++i, next_index(idx, dims)) {
+    int64_t off = 0;
+    for (size_t k = 0; k < dims.size(); ++k) off += (idx[k] % x->dims[k]) * st[k];
+    map[i] = off;
+  }
+  return Outputs{gather_elements_bytes(*x, dims, map)};
+}
+
+/// Range: n = max(ceil((limit - start) / delta), 0) values start, start + delta, ... in the
+/// input type.
+Result<Outputs> range_kernel(const Ctx& c) {
+  ASSIGN_OR_RETURN(const Tensor* start, c.need(0));
+  ASSIGN_OR_RETURN(const Tensor* limit, c.need(1));
+  ASSIGN_OR_RETURN(const Tensor* delta, c.need(2));
+  return visit_numeric(c, start->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
+    if (start->numel() != 1 || limit->numel() != 1 || delta->numel() != 1)
+      return c.err("start, limit and delta must be scalars");
+    T s = start->span<T>()[0], l = limit->span<T>()[0], d = delta->span<T>()[0];
+    if (d == T(0)) return c.err("delta is zero");
+    double count = std::ceil((static_cast<double>(l) - static_cast<double>(s)) / d);
+    auto n = static_cast<int64_t>(std::max(count, 0.0));
+    if (n > (int64_t{1} << 31)) return c.err("range is too long");
+    Tensor out = make_tensor(start->dtype, {n});
+    auto o = out.mutable_span<T>();
+    T v = s;  // accumulated like onnxruntime (not s + i * d): identical float roundings
+    for (int64_t i = 0; i < n; ++i, v = static_cast<T>(v + d)) o[i] = v;
+    return Outputs{std::move(out)};
+  });
+}
+
+Result<Outputs> constant_of_shape_kernel(const Ctx& c) {
+  ASSIGN_OR_RETURN(const Tensor* s, c.need(0));
+  Dims dims = ints_of(*s);
+  for (int64_t d : dims)
+    if (d < 0) return c.err("negative dim in shape " + dims_str(dims));
+  RETURN_IF_ERROR(check_size(c, dims));
+  const Tensor* v = c.node.attr_tensor("value");
+  Tensor fill = v ? *v : Tensor::from_floats({0.0f}, {});
+  if (fill.numel() != 1) return c.err("value must have one element");
+  Tensor out = make_tensor(fill.dtype, dims);
+  size_t es = dtype_size(fill.dtype);
+  for (int64_t i = 0; i < out.numel(); ++i)
+    std::memcpy(out.raw.data() + i * es, fill.raw.data(), es);
+  return Outputs{std::move(out)};
+}
+
+Result<Outputs> eye_like_kernel(const Ctx& c) {
+  ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
+  if (x->dims.size() != 2) return c.err("EyeLike needs a 2-D input");
+  auto dt = static_cast<DType>(c.node.attr_int("dtype", static_cast<int64_t>(x->dtype)));
+  int64_t k = c.node.attr_int("k", 0);
+  Tensor one = Tensor::from_int64({1}, {}, DType::kInt64);
+  ASSIGN_OR_RETURN(one, cast_tensor(c, one, dt));
+  Tensor out = make_tensor(dt, x->dims);
+  size_t es = dtype_size(dt);
+  for (int64_t i = 0; i < x->dims[0]; ++i) {
+    int64_t j = i + k;
+    if (j >= 0 && j < x->dims[1])
+      std::memcpy(out.raw.data() + (i * x->dims[1] + j) * es, one.raw.data(), es);
+  }
+  return Outputs{std::move(out)};
+}
+
+/// Dropout in inference: Y = X, mask all true (bool from opset 10, X's type before).
+Result<Outputs> dropout_kernel(const Ctx& c) {
+  ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
+  const Tensor* training = c.in(2);
+  bool train = training && training->numel() == 1 && scalar_int(*training, 0) != 0;
+  double ratio = c.in(1) ? scalar_double(*c.in(1)) : c.node.attr_float("ratio", 0.5f);
+  if (train && ratio != 0) return c.err("Dropout in training mode is random");
+  Outputs outs{*x};
+  if (c.num_outputs() < 2) return outs;
+  Tensor mask = Tensor::from_int64({1}, {}, DType::kInt64);
+  ASSIGN_OR_RETURN(mask, cast_tensor(c, mask, c.opset < 10 ? x->dtype : DType::kBool));
+  Tensor full = make_tensor(mask.dtype, x->dims);
+  size_t es = dtype_size(mask.dtype);
+  for (int64_t i = 0; i < full.numel(); ++i)
+    std::memcpy(full.raw.data() + i * es, mask.raw.data(), es);
+  outs.push_back(std::move(full));
+  return outs;
+}
+
+}  // namespace
+
+Result<Outputs> concat_kernel(const Ctx& c);
+Result<Outputs> split_kernel(const Ctx& c);
+Result<Outputs> transpose_kernel(const Ctx& c);
+Result<Outputs> depth_to_space_kernel(const Ctx& c);
+Result<Outputs> space_to_depth_kernel(const Ctx& c);
+
+void register_shape(Registry& r) {
+  r["Identity"] = {identity_kernel};
+  r["Constant"] = {constant_kernel};
+  r["Shape"] = {shape_kernel};
+  r["Size"] = {size_kernel};
+  r["Reshape"] = {reshape_kernel};
+  r["Flatten"] = {flatten_kernel};
+  r["Squeeze"] = {squeeze_kernel};
+  r["Unsqueeze"] = {unsqueeze_kernel};
+  r["Expand"] = {expand_kernel};
+  r["Tile"] = {tile_kernel};
+  r["Range"] = {range_kernel};
+  r["ConstantOfShape"] = {constant_of_shape_kernel};
+  r["EyeLike"] = {eye_like_kernel};
+  r["Dropout"] = {dropout_kernel};
+  r["Concat"] = {concat_kernel};
+  r["Split"] = {split_kernel};
+  r["Transpose"] = {transpose_kernel};
+  r["DepthToSpace"] = {depth_to_space_kernel};
+  r["SpaceToDepth"] = {space_to_depth_kernel};
+}
+
+}  // namespace common::eval

@@ -1,0 +1,105 @@
+// Element-wise ops: unary maps, broadcasting binary and variadic ops, comparisons, Where, Cast.
+#include <string>
+
+#include "shapeonnx/rules.h"
+#include "shapeonnx/rules_util.h"
+
+namespace shapeonnx {
+namespace {
+
+using common::Dims;
+using common::DType;
+using common::Status;
+
+// Y = f(X): same dtype and shape as the first input (extra inputs such as Clip's min/max or
+// PRelu's slope do not change the shape).
+Status unary_rule(InferContext& ctx) { return same_as_input(ctx); }
+
+// Y = f(X) with a boolean result (IsNaN, IsInf).
+Status unary_bool_rule(InferContext& ctx) {
+  ctx.set_output(0, DType::kBool, ctx.shape(0));
+  return {};
+}
+
+// C = A op B (op ...): numpy broadcasting, dtype of the first input.
+Status broadcast_rule(InferContext& ctx) {
+  ASSIGN_OR_RETURN(Dims dims, broadcast_inputs(ctx));
+  ctx.set_output(0, ctx.dtype(0), std::move(dims));
+  return {};
+}
+
+// Comparisons and logical ops: broadcasting, boolean result.
+Status compare_rule(InferContext& ctx) {
+  ASSIGN_OR_RETURN(Dims dims, broadcast_inputs(ctx));
+  ctx.set_output(0, DType::kBool, std::move(dims));
+  return {};
+}
+
+// Where(cond, X, Y): broadcast of all three, dtype of X.
+Status where_rule(InferContext& ctx) {
+  if (ctx.num_inputs() != 3) return ctx.error("Where takes 3 inputs");
+  ASSIGN_OR_RETURN(Dims dims, broadcast_inputs(ctx));
+  ctx.set_output(0, ctx.dtype(1), std::move(dims));
+  return {};
+}
+
+// PRelu(X, slope): the slope broadcasts onto X, so Y has X's shape.
+Status prelu_rule(InferContext& ctx) {
+  ASSIGN_OR_RETURN(Dims dims, broadcast_inputs(ctx));
+  if (dims != ctx.shape(0)) return ctx.error("slope does not broadcast to the input shape");
+  return same_as_input(ctx);
+}
+
+Status cast_rule(InferContext& ctx) {
+  const int64_t to = ctx.node().attr_int("to", 0);
+  if (!common::is_known_dtype(static_cast<int32_t>(to)) || to == 0) {
+    return ctx.error("Cast has no valid 'to' type (" + std::to_string(to) + ")");
+  }
+  ctx.set_output(0, static_cast<DType>(to), ctx.shape(0));
+  return {};
+}
+
+// CastLike(X, target): X's shape, target's dtype.
+Status cast_like_rule(InferContext& ctx) {
+  ctx.set_output(0, ctx.dtype(1), ctx.shape(0));
+  return {};
+}
+
+// Dropout: output 0 like X; optional output 1 is the boolean mask of the same shape.
+Status dropout_rule(InferContext& ctx) {
+  ctx.set_output(0, ctx.dtype(0), ctx.shape(0));
+  if (ctx.num_outputs() > 1 && !ctx.node().outputs[1].empty()) {
+    // Opsets 1-9 give the mask the input's type; from opset 10 it is boolean.
+    ctx.set_output(1, ctx.opset() >= 10 ? DType::kBool : ctx.dtype(0), ctx.shape(0));
+  }
+  return {};
+}
+
+// Ops sharing a rule, as space-separated lists.
+constexpr std::string_view kUnary =
+    "Abs Acos Acosh Asin Asinh Atan Atanh BitwiseNot Ceil Celu Clip Cos Cosh CumSum Elu Erf Exp "
+    "Floor Gelu HardSigmoid HardSwish Identity LeakyRelu Log LpNormalization "
+    "MeanVarianceNormalization Mish Neg Not Reciprocal Relu ReverseSequence Round Selu Shrink "
+    "Sigmoid Sign Sin Sinh Softplus Softsign Sqrt Tan Tanh ThresholdedRelu Trilu";
+// Broadcasting ops that keep the first input's dtype.
+constexpr std::string_view kBroadcast =
+    "Add BitShift BitwiseAnd BitwiseOr BitwiseXor Div Max Mean Min Mod Mul Pow Sub Sum";
+// Broadcasting ops with a boolean result.
+constexpr std::string_view kCompare = "And Equal Greater GreaterOrEqual Less LessOrEqual Or Xor";
+
+}  // namespace
+
+void register_elementwise_rules(RuleTable& table) {
+  add_rules(table, kUnary, &unary_rule);
+  add_rules(table, kBroadcast, &broadcast_rule);
+  add_rules(table, kCompare, &compare_rule);
+  table.add("IsInf", &unary_bool_rule);
+  table.add("IsNaN", &unary_bool_rule);
+  table.add("Where", &where_rule);
+  table.add("PRelu", &prelu_rule);
+  table.add("Cast", &cast_rule);
+  table.add("CastLike", &cast_like_rule);
+  table.add("Dropout", &dropout_rule);
+}
+
+}  // namespace shapeonnx

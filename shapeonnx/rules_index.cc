@@ -1,0 +1,211 @@
+// Indexing ops: Slice, Gather, GatherElements, GatherND, Scatter*, Split, OneHot, NonZero,
+// Compress.
+#include <algorithm>
+#include <string>
+
+#include "shapeonnx/rules.h"
+#include "shapeonnx/rules_util.h"
+
+namespace shapeonnx {
+namespace {
+
+using common::Dims;
+using common::DType;
+using common::Result;
+using common::Status;
+
+// Number of elements selected along one dim of size `dim` by start:end:step (ONNX clamping).
+int64_t slice_length(int64_t dim, int64_t start, int64_t end, int64_t step) {
+  if (start < 0) start += dim;
+  if (end < 0) end += dim;
+  if (step > 0) {
+    start = std::clamp<int64_t>(start, 0, dim);
+    end = std::clamp<int64_t>(end, 0, dim);
+    return std::max<int64_t>(0, ceil_div(end - start, step));
+  }
+  start = std::clamp<int64_t>(start, 0, dim - 1);
+  end = std::clamp<int64_t>(end, -1, dim - 1);
+  return std::max<int64_t>(0, ceil_div(start - end, -step));
+}
+
+struct SliceArgs {
+  std::vector<int64_t> starts, ends, axes, steps;
+};
+
+// Inputs starts, ends, axes, steps (opset >= 10) or attributes starts, ends, axes (opset < 10).
+Result<SliceArgs> slice_args(const InferContext& ctx) {
+  SliceArgs a;
+  const common::Node& node = ctx.node();
+  if (ctx.has_input(1)) {
+    ASSIGN_OR_RETURN(a.starts, known_ints(ctx, 1, "Slice starts"));
+    ASSIGN_OR_RETURN(a.ends, known_ints(ctx, 2, "Slice ends"));
+    if (ctx.has_input(3)) {
+      ASSIGN_OR_RETURN(a.axes, known_ints(ctx, 3, "Slice axes"));
+    }
+    if (ctx.has_input(4)) {
+      ASSIGN_OR_RETURN(a.steps, known_ints(ctx, 4, "Slice steps"));
+    }
+  } else {
+    a.starts = node.attr_ints("starts");
+    a.ends = node.attr_ints("ends");
+    a.axes = node.attr_ints("axes");
+  }
+  const size_t n = a.starts.size();
+  if (!ctx.has_input(3) && !node.has_attr("axes")) {
+    for (size_t i = 0; i < n; ++i) a.axes.push_back(static_cast<int64_t>(i));
+  }
+  if (a.steps.empty()) a.steps.assign(n, 1);
+  if (a.ends.size() != n || a.axes.size() != n || a.steps.size() != n) {
+    return ctx.error("Slice starts, ends, axes and steps differ in length");
+  }
+  return a;
+}
+
+Status slice_rule(InferContext& ctx) {
+  ASSIGN_OR_RETURN(SliceArgs a, slice_args(ctx));
+  ASSIGN_OR_RETURN(std::vector<int64_t> axes, normalize_axes(ctx, a.axes, ctx.rank(0)));
+  Dims out = ctx.shape(0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (a.steps[i] == 0) return ctx.error("Slice step is 0");
+    out[axes[i]] = slice_length(out[axes[i]], a.starts[i], a.ends[i], a.steps[i]);
+  }
+  ctx.set_output(0, ctx.dtype(0), std::move(out));
+  return {};
+}
+
+// Gather: data[:axis] + indices.shape + data[axis+1:].
+Status gather_rule(InferContext& ctx) {
+  const Dims& data = ctx.shape(0);
+  ASSIGN_OR_RETURN(int64_t axis, ctx.axis(ctx.node().attr_int("axis", 0), ctx.rank(0)));
+  Dims out(data.begin(), data.begin() + axis);
+  const Dims& idx = ctx.shape(1);
+  out.insert(out.end(), idx.begin(), idx.end());
+  out.insert(out.end(), data.begin() + axis + 1, data.end());
+  ctx.set_output(0, ctx.dtype(0), std::move(out));
+  return {};
+}
+
+// GatherElements: the shape of the indices (same rank as the data).
+Status gather_elements_rule(InferContext& ctx) {
+  if (ctx.rank(0) != ctx.rank(1)) return ctx.error("indices rank differs from data rank");
+  RETURN_IF_ERROR(ctx.axis(ctx.node().attr_int("axis", 0), ctx.rank(0)));
+  ctx.set_output(0, ctx.dtype(0), ctx.shape(1));
+  return {};
+}
+
+// GatherND: indices.shape[:-1] + data.shape[batch_dims + indices.shape[-1]:].
+Status gather_nd_rule(InferContext& ctx) {
+  const Dims& data = ctx.shape(0);
+  const Dims& idx = ctx.shape(1);
+  const int64_t b = ctx.node().attr_int("batch_dims", 0);
+  if (idx.empty()) return ctx.error("GatherND indices must have rank >= 1");
+  const int64_t last = idx.back();
+  if (b < 0 || b >= static_cast<int64_t>(idx.size()) ||
+      b + last > static_cast<int64_t>(data.size())) {
+    return ctx.error("GatherND indices do not fit the data rank");
+  }
+  Dims out(idx.begin(), idx.end() - 1);
+  out.insert(out.end(), data.begin() + b + last, data.end());
+  ctx.set_output(0, ctx.dtype(0), std::move(out));
+  return {};
+}
+
+// Scatter, ScatterElements, ScatterND: the data's shape.
+Status scatter_rule(InferContext& ctx) { return same_as_input(ctx); }
+
+// Split sizes: from the `split` input (opset >= 13) or attribute, else `num_outputs` (opset 18,
+// the last chunk may be smaller), else equal parts, one per output.
+Result<std::vector<int64_t>> split_sizes(const InferContext& ctx, int64_t dim) {
+  ASSIGN_OR_RETURN(auto listed, ints_from_input_or_attr(ctx, 1, "split", "Split sizes"));
+  const int64_t n = static_cast<int64_t>(ctx.num_outputs());
+  if (listed && !listed->empty()) {
+    int64_t sum = 0;
+    for (int64_t s : *listed) sum += s;
+    if (static_cast<int64_t>(listed->size()) != n || sum != dim) {
+      return ctx.error("Split sizes do not match the outputs or the dim " + std::to_string(dim));
+    }
+    return *listed;
+  }
+  if (ctx.node().has_attr("num_outputs")) {
+    if (ctx.node().attr_int("num_outputs", 0) != n) {
+      return ctx.error("Split num_outputs differs from the number of outputs");
+    }
+    const int64_t chunk = ceil_div(dim, n);
+    std::vector<int64_t> sizes(n, chunk);
+    sizes.back() = dim - chunk * (n - 1);
+    if (sizes.back() < 0)
+      return ctx.error("Split of " + std::to_string(dim) + " into " + std::to_string(n) +
+                       " leaves an empty tail");
+    return sizes;
+  }
+  if (n == 0 || dim % n != 0) {
+    return ctx.error("dim " + std::to_string(dim) + " does not split into " + std::to_string(n) +
+                     " equal parts");
+  }
+  return std::vector<int64_t>(n, dim / n);
+}
+
+Status split_rule(InferContext& ctx) {
+  ASSIGN_OR_RETURN(int64_t axis, ctx.axis(ctx.node().attr_int("axis", 0), ctx.rank(0)));
+  ASSIGN_OR_RETURN(std::vector<int64_t> sizes, split_sizes(ctx, ctx.shape(0)[axis]));
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    Dims out = ctx.shape(0);
+    out[axis] = sizes[i];
+    ctx.set_output(i, ctx.dtype(0), std::move(out));
+  }
+  return {};
+}
+
+// OneHot(indices, depth, values): indices' shape with `depth` inserted at axis; values' dtype.
+Status one_hot_rule(InferContext& ctx) {
+  ASSIGN_OR_RETURN(std::vector<double> depth, known_doubles(ctx, 1, "OneHot depth"));
+  if (depth.size() != 1 || depth[0] < 1) return ctx.error("OneHot depth must be one value >= 1");
+  const Dims& in = ctx.shape(0);
+  ASSIGN_OR_RETURN(int64_t axis, ctx.axis(ctx.node().attr_int("axis", -1), ctx.rank(0) + 1));
+  Dims out = in;
+  out.insert(out.begin() + axis, static_cast<int64_t>(depth[0]));
+  ctx.set_output(0, ctx.dtype(2), std::move(out));
+  return {};
+}
+
+// NonZero: [rank, count of non-zeros]; data-dependent, so the input's value must be known.
+Status non_zero_rule(InferContext& ctx) {
+  ASSIGN_OR_RETURN(std::vector<double> v, known_doubles(ctx, 0, "NonZero input (data-dependent)"));
+  const int64_t count = std::count_if(v.begin(), v.end(), [](double x) { return x != 0; });
+  ctx.set_output(0, DType::kInt64, {ctx.rank(0), count});
+  return {};
+}
+
+// Compress(input, condition): the selected count along axis (or of the flattened input).
+Status compress_rule(InferContext& ctx) {
+  ASSIGN_OR_RETURN(std::vector<int64_t> cond,
+                   known_ints(ctx, 1, "Compress condition (data-dependent)"));
+  const int64_t count = std::count_if(cond.begin(), cond.end(), [](int64_t x) { return x != 0; });
+  if (!ctx.node().has_attr("axis")) {
+    ctx.set_output(0, ctx.dtype(0), {count});
+    return {};
+  }
+  ASSIGN_OR_RETURN(int64_t axis, ctx.axis(ctx.node().attr_int("axis", 0), ctx.rank(0)));
+  Dims out = ctx.shape(0);
+  out[axis] = count;
+  ctx.set_output(0, ctx.dtype(0), std::move(out));
+  return {};
+}
+
+}  // namespace
+
+void register_index_rules(RuleTable& table) {
+  table.add("Slice", &slice_rule);
+  table.add("Gather", &gather_rule);
+  table.add("GatherElements", &gather_elements_rule);
+  table.add("GatherND", &gather_nd_rule);
+  table.add("Scatter", &scatter_rule);
+  table.add("ScatterElements", &scatter_rule);
+  table.add("ScatterND", &scatter_rule);
+  table.add("Split", &split_rule);
+  table.add("OneHot", &one_hot_rule);
+  table.add("NonZero", &non_zero_rule);
+  table.add("Compress", &compress_rule);
+}
+
+}  // namespace shapeonnx

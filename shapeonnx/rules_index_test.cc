@@ -1,0 +1,155 @@
+#include <gtest/gtest.h>
+
+#include "shapeonnx/rules_test_util.h"
+
+namespace shapeonnx {
+namespace {
+
+using testing::expect_error;
+using testing::expect_shapes;
+using testing::header;
+using testing::OnnxCheck;
+
+TEST(IndexRules, SliceStepsAndClamping) {
+  // x [10,8]. Axis 0: start 1, end INT64_MAX -> 10, step 3: ceil((10-1)/3) = 3.
+  // Axis 1: start -1 -> 7, end INT64_MIN+1 -> clamped to -1, step -2: ceil((7+1)/2) = 4.
+  expect_shapes(header(13) + R"(g (float[10,8] x) => (y) {
+    st = Constant <value = int64[2] {1, -1}> ()
+    en = Constant <value = int64[2] {9223372036854775807, -9223372036854775807}> ()
+    ax = Constant <value = int64[2] {0, 1}> ()
+    sp = Constant <value = int64[2] {3, -2}> ()
+    y = Slice(x, st, en, ax, sp)
+  })",
+                {{"y", {3, 4}}});
+}
+
+TEST(IndexRules, SliceNegativeAxesAndDefaults) {
+  // axes [-1] of [4,6]: start 2, end -1 -> 5: 5 - 2 = 3 -> [4,3]; without axes the first dims.
+  expect_shapes(header(13) + R"(g (float[4,6] x) => (y, z) {
+    st = Constant <value = int64[1] {2}> ()
+    en = Constant <value = int64[1] {-1}> ()
+    ax = Constant <value = int64[1] {-1}> ()
+    y = Slice(x, st, en, ax)
+    z = Slice(x, st, en)
+  })",
+                {{"y", {4, 3}}, {"z", {1, 6}}});
+}
+
+TEST(IndexRules, SliceOpset9Attributes) {
+  // starts [1], ends [-1], axes [1] on [5,6]: end -1 -> 5; 5 - 1 = 4 -> [5,4]. ONNX 1.12's
+  // Slice-1 inference gives up on negative ends; with ends [5] it resolves the same [5,4].
+  expect_shapes(header(9) + R"(g (float[5,6] x) => (y) {
+    y = Slice <starts = [1], ends = [-1], axes = [1]> (x)
+  })",
+                {{"y", {5, 4}}}, OnnxCheck::kPartial);
+  expect_shapes(header(9) + R"(g (float[5,6] x) => (y) {
+    y = Slice <starts = [1], ends = [5], axes = [1]> (x)
+  })",
+                {{"y", {5, 4}}});
+}
+
+TEST(IndexRules, SliceEmptyResult) {
+  // start 5 > end 2 with step 1 selects nothing: [0, 3].
+  expect_shapes(header(13) + R"(g (float[6,3] x) => (y) {
+    st = Constant <value = int64[1] {5}> ()
+    en = Constant <value = int64[1] {2}> ()
+    y = Slice(x, st, en)
+  })",
+                {{"y", {0, 3}}});
+}
+
+TEST(IndexRules, SliceUnknownStartsFails) {
+  expect_error(header(13) + R"(g (float[6] x, int64[1] s) => (y) {
+    e = Constant <value = int64[1] {4}> ()
+    y = Slice(x, s, e)
+  })",
+               "Slice starts (input 1, 's') is not known statically");
+}
+
+TEST(IndexRules, Gather) {
+  // data [3,4,5], indices [2,6], axis 1 -> [3] + [2,6] + [5]; a scalar index drops the axis.
+  expect_shapes(header(13) + R"(g (float[3,4,5] x, int64[2,6] i, int64 k) => (y, z) {
+    y = Gather <axis = 1> (x, i)
+    z = Gather <axis = -1> (x, k)
+  })",
+                {{"y", {3, 2, 6, 5}}, {"z", {3, 4}}});
+}
+
+TEST(IndexRules, GatherElementsAndND) {
+  // GatherElements: indices' shape. GatherND batch_dims 1: data [2,3,4], indices [2,1]:
+  // indices[:-1] = [2] + data[1 + 1:] = [4] -> [2,4]. batch_dims 0, indices [5,2] on [2,3,4]:
+  // [5] + data[2:] = [5,4].
+  expect_shapes(header(13) + R"(g (float[2,3,4] x, int64[2,2,4] e, int64[2,1] i, int64[5,2] j)
+      => (a, b, c) {
+    a = GatherElements <axis = 1> (x, e)
+    b = GatherND <batch_dims = 1> (x, i)
+    c = GatherND(x, j)
+  })",
+                {{"a", {2, 2, 4}}, {"b", {2, 4}}, {"c", {5, 4}}});
+}
+
+TEST(IndexRules, ScatterKeepsDataShape) {
+  expect_shapes(header(13) + R"(g (float[4,5] x, int64[2,1] i, float[2,5] u, int64[4,5] e,
+      float[4,5] v) => (a, b) {
+    a = ScatterND(x, i, u)
+    b = ScatterElements <axis = 0> (x, e, v)
+  })",
+                {{"a", {4, 5}}, {"b", {4, 5}}});
+}
+
+TEST(IndexRules, SplitBySizesInputAndAttribute) {
+  // dim 5 split into [2,3] along axis 1 (opset 13 input) and axis -1 (opset 11 attribute).
+  expect_shapes(header(13) + R"(g (float[2,5] x) => (a, b) {
+    s = Constant <value = int64[2] {2, 3}> ()
+    a, b = Split <axis = 1> (x, s)
+  })",
+                {{"a", {2, 2}}, {"b", {2, 3}}});
+  expect_shapes(header(11) + R"(g (float[2,5] x) => (a, b) {
+    a, b = Split <axis = -1, split = [4, 1]> (x)
+  })",
+                {{"a", {2, 4}}, {"b", {2, 1}}});
+}
+
+TEST(IndexRules, SplitEqually) {
+  // 6 into 3 outputs -> 2 each.
+  expect_shapes(header(13) + R"(g (float[6,2] x) => (a, b, c) { a, b, c = Split(x) })",
+                {{"a", {2, 2}}, {"b", {2, 2}}, {"c", {2, 2}}});
+}
+
+TEST(IndexRules, SplitNumOutputsOpset18) {
+  // 7 into num_outputs 3: chunks of ceil(7/3) = 3, the last gets 7 - 6 = 1.
+  expect_shapes(header(18) + R"(g (float[7] x) => (a, b, c) {
+    a, b, c = Split <num_outputs = 3> (x)
+  })",
+                {{"a", {3}}, {"b", {3}}, {"c", {1}}}, OnnxCheck::kNone);
+}
+
+TEST(IndexRules, SplitUnevenWithoutSizesFails) {
+  expect_error(header(13) + R"(g (float[7] x) => (a, b) { a, b = Split(x) })",
+               "dim 7 does not split into 2 equal parts");
+}
+
+TEST(IndexRules, OneHot) {
+  // indices [2,3], depth 5: axis -1 appends -> [2,3,5]; axis 0 prepends -> [5,2,3].
+  expect_shapes(header(11) + R"(g (int64[2,3] i, float[2] v) => (a, b) {
+    d = Constant <value = int64 {5}> ()
+    a = OneHot(i, d, v)
+    b = OneHot <axis = 0> (i, d, v)
+  })",
+                {{"a", {2, 3, 5}}, {"b", {5, 2, 3}}},
+                OnnxCheck::kPartial);  // ONNX 1.12 infers only OneHot's rank
+}
+
+TEST(IndexRules, NonZeroNeedsKnownInput) {
+  // [[1,0],[0,3]] has 2 non-zeros in rank 2 -> [2,2]. ONNX leaves the count unknown.
+  expect_shapes(header(13) + R"(g (float[2] unused) => (y) {
+    c = Constant <value = float[2,2] {1, 0, 0, 3}> ()
+    y = NonZero(c)
+  })",
+                {{"y", {2, 2}}}, OnnxCheck::kNone);
+  expect_error(header(13) + R"(g (float[2,2] x) => (y) { y = NonZero(x) })",
+               "NonZero input (data-dependent)");
+}
+
+}  // namespace
+}  // namespace shapeonnx

@@ -1,0 +1,160 @@
+// Neural-network layers: Conv, ConvTranspose and the normalizations. Pools are in rules_pool.cc.
+#include <string>
+
+#include "shapeonnx/rules.h"
+#include "shapeonnx/rules_util.h"
+
+namespace shapeonnx {
+namespace {
+
+using common::Dims;
+using common::DType;
+using common::Result;
+using common::Status;
+
+// Shared checks of Conv and ConvTranspose: X is [N, C, spatial...] and W has the same rank.
+Status check_conv_ranks(const InferContext& ctx, const Dims& x, const Dims& w) {
+  if (x.size() < 3) return ctx.error("input must have rank >= 3 ([N, C, spatial...])");
+  if (w.size() != x.size()) {
+    return ctx.error("weight rank " + std::to_string(w.size()) + " differs from input rank " +
+                     std::to_string(x.size()));
+  }
+  if (ctx.node().attr_int("group", 1) < 1) return ctx.error("group must be positive");
+  return {};
+}
+
+}  // namespace
+
+// Conv(X [N, C, D...], W [M, C / group, k...]) -> [N, M, out...], out per window_output.
+Result<Dims> conv_output_dims(const InferContext& ctx, const Dims& x, const Dims& w) {
+  RETURN_IF_ERROR(check_conv_ranks(ctx, x, w));
+  const int64_t group = ctx.node().attr_int("group", 1);
+  if (x[1] != w[1] * group) {
+    return ctx.error("input channels " + std::to_string(x[1]) + " != weight channels " +
+                     std::to_string(w[1]) + " * group " + std::to_string(group));
+  }
+  const size_t spatial = x.size() - 2;
+  ASSIGN_OR_RETURN(Window win, read_window(ctx, spatial, Dims(w.begin() + 2, w.end())));
+  Dims out = {x[0], w[0]};
+  for (size_t i = 0; i < spatial; ++i) {
+    ASSIGN_OR_RETURN(int64_t d, window_output(ctx, win, i, x[i + 2]));
+    out.push_back(d);
+  }
+  return out;
+}
+
+namespace {
+
+Status conv_rule(InferContext& ctx) {
+  ASSIGN_OR_RETURN(Dims out, conv_output_dims(ctx, ctx.shape(0), ctx.shape(1)));
+  ctx.set_output(0, ctx.dtype(0), std::move(out));
+  return {};
+}
+
+// One spatial dim of ConvTranspose without output_shape:
+// out = stride * (in - 1) + output_padding + ((k - 1) * dilation + 1) - pad_begin - pad_end;
+// SAME_UPPER / SAME_LOWER: out = in * stride (the padding absorbs the rest, as the spec says).
+int64_t conv_transpose_dim(const Window& w, const std::vector<int64_t>& output_padding, size_t i,
+                           int64_t in) {
+  if (w.auto_pad == "SAME_UPPER" || w.auto_pad == "SAME_LOWER") return in * w.strides[i];
+  const size_t n = w.kernel.size();
+  const bool valid = w.auto_pad == "VALID";
+  const int64_t pads = valid ? 0 : w.pads[i] + w.pads[i + n];
+  const int64_t effective = (w.kernel[i] - 1) * w.dilations[i] + 1;
+  return w.strides[i] * (in - 1) + output_padding[i] + effective - pads;
+}
+
+// ConvTranspose(X [N, C, D...], W [C, M / group, k...]) -> [N, M, out...]; `output_shape` (the
+// spatial dims, possibly preceded by N and C) wins over the formula.
+Status conv_transpose_rule(InferContext& ctx) {
+  const Dims& x = ctx.shape(0);
+  const Dims& w = ctx.shape(1);
+  RETURN_IF_ERROR(check_conv_ranks(ctx, x, w));
+  const common::Node& node = ctx.node();
+  const int64_t group = node.attr_int("group", 1);
+  if (x[1] != w[0]) {
+    return ctx.error("input channels " + std::to_string(x[1]) + " != weight dim 0 " +
+                     std::to_string(w[0]));
+  }
+  const size_t spatial = x.size() - 2;
+  ASSIGN_OR_RETURN(Window win, read_window(ctx, spatial, Dims(w.begin() + 2, w.end())));
+  std::vector<int64_t> output_padding =
+      node.attr_ints("output_padding", std::vector<int64_t>(spatial, 0));
+  std::vector<int64_t> output_shape = node.attr_ints("output_shape");
+  if (output_padding.size() != spatial) return ctx.error("output_padding length != spatial dims");
+  if (!output_shape.empty() && output_shape.size() < spatial) {
+    return ctx.error("output_shape has fewer values than spatial dims");
+  }
+  ASSIGN_OR_RETURN(int64_t channels, checked_mul(ctx, w[1], group));
+  Dims out = {x[0], channels};
+  for (size_t i = 0; i < spatial; ++i) {
+    int64_t d = output_shape.empty() ? conv_transpose_dim(win, output_padding, i, x[i + 2])
+                                     : output_shape[output_shape.size() - spatial + i];
+    if (d < 0) return ctx.error("ConvTranspose output dim " + std::to_string(d) + " < 0");
+    out.push_back(d);
+  }
+  ctx.set_output(0, ctx.dtype(0), std::move(out));
+  return {};
+}
+
+// BatchNormalization: Y like X; the optional statistics outputs (training mode, or the 5-output
+// form of older opsets) are vectors over the channels.
+Status batch_norm_rule(InferContext& ctx) {
+  if (ctx.rank(0) < 1) return ctx.error("BatchNormalization input has rank 0");
+  ctx.set_output(0, ctx.dtype(0), ctx.shape(0));
+  const int64_t channels = ctx.rank(0) >= 2 ? ctx.shape(0)[1] : 1;
+  const DType stats = ctx.has_input(3) ? ctx.dtype(3) : ctx.dtype(0);
+  for (size_t i = 1; i < ctx.num_outputs(); ++i) {
+    if (!ctx.node().outputs[i].empty()) ctx.set_output(i, stats, {channels});
+  }
+  return {};
+}
+
+// Normalizations that keep the input's shape.
+Status same_shape_rule(InferContext& ctx) { return same_as_input(ctx); }
+
+// LayerNormalization: Y like X; Mean and InvStdDev keep dims before axis and have 1 after it, in
+// the stash_type (float by default).
+Status layer_norm_rule(InferContext& ctx) {
+  const Dims& x = ctx.shape(0);
+  ASSIGN_OR_RETURN(int64_t axis, ctx.axis(ctx.node().attr_int("axis", -1), ctx.rank(0)));
+  ctx.set_output(0, ctx.dtype(0), x);
+  Dims stats(x.begin(), x.begin() + axis);
+  stats.resize(x.size(), 1);
+  const auto stash = static_cast<DType>(ctx.node().attr_int("stash_type", 1));
+  for (size_t i = 1; i < ctx.num_outputs() && i < 3; ++i) {
+    if (!ctx.node().outputs[i].empty()) ctx.set_output(i, stash, stats);
+  }
+  return {};
+}
+
+// NegativeLogLikelihoodLoss(input [N, C, d...], target [N, d...]) and
+// SoftmaxCrossEntropyLoss(scores, labels): target's shape with reduction "none", else a scalar;
+// SoftmaxCrossEntropyLoss's optional log_prob output has the scores' shape.
+Status loss_rule(InferContext& ctx) {
+  if (ctx.rank(0) < 2 || ctx.rank(1) != ctx.rank(0) - 1) {
+    return ctx.error("loss input must be [N, C, d...] with target [N, d...]");
+  }
+  const bool none = ctx.node().attr_string("reduction", "mean") == "none";
+  ctx.set_output(0, ctx.dtype(0), none ? ctx.shape(1) : Dims{});
+  if (ctx.num_outputs() > 1) ctx.set_output(1, ctx.dtype(0), ctx.shape(0));
+  return {};
+}
+
+}  // namespace
+
+void register_nn_rules(RuleTable& table) {
+  table.add("Conv", &conv_rule);
+  table.add("ConvTranspose", &conv_transpose_rule);
+  table.add("BatchNormalization", &batch_norm_rule);
+  table.add("InstanceNormalization", &same_shape_rule);
+  table.add("GroupNormalization", &same_shape_rule);
+  table.add("LRN", &same_shape_rule);
+  table.add("LayerNormalization", &layer_norm_rule);
+  table.add("NegativeLogLikelihoodLoss", &loss_rule);
+  table.add("SoftmaxCrossEntropyLoss", &loss_rule);
+  register_pool_rules(table);
+  register_recurrent_rules(table);
+}
+
+}  // namespace shapeonnx

@@ -1,0 +1,147 @@
+#include <gtest/gtest.h>
+
+#include "shapeonnx/rules_test_util.h"
+
+namespace shapeonnx {
+namespace {
+
+using testing::expect_error;
+using testing::expect_shapes;
+using testing::header;
+using testing::OnnxCheck;
+
+TEST(ConvRule, SymmetricPadsAndStride) {
+  // out = floor((8 + 1 + 1 - 3) / 2) + 1 = 3 + 1 = 4; channels = W dim 0 = 4.
+  expect_shapes(header(13) + R"(g (float[1,3,8,8] x, float[4,3,3,3] w, float[4] b) => (y) {
+    y = Conv <kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]> (x, w, b)
+  })",
+                {{"y", {1, 4, 4, 4}}});
+}
+
+TEST(ConvRule, AsymmetricPadsPerAxisStrides) {
+  // pads [h_begin 0, w_begin 1, h_end 2, w_end 3], strides [2, 3]:
+  // h = floor((7 + 0 + 2 - 3) / 2) + 1 = 4; w = floor((9 + 1 + 3 - 3) / 3) + 1 = 3 + 1 = 4.
+  expect_shapes(header(13) + R"(g (float[1,1,7,9] x, float[2,1,3,3] w) => (y) {
+    y = Conv <pads = [0, 1, 2, 3], strides = [2, 3]> (x, w)
+  })",
+                {{"y", {1, 2, 4, 4}}});
+}
+
+TEST(ConvRule, Dilations) {
+  // effective kernel (3 - 1) * 2 + 1 = 5: out = 10 - 5 + 1 = 6.
+  expect_shapes(header(13) + R"(g (float[1,1,10,10] x, float[1,1,3,3] w) => (y) {
+    y = Conv <dilations = [2, 2]> (x, w)
+  })",
+                {{"y", {1, 1, 6, 6}}});
+}
+
+TEST(ConvRule, AutoPad) {
+  // SAME_UPPER / SAME_LOWER: ceil(7 / 2) = 4; VALID: floor((7 - 3) / 2) + 1 = 3.
+  expect_shapes(header(13) + R"(g (float[1,1,7,7] x, float[1,1,3,3] w) => (u, l, v) {
+    u = Conv <auto_pad = "SAME_UPPER", strides = [2, 2]> (x, w)
+    l = Conv <auto_pad = "SAME_LOWER", strides = [2, 2]> (x, w)
+    v = Conv <auto_pad = "VALID", strides = [2, 2]> (x, w)
+  })",
+                {{"u", {1, 1, 4, 4}}, {"l", {1, 1, 4, 4}}, {"v", {1, 1, 3, 3}}});
+}
+
+TEST(ConvRule, GroupsAnd1D) {
+  // group 2: input channels 4 = W dim 1 (2) * 2; out 5 - 3 + 1 = 3, channels 8.
+  // 1-D: 10 - 4 + 1 = 7.
+  expect_shapes(header(13) + R"(g (float[1,4,5,5] x, float[8,2,3,3] w, float[1,2,10] x1,
+      float[3,2,4] w1) => (y, y1) {
+    y = Conv <group = 2> (x, w)
+    y1 = Conv(x1, w1)
+  })",
+                {{"y", {1, 8, 3, 3}}, {"y1", {1, 3, 7}}});
+}
+
+TEST(ConvRule, ChannelMismatchFails) {
+  expect_error(header(13) + R"(g (float[1,3,5,5] x, float[2,4,3,3] w) => (y) { y = Conv(x, w) })",
+               "input channels 3 != weight channels 4 * group 1");
+}
+
+TEST(ConvTransposeRule, StridesPadsOutputPadding) {
+  // out = stride * (in - 1) + output_padding + ((k - 1) * d + 1) - pads:
+  // a: 2 * 2 + 0 + 3 - 0 = 7; b: 2 * 2 + 1 + 3 - 2 = 6; c (dilation 2): 2 * 2 + 5 = 9.
+  expect_shapes(header(13) + R"(g (float[1,2,3,3] x, float[2,4,3,3] w) => (a, b, c) {
+    a = ConvTranspose <strides = [2, 2]> (x, w)
+    b = ConvTranspose <strides = [2, 2], pads = [1, 1, 1, 1], output_padding = [1, 1]> (x, w)
+    c = ConvTranspose <strides = [2, 2], dilations = [2, 2]> (x, w)
+  })",
+                {{"a", {1, 4, 7, 7}}, {"b", {1, 4, 6, 6}}, {"c", {1, 4, 9, 9}}});
+}
+
+TEST(ConvTransposeRule, AsymmetricPads) {
+  // h: 1 * (4 - 1) + 3 - (0 + 1) = 5; w: 3 * (4 - 1) + 3 - (2 + 0) = 10.
+  expect_shapes(header(13) + R"(g (float[1,1,4,4] x, float[1,1,3,3] w) => (y) {
+    y = ConvTranspose <strides = [1, 3], pads = [0, 2, 1, 0]> (x, w)
+  })",
+                {{"y", {1, 1, 5, 10}}});
+}
+
+TEST(ConvTransposeRule, GroupAndOutputShape) {
+  // group 2: channels = W dim 1 (3) * 2 = 6; output_shape [10, 11] wins over the formula.
+  expect_shapes(header(13) + R"(g (float[1,2,3,3] x, float[2,3,3,3] w) => (a, b) {
+    a = ConvTranspose <group = 2> (x, w)
+    b = ConvTranspose <strides = [3, 3], output_shape = [10, 11]> (x, w)
+  })",
+                {{"a", {1, 6, 5, 5}}, {"b", {1, 3, 10, 11}}});
+}
+
+TEST(ConvTransposeRule, AutoPadSame) {
+  // SAME_*: out = in * stride = 3 * 2 = 6 (onnxruntime 1.30 measured the same: [1,1,6]).
+  expect_shapes(header(13) + R"(g (float[1,1,3,4] x, float[1,1,3,3] w) => (u, l) {
+    u = ConvTranspose <auto_pad = "SAME_UPPER", strides = [2, 2]> (x, w)
+    l = ConvTranspose <auto_pad = "SAME_LOWER", strides = [2, 2]> (x, w)
+  })",
+                {{"u", {1, 1, 6, 8}}, {"l", {1, 1, 6, 8}}});
+}
+
+TEST(NormRules, BatchNormalizationInference) {
+  expect_shapes(header(9) + R"(g (float[1,3,4,4] x, float[3] s, float[3] b, float[3] m,
+      float[3] v) => (y) {
+    y = BatchNormalization <epsilon = 0.001> (x, s, b, m, v)
+  })",
+                {{"y", {1, 3, 4, 4}}});
+}
+
+TEST(NormRules, BatchNormalizationTrainingOutputs) {
+  // Opset 14 training mode: running mean and var are [C] = [3].
+  expect_shapes(header(14) + R"(g (float[2,3,4] x, float[3] s, float[3] b, float[3] m,
+      float[3] v) => (y, rm, rv) {
+    y, rm, rv = BatchNormalization <training_mode = 1> (x, s, b, m, v)
+  })",
+                {{"y", {2, 3, 4}}, {"rm", {3}}, {"rv", {3}}});
+}
+
+TEST(NormRules, LayerNormalizationStatistics) {
+  // axis -1 of [2,3,4]: Mean / InvStdDev keep [2,3] and 1 for the normalized axis.
+  common::Graph g = expect_shapes(header(17) + R"(g (float[2,3,4] x, float[4] s) => (y, m, r) {
+    y, m, r = LayerNormalization <axis = -1> (x, s)
+  })",
+                                  {{"y", {2, 3, 4}}, {"m", {2, 3, 1}}, {"r", {2, 3, 1}}});
+  EXPECT_EQ(g.find("m")->dtype, common::DType::kFloat);
+}
+
+TEST(NormRules, InstanceNormalizationAndLRN) {
+  expect_shapes(header(13) + R"(g (float[1,3,5,5] x, float[3] s, float[3] b) => (i, l) {
+    i = InstanceNormalization(x, s, b)
+    l = LRN <size = 3> (x)
+  })",
+                {{"i", {1, 3, 5, 5}}, {"l", {1, 3, 5, 5}}});
+}
+
+TEST(LossRules, ReductionNoneKeepsTargetShape) {
+  // input [N 2, C 5, d 3], target [2, 3]: "none" -> [2,3]; "mean" (default) / "sum" -> [].
+  // SoftmaxCrossEntropyLoss's log_prob output has the scores' shape [2,5,3].
+  expect_shapes(header(13) + R"(g (float[2,5,3] x, int64[2,3] t) => (a, b, c, p) {
+    a = NegativeLogLikelihoodLoss <reduction = "none"> (x, t)
+    b = NegativeLogLikelihoodLoss(x, t)
+    c, p = SoftmaxCrossEntropyLoss <reduction = "sum"> (x, t)
+  })",
+                {{"a", {2, 3}}, {"b", {}}, {"c", {}}, {"p", {2, 5, 3}}});
+}
+
+}  // namespace
+}  // namespace shapeonnx

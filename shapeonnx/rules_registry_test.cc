@@ -1,0 +1,45 @@
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "shapeonnx/rules.h"
+#include "shapeonnx/rules_util.h"
+
+namespace shapeonnx {
+namespace {
+
+// The 50 op types of the VNN-COMP 2024 models (docs/DESIGN.md).
+constexpr std::string_view kVnncompOps =
+    "Add ArgMax AveragePool BatchNormalization Cast Clip Concat Constant ConstantOfShape Conv "
+    "ConvTranspose Cos Div Dropout Equal Expand Flatten Floor Gather Gemm LeakyRelu MatMul Max "
+    "MaxPool Min Mul Neg Pad Pow Range ReduceMean ReduceSum Relu Reshape Resize ScatterND Shape "
+    "Sigmoid Sign Sin Slice Softmax Split Squeeze Sub Tanh Transpose Unsqueeze Upsample Where";
+
+TEST(RuleRegistry, CoversEveryVnncompOp) {
+  RuleTable ops;
+  add_rules(ops, kVnncompOps, nullptr);
+  ASSERT_EQ(ops.entries.size(), 50u);
+  for (const auto& [op, unused] : ops.entries) {
+    EXPECT_NE(find_rule(op), nullptr) << "no rule for " << op;
+  }
+}
+
+TEST(RuleRegistry, NoOpIsRegisteredTwice) {
+  RuleTable table;
+  register_elementwise_rules(table);
+  register_tensor_rules(table);
+  register_nn_rules(table);
+  register_linalg_rules(table);
+  register_reduce_rules(table);
+  register_generator_rules(table);
+  std::set<std::string_view> seen;
+  for (const auto& [op, rule] : table.entries) {
+    EXPECT_TRUE(seen.insert(op).second) << op << " registered twice";
+    EXPECT_NE(rule, nullptr) << op;
+  }
+  EXPECT_EQ(rule_ops().size(), seen.size());
+}
+
+}  // namespace
+}  // namespace shapeonnx

@@ -1,0 +1,123 @@
+// Resize and Upsample: output dims from `sizes` or from `scales` (floor(dim * scale)).
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "shapeonnx/rules.h"
+#include "shapeonnx/rules_util.h"
+
+namespace shapeonnx {
+namespace {
+
+using common::Dims;
+using common::Result;
+using common::Status;
+
+// floor(dim * scale), multiplied in float as ONNX's reference and onnxruntime do.
+Result<int64_t> scaled_dim(const InferContext& ctx, int64_t dim, double scale) {
+  if (!(scale > 0)) return ctx.error("scale " + std::to_string(scale) + " is not positive");
+  const double out = std::floor(static_cast<float>(dim) * static_cast<float>(scale));
+  if (!(out < 9.0e18)) return ctx.error("scaled dim overflows int64");
+  return static_cast<int64_t>(out);
+}
+
+// Applies one scale per listed axis.
+Result<Dims> apply_scales(const InferContext& ctx, const std::vector<int64_t>& axes,
+                          const std::vector<double>& scales) {
+  if (scales.size() != axes.size()) {
+    return ctx.error("scales has " + std::to_string(scales.size()) + " values for " +
+                     std::to_string(axes.size()) + " axes");
+  }
+  Dims out = ctx.shape(0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    ASSIGN_OR_RETURN(out[axes[i]], scaled_dim(ctx, out[axes[i]], scales[i]));
+  }
+  return out;
+}
+
+// Applies sizes per listed axis. keep_aspect_ratio_policy (opset 18): `not_larger` / `not_smaller`
+// use one scale, the min / max of sizes[i] / dim[i], and round(scale * dim) on every listed axis.
+Result<Dims> apply_sizes(const InferContext& ctx, const std::vector<int64_t>& axes,
+                         const std::vector<int64_t>& sizes) {
+  if (sizes.size() != axes.size()) {
+    return ctx.error("sizes has " + std::to_string(sizes.size()) + " values for " +
+                     std::to_string(axes.size()) + " axes");
+  }
+  Dims out = ctx.shape(0);
+  const std::string policy = ctx.node().attr_string("keep_aspect_ratio_policy", "stretch");
+  if (policy == "stretch") {
+    for (size_t i = 0; i < axes.size(); ++i) out[axes[i]] = sizes[i];
+    return out;
+  }
+  if (policy != "not_larger" && policy != "not_smaller") {
+    return ctx.error("unknown keep_aspect_ratio_policy '" + policy + "'");
+  }
+  double scale = policy == "not_larger" ? INFINITY : 0;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const double s = static_cast<double>(sizes[i]) / static_cast<double>(out[axes[i]]);
+    scale = policy == "not_larger" ? std::min(scale, s) : std::max(scale, s);
+  }
+  for (int64_t a : axes) out[a] = static_cast<int64_t>(std::round(scale * out[a]));
+  return out;
+}
+
+// Resize: opset 10 (X, scales); opset 11+ (X, roi, scales, sizes), where exactly one of scales and
+// sizes is non-empty; opset 18 adds the `axes` attribute.
+Status resize_rule(InferContext& ctx) {
+  const int64_t r = ctx.rank(0);
+  std::vector<int64_t> axes;
+  if (ctx.node().has_attr("axes")) {
+    ASSIGN_OR_RETURN(axes, normalize_axes(ctx, ctx.node().attr_ints("axes"), r));
+  } else {
+    for (int64_t i = 0; i < r; ++i) axes.push_back(i);
+  }
+  if (ctx.opset() < 11) {
+    ASSIGN_OR_RETURN(std::vector<double> scales, known_doubles(ctx, 1, "Resize scales"));
+    ASSIGN_OR_RETURN(Dims out, apply_scales(ctx, axes, scales));
+    ctx.set_output(0, ctx.dtype(0), std::move(out));
+    return {};
+  }
+  if (ctx.has_input(3)) {
+    ASSIGN_OR_RETURN(std::vector<int64_t> sizes, known_ints(ctx, 3, "Resize sizes"));
+    if (!sizes.empty()) {
+      ASSIGN_OR_RETURN(Dims out, apply_sizes(ctx, axes, sizes));
+      ctx.set_output(0, ctx.dtype(0), std::move(out));
+      return {};
+    }
+  }
+  if (!ctx.has_input(2)) return ctx.error("Resize needs scales or sizes");
+  ASSIGN_OR_RETURN(std::vector<double> scales, known_doubles(ctx, 2, "Resize scales"));
+  if (scales.empty()) return ctx.error("Resize scales and sizes are both empty");
+  ASSIGN_OR_RETURN(Dims out, apply_scales(ctx, axes, scales));
+  ctx.set_output(0, ctx.dtype(0), std::move(out));
+  return {};
+}
+
+// Upsample: scales from the input (opset 9) or the `scales` attribute (opset 7), one per dim.
+Status upsample_rule(InferContext& ctx) {
+  std::vector<double> scales;
+  if (ctx.has_input(1)) {
+    ASSIGN_OR_RETURN(scales, known_doubles(ctx, 1, "Upsample scales"));
+  } else if (ctx.node().has_attr("scales")) {
+    for (float s : ctx.node().attr_floats("scales")) scales.push_back(s);
+  } else if (ctx.node().has_attr("height_scale")) {  // opset 1: NCHW, two attributes
+    scales = {1, 1, ctx.node().attr_float("height_scale", 1),
+              ctx.node().attr_float("width_scale", 1)};
+  } else {
+    return ctx.error("Upsample needs scales");
+  }
+  std::vector<int64_t> axes;
+  for (int64_t i = 0; i < ctx.rank(0); ++i) axes.push_back(i);
+  ASSIGN_OR_RETURN(Dims out, apply_scales(ctx, axes, scales));
+  ctx.set_output(0, ctx.dtype(0), std::move(out));
+  return {};
+}
+
+}  // namespace
+
+void register_resize_rules(RuleTable& table) {
+  table.add("Resize", &resize_rule);
+  table.add("Upsample", &upsample_rule);
+}
+
+}  // namespace shapeonnx

@@ -1,0 +1,198 @@
+"""Checks of one generated PyTorch model (runs inside a vnncomp worker, which imports torch).
+
+Every check returns a small dict; exceptions are turned into one-line messages by the caller.
+"""
+
+import importlib.util
+import inspect
+import math
+import os
+import re
+import sys
+
+import numpy as np
+import torch
+
+from . import numerics, ortref
+
+VMAP_BATCH = 64
+# The GPU device; VNNCOMP_GPU_DEVICE=cpu lets the tests walk the GPU code path without a GPU.
+GPU = os.environ.get("VNNCOMP_GPU_DEVICE", "cuda")
+
+
+def vmap_fn():
+    """torch.vmap (torch 2.x) or functorch.vmap (torch 1.13)."""
+    if hasattr(torch, "vmap"):
+        return torch.vmap
+    import functorch
+    return functorch.vmap
+
+
+def class_name(py_path, requested=None):
+    """The generated nn.Module class: `requested` when given, else the first class in the file."""
+    if requested:
+        return requested
+    with open(py_path, encoding="utf-8") as f:
+        m = re.search(r"^class\s+([A-Za-z_]\w*)\s*[(:]", f.read(), re.MULTILINE)
+    if not m:
+        raise RuntimeError(f"no class in {os.path.basename(py_path)}")
+    return m.group(1)
+
+
+_loaded = 0
+
+
+def load_module(py_path, pth_path, cls=None):
+    """Instantiates the generated class and loads its weights the documented way."""
+    global _loaded
+    _loaded += 1
+    name = f"vnncomp_generated_{_loaded}"
+    spec = importlib.util.spec_from_file_location(name, py_path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    sys.path.insert(0, os.path.dirname(py_path))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.pop(0)
+    model = getattr(module, class_name(py_path, cls))()
+    kwargs = {}
+    if "weights_only" in inspect.signature(torch.load).parameters:
+        kwargs["weights_only"] = True
+    model.load_state_dict(torch.load(pth_path, map_location="cpu", **kwargs))
+    model.eval()
+    return model
+
+
+def unload_all():
+    for name in [n for n in sys.modules if n.startswith("vnncomp_generated_")]:
+        del sys.modules[name]
+
+
+def as_list(out):
+    if isinstance(out, (tuple, list)):
+        return list(out)
+    return [out]
+
+
+def to_numpy(outs):
+    return [o.detach().cpu().numpy() if torch.is_tensor(o) else np.asarray(o)
+            for o in as_list(outs)]
+
+
+def tensors(feed, specs, device="cpu"):
+    return [torch.from_numpy(np.ascontiguousarray(feed[s.name])).to(device) for s in specs]
+
+
+def run(model, feed, specs, device="cpu"):
+    with torch.no_grad():
+        return to_numpy(model(*tensors(feed, specs, device)))
+
+
+def reference(onnx_path, feeds):
+    return [ortref.run(onnx_path, feed) for feed in feeds]
+
+
+def accuracy(model, specs, feeds, refs, device="cpu"):
+    """(max error of the model against the references over all feeds, reason or None)."""
+    worst, reason = 0.0, None
+    for feed, ref in zip(feeds, refs):
+        err, why = numerics.compare(run(model, feed, specs, device), ref)
+        worst = max(worst, err)
+        reason = reason or why
+    return worst, reason
+
+
+def _stack(feeds, specs, device):
+    return [torch.from_numpy(np.stack([f[s.name] for f in feeds])).to(device) for s in specs]
+
+
+def _loop(model, feeds, specs, device):
+    return [run(model, f, specs, device) for f in feeds]
+
+
+def vmap_check(model, specs, feeds, device="cpu", loop=None):
+    """functorch/torch vmap over the stacked feeds vs the per-sample loop: max error."""
+    loop = loop if loop is not None else _loop(model, feeds, specs, "cpu")
+    with torch.no_grad():
+        batched = to_numpy(vmap_fn()(model)(*_stack(feeds, specs, device)))
+    worst = 0.0
+    for i, ref in enumerate(loop):
+        err, why = numerics.compare([b[i] for b in batched], ref)
+        if why:
+            return math.inf, why
+        worst = max(worst, err)
+    return worst, None
+
+
+def batch_check(model, specs, feeds, loop, size=8):
+    """The batch dimension grown to `size` vs the loop (inputs that have a batch dim)."""
+    feeds, loop = feeds[:size], loop[:size]
+    args = [torch.from_numpy(np.concatenate([f[s.name] for f in feeds])) for s in specs]
+    with torch.no_grad():
+        batched = to_numpy(model(*args))
+    worst = 0.0
+    for i, ref in enumerate(loop):
+        err, why = numerics.compare([b[i:i + 1] for b in batched], ref)
+        if why:
+            return math.inf, why
+        worst = max(worst, err)
+    return worst, None
+
+
+def trace_check(model, specs, feeds):
+    """torch.jit.trace on the first feed, then traced vs eager on the others."""
+    with torch.no_grad():
+        traced = torch.jit.trace(model, tuple(tensors(feeds[0], specs)), check_trace=False)
+    worst = 0.0
+    for feed in feeds[1:] or feeds:
+        with torch.no_grad():
+            got = to_numpy(traced(*tensors(feed, specs)))
+        err, why = numerics.compare(got, run(model, feed, specs))
+        if why:
+            return math.inf, why
+        worst = max(worst, err)
+    return worst, None
+
+
+def export_check(model, specs, feeds, refs, path, opset=17):
+    """torch.onnx.export of the generated model, run by onnxruntime, vs the original's outputs."""
+    kwargs = {}
+    if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+        kwargs["dynamo"] = False
+    names = [f"input_{i}" for i in range(len(specs))]
+    try:
+        with torch.no_grad():
+            torch.onnx.export(model, tuple(tensors(feeds[0], specs)), path, input_names=names,
+                              opset_version=opset, do_constant_folding=True, **kwargs)
+        feeds_x = [{n: feed[s.name] for n, s in zip(names, specs)} for feed in feeds]
+        worst, reason = 0.0, None
+        for feed, ref in zip(feeds_x, refs):
+            got = _run_exported(path, feed)
+            err, why = numerics.compare(got, ref)
+            worst = max(worst, err)
+            reason = reason or why
+        return worst, reason
+    finally:
+        if os.path.exists(path):
+            os.unlink(path)
+
+
+def _run_exported(path, feed):
+    try:
+        return ortref.run(path, feed)
+    except ortref.OrtError:
+        from . import onnxinfo  # the exporter may drop inputs the graph does not use
+        kept = {s.name for s in onnxinfo.inputs(onnxinfo.load(path))}
+        if kept == set(feed):
+            raise
+        return ortref.run(path, {n: v for n, v in feed.items() if n in kept})
+
+
+def disable_tf32():
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+
+def cuda_available():
+    return GPU == "cpu" or torch.cuda.is_available()

@@ -1,0 +1,125 @@
+"""Client side of vnncomp.worker: one long-lived /usr/bin/python3 process per job slot.
+
+A request that takes longer than the per-model timeout kills the worker's process group (the
+worker and its onnxruntime-node server) and yields an error row; so does a worker that dies while
+validating (its last stderr line is the reason). The next request starts a fresh worker.
+"""
+
+import json
+import os
+import select
+import signal
+import subprocess
+import time
+
+PYTHON = os.environ.get("VNNCOMP_PYTHON", "/usr/bin/python3")
+STARTUP_TIMEOUT = 300.0  # importing torch on a loaded machine; not part of a model's timeout
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _reason(path, offset):
+    """What the worker wrote to stderr since `offset`: its fatal-error line, else the last line."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            text = f.read(1 << 20).decode("utf-8", "replace")
+    except OSError:
+        return ""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    fatal = [ln for ln in lines if ln.startswith("Fatal Python error")]
+    return (fatal or lines or [""])[-1 if not fatal else 0]
+
+
+class WorkerStartError(RuntimeError):
+    pass
+
+
+class Worker:
+    def __init__(self, log_path, threads=1):
+        self.log_path = log_path
+        self.threads = threads
+        self.proc = None
+        self.buf = b""
+
+    def _start(self):
+        env = dict(os.environ)
+        env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+        env["VNNCOMP_THREADS"] = str(self.threads)
+        env.setdefault("ORTREF_THREADS", "1")
+        env.setdefault("OMP_NUM_THREADS", str(self.threads))
+        self.log = open(self.log_path, "ab")
+        offset = self.log.tell()
+        self.proc = subprocess.Popen([PYTHON, "-m", "vnncomp.worker"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.log, cwd=REPO, env=env,
+                                     start_new_session=True)
+        self.buf = b""
+        line = self._readline(time.monotonic() + STARTUP_TIMEOUT)
+        if line != b"ready":
+            self._kill()
+            reason = _reason(self.log_path, offset) or "no message"
+            raise WorkerStartError(f"worker did not start: {reason}")
+
+    def _kill(self):
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+            self.proc = None
+            self.log.close()
+
+    def _readline(self, deadline):
+        """A line, or None on timeout; b'' when the worker exited."""
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([fd], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return b""
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return line
+
+    def validate(self, request, timeout):
+        """The worker's row for a request (dict), or an error row on timeout or crash."""
+        if self.proc is None or self.proc.poll() is not None:
+            try:
+                self._start()
+            except WorkerStartError as e:
+                return {"status": "error", "error": str(e)}
+        start = time.monotonic()
+        offset = os.path.getsize(self.log_path)
+        try:
+            self.proc.stdin.write((json.dumps(request) + "\n").encode())
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass
+        line = self._readline(start + timeout)
+        if line is None:
+            self._kill()
+            return {"status": "error", "error": f"timeout after {timeout:g} s",
+                    "validate_s": round(time.monotonic() - start, 3)}
+        if not line:
+            code = self.proc.wait()
+            self._kill()
+            how = f"signal {-code}" if code < 0 else f"exit code {code}"
+            reason = _reason(self.log_path, offset)
+            return {"status": "error", "error": f"worker crashed ({how})"
+                    + (f": {reason}" if reason else ""),
+                    "validate_s": round(time.monotonic() - start, 3)}
+        return json.loads(line)
+
+    def close(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+        self._kill()

@@ -1,0 +1,42 @@
+"""Shared fixtures of the vnncomp tests (run with /usr/bin/python3 -m pytest vnncomp/tests)."""
+
+import os
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)
+
+from vnncomp import ortref  # noqa: E402
+
+
+def benchmarks_dir():
+    """VNNCOMP_BENCHMARKS, else <repo>/../shared/vnncomp2024/benchmarks."""
+    return os.environ.get("VNNCOMP_BENCHMARKS",
+                          os.path.join(REPO, "..", "shared", "vnncomp2024", "benchmarks"))
+
+
+@pytest.fixture
+def benchmarks():
+    path = benchmarks_dir()
+    if not os.path.isdir(path):
+        pytest.skip(f"VNN-COMP benchmarks not found at {path}")
+    return path
+
+
+@pytest.fixture
+def need_ort():
+    if not ortref.available():
+        pytest.skip("neither onnxruntime (Python) nor onnxruntime-node is installed")
+
+
+@pytest.fixture
+def fake_torchonnx(tmp_path):
+    """An executable wrapper around fake_torchonnx.py (torchonnx's command line)."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_torchonnx.py")
+    exe = tmp_path / "torchonnx"
+    exe.write_text(f'#!/bin/sh\nexec /usr/bin/python3 "{script}" "$@"\n')
+    exe.chmod(0o755)
+    return str(exe)

@@ -1,0 +1,193 @@
+"""Long-lived validation process: `/usr/bin/python3 -m vnncomp.worker`.
+
+Reads one JSON request per line on stdin and answers one JSON line each on its original stdout
+(fd 1 is then pointed at stderr so that nothing the generated code prints can corrupt the
+protocol). A request names the ONNX file, the generated .py/.pth, the input box and the devices;
+the answer holds the row fields of report.py (status, error, max errors, check results).
+"""
+
+import gc
+import itertools
+import json
+import math
+import os
+import sys
+import time
+import traceback
+
+from . import numerics, onnxinfo, vnnlib
+
+CHECK_FIELDS = ("vmap", "trace", "export", "batch", "vmap_gpu")
+
+
+def one_line(e):
+    text = " | ".join(line.strip() for line in str(e).splitlines() if line.strip())
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+_box_cache = {}
+_exports = itertools.count()
+
+
+def _box_of(path):
+    if path not in _box_cache:
+        spec = vnnlib.read(path)
+        _box_cache[path] = (spec.num_inputs, spec.lower, spec.upper)
+    return _box_cache[path]
+
+
+def choose_box(req, total):
+    """(lower, upper, label): the model's vnnlib, else the first fallback with `total` inputs."""
+    if req.get("vnnlib"):
+        n, lo, hi = _box_of(req["vnnlib"])
+        return lo, hi, os.path.basename(req["vnnlib"])
+    for path in req.get("fallback_vnnlib") or []:
+        try:
+            n, lo, hi = _box_of(path)
+        except (OSError, ValueError):
+            continue
+        if n == total:
+            return lo, hi, os.path.basename(path) + " (other instance)"
+    return None, None, "[-1, 1]"
+
+
+class Row(dict):
+    """Result fields; the first recorded problem becomes the row's status and error."""
+
+    def problem(self, status, message):
+        if self.get("status", "pass") == "pass":
+            self["status"], self["error"] = status, message
+
+    def check(self, name, fn, tol, counts=True):
+        """Runs a (error, reason) check and records ok/fail under `name`; a failure fails the row
+        when `counts`."""
+        try:
+            err, why = fn()
+        except Exception as e:  # noqa: BLE001 - the generated code may raise anything
+            err, why = math.inf, one_line(e)
+        if err <= tol:
+            self[name] = "ok"
+            return
+        self[name] = "fail"
+        if counts:
+            self.problem("fail", f"{name}: {why or f'max error {err:.3g} > {tol:g}'}")
+
+
+def _accuracy(row, key, fn, tol):
+    try:
+        err, why = fn()
+    except Exception as e:  # noqa: BLE001
+        row.problem("fail", f"{key}: {one_line(e)}")
+        return
+    row[key] = err if math.isfinite(err) else None
+    if err > tol:
+        row.problem("fail", f"{key}: {why or f'max error {err:.3g} > {tol:g}'}")
+
+
+def validate(req):
+    from . import checks
+    row = Row(status="pass", error="")
+    tol = float(req.get("tolerance", 1e-5))
+    try:
+        proto = onnxinfo.load(req["onnx"])
+        row["nodes_before"] = onnxinfo.node_count(proto)
+        specs = onnxinfo.inputs(proto)
+        del proto
+    except Exception as e:  # noqa: BLE001
+        row.problem("error", f"cannot read model: {one_line(e)}")
+        return row
+    lo, hi, row["box"] = choose_box(req, sum(s.size for s in specs))
+    points, seed = int(req.get("points", 5)), int(req.get("seed", 0))
+    feeds = numerics.make_points(specs, lo, hi, points, seed)
+    try:
+        refs = checks.reference(req["onnx"], feeds)
+    except Exception as e:  # noqa: BLE001
+        row.problem("error", f"onnxruntime: {one_line(e)}")
+        return row
+    try:
+        model = checks.load_module(req["py"], req["pth"], req.get("class_name"))
+    except Exception as e:  # noqa: BLE001
+        row.problem("error", f"load: {one_line(e)}")
+        return row
+    devices = req.get("devices") or ["cpu"]
+    cpu = "cpu" in devices
+    if cpu:
+        _accuracy(row, "max_error_cpu", lambda: checks.accuracy(model, specs, feeds, refs), tol)
+    many = numerics.make_points(specs, lo, hi, checks.VMAP_BATCH - 1, seed + 1)
+    loop = []
+    try:
+        loop = [checks.run(model, f, specs) for f in many]
+    except Exception as e:  # noqa: BLE001
+        row.problem("fail", f"forward: {one_line(e)}")
+    if cpu:
+        _cpu_checks(row, checks, model, specs, feeds, refs, many, loop, tol, req.get("scratch"))
+    if "cuda" in devices:
+        _cuda(row, checks, model, specs, feeds, refs, many, loop, tol)
+    checks.unload_all()
+    return row
+
+
+def _cpu_checks(row, checks, model, specs, feeds, refs, many, loop, tol, scratch):
+    if loop:
+        row.check("vmap", lambda: checks.vmap_check(model, specs, many, "cpu", loop), tol)
+        if all(s.batched for s in specs):
+            row.check("batch", lambda: checks.batch_check(model, specs, many, loop), tol, False)
+    row.check("trace", lambda: checks.trace_check(model, specs, feeds), tol)
+    # A new name per model: onnxruntime sessions are cached by path, size and mtime.
+    path = os.path.join(scratch or "/tmp", f"export_{os.getpid()}_{next(_exports)}.onnx")
+    row.check("export", lambda: checks.export_check(model, specs, feeds, refs, path), tol)
+
+
+def _cuda(row, checks, model, specs, feeds, refs, many, loop, tol):
+    """The CPU comparison again on the GPU (TF32 off), and vmap on the GPU vs the CPU loop."""
+    if not checks.cuda_available():
+        row.problem("error", "cuda: not available")
+        return
+    checks.disable_tf32()
+    gpu = checks.GPU
+    try:
+        model = model.to(gpu)
+    except Exception as e:  # noqa: BLE001
+        row.problem("fail", f"cuda: {one_line(e)}")
+        return
+    _accuracy(row, "max_error_gpu", lambda: checks.accuracy(model, specs, feeds, refs, gpu), tol)
+    if loop:
+        row.check("vmap_gpu", lambda: checks.vmap_check(model, specs, many, gpu, loop), tol)
+
+
+def serve(inp, out):
+    import torch
+    torch.set_num_threads(max(1, int(os.environ.get("VNNCOMP_THREADS", "1"))))
+    from . import checks  # noqa: F401 - import everything before saying ready
+    out.write("ready\n")
+    out.flush()
+    for line in inp:
+        if not line.strip():
+            continue
+        req = json.loads(line)
+        start = time.monotonic()
+        try:
+            row = validate(req)
+        except Exception as e:  # noqa: BLE001 - a harness bug must not kill the worker
+            traceback.print_exc()
+            row = Row(status="error", error=f"worker: {one_line(e)}")
+        row["validate_s"] = round(time.monotonic() - start, 3)
+        row["id"] = req.get("id")
+        gc.collect()
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            torch.cuda.empty_cache()
+        out.write(json.dumps(row) + "\n")
+        out.flush()
+
+
+def main():
+    import faulthandler
+    faulthandler.enable()
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    serve(sys.stdin, out)
+
+
+if __name__ == "__main__":
+    main()
