@@ -8,7 +8,7 @@ PACKAGES=(
   zlib1g-dev libprotobuf-dev protobuf-compiler libonnx-dev
   libeigen3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev
-  python3 python3-numpy python3-onnx python3-torch python3-pytest
+  python3 python3-numpy python3-onnx python3-torch python3-pytest python3-pyflakes
   libonnx-testdata
 )
 # Node.js + npm run the onnxruntime reference; keep an existing installation (some ship npm inside nodejs).
