@@ -10,8 +10,16 @@
 
 namespace common {
 
-enum class AttrType { kFloat = 1, kInt = 2, kString = 3, kTensor = 4, kGraph = 5, kFloats = 6,
-                      kInts = 7, kStrings = 8 };
+enum class AttrType {
+  kFloat = 1,
+  kInt = 2,
+  kString = 3,
+  kTensor = 4,
+  kGraph = 5,
+  kFloats = 6,
+  kInts = 7,
+  kStrings = 8
+};
 
 /// One attribute. Only the field matching `type` is meaningful. Graph attributes (If/Loop bodies)
 /// are kept as serialized GraphProto bytes in `s` so they survive a load/save round trip.

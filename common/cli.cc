@@ -10,7 +10,8 @@ namespace common {
 Result<std::pair<std::string, Dims>> parse_input_shape(std::string_view text) {
   const size_t eq = text.rfind('=');
   if (eq == std::string_view::npos || eq == 0) {
-    return Error{"", "", "", "--input-shape expects NAME=D0,D1,..., got '" + std::string(text) + "'"};
+    return Error{"", "", "",
+                 "--input-shape expects NAME=D0,D1,..., got '" + std::string(text) + "'"};
   }
   Dims dims;
   std::string_view rest = text.substr(eq + 1);
@@ -20,8 +21,9 @@ Result<std::pair<std::string, Dims>> parse_input_shape(std::string_view text) {
     int64_t d = -1;
     auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), d);
     if (ec != std::errc() || p != item.data() + item.size() || d < 0) {
-      return Error{"", "", "", "--input-shape: bad dimension '" + std::string(item) + "' in '" +
-                                   std::string(text) + "'"};
+      return Error{"", "", "",
+                   "--input-shape: bad dimension '" + std::string(item) + "' in '" +
+                       std::string(text) + "'"};
     }
     dims.push_back(d);
     if (comma == std::string_view::npos) break;

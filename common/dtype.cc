@@ -28,21 +28,36 @@ int dtype_size(DType t) {
 
 std::string_view dtype_name(DType t) {
   switch (t) {
-    case DType::kFloat: return "float";
-    case DType::kUInt8: return "uint8";
-    case DType::kInt8: return "int8";
-    case DType::kUInt16: return "uint16";
-    case DType::kInt16: return "int16";
-    case DType::kInt32: return "int32";
-    case DType::kInt64: return "int64";
-    case DType::kString: return "string";
-    case DType::kBool: return "bool";
-    case DType::kFloat16: return "float16";
-    case DType::kDouble: return "double";
-    case DType::kUInt32: return "uint32";
-    case DType::kUInt64: return "uint64";
-    case DType::kBFloat16: return "bfloat16";
-    default: return "undefined";
+    case DType::kFloat:
+      return "float";
+    case DType::kUInt8:
+      return "uint8";
+    case DType::kInt8:
+      return "int8";
+    case DType::kUInt16:
+      return "uint16";
+    case DType::kInt16:
+      return "int16";
+    case DType::kInt32:
+      return "int32";
+    case DType::kInt64:
+      return "int64";
+    case DType::kString:
+      return "string";
+    case DType::kBool:
+      return "bool";
+    case DType::kFloat16:
+      return "float16";
+    case DType::kDouble:
+      return "double";
+    case DType::kUInt32:
+      return "uint32";
+    case DType::kUInt64:
+      return "uint64";
+    case DType::kBFloat16:
+      return "bfloat16";
+    default:
+      return "undefined";
   }
 }
 

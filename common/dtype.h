@@ -28,7 +28,7 @@ enum class DType : int32_t {
 int dtype_size(DType t);
 /// ONNX spelling: "float", "int64", ...
 std::string_view dtype_name(DType t);
-bool is_integer(DType t);  ///< signed or unsigned integer types (not bool)
+bool is_integer(DType t);   ///< signed or unsigned integer types (not bool)
 bool is_floating(DType t);  ///< float16, bfloat16, float, double
 /// True for values of an ONNX enum that this suite knows.
 bool is_known_dtype(int32_t onnx_type);

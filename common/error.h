@@ -41,8 +41,8 @@ class [[nodiscard]] Status {
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
-  Result(Error error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}                 // NOLINT(google-explicit-constructor)
+  Result(Error error) : v_(std::move(error)) {}             // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status.error())) {}  // NOLINT: only from a failed Status
   bool ok() const { return v_.index() == 0; }
   T& value() & { return std::get<0>(v_); }
@@ -65,9 +65,9 @@ class [[nodiscard]] Result {
 #define COMMON_CONCAT(a, b) COMMON_CONCAT_INNER(a, b)
 
 /// Returns the error of a failed Status or Result from the enclosing function.
-#define RETURN_IF_ERROR(expr)                       \
-  do {                                              \
-    auto&& _status_or = (expr);                     \
+#define RETURN_IF_ERROR(expr)                        \
+  do {                                               \
+    auto&& _status_or = (expr);                      \
     if (!_status_or.ok()) return _status_or.error(); \
   } while (0)
 

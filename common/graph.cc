@@ -75,7 +75,8 @@ void Node::remove_attr(std::string_view attr_name) {
 int64_t Graph::opset(std::string_view domain) const {
   const bool onnx_domain = domain.empty() || domain == "ai.onnx";
   for (const OpsetId& o : opsets) {
-    const bool match = onnx_domain ? (o.domain.empty() || o.domain == "ai.onnx") : o.domain == domain;
+    const bool match =
+        onnx_domain ? (o.domain.empty() || o.domain == "ai.onnx") : o.domain == domain;
     if (match) return o.version;
   }
   return 0;
@@ -140,8 +141,8 @@ std::string Graph::fresh_name(std::string_view prefix) {
   for (;;) {
     std::string candidate = std::string(prefix) + "_" + std::to_string(++fresh_counter_);
     if (values.count(candidate)) continue;
-    bool node_clash = std::any_of(nodes.begin(), nodes.end(),
-                                  [&](const Node& n) { return n.name == candidate; });
+    bool node_clash =
+        std::any_of(nodes.begin(), nodes.end(), [&](const Node& n) { return n.name == candidate; });
     if (!node_clash) return candidate;
   }
 }

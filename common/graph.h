@@ -22,11 +22,12 @@ constexpr int64_t kUnknownDim = -1;
 struct Value {
   std::string name;
   DType dtype = DType::kUndefined;
-  std::optional<Dims> shape;            ///< nullopt: rank unknown; a dim of kUnknownDim: size unknown
-  std::vector<std::string> dim_params;  ///< symbolic names per dim ("" when none); empty or rank-sized
-  std::optional<Tensor> known;          ///< value known at compile time (shape tensors, constants)
-  int producer = -1;                    ///< index into Graph::nodes; -1 for inputs and initializers
-  std::vector<int> consumers;           ///< node indices, ascending, one entry per use
+  std::optional<Dims> shape;  ///< nullopt: rank unknown; a dim of kUnknownDim: size unknown
+  std::vector<std::string>
+      dim_params;               ///< symbolic names per dim ("" when none); empty or rank-sized
+  std::optional<Tensor> known;  ///< value known at compile time (shape tensors, constants)
+  int producer = -1;            ///< index into Graph::nodes; -1 for inputs and initializers
+  std::vector<int> consumers;   ///< node indices, ascending, one entry per use
 
   /// Rank and every dim known.
   bool is_static() const;

@@ -30,8 +30,9 @@ Result<Tensor> take_tensor(onnx::TensorProto& proto) {
   if (t.numel() < 0) return Error{"", "", "", "tensor '" + proto.name() + "': invalid dims"};
   const size_t expected = static_cast<size_t>(t.numel()) * dtype_size(t.dtype);
   if (raw.size() != expected) {
-    return Error{"", "", "", "tensor '" + proto.name() + "' holds " + std::to_string(raw.size()) +
-                                 " bytes, dims need " + std::to_string(expected)};
+    return Error{"", "", "",
+                 "tensor '" + proto.name() + "' holds " + std::to_string(raw.size()) +
+                     " bytes, dims need " + std::to_string(expected)};
   }
   t.raw = std::move(raw);
   return t;
@@ -46,7 +47,8 @@ Result<Tensor> constant_value(const Node& node) {
       return Tensor::from_floats(a.floats, {static_cast<int64_t>(a.floats.size())});
     }
     if (a.name == "value_int") return Tensor::from_int64({a.i}, {});
-    if (a.name == "value_ints") return Tensor::from_int64(a.ints, {static_cast<int64_t>(a.ints.size())});
+    if (a.name == "value_ints")
+      return Tensor::from_int64(a.ints, {static_cast<int64_t>(a.ints.size())});
   }
   return Error{"", node.name, node.op_type, "unsupported Constant value attribute"};
 }

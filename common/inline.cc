@@ -74,7 +74,8 @@ Status inline_functions(onnx::ModelProto& model) {
         continue;
       }
       expanded = true;
-      std::string prefix = n.name().empty() ? n.op_type() + "_" + std::to_string(call_index) : n.name();
+      std::string prefix =
+          n.name().empty() ? n.op_type() + "_" + std::to_string(call_index) : n.name();
       ++call_index;
       for (auto& body : expand(*it->second, n, prefix)) *nodes.Add() = std::move(body);
     }

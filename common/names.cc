@@ -9,22 +9,30 @@ namespace {
 
 // Python keywords, soft keywords, builtins and the module names generated code uses.
 constexpr std::array kReserved = {
-    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",
-    "continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global",
-    "if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return",
-    "try", "while", "with", "yield", "match", "case", "type", "abs", "all", "any", "bool",
-    "bytes", "callable", "chr", "compile", "dict", "dir", "divmod", "enumerate", "eval", "exec",
-    "filter", "float", "format", "getattr", "globals", "hasattr", "hash", "id", "input", "int",
-    "isinstance", "iter", "len", "list", "locals", "map", "max", "min", "next", "object", "open",
-    "ord", "pow", "print", "property", "range", "repr", "reversed", "round", "set", "setattr",
-    "slice", "sorted", "str", "sum", "super", "tuple", "vars", "zip", "self", "torch", "nn", "F",
-    "math", "typing", "Tensor", "functorch", "forward", "__import__", "__builtins__", "__name__",
-    "__file__", "__class__", "__dict__"};
+    "False",    "None",      "True",       "and",     "as",         "assert",
+    "async",    "await",     "break",      "class",   "continue",   "def",
+    "del",      "elif",      "else",       "except",  "finally",    "for",
+    "from",     "global",    "if",         "import",  "in",         "is",
+    "lambda",   "nonlocal",  "not",        "or",      "pass",       "raise",
+    "return",   "try",       "while",      "with",    "yield",      "match",
+    "case",     "type",      "abs",        "all",     "any",        "bool",
+    "bytes",    "callable",  "chr",        "compile", "dict",       "dir",
+    "divmod",   "enumerate", "eval",       "exec",    "filter",     "float",
+    "format",   "getattr",   "globals",    "hasattr", "hash",       "id",
+    "input",    "int",       "isinstance", "iter",    "len",        "list",
+    "locals",   "map",       "max",        "min",     "next",       "object",
+    "open",     "ord",       "pow",        "print",   "property",   "range",
+    "repr",     "reversed",  "round",      "set",     "setattr",    "slice",
+    "sorted",   "str",       "sum",        "super",   "tuple",      "vars",
+    "zip",      "self",      "torch",      "nn",      "F",          "math",
+    "typing",   "Tensor",    "functorch",  "forward", "__import__", "__builtins__",
+    "__name__", "__file__",  "__class__",  "__dict__"};
 
 std::string sanitize(std::string_view hint) {
   std::string out;
   for (unsigned char c : hint) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
     char ch = ok ? static_cast<char>(c) : '_';
     if (ch == '_' && !out.empty() && out.back() == '_') continue;  // collapse runs
     out += ch;

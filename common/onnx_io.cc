@@ -35,6 +35,11 @@ bool is_gzip(std::string_view bytes) {
 // Inflates gzip data (all concatenated members).
 Result<std::string> gunzip(std::string_view in, std::string_view path) {
   std::string out;
+  if (in.size() >= 18) {  // the trailer's ISIZE: uncompressed size mod 2^32 (of the last member)
+    uint32_t isize = 0;
+    std::memcpy(&isize, in.data() + in.size() - 4, 4);
+    out.reserve(isize);
+  }
   z_stream zs{};
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) return file_error(path, "zlib init failed");
   zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
@@ -67,10 +72,13 @@ Result<std::string> read_all(std::string_view path) {
     std::string data{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
     return data;
   }
-  std::ifstream f{std::string(path), std::ios::binary};
+  std::ifstream f{std::string(path), std::ios::binary | std::ios::ate};
   if (!f) return file_error(path, std::string("cannot open: ") + std::strerror(errno));
-  std::string data{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-  if (f.bad()) return file_error(path, "read error");
+  const std::streamoff size = f.tellg();
+  if (size < 0) return file_error(path, "cannot read (not a regular file?)");
+  std::string data(static_cast<size_t>(size), '\0');
+  f.seekg(0);
+  if (!f.read(data.data(), size)) return file_error(path, "read error");
   return data;
 }
 

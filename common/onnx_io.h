@@ -10,7 +10,7 @@
 namespace onnx {
 class ModelProto;
 class TensorProto;
-}
+}  // namespace onnx
 
 namespace common {
 
@@ -22,8 +22,8 @@ Status write_output_atomic(std::string_view path, std::string_view bytes);
 /// Parses an ONNX model from bytes. `source` names it in errors.
 Result<onnx::ModelProto> parse_model(std::string_view bytes, std::string_view source);
 /// Converts a model into the IR: Constant nodes become initializers, initializers listed as graph
-/// inputs are taken as constants, model-local functions are inlined, nodes are topologically sorted.
-/// Takes the model's tensors by move (large models are not copied).
+/// inputs are taken as constants, model-local functions are inlined, nodes are topologically
+/// sorted. Takes the model's tensors by move (large models are not copied).
 Result<Graph> from_proto(onnx::ModelProto&& model, std::string_view source);
 /// The IR as a model: value_info carries every known intermediate dtype/shape.
 onnx::ModelProto to_proto(const Graph& graph);

@@ -65,8 +65,8 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& proto) {
   }
   const size_t expected = static_cast<size_t>(n) * dtype_size(t.dtype);
   if (t.raw.size() != expected) {
-    err.message += "holds " + std::to_string(t.raw.size()) + " bytes, dims need " +
-                   std::to_string(expected);
+    err.message +=
+        "holds " + std::to_string(t.raw.size()) + " bytes, dims need " + std::to_string(expected);
     return err;
   }
   return t;
@@ -87,19 +87,36 @@ Result<Attribute> attribute_from_proto(const onnx::AttributeProto& p) {
   }
   auto type = p.type();
   if (type == onnx::AttributeProto::UNDEFINED) {  // old models: infer from the field set
-    if (p.has_f()) type = onnx::AttributeProto::FLOAT;
-    else if (p.has_i()) type = onnx::AttributeProto::INT;
-    else if (p.has_s()) type = onnx::AttributeProto::STRING;
-    else if (p.has_t()) type = onnx::AttributeProto::TENSOR;
-    else if (p.floats_size()) type = onnx::AttributeProto::FLOATS;
-    else if (p.ints_size()) type = onnx::AttributeProto::INTS;
-    else if (p.strings_size()) type = onnx::AttributeProto::STRINGS;
-    else type = onnx::AttributeProto::INTS;
+    if (p.has_f())
+      type = onnx::AttributeProto::FLOAT;
+    else if (p.has_i())
+      type = onnx::AttributeProto::INT;
+    else if (p.has_s())
+      type = onnx::AttributeProto::STRING;
+    else if (p.has_t())
+      type = onnx::AttributeProto::TENSOR;
+    else if (p.floats_size())
+      type = onnx::AttributeProto::FLOATS;
+    else if (p.ints_size())
+      type = onnx::AttributeProto::INTS;
+    else if (p.strings_size())
+      type = onnx::AttributeProto::STRINGS;
+    else
+      type = onnx::AttributeProto::INTS;
   }
   switch (type) {
-    case onnx::AttributeProto::FLOAT: a.type = AttrType::kFloat; a.f = p.f(); break;
-    case onnx::AttributeProto::INT: a.type = AttrType::kInt; a.i = p.i(); break;
-    case onnx::AttributeProto::STRING: a.type = AttrType::kString; a.s = p.s(); break;
+    case onnx::AttributeProto::FLOAT:
+      a.type = AttrType::kFloat;
+      a.f = p.f();
+      break;
+    case onnx::AttributeProto::INT:
+      a.type = AttrType::kInt;
+      a.i = p.i();
+      break;
+    case onnx::AttributeProto::STRING:
+      a.type = AttrType::kString;
+      a.s = p.s();
+      break;
     case onnx::AttributeProto::FLOATS:
       a.type = AttrType::kFloats;
       a.floats.assign(p.floats().begin(), p.floats().end());
@@ -130,9 +147,18 @@ Result<Attribute> attribute_from_proto(const onnx::AttributeProto& p) {
 void attribute_to_proto(const Attribute& a, onnx::AttributeProto* p) {
   p->set_name(a.name);
   switch (a.type) {
-    case AttrType::kFloat: p->set_type(onnx::AttributeProto::FLOAT); p->set_f(a.f); break;
-    case AttrType::kInt: p->set_type(onnx::AttributeProto::INT); p->set_i(a.i); break;
-    case AttrType::kString: p->set_type(onnx::AttributeProto::STRING); p->set_s(a.s); break;
+    case AttrType::kFloat:
+      p->set_type(onnx::AttributeProto::FLOAT);
+      p->set_f(a.f);
+      break;
+    case AttrType::kInt:
+      p->set_type(onnx::AttributeProto::INT);
+      p->set_i(a.i);
+      break;
+    case AttrType::kString:
+      p->set_type(onnx::AttributeProto::STRING);
+      p->set_s(a.s);
+      break;
     case AttrType::kFloats:
       p->set_type(onnx::AttributeProto::FLOATS);
       for (float f : a.floats) p->add_floats(f);

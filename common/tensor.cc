@@ -65,20 +65,34 @@ T load(const std::string& raw, int64_t i) {
 template <class R>
 R element(const Tensor& t, int64_t i) {
   switch (t.dtype) {
-    case DType::kFloat: return static_cast<R>(load<float>(t.raw, i));
-    case DType::kDouble: return static_cast<R>(load<double>(t.raw, i));
-    case DType::kFloat16: return static_cast<R>(half_to_float(load<uint16_t>(t.raw, i)));
-    case DType::kBFloat16: return static_cast<R>(bfloat16_to_float(load<uint16_t>(t.raw, i)));
-    case DType::kInt8: return static_cast<R>(load<int8_t>(t.raw, i));
-    case DType::kUInt8: return static_cast<R>(load<uint8_t>(t.raw, i));
-    case DType::kBool: return static_cast<R>(load<uint8_t>(t.raw, i) != 0);
-    case DType::kInt16: return static_cast<R>(load<int16_t>(t.raw, i));
-    case DType::kUInt16: return static_cast<R>(load<uint16_t>(t.raw, i));
-    case DType::kInt32: return static_cast<R>(load<int32_t>(t.raw, i));
-    case DType::kUInt32: return static_cast<R>(load<uint32_t>(t.raw, i));
-    case DType::kInt64: return static_cast<R>(load<int64_t>(t.raw, i));
-    case DType::kUInt64: return static_cast<R>(load<uint64_t>(t.raw, i));
-    default: return R{};
+    case DType::kFloat:
+      return static_cast<R>(load<float>(t.raw, i));
+    case DType::kDouble:
+      return static_cast<R>(load<double>(t.raw, i));
+    case DType::kFloat16:
+      return static_cast<R>(half_to_float(load<uint16_t>(t.raw, i)));
+    case DType::kBFloat16:
+      return static_cast<R>(bfloat16_to_float(load<uint16_t>(t.raw, i)));
+    case DType::kInt8:
+      return static_cast<R>(load<int8_t>(t.raw, i));
+    case DType::kUInt8:
+      return static_cast<R>(load<uint8_t>(t.raw, i));
+    case DType::kBool:
+      return static_cast<R>(load<uint8_t>(t.raw, i) != 0);
+    case DType::kInt16:
+      return static_cast<R>(load<int16_t>(t.raw, i));
+    case DType::kUInt16:
+      return static_cast<R>(load<uint16_t>(t.raw, i));
+    case DType::kInt32:
+      return static_cast<R>(load<int32_t>(t.raw, i));
+    case DType::kUInt32:
+      return static_cast<R>(load<uint32_t>(t.raw, i));
+    case DType::kInt64:
+      return static_cast<R>(load<int64_t>(t.raw, i));
+    case DType::kUInt64:
+      return static_cast<R>(load<uint64_t>(t.raw, i));
+    default:
+      return R{};
   }
 }
 
@@ -91,20 +105,34 @@ void store(std::string& raw, int64_t i, T v) {
 template <class S>
 void put(Tensor& t, int64_t i, S v) {
   switch (t.dtype) {
-    case DType::kFloat: return store(t.raw, i, static_cast<float>(v));
-    case DType::kDouble: return store(t.raw, i, static_cast<double>(v));
-    case DType::kFloat16: return store(t.raw, i, float_to_half(static_cast<float>(v)));
-    case DType::kBFloat16: return store(t.raw, i, float_to_bfloat16(static_cast<float>(v)));
-    case DType::kInt8: return store(t.raw, i, static_cast<int8_t>(v));
-    case DType::kUInt8: return store(t.raw, i, static_cast<uint8_t>(v));
-    case DType::kBool: return store(t.raw, i, static_cast<uint8_t>(v != 0));
-    case DType::kInt16: return store(t.raw, i, static_cast<int16_t>(v));
-    case DType::kUInt16: return store(t.raw, i, static_cast<uint16_t>(v));
-    case DType::kInt32: return store(t.raw, i, static_cast<int32_t>(v));
-    case DType::kUInt32: return store(t.raw, i, static_cast<uint32_t>(v));
-    case DType::kInt64: return store(t.raw, i, static_cast<int64_t>(v));
-    case DType::kUInt64: return store(t.raw, i, static_cast<uint64_t>(v));
-    default: return;
+    case DType::kFloat:
+      return store(t.raw, i, static_cast<float>(v));
+    case DType::kDouble:
+      return store(t.raw, i, static_cast<double>(v));
+    case DType::kFloat16:
+      return store(t.raw, i, float_to_half(static_cast<float>(v)));
+    case DType::kBFloat16:
+      return store(t.raw, i, float_to_bfloat16(static_cast<float>(v)));
+    case DType::kInt8:
+      return store(t.raw, i, static_cast<int8_t>(v));
+    case DType::kUInt8:
+      return store(t.raw, i, static_cast<uint8_t>(v));
+    case DType::kBool:
+      return store(t.raw, i, static_cast<uint8_t>(v != 0));
+    case DType::kInt16:
+      return store(t.raw, i, static_cast<int16_t>(v));
+    case DType::kUInt16:
+      return store(t.raw, i, static_cast<uint16_t>(v));
+    case DType::kInt32:
+      return store(t.raw, i, static_cast<int32_t>(v));
+    case DType::kUInt32:
+      return store(t.raw, i, static_cast<uint32_t>(v));
+    case DType::kInt64:
+      return store(t.raw, i, static_cast<int64_t>(v));
+    case DType::kUInt64:
+      return store(t.raw, i, static_cast<uint64_t>(v));
+    default:
+      return;
   }
 }
 

@@ -16,7 +16,8 @@ using Dims = std::vector<int64_t>;
 /// Product of dims (1 for a scalar); -1 when a dim is negative or the product overflows int64.
 int64_t num_elements(const Dims& dims);
 
-/// A constant tensor. `raw` holds numel * dtype_size(dtype) bytes (strings are not supported as data).
+/// A constant tensor. `raw` holds numel * dtype_size(dtype) bytes (strings are not supported as
+/// data).
 struct Tensor {
   DType dtype = DType::kUndefined;
   Dims dims;
@@ -38,9 +39,12 @@ struct Tensor {
   std::vector<int64_t> to_int64() const;
   std::vector<double> to_double() const;
 
-  /// Builds a tensor of `dtype` from values (converted with static_cast; float16 rounded to nearest).
-  static Tensor from_int64(const std::vector<int64_t>& values, Dims dims, DType dtype = DType::kInt64);
-  static Tensor from_double(const std::vector<double>& values, Dims dims, DType dtype = DType::kFloat);
+  /// Builds a tensor of `dtype` from values (converted with static_cast; float16 rounded to
+  /// nearest).
+  static Tensor from_int64(const std::vector<int64_t>& values, Dims dims,
+                           DType dtype = DType::kInt64);
+  static Tensor from_double(const std::vector<double>& values, Dims dims,
+                            DType dtype = DType::kFloat);
   static Tensor from_floats(const std::vector<float>& values, Dims dims);
   /// A zero-filled tensor.
   static Tensor zeros(DType dtype, Dims dims);

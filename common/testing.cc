@@ -2,6 +2,7 @@
 
 #include <onnx/defs/parser.h>
 #include <onnx/onnx_pb.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -9,7 +10,6 @@
 #include <filesystem>
 
 #include "common/onnx_io.h"
-#include <unistd.h>
 
 namespace fs = std::filesystem;
 
@@ -86,9 +86,8 @@ std::string text_to_bytes(const std::string& text) {
 
 std::string temp_dir(const std::string& tag) {
   static std::atomic<int> counter{0};
-  fs::path p = fs::temp_directory_path() /
-               ("onnxverify_" + tag + "_" + std::to_string(::getpid()) + "_" +
-                std::to_string(counter++));
+  fs::path p = fs::temp_directory_path() / ("onnxverify_" + tag + "_" + std::to_string(::getpid()) +
+                                            "_" + std::to_string(counter++));
   fs::remove_all(p);
   fs::create_directories(p);
   return p.string();

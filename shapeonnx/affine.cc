@@ -9,8 +9,8 @@ namespace {
 constexpr int64_t kMaxElements = 16;
 
 // Ops whose output has the elements of input 0 in the same order.
-const std::unordered_set<std::string_view> kElementPreserving = {
-    "Unsqueeze", "Squeeze", "Reshape", "Flatten", "Identity"};
+const std::unordered_set<std::string_view> kElementPreserving = {"Unsqueeze", "Squeeze", "Reshape",
+                                                                 "Flatten", "Identity"};
 
 bool small_integer(const common::Value* v) {
   return v && v->shape && !v->known && common::is_integer(v->dtype) &&

@@ -28,8 +28,10 @@ std::string dims_text(const Dims& dims) {
 // Gives every graph input a concrete shape: overrides first, then the batch rule.
 Status prepare_inputs(Graph& graph, const Options& options) {
   for (const auto& [name, dims] : options.input_shapes) {
-    const bool known = std::find(graph.inputs.begin(), graph.inputs.end(), name) != graph.inputs.end();
-    if (!known) return graph.error("--input-shape names '" + name + "', which is not a graph input");
+    const bool known =
+        std::find(graph.inputs.begin(), graph.inputs.end(), name) != graph.inputs.end();
+    if (!known)
+      return graph.error("--input-shape names '" + name + "', which is not a graph input");
   }
   for (const std::string& name : graph.inputs) {
     common::Value& v = graph.value(name);
@@ -49,7 +51,8 @@ Status prepare_inputs(Graph& graph, const Options& options) {
     for (size_t d = 0; d < v.shape->size(); ++d) {
       int64_t& dim = (*v.shape)[d];
       const bool symbolic = dim < 0 || (d < v.dim_params.size() && !v.dim_params[d].empty());
-      if (d == 0 && (symbolic || dim == 0)) dim = options.batch_size;
+      if (d == 0 && (symbolic || dim == 0))
+        dim = options.batch_size;
       else if (symbolic) {
         return graph.error("input '" + name + "' dim " + std::to_string(d) +
                            " is symbolic; give --input-shape " + name + "=...");
@@ -84,7 +87,8 @@ Status propagate_values(Graph& graph, const Node& node) {
   }
   for (const std::string& out : node.outputs) {
     const common::Value* v = graph.find(out);
-    if (!out.empty() && (!v || v->known || common::num_elements(*v->shape) > kMaxPropagatedElements)) {
+    if (!out.empty() &&
+        (!v || v->known || common::num_elements(*v->shape) > kMaxPropagatedElements)) {
       return {};
     }
   }
@@ -145,8 +149,8 @@ Status infer_node(Graph& graph, const Node& node, const AffineValues& affine) {
     const common::Value& v = graph.value(out);
     if (!v.is_static()) return graph.error(node, "no static shape for output '" + out + "'");
     if (common::num_elements(*v.shape) < 0) {
-      return graph.error(node, "output '" + out + "' shape " + dims_text(*v.shape) +
-                                   " overflows int64");
+      return graph.error(node,
+                         "output '" + out + "' shape " + dims_text(*v.shape) + " overflows int64");
     }
   }
   return propagate_values(graph, node);

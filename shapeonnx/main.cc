@@ -23,7 +23,8 @@ int run(const Args& args) {
   const double start = common::now_ms();
   if (args.output == "-" && ::isatty(STDOUT_FILENO)) {
     return common::report_error(
-        "shapeonnx", {args.input, "", "", "refusing to write a binary model to a terminal; use -o"});
+        "shapeonnx",
+        {args.input, "", "", "refusing to write a binary model to a terminal; use -o"});
   }
   auto shapes = common::parse_input_shapes(args.input_shapes);
   if (!shapes.ok()) return common::report_error("shapeonnx", shapes.error());
@@ -48,8 +49,9 @@ int run(const Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"shapeonnx: give every tensor of an ONNX model a concrete shape.\n"
-               "Reads .onnx, .onnx.gz or - (stdin); writes the model with value_info filled in."};
+  CLI::App app{
+      "shapeonnx: give every tensor of an ONNX model a concrete shape.\n"
+      "Reads .onnx, .onnx.gz or - (stdin); writes the model with value_info filled in."};
   Args args;
   app.add_option("IN", args.input, "input model (.onnx, .onnx.gz, or - for stdin)")->required();
   app.add_option("-o,--output", args.output, "output model path, or - for stdout (default)");

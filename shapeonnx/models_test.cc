@@ -1,4 +1,5 @@
-// shapeonnx over every VNN-COMP model: all values static, ONNX's own inference agrees, checker passes.
+// shapeonnx over every VNN-COMP model: all values static, ONNX's own inference agrees, checker
+// passes.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -33,10 +34,12 @@ TEST(ModelsTest, EveryVnncompModelGetsStaticShapesThatOnnxAgreesWith) {
     EXPECT_TRUE(checked.ok()) << checked.error().str();
     ok += s.ok() && checked.ok() && st.values == st.static_values && cc.mismatches == 0;
   }
-  std::printf("shapeonnx: %d/%zu models ok; %lld/%lld values static; onnx compared %lld, "
-              "mismatches %lld\n", static_cast<int>(ok), models.size(),
-              static_cast<long long>(all_static), static_cast<long long>(all_values),
-              static_cast<long long>(compared), static_cast<long long>(mismatches));
+  std::printf(
+      "shapeonnx: %d/%zu models ok; %lld/%lld values static; onnx compared %lld, "
+      "mismatches %lld\n",
+      static_cast<int>(ok), models.size(), static_cast<long long>(all_static),
+      static_cast<long long>(all_values), static_cast<long long>(compared),
+      static_cast<long long>(mismatches));
   EXPECT_EQ(ok, static_cast<int64_t>(models.size()));
 }
 

@@ -1,4 +1,5 @@
-// shapeonnx over the ONNX backend node tests: shapes equal ONNX's inference and the expected outputs.
+// shapeonnx over the ONNX backend node tests: shapes equal ONNX's inference and the expected
+// outputs.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
@@ -103,10 +104,11 @@ TEST(NodeTests, ShapesAgreeWithOnnxAndExpectedOutputs) {
       }
     }
   }
-  std::printf("node tests: %zu total, %d run, %d without rules, %d non-numeric; onnx compared %d, "
-              "mismatches %d; expected outputs checked %d; failures %zu\n",
-              tests.size(), run, no_rule, unloadable, compared, mismatches, expected_checked,
-              failures.size());
+  std::printf(
+      "node tests: %zu total, %d run, %d without rules, %d non-numeric; onnx compared %d, "
+      "mismatches %d; expected outputs checked %d; failures %zu\n",
+      tests.size(), run, no_rule, unloadable, compared, mismatches, expected_checked,
+      failures.size());
   for (const std::string& f : failures) std::printf("  FAIL %s\n", f.c_str());
   EXPECT_EQ(mismatches, 0);
   EXPECT_TRUE(failures.empty());

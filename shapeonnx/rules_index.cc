@@ -1,6 +1,7 @@
 // Indexing ops: Slice, Gather, GatherElements, GatherND, Scatter*, Split, OneHot, NonZero,
 // Compress.
 #include <algorithm>
+#include <set>
 #include <string>
 
 #include "shapeonnx/rules.h"
@@ -192,6 +193,49 @@ Status compress_rule(InferContext& ctx) {
   return {};
 }
 
+// Number of distinct slices along `axis` (or distinct elements when axis < 0) of known values.
+int64_t count_unique(const std::vector<double>& v, const Dims& dims, int64_t axis) {
+  if (axis < 0) return static_cast<int64_t>(std::set<double>(v.begin(), v.end()).size());
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i) outer *= dims[i];
+  for (size_t i = axis + 1; i < dims.size(); ++i) inner *= dims[i];
+  const int64_t n = dims[axis];
+  std::set<std::vector<double>> slices;
+  for (int64_t k = 0; k < n; ++k) {
+    std::vector<double> slice;
+    for (int64_t o = 0; o < outer; ++o) {
+      const auto begin = v.begin() + (o * n + k) * inner;
+      slice.insert(slice.end(), begin, begin + inner);
+    }
+    slices.insert(std::move(slice));
+  }
+  return static_cast<int64_t>(slices.size());
+}
+
+// Unique(X): data-dependent, so X's value must be known. Y has k distinct elements (flattened) or
+// k distinct slices along `axis`; indices and counts are [k], inverse_indices one per element
+// (or slice), all int64.
+Status unique_rule(InferContext& ctx) {
+  ASSIGN_OR_RETURN(std::vector<double> v, known_doubles(ctx, 0, "Unique input (data-dependent)"));
+  const Dims& in = ctx.shape(0);
+  int64_t axis = -1;
+  if (ctx.node().has_attr("axis")) {
+    ASSIGN_OR_RETURN(axis, ctx.axis(ctx.node().attr_int("axis", 0), ctx.rank(0)));
+  }
+  const int64_t k = count_unique(v, in, axis);
+  Dims y = {k};
+  if (axis >= 0) {
+    y = in;
+    y[axis] = k;
+  }
+  const int64_t per = axis >= 0 ? in[axis] : static_cast<int64_t>(v.size());
+  ctx.set_output(0, ctx.dtype(0), std::move(y));
+  ctx.set_output(1, DType::kInt64, {k});
+  ctx.set_output(2, DType::kInt64, {per});
+  ctx.set_output(3, DType::kInt64, {k});
+  return {};
+}
+
 }  // namespace
 
 void register_index_rules(RuleTable& table) {
@@ -206,6 +250,7 @@ void register_index_rules(RuleTable& table) {
   table.add("OneHot", &one_hot_rule);
   table.add("NonZero", &non_zero_rule);
   table.add("Compress", &compress_rule);
+  table.add("Unique", &unique_rule);
 }
 
 }  // namespace shapeonnx

@@ -151,5 +151,20 @@ TEST(IndexRules, NonZeroNeedsKnownInput) {
                "NonZero input (data-dependent)");
 }
 
+TEST(IndexRules, UniqueOfKnownValues) {
+  // [2,1,2,3,1] has 3 distinct values: Y, indices, counts [3]; inverse_indices [5].
+  // With axis 0 on [[1,2],[1,2],[3,4]]: 2 distinct rows -> Y [2,2], inverse [3].
+  expect_shapes(header(11) + R"(g (float[1] unused) => (y, i, inv, c, ya, inva) {
+    x = Constant <value = float[5] {2, 1, 2, 3, 1}> ()
+    y, i, inv, c = Unique(x)
+    m = Constant <value = float[3,2] {1, 2, 1, 2, 3, 4}> ()
+    ya, ia, inva, ca = Unique <axis = 0> (m)
+  })",
+                {{"y", {3}}, {"i", {3}}, {"inv", {5}}, {"c", {3}}, {"ya", {2, 2}}, {"inva", {3}}},
+                OnnxCheck::kNone);  // ONNX leaves the data-dependent count unknown
+  expect_error(header(11) + R"(g (float[4] x) => (y) { y = Unique(x) })",
+               "Unique input (data-dependent)");
+}
+
 }  // namespace
 }  // namespace shapeonnx

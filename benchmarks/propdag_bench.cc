@@ -1,0 +1,91 @@
+// propdag: IBP and CROWN time per ACAS Xu network (prop_1 box) and per tllverifybench network
+// (the first property listed for it in instances.csv). Model loading is outside the timing.
+//   propdag_bench [--benchmark_filter=acasxu] ; VNNCOMP_BENCHMARKS overrides the model folder.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "propdag/engine.h"
+#include "propdag/model.h"
+#include "propdag/vnnlib.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string bench_dir() {
+  const char* env = std::getenv("VNNCOMP_BENCHMARKS");
+  return env ? env : VNNCOMP_BENCHMARKS;
+}
+
+std::string on_disk(const std::string& path) {
+  if (fs::exists(path)) return path;
+  return fs::exists(path + ".gz") ? path + ".gz" : "";
+}
+
+// (model, property) pairs: the first property listed per model in a benchmark's instances.csv.
+std::vector<std::pair<std::string, std::string>> instances(const std::string& bench) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::string root = bench_dir() + "/" + bench + "/";
+  std::ifstream csv(root + "instances.csv");
+  std::string line;
+  while (std::getline(csv, line)) {
+    size_t a = line.find(','), b = line.find(',', a + 1);
+    if (a == std::string::npos) continue;
+    std::string model = on_disk(root + line.substr(0, a));
+    std::string spec = on_disk(root + line.substr(a + 1, b - a - 1));
+    bool seen = std::any_of(out.begin(), out.end(), [&](auto& p) { return p.first == model; });
+    if (!model.empty() && !spec.empty() && !seen) out.emplace_back(model, spec);
+  }
+  return out;
+}
+
+void bounds(benchmark::State& state, std::shared_ptr<propdag::Model> model, propdag::Interval box,
+            propdag::Method method) {
+  for (auto _ : state) {
+    auto r = propdag::output_bounds(*model, box, {method});
+    if (!r.ok()) {
+      state.SkipWithError(r.error().str().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(r->front().lo.data());
+  }
+}
+
+void register_benchmark(const std::string& bench, const std::string& model_path,
+                        const std::string& spec_path) {
+  auto model = propdag::Model::load(model_path);
+  auto spec = propdag::read_vnnlib(spec_path);
+  if (!model.ok() || !spec.ok()) return;
+  auto shared = std::make_shared<propdag::Model>(std::move(model).value());
+  std::string name = bench + "/" + fs::path(model_path).filename().string();
+  for (auto [label, method] :
+       {std::pair{"ibp", propdag::Method::kIbp}, std::pair{"crown", propdag::Method::kCrown}})
+    benchmark::RegisterBenchmark((name + "/" + label).c_str(), bounds, shared, spec->hull(), method)
+        ->Unit(benchmark::kMillisecond);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  std::string acas = bench_dir() + "/acasxu_2023/";
+  std::string prop1 = on_disk(acas + "vnnlib/prop_1.vnnlib");
+  if (fs::is_directory(acas + "onnx")) {
+    std::vector<std::string> nets;
+    for (const auto& e : fs::directory_iterator(acas + "onnx")) nets.push_back(e.path());
+    std::sort(nets.begin(), nets.end());
+    for (const std::string& net : nets) register_benchmark("acasxu", net, prop1);
+  }
+  for (const auto& [model, spec] : instances("tllverifybench_2023"))
+    register_benchmark("tllverifybench", model, spec);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

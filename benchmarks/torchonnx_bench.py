@@ -1,0 +1,160 @@
+"""Generated-code latency against onnxruntime, and conversion time, over VNN-COMP models.
+
+    /usr/bin/python3 benchmarks/torchonnx_bench.py [--benchmarks DIR] [--torchonnx EXE]
+        [--filter TEXT] [--min-seconds 0.2] [--json FILE]
+
+1. Converts every model with ONE torchonnx process (--stats) and reports the total time.
+2. For each model: the generated module at batch 1 on one CPU thread (eager, no_grad, median of
+   repeated calls after warm-up) against onnxruntime-node on the same inputs (one intra-op
+   thread, all graph optimizations; benchmarks/torchonnx_bench.js), as the ratio torch / ort.
+Prints one row per model and a summary (median, geometric mean and max ratio).
+"""
+
+import argparse
+import glob
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, REPO)
+from vnncomp import checks, onnxinfo  # noqa: E402
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--benchmarks", default=os.path.join(REPO, "..", "shared", "vnncomp2024", "benchmarks"))
+    p.add_argument("--torchonnx", default=os.path.join(REPO, "build", "torchonnx", "torchonnx"))
+    p.add_argument("--filter", default="")
+    p.add_argument("--min-seconds", type=float, default=0.2)
+    p.add_argument("--max-runs", type=int, default=2000)
+    p.add_argument("--json")
+    return p.parse_args(argv)
+
+
+def convert_all(exe, models, out):
+    start, cpu = time.monotonic(), os.times()
+    proc = subprocess.run([exe, *models, "-o", out, "--stats"], capture_output=True, text=True)
+    total = time.monotonic() - start
+    after = os.times()
+    cpu_s = (after.children_user - cpu.children_user) + (after.children_system - cpu.children_system)
+    stems, stats = {}, {}
+    for line in proc.stdout.splitlines():
+        src, _, dst = line.partition(" -> ")
+        stems[src] = dst
+    for line in proc.stderr.splitlines():
+        if line.startswith("{"):
+            row = json.loads(line)
+            stats[row["model"]] = row["ms"]
+        else:
+            print(line, file=sys.stderr)
+    return total, cpu_s, stems, stats
+
+
+def median_us(fn, min_s, max_runs):
+    for _ in range(5):
+        fn()
+    times, start = [], time.perf_counter()
+    while len(times) < max_runs and (len(times) < 5 or time.perf_counter() - start < min_s):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e6)
+    return statistics.median(times)
+
+
+def torch_latency(py, specs, feed, args):
+    model = checks.load_module(py, py[:-3] + ".pth")
+    xs = [torch.from_numpy(feed[s.name]) for s in specs]
+    with torch.no_grad():
+        return median_us(lambda: model(*xs), args.min_seconds, args.max_runs)
+
+
+def make_feed(specs, rng):
+    feed = {}
+    for s in specs:
+        if np.issubdtype(s.dtype, np.floating):
+            feed[s.name] = rng.uniform(-1, 1, s.shape).astype(s.dtype)
+        else:
+            feed[s.name] = np.zeros(s.shape, dtype=s.dtype)
+    return feed
+
+
+def ort_latencies(jobs, workdir):
+    path = os.path.join(workdir, "jobs.json")
+    with open(path, "w") as f:
+        json.dump(jobs, f)
+    proc = subprocess.run(["node", os.path.join(HERE, "torchonnx_bench.js"), path],
+                          capture_output=True, text=True)
+    out = {}
+    for line in proc.stdout.splitlines():
+        row = json.loads(line)
+        out[row["model"]] = row.get("us", row.get("error"))
+    return out
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    torch.set_num_threads(1)
+    models = sorted(p for p in glob.glob(os.path.join(args.benchmarks, "**", "*.onnx*"), recursive=True)
+                    if args.filter in p and p.endswith((".onnx", ".onnx.gz")))
+    work = tempfile.mkdtemp(prefix="torchonnx_bench_")
+    total, cpu_s, stems, conv_ms = convert_all(args.torchonnx, models, work)
+    print(f"conversion: {len(stems)}/{len(models)} models in one process, {total:.2f} s wall, "
+          f"{cpu_s:.2f} s CPU (user + system)")
+    rng = np.random.default_rng(0)
+    rows, jobs = [], []
+    for path in models:
+        if path not in stems:
+            continue
+        specs = onnxinfo.inputs(onnxinfo.load(path))
+        feed = make_feed(specs, rng)
+        inputs = []
+        for i, s in enumerate(specs):
+            f = os.path.join(work, f"in_{len(rows)}_{i}.bin")
+            feed[s.name].tofile(f)
+            inputs.append({"name": s.name, "type": str(np.dtype(s.dtype)).replace("bool", "bool"),
+                           "dims": list(s.shape), "file": f})
+        jobs.append({"model": path, "inputs": inputs, "min_s": args.min_seconds,
+                     "max_runs": args.max_runs})
+        try:
+            us = torch_latency(stems[path], specs, feed, args)
+        except Exception as e:  # noqa: BLE001 - report and go on
+            us = f"{type(e).__name__}: {e}"
+        checks.unload_all()
+        rows.append({"model": os.path.relpath(path, args.benchmarks), "torch_us": us,
+                     "convert_ms": conv_ms.get(path)})
+    ort = ort_latencies(jobs, work)
+    ratios = []
+    print(f"{'model':70s} {'torch us':>10s} {'ort us':>10s} {'ratio':>7s}")
+    for row, job in zip(rows, jobs):
+        row["ort_us"] = ort.get(job["model"])
+        ok = isinstance(row["torch_us"], float) and isinstance(row["ort_us"], (int, float))
+        row["ratio"] = row["torch_us"] / row["ort_us"] if ok else None
+        if ok:
+            ratios.append(row["ratio"])
+            print(f"{row['model'][:70]:70s} {row['torch_us']:10.1f} {row['ort_us']:10.1f} "
+                  f"{row['ratio']:7.2f}")
+        else:
+            print(f"{row['model'][:70]:70s} {row['torch_us']} {row['ort_us']}")
+    if ratios:
+        geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+        print(f"ratio torch/ort over {len(ratios)} models: median {statistics.median(ratios):.2f}, "
+              f"geometric mean {geo:.2f}, max {max(ratios):.2f}, "
+              f"<= 2x: {sum(r <= 2 for r in ratios)}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"conversion_s": total, "conversion_cpu_s": cpu_s, "rows": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
