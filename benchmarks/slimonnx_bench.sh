@@ -24,6 +24,7 @@ sed -E 's/^([^ ]+) .*"nodes_before": ([0-9]+), "nodes_after": ([0-9]+), "ms": ([
   awk '{b[$1]+=$2; a[$1]+=$3; t[$1]+=$4; n[$1]++}
        END {printf "%-32s %6s %8s %8s %7s %10s\n", "benchmark", "models", "before", "after", "change", "ms";
             for (k in b) {tb+=b[k]; ta+=a[k]; tt+=t[k]; tn+=n[k];
-              printf "%-32s %6d %8d %8d %6.1f%% %10.1f\n", k, n[k], b[k], a[k], 100*(a[k]-b[k])/b[k], t[k]}
-            printf "%-32s %6d %8d %8d %6.1f%% %10.1f\n", "TOTAL", tn, tb, ta, 100*(ta-tb)/tb, tt}' | sort
+              printf "%-32s %6d %8d %8d %6.1f%% %10.1f\n", k, n[k], b[k], a[k], 100*(a[k]-b[k])/b[k], t[k] | "sort"}
+            close("sort")
+            printf "%-32s %6d %8d %8d %6.1f%% %10.1f\n", "TOTAL", tn, tb, ta, 100*(ta-tb)/tb, tt}'
 echo "slimonnx: ${#models[@]} models, one process each: $(echo "$end - $start" | bc) s, $fail failed"

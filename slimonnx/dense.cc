@@ -1,0 +1,185 @@
+// Dense layers (MatMul / Gemm with constant weights) read into and written from one form.
+#include <algorithm>
+#include <map>
+#include <string_view>
+#include <utility>
+
+#include "slimonnx/layer.h"
+
+namespace slimonnx {
+namespace {
+
+using common::Dims;
+using common::Node;
+using common::Tensor;
+
+bool is_float_type(common::DType t) {
+  return t == common::DType::kFloat || t == common::DType::kDouble;
+}
+
+// A constant 2-D float matrix (optionally transposed), or nullopt.
+std::optional<std::vector<double>> matrix(const Tensor* t, bool transpose, int64_t* rows,
+                                          int64_t* cols) {
+  std::optional<std::vector<double>> v = float_data(t);
+  if (!v || t->dims.size() != 2) return std::nullopt;
+  *rows = t->dims[0];
+  *cols = t->dims[1];
+  if (!transpose) return v;
+  std::vector<double> out(v->size());
+  for (int64_t r = 0; r < *rows; ++r) {
+    for (int64_t c = 0; c < *cols; ++c) out[c * *rows + r] = (*v)[r * *cols + c];
+  }
+  std::swap(*rows, *cols);
+  return out;
+}
+
+// MatMul(X, W) with W a constant k x n matrix and X of rank >= 2.
+std::unique_ptr<DenseLayer> matmul_dense(const Editor& ed, const Node& n) {
+  if (n.inputs.size() != 2 || ed.initializer(n.inputs[0]) != nullptr) return nullptr;
+  auto d = std::make_unique<DenseLayer>();
+  d->set_x(n.inputs[0]);
+  std::optional<std::vector<double>> w = matrix(ed.initializer(n.inputs[1]), false, &d->k, &d->n);
+  const Dims* xs = ed.shape(d->x());
+  if (!w || xs == nullptr || xs->size() < 2 || xs->back() != d->k) return nullptr;
+  d->w = std::move(*w);
+  d->dtype = ed.initializer(n.inputs[1])->dtype;
+  return d;
+}
+
+// The bias of a Gemm when C is the same for every row, scaled by beta.
+std::optional<std::vector<double>> gemm_bias(const Editor& ed, const Node& n, int64_t rows,
+                                             int64_t cols) {
+  const Tensor* c = ed.initializer(n.inputs[2]);
+  if (c == nullptr || !is_float_type(c->dtype)) return std::nullopt;
+  std::optional<std::vector<double>> full = expand_to(*c, {rows, cols});
+  if (!full) return std::nullopt;
+  const std::vector<double> zeros(full->size(), 0.0);
+  std::optional<AxisAffine> per_col = along_axis(*full, zeros, {rows, cols}, 1);
+  if (!per_col) return std::nullopt;
+  const double beta = n.attr_float("beta", 1.0f);
+  for (double& v : per_col->s) v *= beta;
+  return std::move(per_col->s);
+}
+
+// Gemm(X, B, C) with transA = 0, constant B and a constant C that is the same for every row.
+std::unique_ptr<DenseLayer> gemm_dense(const Editor& ed, const Node& n) {
+  if (n.inputs.size() < 2 || n.attr_int("transA", 0) != 0) return nullptr;
+  if (ed.initializer(n.inputs[0]) != nullptr) return nullptr;
+  auto d = std::make_unique<DenseLayer>();
+  d->set_x(n.inputs[0]);
+  const Tensor* bt = ed.initializer(n.inputs[1]);
+  std::optional<std::vector<double>> w = matrix(bt, n.attr_int("transB", 0) != 0, &d->k, &d->n);
+  const Dims* xs = ed.shape(d->x());
+  if (!w || xs == nullptr || xs->size() != 2 || (*xs)[1] != d->k) return nullptr;
+  const double alpha = n.attr_float("alpha", 1.0f);
+  for (double& v : *w) v *= alpha;
+  d->w = std::move(*w);
+  d->dtype = bt->dtype;
+  if (!n.has_input(2)) return d;
+  std::optional<std::vector<double>> b = gemm_bias(ed, n, (*xs)[0], d->n);
+  if (!b) return nullptr;
+  d->b = std::move(*b);
+  return d;
+}
+
+using DenseReader = std::unique_ptr<DenseLayer> (*)(const Editor&, const Node&);
+
+const std::map<std::string_view, DenseReader>& dense_readers() {
+  static const std::map<std::string_view, DenseReader> readers = {{"MatMul", matmul_dense},
+                                                                  {"Gemm", gemm_dense}};
+  return readers;
+}
+
+}  // namespace
+
+std::unique_ptr<DenseLayer> as_dense(const Editor& ed, const Node& n) {
+  if (!is_onnx(n) || n.outputs.size() != 1) return nullptr;
+  auto it = dense_readers().find(n.op_type);
+  if (it == dense_readers().end()) return nullptr;
+  std::unique_ptr<DenseLayer> d = it->second(ed, n);
+  if (d && (!is_float_type(d->dtype) || ed.dtype(d->x()) != d->dtype)) return nullptr;
+  return d;
+}
+
+// layer(x) * S + T:  W[:, j] *= S[j],  b[j] = b[j] * S[j] + T[j]
+bool DenseLayer::fold_after(const AxisAffine& a) {
+  if (static_cast<int64_t>(a.s.size()) != n) return false;
+  for (int64_t r = 0; r < k; ++r) {
+    for (int64_t c = 0; c < n; ++c) w[r * n + c] *= a.s[c];
+  }
+  const bool shift = std::any_of(a.t.begin(), a.t.end(), [](double v) { return v != 0; });
+  if (b.empty() && !shift) return true;
+  if (b.empty()) b.assign(n, 0.0);
+  for (int64_t c = 0; c < n; ++c) b[c] = b[c] * a.s[c] + a.t[c];
+  return true;
+}
+
+// layer(x * S + T):  W[r, :] *= S[r],  b += T . W
+bool DenseLayer::fold_before(const Affine& a) {
+  const int64_t total = static_cast<int64_t>(a.s.size());
+  if (k == 0 || total % k != 0) return false;
+  std::optional<AxisAffine> per_row = along_axis(a.s, a.t, {total / k, k}, 1);
+  if (!per_row) return false;
+  if (a.has_shift()) {
+    if (b.empty()) b.assign(n, 0.0);
+    for (int64_t r = 0; r < k; ++r) {
+      for (int64_t c = 0; c < n; ++c) b[c] += per_row->t[r] * w[r * n + c];
+    }
+  }
+  for (int64_t r = 0; r < k; ++r) {
+    for (int64_t c = 0; c < n; ++c) w[r * n + c] *= per_row->s[r];
+  }
+  return true;
+}
+
+namespace {
+
+// The slot of the constant in the single Add consuming `value` when that constant is a
+// [1, ..., 1, n] tensor of `dtype` (a bias a MatMul of rank > 2 can hand its own bias to); or -1.
+int bias_sink(const Editor& ed, const std::string& value, int64_t n, common::DType dtype,
+              int* add) {
+  if (!ed.single_use(value)) return -1;
+  *add = ed.consumers(value)[0];
+  const Node& node = ed.node(*add);
+  if (!is_onnx(node) || node.op_type != "Add" || node.inputs.size() != 2) return -1;
+  const int slot = node.inputs[0] == value ? 1 : 0;
+  const Tensor* c = ed.initializer(node.inputs[slot]);
+  if (c == nullptr || c->dtype != dtype || c->dims.empty() || c->dims.back() != n) return -1;
+  if (c->numel() != n || node.inputs[1 - slot] != value) return -1;
+  return slot;
+}
+
+}  // namespace
+
+bool DenseLayer::write(Editor& ed, int i) const {
+  const Dims* xs = ed.shape(x());
+  if (xs == nullptr) return false;
+  const bool gemm = xs->size() == 2 && !b.empty();
+  int add = -1;
+  const int sink = gemm || b.empty() ? -1 : bias_sink(ed, ed.node(i).outputs[0], n, dtype, &add);
+  if (!gemm && !b.empty() && (sink < 0 || add == doomed())) return false;
+  if (sink >= 0) {  // MatMul(X, W) + c  with the bias moved into c
+    const Tensor& c = *ed.initializer(ed.node(add).inputs[sink]);
+    std::vector<double> sum = c.to_double();
+    for (int64_t j = 0; j < n; ++j) sum[j] += b[j];
+    ed.set_input(add, sink,
+                 ed.add_initializer(ed.node(add).name + "_bias", float_tensor(sum, c.dims, dtype)));
+  }
+  Node node;
+  node.name = ed.node(i).name;
+  node.op_type = gemm ? "Gemm" : "MatMul";
+  node.outputs = ed.node(i).outputs;
+  node.inputs = {x(), ed.add_initializer(node.name + "_weight", float_tensor(w, {k, n}, dtype))};
+  if (gemm)
+    node.inputs.push_back(ed.add_initializer(node.name + "_bias", float_tensor(b, {n}, dtype)));
+  ed.remove_node(i);
+  ed.add_node(std::move(node));
+  return true;
+}
+
+std::unique_ptr<Layer> as_layer(const Editor& ed, const Node& n) {
+  if (std::unique_ptr<DenseLayer> d = as_dense(ed, n)) return d;
+  return as_conv(ed, n);
+}
+
+}  // namespace slimonnx

@@ -1,0 +1,96 @@
+// slimonnx: rewrite an ONNX model into a smaller one that computes the same function.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "common/cli.h"
+#include "common/onnx_io.h"
+#include "shapeonnx/infer.h"
+#include "slimonnx/slim.h"
+
+namespace {
+
+struct Args {
+  std::string input;
+  std::string output = "-";
+  std::vector<std::string> passes, disable;
+  bool list = false;
+  bool stats = false;
+};
+
+int list_passes() {
+  for (const slimonnx::PassInfo& p : slimonnx::list_passes()) {
+    std::printf("%-22s %s\n", p.name.c_str(), p.description.c_str());
+  }
+  return 0;
+}
+
+std::string stats_json(const slimonnx::Report& report, double ms) {
+  std::string out = "{\"nodes_before\": " + std::to_string(report.nodes_before) +
+                    ", \"nodes_after\": " + std::to_string(report.nodes_after);
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), ", \"ms\": %.3f, \"passes\": {", ms);
+  out += buf;
+  bool first = true;
+  for (const auto& [name, count] : report.rewrites) {
+    out += (first ? "" : ", ") + common::json_string(name) + ": " + std::to_string(count);
+    first = false;
+  }
+  return out + "}}";
+}
+
+int run(const Args& args) {
+  const double start = common::now_ms();
+  if (args.output == "-" && ::isatty(STDOUT_FILENO)) {
+    return common::report_error(
+        "slimonnx", {args.input, "", "", "refusing to write a binary model to a terminal; use -o"});
+  }
+  auto graph = common::load_graph(args.input);
+  if (!graph.ok()) return common::report_error("slimonnx", graph.error());
+  if (auto s = shapeonnx::infer(*graph); !s.ok())
+    return common::report_error("slimonnx", s.error());
+  auto report = slimonnx::run(*graph, {args.passes, args.disable});
+  if (!report.ok()) return common::report_error("slimonnx", report.error());
+  if (auto s = common::save_graph(*graph, args.output); !s.ok()) {
+    return common::report_error("slimonnx", s.error());
+  }
+  if (args.stats) {
+    std::fprintf(stderr, "%s\n", stats_json(*report, common::now_ms() - start).c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "slimonnx: rewrite an ONNX model into a smaller one that computes the same function.\n"
+      "Reads .onnx, .onnx.gz or - (stdin); runs shape inference first."};
+  Args args;
+  app.add_option("IN", args.input, "input model (.onnx, .onnx.gz, or - for stdin)");
+  app.add_option("-o,--output", args.output, "output model path, or - for stdout (default)");
+  app.add_option("--passes", args.passes, "run only these passes (comma-separated)")
+      ->delimiter(',');
+  app.add_option("--disable", args.disable, "skip these passes (comma-separated)")->delimiter(',');
+  app.add_flag("--list-passes", args.list, "print every pass with its description and exit");
+  app.add_flag(
+      "--stats", args.stats,
+      "print one JSON line {\"nodes_before\", \"nodes_after\", \"ms\", \"passes\"} on stderr");
+  app.set_version_flag("--version", std::string("slimonnx ") + SUITE_VERSION);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+  if (args.list) return list_passes();
+  if (args.input.empty()) {
+    return common::report_error("slimonnx", {"", "", "", "missing input model (IN)"});
+  }
+  return run(args);
+}

@@ -1,0 +1,43 @@
+// The pass interface and registry. Each pass family lives in its own file and registers here.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+#include "common/graph.h"
+
+namespace slimonnx {
+
+/// A pass makes one sweep over the graph and returns how many rewrites it made. The driver
+/// repeats all passes until none rewrites anything. A pass must leave the graph valid
+/// (topologically sorted, index rebuilt) and must never increase the node count.
+using PassFn = common::Result<int64_t> (*)(common::Graph&);
+
+struct Pass {
+  std::string_view name;
+  std::string_view description;
+  PassFn run;
+};
+
+/// Pass families add their passes here, in the order they should run.
+struct PassTable {
+  std::vector<Pass> entries;
+  void add(std::string_view name, std::string_view description, PassFn run) {
+    entries.push_back({name, description, run});
+  }
+};
+
+/// Every registered pass, in run order.
+const std::vector<Pass>& registered_passes();
+
+void register_fold_passes(PassTable& table);       // constant folding, dead code
+void register_cleanup_passes(PassTable& table);    // Identity/Dropout, no-op ops, x+0, x*1
+void register_reshape_passes(PassTable& table);    // reshape/squeeze chains, transpose chains
+void register_linear_passes(PassTable& table);     // MatMul+Add, linear chains, affine folding
+void register_batchnorm_passes(PassTable& table);  // BatchNormalization into linear layers
+void register_conv_passes(PassTable& table);       // Pad into Conv, Conv -> Gemm
+void register_select_passes(PassTable& table);     // Slice / Gather into dense layers
+
+}  // namespace slimonnx

@@ -1,0 +1,25 @@
+// Helpers for slimonnx's tests: slimming text models and comparing models under onnxruntime.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "common/graph.h"
+#include "slimonnx/slim.h"
+
+namespace slimonnx::testing {
+
+/// Parses ONNX text, runs shapeonnx::infer and slimonnx::run; fails the test on error.
+common::Graph slim_text(const std::string& text, const Options& options = {},
+                        Report* report = nullptr);
+/// The graph as ONNX text (graph printer) followed by one line per initializer with its values.
+std::string graph_text(const common::Graph& graph);
+
+/// Runs tools/ort_compare.js on two model files; nullopt (with `why`) when node or
+/// onnxruntime-node is unavailable or the comparison failed.
+std::optional<double> ort_max_error(const std::string& a, const std::string& b,
+                                    const std::string& vnnlib, std::string* why);
+/// True when node and onnxruntime-node are installed.
+bool ort_available();
+
+}  // namespace slimonnx::testing
