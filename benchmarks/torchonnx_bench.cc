@@ -1,7 +1,7 @@
 // torchonnx over the VNN-COMP models in one process: load + shapes + slim + lower + emit +
 // weights bytes per model (what the CLI does, minus the file writes), and the lowering+emitting
 // step alone on graphs prepared up front. The generated code's latency against onnxruntime is
-// measured by benchmarks/torchonnx_latency.py.
+// measured by benchmarks/torchonnx_bench.py.
 #include <benchmark/benchmark.h>
 
 #include "common/onnx_io.h"

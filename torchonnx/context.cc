@@ -1,0 +1,162 @@
+#include "torchonnx/context.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "torchonnx/pyfmt.h"
+
+namespace torchonnx {
+
+using common::DType;
+using common::Tensor;
+
+namespace {
+
+const common::Dims kNoDims;
+
+const common::Value* find_value(const common::Graph& graph, std::string_view name) {
+  return name.empty() ? nullptr : graph.find(name);
+}
+
+}  // namespace
+
+Context::Context(LowerState& state, int node_index)
+    : state_(state), node_(state.graph->nodes[node_index]) {}
+
+DType Context::dtype(size_t i) const {
+  const common::Value* v = i < num_inputs() ? find_value(graph(), node_.inputs[i]) : nullptr;
+  return v ? v->dtype : DType::kUndefined;
+}
+
+const common::Dims& Context::shape(size_t i) const {
+  const common::Value* v = i < num_inputs() ? find_value(graph(), node_.inputs[i]) : nullptr;
+  return v && v->shape ? *v->shape : kNoDims;
+}
+
+DType Context::out_dtype(size_t i) const {
+  const common::Value* v = i < num_outputs() ? find_value(graph(), node_.outputs[i]) : nullptr;
+  return v ? v->dtype : DType::kUndefined;
+}
+
+const common::Dims& Context::out_shape(size_t i) const {
+  const common::Value* v = i < num_outputs() ? find_value(graph(), node_.outputs[i]) : nullptr;
+  return v && v->shape ? *v->shape : kNoDims;
+}
+
+const Tensor* Context::constant(size_t i) const {
+  if (!has_input(i)) return nullptr;
+  auto it = state_.operands.find(node_.inputs[i]);
+  if (it != state_.operands.end() && !graph().is_initializer(node_.inputs[i])) {
+    // Produced by an emitted statement: not a compile-time constant even if propagated.
+    const common::Value* v = graph().find(node_.inputs[i]);
+    if (!v || !v->known) return nullptr;
+  }
+  return graph().constant(node_.inputs[i]);
+}
+
+bool Context::output_used(size_t i) const {
+  const common::Node& owner = fused_ ? *fused_ : node_;
+  return i < owner.outputs.size() && !owner.outputs[i].empty() &&
+         state_.live.count(owner.outputs[i]) != 0;
+}
+
+std::string Context::in(size_t i) {
+  const std::string& name = node_.inputs[i];
+  auto it = state_.operands.find(name);
+  if (it != state_.operands.end()) return it->second.expr;
+  const Tensor* c = graph().constant(name);
+  if (!c) return "None";  // the driver checks producers first; unreachable for valid graphs
+  std::string expr = buffer(*c, "const");
+  state_.operands[name] = Operand{expr, false};
+  return expr;
+}
+
+bool Context::inlinable(size_t i) const {
+  const Tensor* c = constant(i);
+  return c && c->numel() == 1 && c->dtype != DType::kBool &&
+         rank(i) <= static_cast<int64_t>(out_shape().size());
+}
+
+std::string Context::scalar_or_in(size_t i) {
+  return inlinable(i) ? py_scalar(*constant(i)) : in(i);
+}
+
+bool Context::batched(size_t i) const {
+  if (!has_input(i)) return false;
+  auto it = state_.operands.find(node_.inputs[i]);
+  return it != state_.operands.end() && it->second.batched;
+}
+
+bool Context::any_batched() const {
+  for (size_t i = 0; i < num_inputs(); ++i) {
+    if (batched(i)) return true;
+  }
+  return false;
+}
+
+std::string Context::buffer(Tensor tensor, std::string_view hint) {
+  std::string attr = state_.attrs.make(hint, true);
+  state_.module.buffers.push_back(Buffer{attr, std::move(tensor)});
+  return "self." + attr;
+}
+
+std::string Context::layer(std::string_view kind, std::string ctor, std::vector<Param> params) {
+  std::string attr = state_.attrs.make(kind, true);
+  state_.module.layers.push_back(Layer{attr, std::move(ctor), std::move(params)});
+  return attr;
+}
+
+const common::Node* Context::sole_consumer(size_t i) const {
+  if (i >= num_outputs()) return nullptr;
+  const common::Value* v = find_value(graph(), node_.outputs[i]);
+  if (!v || v->consumers.size() != 1) return nullptr;
+  const auto& outs = graph().outputs;
+  if (std::find(outs.begin(), outs.end(), v->name) != outs.end()) return nullptr;
+  const int c = v->consumers[0];
+  return state_.done[c] ? nullptr : &graph().nodes[c];
+}
+
+void Context::fuse(const common::Node& consumer) {
+  state_.done[&consumer - graph().nodes.data()] = true;
+  fused_ = &consumer;
+}
+
+common::Status Context::emit(std::string expr, std::string_view hint, bool batched) {
+  for (size_t i = 1; i < (fused_ ? fused_ : &node_)->outputs.size(); ++i) {
+    if (output_used(i)) return error("optional output " + std::to_string(i) + " is not supported");
+  }
+  add_statement(std::move(expr), hint, batched, 1);
+  return {};
+}
+
+void Context::emit_tuple(std::string expr, std::string_view hint, bool batched) {
+  add_statement(std::move(expr), hint, batched, (fused_ ? fused_ : &node_)->outputs.size());
+}
+
+void Context::add_statement(std::string expr, std::string_view hint, bool batched, size_t count) {
+  const common::Node& owner = fused_ ? *fused_ : node_;
+  Statement st;
+  st.expr = std::move(expr);
+  st.comment = fused_ ? node_.name + " + " + fused_->name : node_.name;
+  for (size_t i = 0; i < count; ++i) {
+    if (!output_used(i)) {
+      st.targets.push_back("_");
+      continue;
+    }
+    std::string name = state_.locals.make(hint, true);
+    state_.operands[owner.outputs[i]] = Operand{name, batched && state_.batch > 0};
+    st.targets.push_back(std::move(name));
+  }
+  state_.module.body.push_back(std::move(st));
+}
+
+void Context::alias(size_t i, Operand operand) {
+  const common::Node& owner = fused_ ? *fused_ : node_;
+  state_.operands[owner.outputs[i]] = std::move(operand);
+}
+
+common::Error Context::error(std::string message) const {
+  return graph().error(node_, message + " (opset " + std::to_string(opset()) + ")");
+}
+
+}  // namespace torchonnx

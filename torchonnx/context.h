@@ -1,0 +1,121 @@
+// What an op handler sees while lowering one node, and the op registry.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+#include "common/graph.h"
+#include "common/names.h"
+#include "torchonnx/module.h"
+
+namespace torchonnx {
+
+/// How generated code refers to a value.
+struct Operand {
+  std::string expr;      ///< identifier, `self.<buffer>` or a literal
+  bool batched = false;  ///< dim 0 is the (variable) batch dimension
+};
+
+/// Module-wide lowering state shared by all handlers.
+struct LowerState {
+  const common::Graph* graph = nullptr;
+  Module module;
+  common::NameScope attrs;                               ///< self.<name>: layers and buffers
+  common::NameScope locals;                              ///< forward's variables
+  std::map<std::string, Operand, std::less<>> operands;  ///< ONNX value -> code
+  std::vector<bool> done;                   ///< node absorbed into an earlier statement
+  std::set<std::string, std::less<>> live;  ///< values the graph outputs depend on
+  int64_t batch = -1;                       ///< static size of the batch dim (-1: model has none)
+};
+
+/// The lowering of one node.
+class Context {
+ public:
+  Context(LowerState& state, int node_index);
+
+  const common::Node& node() const { return node_; }
+  const common::Graph& graph() const { return *state_.graph; }
+  int64_t opset() const { return graph().opset(""); }
+  size_t num_inputs() const { return node_.inputs.size(); }
+  size_t num_outputs() const { return node_.outputs.size(); }
+  bool has_input(size_t i) const { return node_.has_input(i); }
+
+  common::DType dtype(size_t i) const;
+  const common::Dims& shape(size_t i) const;
+  int64_t rank(size_t i) const { return static_cast<int64_t>(shape(i).size()); }
+  common::DType out_dtype(size_t i = 0) const;
+  const common::Dims& out_shape(size_t i = 0) const;
+  /// Compile-time content of input i (initializer or propagated), or null.
+  const common::Tensor* constant(size_t i) const;
+  /// Whether output i is used by a later node or the graph's outputs.
+  bool output_used(size_t i) const;
+
+  /// Tensor expression for input i (constants become buffers).
+  std::string in(size_t i);
+  /// Like `in`, but a constant with one element that does not widen the result's rank is inlined
+  /// as a Python number (for arithmetic with broadcasting).
+  std::string scalar_or_in(size_t i);
+  /// Whether scalar_or_in(i) inlines a number.
+  bool inlinable(size_t i) const;
+  bool batched(size_t i) const;
+  bool any_batched() const;
+  /// Model-wide static batch size (-1: no batch dim).
+  int64_t batch() const { return state_.batch; }
+
+  /// Registers a constant buffer and returns `self.<name>`.
+  std::string buffer(common::Tensor tensor, std::string_view hint);
+  /// Registers `self.<kind>N = ctor` and returns the attribute name.
+  std::string layer(std::string_view kind, std::string ctor, std::vector<Param> params);
+
+  /// The one consumer of output i when it has exactly one use and is not a graph output.
+  const common::Node* sole_consumer(size_t i = 0) const;
+  /// Absorbs `consumer` into this node's statement: the statement's outputs become its outputs.
+  void fuse(const common::Node& consumer);
+
+  /// Emits `<output 0> = expr`; `hint` names the variable. Other outputs must be unused.
+  common::Status emit(std::string expr, std::string_view hint, bool batched);
+  /// Emits `<out0>, <out1>, ... = expr` for an expression yielding one value per output
+  /// ("_" for unused ones).
+  void emit_tuple(std::string expr, std::string_view hint, bool batched);
+  /// Output i is the same value as an existing expression (no statement).
+  void alias(size_t i, Operand operand);
+
+  common::Error error(std::string message) const;
+
+ private:
+  void add_statement(std::string expr, std::string_view hint, bool batched, size_t count);
+
+  LowerState& state_;
+  const common::Node& node_;
+  const common::Node* fused_ = nullptr;
+};
+
+using Handler = common::Status (*)(Context&);
+
+/// The handler for an op of the default domain, or null.
+Handler find_handler(std::string_view op_type);
+std::vector<std::string> handler_ops();
+
+/// Handler families (one file each) add their entries here.
+struct HandlerTable {
+  std::vector<std::pair<std::string_view, Handler>> entries;
+  void add(std::string_view op, Handler h) { entries.emplace_back(op, h); }
+};
+void register_elementwise(HandlerTable& table);  // unary, binary, variadic, Clip, Cast, Where
+void register_activation(HandlerTable& table);   // Relu, Sigmoid, Softmax, LeakyRelu, ...
+void register_conv(HandlerTable& table);         // Conv, ConvTranspose
+void register_pool(HandlerTable& table);         // MaxPool, AveragePool, Global*Pool
+void register_norm(HandlerTable& table);         // BatchNormalization, LayerNorm, LRN, ...
+void register_linalg(HandlerTable& table);       // Gemm, MatMul, Einsum
+void register_shape(HandlerTable& table);        // Reshape, Flatten, Transpose, Concat, Split, ...
+void register_index(HandlerTable& table);        // Slice, Gather, ScatterND, ArgMax, TopK, ...
+void register_reduce(HandlerTable& table);       // Reduce*, CumSum
+void register_generator(HandlerTable& table);    // Shape, ConstantOfShape, Range, EyeLike, Pad
+void register_resize(HandlerTable& table);       // Resize, Upsample
+
+}  // namespace torchonnx

@@ -1,0 +1,62 @@
+#include "torchonnx/convert.h"
+
+#include <utility>
+
+#include "common/onnx_io.h"
+#include "shapeonnx/infer.h"
+#include "torchonnx/emit.h"
+#include "torchonnx/lower.h"
+#include "torchonnx/weights.h"
+#if TORCHONNX_HAVE_SLIM
+#include "slimonnx/slim.h"
+#endif
+
+namespace torchonnx {
+
+namespace {
+
+common::Status slim(common::Graph& graph, const shapeonnx::Options& shape_options) {
+#if TORCHONNX_HAVE_SLIM
+  RETURN_IF_ERROR(slimonnx::run(graph).status());
+  // Values slimonnx rewrote (even when it reports no rewrite, it may drop propagated shapes)
+  // get their shapes again from the same inference.
+  RETURN_IF_ERROR(shapeonnx::infer(graph, shape_options));
+#else
+  (void)graph;
+  (void)shape_options;
+#endif
+  return {};
+}
+
+}  // namespace
+
+bool slim_available() { return TORCHONNX_HAVE_SLIM != 0; }
+
+common::Result<Converted> convert(common::Graph graph, const ConvertOptions& options) {
+  Converted out;
+  out.nodes = static_cast<int64_t>(graph.nodes.size());
+  shapeonnx::Options shape_options;
+  shape_options.batch_size = options.batch_size;
+  shape_options.input_shapes = options.input_shapes;
+  RETURN_IF_ERROR(shapeonnx::infer(graph, shape_options));
+  if (options.slim) RETURN_IF_ERROR(slim(graph, shape_options));
+  LowerOptions lower_options;
+  lower_options.class_name = options.class_name;
+  ASSIGN_OR_RETURN(out.module, lower(graph, lower_options));
+  ASSIGN_OR_RETURN(out.python, emit_python(out.module));
+  return out;
+}
+
+common::Result<Converted> convert_file(std::string_view path, const ConvertOptions& options) {
+  ASSIGN_OR_RETURN(common::Graph graph, common::load_graph(path));
+  return convert(std::move(graph), options);
+}
+
+common::Status write_converted(const Converted& converted, std::string_view dir,
+                               std::string_view stem) {
+  const std::string base = std::string(dir) + "/" + std::string(stem);
+  RETURN_IF_ERROR(write_weights(converted.module, base + ".pth"));
+  return common::write_output_atomic(base + ".py", converted.python);
+}
+
+}  // namespace torchonnx

@@ -1,0 +1,39 @@
+// The whole conversion: Graph -> shapes -> slim -> module IR -> model.py text + weights.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "common/error.h"
+#include "common/graph.h"
+#include "torchonnx/module.h"
+
+namespace torchonnx {
+
+struct ConvertOptions {
+  std::string class_name = "Model";
+  bool slim = true;  ///< run slimonnx before lowering (when it is built)
+  int64_t batch_size = 1;
+  std::map<std::string, common::Dims> input_shapes;
+};
+
+struct Converted {
+  std::string python;  ///< text of <stem>.py
+  Module module;       ///< layers and buffers (the weights)
+  int64_t nodes = 0;   ///< nodes of the loaded model
+};
+
+/// True when this build links slimonnx.
+bool slim_available();
+
+/// Infers shapes, optionally slims, lowers and emits. `graph` is consumed.
+common::Result<Converted> convert(common::Graph graph, const ConvertOptions& options);
+/// load_graph + convert.
+common::Result<Converted> convert_file(std::string_view path, const ConvertOptions& options);
+/// Writes `<dir>/<stem>.py` and `<dir>/<stem>.pth` (each atomically).
+common::Status write_converted(const Converted& converted, std::string_view dir,
+                               std::string_view stem);
+
+}  // namespace torchonnx

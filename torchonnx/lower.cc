@@ -1,0 +1,232 @@
+#include "torchonnx/lower.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+
+#include "torchonnx/context.h"
+#include "torchonnx/pyfmt.h"
+
+namespace torchonnx {
+
+using common::Graph;
+using common::Node;
+
+namespace {
+
+const std::map<std::string, Handler, std::less<>>& registry() {
+  static const auto* table = [] {
+    HandlerTable t;
+    register_elementwise(t);
+    register_activation(t);
+    register_conv(t);
+    register_pool(t);
+    register_norm(t);
+    register_linalg(t);
+    register_shape(t);
+    register_index(t);
+    register_reduce(t);
+    register_generator(t);
+    register_resize(t);
+    auto* m = new std::map<std::string, Handler, std::less<>>();
+    for (const auto& [op, h] : t.entries) m->emplace(std::string(op), h);
+    return m;
+  }();
+  return *table;
+}
+
+// Values the outputs depend on, walking nodes in reverse topological order.
+std::set<std::string, std::less<>> live_values(const Graph& graph) {
+  std::set<std::string, std::less<>> live(graph.outputs.begin(), graph.outputs.end());
+  for (auto it = graph.nodes.rbegin(); it != graph.nodes.rend(); ++it) {
+    const bool used = std::any_of(it->outputs.begin(), it->outputs.end(),
+                                  [&](const std::string& o) { return live.count(o) != 0; });
+    if (!used) continue;
+    for (const std::string& in : it->inputs) {
+      if (!in.empty()) live.insert(in);
+    }
+  }
+  return live;
+}
+
+// A leading dim is a batch dim when it is symbolic or 1 on an input of rank >= 2. The model's
+// batch size is that of its first such input; inputs of another size are not batched.
+int64_t batch_size(const Graph& graph) {
+  for (const std::string& name : graph.inputs) {
+    const common::Value* v = graph.find(name);
+    if (!v || !v->shape || v->shape->size() < 2) continue;
+    const bool symbolic = !v->dim_params.empty() && !v->dim_params[0].empty();
+    if (symbolic || (*v->shape)[0] == 1) return (*v->shape)[0];
+  }
+  return -1;
+}
+
+bool is_input_batched(const Graph& graph, const std::string& name, int64_t batch) {
+  const common::Value* v = graph.find(name);
+  return batch > 0 && v && v->shape && v->shape->size() >= 2 && (*v->shape)[0] == batch;
+}
+
+Port make_port(const Graph& graph, const std::string& name, bool batched) {
+  Port port{name, "", {}, batched};
+  if (const common::Value* v = graph.find(name)) {
+    port.dtype = std::string(common::dtype_name(v->dtype));
+    if (v->shape) port.dims = *v->shape;
+  }
+  return port;
+}
+
+bool all_outputs_known(const Graph& graph, const Node& node) {
+  return std::all_of(node.outputs.begin(), node.outputs.end(), [&](const std::string& o) {
+    const common::Value* v = graph.find(o);
+    return o.empty() || (v && v->known);
+  });
+}
+
+common::Status lower_node(LowerState& state, int index) {
+  const Node& node = state.graph->nodes[index];
+  Context ctx(state, index);
+  if (!node.domain.empty() && node.domain != "ai.onnx") {
+    return ctx.error("op of domain '" + node.domain + "' has no PyTorch lowering");
+  }
+  Handler handler = find_handler(node.op_type);
+  if (!handler) return ctx.error("op has no PyTorch lowering");
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    if (!node.has_input(i) || state.operands.count(node.inputs[i])) continue;
+    if (!state.graph->constant(node.inputs[i])) {
+      return ctx.error("input '" + node.inputs[i] + "' is neither computed nor constant");
+    }
+  }
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    if (node.has_input(i) && ctx.shape(i).empty() && !state.graph->find(node.inputs[i])->shape) {
+      return ctx.error("input '" + node.inputs[i] + "' has no static shape");
+    }
+  }
+  return handler(ctx);
+}
+
+// Every input and output must have a PyTorch element type.
+common::Status check_port_types(const Graph& graph) {
+  for (const auto* names : {&graph.inputs, &graph.outputs}) {
+    for (const std::string& name : *names) {
+      const common::Value* v = graph.find(name);
+      if (!v || !torch_dtype(v->dtype).ok()) {
+        return graph.error(
+            "'" + name + "' has element type " +
+            std::string(common::dtype_name(v ? v->dtype : common::DType::kUndefined)) +
+            ", which PyTorch cannot hold");
+      }
+    }
+  }
+  return {};
+}
+
+common::Status lower_body(LowerState& state) {
+  const Graph& graph = *state.graph;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& node = graph.nodes[i];
+    const bool used = std::any_of(node.outputs.begin(), node.outputs.end(),
+                                  [&](const std::string& o) { return state.live.count(o); });
+    if (state.done[i] || !used || all_outputs_known(graph, node)) continue;
+    RETURN_IF_ERROR(lower_node(state, static_cast<int>(i)));
+    state.done[i] = true;
+  }
+  return {};
+}
+
+bool ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+bool ident_char(char c) { return ident_start(c) || (c >= '0' && c <= '9'); }
+
+// Identifiers in `code`; names after "self." are returned as "self.<name>".
+void collect_names(std::string_view code, std::set<std::string, std::less<>>& out) {
+  for (size_t i = 0; i < code.size();) {
+    if (code[i] == '"') {  // skip string literals (einsum equations)
+      for (++i; i < code.size() && code[i] != '"'; ++i) i += code[i] == '\\';
+      ++i;
+      continue;
+    }
+    if (!ident_start(code[i]) || (i > 0 && (ident_char(code[i - 1]) || code[i - 1] == '.'))) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < code.size() && ident_char(code[j])) ++j;
+    std::string name(code.substr(i, j - i));
+    if (name == "self" && j + 1 < code.size() && code[j] == '.') {
+      size_t k = j + 1;
+      while (k < code.size() && ident_char(code[k])) ++k;
+      name = "self." + std::string(code.substr(j + 1, k - j - 1));
+      j = k;
+    }
+    out.insert(std::move(name));
+    i = j;
+  }
+}
+
+// Drops statements whose results nothing reads (handlers may ignore some ONNX inputs, e.g.
+// the ends of a data-dependent Slice), then layers and buffers no statement mentions.
+void remove_dead_code(Module& m) {
+  std::set<std::string, std::less<>> used;
+  for (const std::string& o : m.outputs) collect_names(o, used);
+  std::vector<Statement> kept;
+  for (auto it = m.body.rbegin(); it != m.body.rend(); ++it) {
+    const bool live = std::any_of(it->targets.begin(), it->targets.end(),
+                                  [&](const std::string& t) { return used.count(t) != 0; });
+    if (!live) continue;
+    collect_names(it->expr, used);
+    kept.push_back(std::move(*it));
+  }
+  m.body.assign(std::make_move_iterator(kept.rbegin()), std::make_move_iterator(kept.rend()));
+  std::erase_if(m.layers, [&](const Layer& l) { return !used.count("self." + l.attr); });
+  std::erase_if(m.buffers, [&](const Buffer& b) { return !used.count("self." + b.attr); });
+}
+
+}  // namespace
+
+Handler find_handler(std::string_view op_type) {
+  auto it = registry().find(op_type);
+  return it == registry().end() ? nullptr : it->second;
+}
+
+std::vector<std::string> handler_ops() {
+  std::vector<std::string> out;
+  for (const auto& [op, h] : registry()) out.push_back(op);
+  return out;
+}
+
+std::vector<std::string> supported_ops() { return handler_ops(); }
+
+common::Result<Module> lower(const Graph& graph, const LowerOptions& options) {
+  RETURN_IF_ERROR(check_port_types(graph));
+  auto state = std::make_unique<LowerState>();
+  state->graph = &graph;
+  state->module.class_name = options.class_name;
+  state->module.source = graph.source;
+  state->done.assign(graph.nodes.size(), false);
+  state->live = live_values(graph);
+  state->batch = batch_size(graph);
+  for (const std::string& name : graph.inputs) {
+    const bool batched = is_input_batched(graph, name, state->batch);
+    std::string param = state->locals.make(name.empty() ? "x" : name);
+    state->operands[name] = Operand{param, batched};
+    state->module.inputs.push_back(param);
+    state->module.input_ports.push_back(make_port(graph, name, batched));
+  }
+  RETURN_IF_ERROR(lower_body(*state));
+  Module& module = state->module;
+  for (const std::string& name : graph.outputs) {
+    auto it = state->operands.find(name);
+    if (it == state->operands.end()) {
+      const common::Tensor* c = graph.constant(name);
+      if (!c) return graph.error("output '" + name + "' is never computed");
+      std::string attr = state->attrs.make("const", true);
+      state->module.buffers.push_back(Buffer{attr, *c});
+      it = state->operands.emplace(name, Operand{"self." + attr, false}).first;
+    }
+    module.outputs.push_back(it->second.expr);
+    module.output_ports.push_back(make_port(graph, name, it->second.batched));
+  }
+  remove_dead_code(module);
+  return std::move(module);
+}
+
+}  // namespace torchonnx

@@ -1,0 +1,24 @@
+// Lowering: an inferred (and optionally slimmed) Graph -> module IR, one handler per op.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "common/graph.h"
+#include "torchonnx/module.h"
+
+namespace torchonnx {
+
+struct LowerOptions {
+  std::string class_name = "Model";
+};
+
+/// Lowers a graph whose values all have static shapes (run shapeonnx::infer first). Fails with
+/// the node, op and opset when an op has no handler or uses a form that cannot be expressed.
+common::Result<Module> lower(const common::Graph& graph, const LowerOptions& options = {});
+
+/// Op types with a handler (default ONNX domain), sorted.
+std::vector<std::string> supported_ops();
+
+}  // namespace torchonnx

@@ -1,0 +1,108 @@
+// torchonnx: compile ONNX models into readable PyTorch modules (<stem>.py + <stem>.pth).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "common/cli.h"
+#include "torchonnx/convert.h"
+#include "torchonnx/stems.h"
+
+namespace {
+
+struct Args {
+  std::vector<std::string> inputs;
+  std::string out_dir;
+  std::string class_name = "Model";
+  bool no_slim = false;
+  int64_t batch_size = 1;
+  std::vector<std::string> input_shapes;
+  bool stats = false;
+};
+
+// Converts one model; prints the error and returns false on failure (nothing is written then).
+bool convert_one(const Args& args, const torchonnx::ConvertOptions& options,
+                 const std::string& input, const std::string& stem) {
+  const double start = common::now_ms();
+  auto converted = torchonnx::convert_file(input, options);
+  common::Status written = converted.ok()
+                               ? torchonnx::write_converted(*converted, args.out_dir, stem)
+                               : converted.status();
+  if (!written.ok()) {
+    common::Error e = written.error();
+    if (e.file.empty()) e.file = input;
+    common::report_error("torchonnx", e);
+    return false;
+  }
+  std::cout << input << " -> " << args.out_dir << "/" << stem << ".py" << std::endl;
+  if (args.stats) {
+    std::fprintf(stderr, "{\"model\": %s, \"nodes\": %lld, \"ms\": %.3f}\n",
+                 common::json_string(input).c_str(), static_cast<long long>(converted->nodes),
+                 common::now_ms() - start);
+  }
+  return true;
+}
+
+int run(const Args& args) {
+  if (!torchonnx::is_valid_class_name(args.class_name)) {
+    return common::report_error(
+        "torchonnx",
+        {"", "", "", "--class-name '" + args.class_name + "' is not a valid identifier"});
+  }
+  auto shapes = common::parse_input_shapes(args.input_shapes);
+  if (!shapes.ok()) return common::report_error("torchonnx", shapes.error());
+  std::error_code ec;
+  std::filesystem::create_directories(args.out_dir, ec);
+  if (ec) {
+    return common::report_error("torchonnx",
+                                {args.out_dir, "", "", "cannot create: " + ec.message()});
+  }
+  torchonnx::ConvertOptions options;
+  options.class_name = args.class_name;
+  options.slim = !args.no_slim;
+  options.batch_size = args.batch_size;
+  options.input_shapes = *shapes;
+  torchonnx::StemAllocator stems;
+  bool ok = true;
+  for (const std::string& input : args.inputs) {
+    ok = convert_one(args, options, input, stems.make(input, args.class_name)) && ok;
+  }
+  return ok ? 0 : 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "torchonnx: compile ONNX models into readable PyTorch code.\n"
+      "For each IN writes OUTDIR/<stem>.py (class --class-name, default Model) and "
+      "OUTDIR/<stem>.pth.\nUse: from <stem> import Model; m = Model(); "
+      "m.load_state_dict(torch.load(\"<stem>.pth\", weights_only=True)); m.eval()\n"
+      "Stems are the file names made importable; repeated stems get _2, _3, ... "
+      "(IN -> file is printed)."};
+  Args args;
+  app.add_option("IN", args.inputs, "input models (.onnx, .onnx.gz, or - for stdin)")->required();
+  app.add_option("-o,--output", args.out_dir, "output folder (created if missing)")->required();
+  app.add_option("--class-name", args.class_name,
+                 "name of the generated nn.Module class (default Model); also the stem for -");
+  app.add_flag("--no-slim", args.no_slim, "skip slimonnx's simplifications");
+  app.add_option("--batch-size", args.batch_size,
+                 "size of a symbolic, 0 or -1 leading input dimension during inference (default 1)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--input-shape", args.input_shapes,
+                 "NAME=D0,D1,... full shape for an input (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_flag("--stats", args.stats,
+               "print one JSON line {\"model\", \"nodes\", \"ms\"} per model on stderr");
+  app.set_version_flag("--version", std::string("torchonnx ") + SUITE_VERSION);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+  return run(args);
+}

@@ -1,0 +1,57 @@
+// The module IR: what a generated nn.Module holds (layers, buffers) and computes (statements).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/tensor.h"
+
+namespace torchonnx {
+
+/// A named tensor of the state_dict, relative to its owner ("weight", "running_mean").
+struct Param {
+  std::string name;
+  common::Tensor tensor;
+};
+
+/// A weight-bearing submodule: `self.<attr> = <ctor>`, with its state_dict entries.
+struct Layer {
+  std::string attr;  ///< identifier from the module's attribute scope ("conv1")
+  std::string ctor;  ///< Python constructor call ("nn.Conv2d(3, 16, kernel_size=3)")
+  std::vector<Param> params;
+};
+
+/// A constant tensor registered with `register_buffer` and read as `self.<attr>`.
+struct Buffer {
+  std::string attr;
+  common::Tensor tensor;
+};
+
+/// One line of forward: `<targets> = <expr>  # <comment>`. `targets` holds one identifier, or
+/// several (tuple unpacking, "_" for unused outputs).
+struct Statement {
+  std::vector<std::string> targets;
+  std::string expr;
+  std::string comment;  ///< raw text (an ONNX node name); escaped by the emitter
+};
+
+/// A graph input or output as the header describes it.
+struct Port {
+  std::string onnx_name;  ///< raw ONNX name (data, escaped on output)
+  std::string dtype;      ///< ONNX spelling ("float")
+  std::vector<int64_t> dims;
+  bool batched = false;  ///< dim 0 is a batch dimension of any size
+};
+
+struct Module {
+  std::string class_name = "Model";
+  std::string source;  ///< input file named in the header
+  std::vector<Port> input_ports, output_ports;
+  std::vector<std::string> inputs;  ///< forward's parameter names, in graph order
+  std::vector<Layer> layers;
+  std::vector<Buffer> buffers;
+  std::vector<Statement> body;
+  std::vector<std::string> outputs;  ///< returned expressions, in graph-output order
+};
+
+}  // namespace torchonnx

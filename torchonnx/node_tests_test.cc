@@ -1,0 +1,175 @@
+// Every op handler against the ONNX backend node tests of its op: each supported test model is
+// converted (without slimonnx, so the handler itself is exercised), and one Python process runs
+// all generated modules on the tests' inputs and compares with the expected outputs.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+
+#include "common/cli.h"
+#include "common/onnx_io.h"
+#include "common/testing.h"
+#include "onnx/onnx_pb.h"
+#include "torchonnx/convert.h"
+#include "torchonnx/lower.h"
+#include "torchonnx/test_util.h"
+
+namespace torchonnx {
+namespace {
+
+// Node tests whose ops have handlers but which are not run, with the reason.
+const std::map<std::string, std::string>& skip_list() {
+  static const std::map<std::string, std::string> skips = {
+      // Training-mode semantics (random masks, batch statistics): not what inference code does.
+      {"test_batchnorm_epsilon_training_mode", "training mode"},
+      {"test_batchnorm_example_training_mode", "training mode"},
+      {"test_dropout_default_mask", "training-mode mask output"},
+      {"test_dropout_default_mask_ratio", "training-mode mask output"},
+      {"test_training_dropout", "random training-mode dropout"},
+      {"test_training_dropout_default", "random training-mode dropout"},
+      {"test_training_dropout_default_mask", "random training-mode dropout"},
+      {"test_training_dropout_mask", "random training-mode dropout"},
+      {"test_training_dropout_zero_ratio_mask", "training-mode mask output"},
+      // Element types PyTorch 1.13 (or numpy) cannot hold.
+      {"test_cast_BFLOAT16_to_FLOAT", "bfloat16 inputs are stored as uint16 by numpy"},
+      {"test_cast_FLOAT_to_BFLOAT16", "numpy has no bfloat16 for the comparison"},
+      {"test_castlike_BFLOAT16_to_FLOAT_expanded", "bfloat16 as uint16 in numpy"},
+      {"test_castlike_FLOAT_to_BFLOAT16_expanded", "bfloat16 as uint16 in numpy"},
+      {"test_cast_STRING_to_FLOAT", "string tensors"},
+      {"test_cast_FLOAT_to_STRING", "string tensors"},
+      {"test_castlike_STRING_to_FLOAT_expanded", "string tensors"},
+      {"test_castlike_FLOAT_to_STRING_expanded", "string tensors"},
+      {"test_castlike_BFLOAT16_to_FLOAT", "bfloat16 as uint16 in numpy"},
+      {"test_castlike_FLOAT_to_BFLOAT16", "bfloat16 as uint16 in numpy"},
+      {"test_castlike_STRING_to_FLOAT", "string tensors"},
+      {"test_castlike_FLOAT_to_STRING", "string tensors"},
+      {"test_max_uint16", "uint16"},
+      {"test_max_uint32", "uint32"},
+      {"test_max_uint64", "uint64"},
+      {"test_min_uint16", "uint16"},
+      {"test_min_uint32", "uint32"},
+      {"test_min_uint64", "uint64"},
+      {"test_mod_uint16", "uint16"},
+      {"test_mod_uint32", "uint32"},
+      {"test_mod_uint64", "uint64"},
+      {"test_pow_types_float32_uint32", "uint32"},
+      {"test_pow_types_float32_uint64", "uint64"},
+      // Forms not lowered yet.
+      {"test_maxpool_with_argmax_2d_precomputed_pads", "MaxPool Indices output"},
+      {"test_maxpool_with_argmax_2d_precomputed_strides", "MaxPool Indices output"},
+      {"test_gathernd_example_int32_batch_dim1", "GatherND batch_dims > 0"},
+      {"test_resize_tf_crop_and_resize", "tf_crop_and_resize"},
+      {"test_identity_opt", "optional type"},
+      {"test_identity_sequence", "sequence type"},
+  };
+  return skips;
+}
+
+// Node tests pass shape-defining operands (axes, pads, target shapes, K, weights) as graph
+// inputs, while torchonnx needs them static. Those inputs are frozen to their values in
+// test_data_set_0: first every input but the first, then all of them.
+common::Status freeze_inputs(common::Graph& graph, const std::string& dir, size_t keep) {
+  std::vector<std::string> kept;
+  for (size_t i = 0; i < graph.inputs.size(); ++i) {
+    if (i < keep) {
+      kept.push_back(graph.inputs[i]);
+      continue;
+    }
+    auto bytes = common::read_input(dir + "/test_data_set_0/input_" + std::to_string(i) + ".pb");
+    if (!bytes.ok()) return bytes.status();
+    onnx::TensorProto proto;
+    if (!proto.ParseFromString(*bytes)) return common::Error{dir, "", "", "bad input .pb"};
+    auto tensor = common::tensor_from_proto(proto);
+    if (!tensor.ok()) return tensor.status();
+    graph.initializers[graph.inputs[i]] = std::move(*tensor);
+  }
+  graph.inputs = kept;
+  graph.rebuild_index();
+  return {};
+}
+
+struct Conversion {
+  common::Result<Converted> result = common::Error{};
+  size_t fed = 0;  // inputs still fed at run time
+};
+
+Conversion convert_node_test(const std::string& dir) {
+  Conversion first;
+  for (size_t keep : {SIZE_MAX, size_t(1), size_t(0)}) {
+    auto graph = common::load_graph(dir + "/model.onnx");
+    if (!graph.ok()) return {graph.status(), 0};
+    if (keep != SIZE_MAX) {
+      if (keep >= graph->inputs.size()) continue;
+      if (auto s = freeze_inputs(*graph, dir, keep); !s.ok()) return {s, 0};
+    }
+    Conversion c;
+    c.fed = graph->inputs.size();
+    ConvertOptions options;
+    options.slim = false;
+    c.result = convert(std::move(*graph), options);
+    if (c.result.ok()) return c;
+    if (keep == SIZE_MAX) first = std::move(c);
+  }
+  return first;  // the error of the model as it is
+}
+
+bool all_ops_supported(const common::Graph& graph) {
+  static const std::vector<std::string> ops = supported_ops();
+  for (const common::Node& n : graph.nodes) {
+    const bool default_domain = n.domain.empty() || n.domain == "ai.onnx";
+    if (!default_domain || !std::binary_search(ops.begin(), ops.end(), n.op_type)) return false;
+  }
+  return !graph.nodes.empty();
+}
+
+std::string basename(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
+
+TEST(NodeTests, GeneratedPythonMatchesBackendData) {
+  const std::vector<std::string> tests = common::testing::node_tests();
+  if (tests.empty()) GTEST_SKIP() << "ONNX backend node tests not found";
+  const std::string out = common::testing::temp_dir("torchonnx_node_tests");
+  int unsupported = 0, skipped = 0;
+  std::vector<std::string> convert_failures;
+  std::string manifest = "[";
+  for (const std::string& dir : tests) {
+    const std::string name = basename(dir);
+    auto graph = common::load_graph(dir + "/model.onnx");
+    if (!graph.ok() || !all_ops_supported(*graph)) {
+      ++unsupported;
+      continue;
+    }
+    if (skip_list().count(name)) {
+      ++skipped;
+      continue;
+    }
+    Conversion converted = convert_node_test(dir);
+    common::Status written = converted.result.ok() ? write_converted(*converted.result, out, name)
+                                                   : converted.result.status();
+    if (!written.ok()) {
+      convert_failures.push_back(name + ": " + written.error().str());
+      continue;
+    }
+    if (manifest.size() > 1) manifest += ",\n";
+    manifest += "{\"name\": " + common::json_string(name) +
+                ", \"test_dir\": " + common::json_string(dir) +
+                ", \"py\": " + common::json_string(out + "/" + name + ".py") +
+                ", \"pth\": " + common::json_string(out + "/" + name + ".pth") +
+                ", \"fed\": " + std::to_string(converted.fed) + "}";
+  }
+  std::ofstream(out + "/manifest.json") << manifest << "]\n";
+  std::string output;
+  const int rc = testing::run_command(testing::python() + " " + testing::tools_dir() +
+                                          "/run_node_tests.py " + out + "/manifest.json",
+                                      &output);
+  std::cout << tests.size() << " node tests: " << unsupported << " use ops without a handler, "
+            << skipped << " skip-listed, " << convert_failures.size()
+            << " failed to convert; generated Python: "
+            << output.substr(output.rfind("node tests:")) << std::flush;
+  for (const std::string& f : convert_failures) ADD_FAILURE() << "conversion: " << f;
+  EXPECT_EQ(rc, 0) << output;
+}
+
+}  // namespace
+}  // namespace torchonnx

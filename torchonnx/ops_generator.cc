@@ -1,0 +1,132 @@
+// Ops that make tensors: Shape/Size (folded by shape inference), ConstantOfShape, Range,
+// EyeLike, and Pad.
+#include <string>
+
+#include "torchonnx/context.h"
+#include "torchonnx/ops_util.h"
+#include "torchonnx/pyfmt.h"
+
+namespace torchonnx {
+
+namespace {
+
+using common::DType;
+using common::Status;
+using common::Tensor;
+
+Status unfolded(Context& ctx) {
+  return ctx.error("value was not computed by shape inference (static shapes are required)");
+}
+
+Status constant_of_shape(Context& ctx) {
+  const Tensor* value = ctx.node().attr_tensor("value");
+  const DType dtype = ctx.out_dtype();
+  auto td = torch_dtype(dtype);
+  if (!td.ok()) return ctx.error(td.error().message);
+  const std::string fill = value && value->numel() == 1 ? py_scalar(*value) : "0";
+  const std::string shape = py_tuple(ctx.out_shape());
+  const std::string dt = dtype == DType::kFloat ? "" : ", dtype=" + *td;
+  if (fill == "0" || fill == "0.0" || fill == "False") {
+    return ctx.emit("torch.zeros(" + shape + dt + ")", "zeros", false);
+  }
+  return ctx.emit("torch.full(" + shape + ", " + fill + dt + ")", "full", false);
+}
+
+// start + arange(n) * delta with n from shape inference: no Python scalars are read from tensors.
+Status range(Context& ctx) {
+  auto td = torch_dtype(ctx.out_dtype());
+  if (!td.ok()) return ctx.error(td.error().message);
+  const int64_t n = ctx.out_shape().empty() ? 0 : ctx.out_shape()[0];
+  std::string expr = "torch.arange(" + std::to_string(n) + ", dtype=" + *td + ")";
+  const Tensor* delta = ctx.constant(2);
+  if (!delta || delta->double_at(0) != 1.0) expr += " * " + ctx.scalar_or_in(2);
+  const Tensor* start = ctx.constant(0);
+  if (!start || start->double_at(0) != 0.0) expr = ctx.scalar_or_in(0) + " + " + expr;
+  return ctx.emit(expr, "range", false);
+}
+
+Status eye_like(Context& ctx) {
+  const common::Dims& s = ctx.shape(0);
+  if (s.size() != 2) return ctx.error("input must be 2-D");
+  const int64_t k = ctx.node().attr_int("k", 0);
+  std::vector<double> v(s[0] * s[1], 0.0);
+  for (int64_t r = 0; r < s[0]; ++r) {
+    if (r + k >= 0 && r + k < s[1]) v[r * s[1] + r + k] = 1.0;
+  }
+  const DType dtype = ctx.out_dtype();
+  if (!torch_dtype(dtype).ok()) return ctx.error("unsupported output type");
+  ctx.alias(0, Operand{ctx.buffer(Tensor::from_double(v, s, dtype), "eye"), false});
+  return {};
+}
+
+Status pad(Context& ctx) {
+  const int64_t rank = ctx.rank(0);
+  std::vector<int64_t> pads;
+  std::string value;
+  if (ctx.opset() < 11) {
+    pads = ctx.node().attr_ints("pads");
+    value = py_float(ctx.node().attr_float("value", 0.0f));
+  } else {
+    ASSIGN_OR_RETURN(pads, ints_from(ctx, 1, ""));
+    if (ctx.has_input(2)) {
+      const Tensor* v = ctx.constant(2);
+      if (!v) return ctx.error("constant_value must be a constant");
+      value = py_scalar(*v);
+    }
+  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> axes, ints_from(ctx, 3, ""));
+  if (axes.empty()) {
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  }
+  const size_t n = axes.size();
+  if (pads.size() != 2 * n) return ctx.error("pads do not match the input rank");
+  std::vector<int64_t> begin(rank, 0), end(rank, 0);
+  for (size_t j = 0; j < n; ++j) {
+    const int64_t a = norm_axis(axes[j], rank);
+    if (a < 0) return ctx.error("axis out of range");
+    begin[a] = pads[j];
+    end[a] = pads[j + n];
+  }
+  int64_t first = 0;  // outermost padded dim
+  while (first < rank && begin[first] == 0 && end[first] == 0) ++first;
+  if (first == rank) {
+    ctx.alias(0, Operand{ctx.in(0), ctx.batched(0)});
+    return {};
+  }
+  std::vector<int64_t> tp;
+  for (int64_t d = rank - 1; d >= first; --d) {
+    tp.push_back(begin[d]);
+    tp.push_back(end[d]);
+  }
+  const std::string mode = ctx.node().attr_string("mode", "constant");
+  // torch's reflect/replicate/circular kernels take floating types only; float64 is exact here.
+  const bool widen = mode != "constant" && !common::is_floating(ctx.dtype(0));
+  std::string expr =
+      "F.pad(" + ctx.in(0) + (widen ? ".to(torch.float64)" : "") + ", " + py_tuple(tp);
+  if (mode == "reflect")
+    expr += ", mode=\"reflect\"";
+  else if (mode == "edge")
+    expr += ", mode=\"replicate\"";
+  else if (mode == "wrap")
+    expr += ", mode=\"circular\"";
+  else if (mode != "constant")
+    return ctx.error("unknown pad mode");
+  else if (!value.empty() && value != "0" && value != "0.0")
+    expr += ", value=" + value;
+  expr += ")";
+  if (widen) expr = cast_to_output(ctx, expr, DType::kDouble);
+  return ctx.emit(expr, "pad", ctx.batched(0) && first > 0);
+}
+
+}  // namespace
+
+void register_generator(HandlerTable& t) {
+  t.add("Shape", unfolded);
+  t.add("Size", unfolded);
+  t.add("ConstantOfShape", constant_of_shape);
+  t.add("Range", range);
+  t.add("EyeLike", eye_like);
+  t.add("Pad", pad);
+}
+
+}  // namespace torchonnx

@@ -1,0 +1,306 @@
+// Indexing: Slice (constant or data-dependent starts), Gather, GatherElements, GatherND,
+// ScatterND, ScatterElements, ArgMax/ArgMin, TopK. Data-dependent indices become tensor indexing
+// and scatter, never Python control flow.
+#include <algorithm>
+#include <string>
+
+#include "torchonnx/context.h"
+#include "torchonnx/ops_util.h"
+#include "torchonnx/pyfmt.h"
+
+namespace torchonnx {
+
+namespace {
+
+using common::Dims;
+using common::DType;
+using common::Status;
+using common::Tensor;
+
+// "x[:, :, " prefix pieces for indexing dim `axis` with `what`.
+std::string index_at(const std::string& x, int64_t axis, const std::string& what) {
+  std::vector<std::string> parts(axis, ":");
+  parts.push_back(what);
+  return x + "[" + join(parts) + "]";
+}
+
+std::string as_long(const Context& ctx, size_t i, std::string expr) {
+  return ctx.dtype(i) == DType::kInt64 ? expr : expr + ".to(torch.int64)";
+}
+
+// Normalized constant indices as an int64 tensor (negative ones wrapped by `dim`).
+Tensor wrapped_indices(const Tensor& t, int64_t dim) {
+  std::vector<int64_t> v = t.to_int64();
+  for (int64_t& i : v) i = i < 0 ? i + dim : i;
+  return Tensor::from_int64(v, t.dims);
+}
+
+struct SliceSpec {
+  std::vector<int64_t> starts, ends, axes, steps;
+  bool constant = true;
+};
+
+common::Result<SliceSpec> slice_spec(Context& ctx) {
+  SliceSpec s;
+  const common::Node& n = ctx.node();
+  if (ctx.opset() < 10) {
+    s.starts = n.attr_ints("starts");
+    s.ends = n.attr_ints("ends");
+    s.axes = n.attr_ints("axes");
+  } else {
+    s.constant = ctx.constant(1) && ctx.constant(2);
+    if (s.constant) {
+      s.starts = ctx.constant(1)->to_int64();
+      s.ends = ctx.constant(2)->to_int64();
+    } else {
+      s.starts.assign(ctx.shape(1).empty() ? 1 : ctx.shape(1)[0], 0);
+    }
+    ASSIGN_OR_RETURN(s.axes, ints_from(ctx, 3, ""));
+    ASSIGN_OR_RETURN(s.steps, ints_from(ctx, 4, ""));
+  }
+  if (s.axes.empty()) {
+    for (size_t i = 0; i < s.starts.size(); ++i) s.axes.push_back(static_cast<int64_t>(i));
+  }
+  if (s.steps.empty()) s.steps.assign(s.starts.size(), 1);
+  for (int64_t& a : s.axes) a = norm_axis(a, ctx.rank(0));
+  if (std::count(s.axes.begin(), s.axes.end(), -1) || s.axes.size() != s.starts.size() ||
+      s.steps.size() != s.starts.size() || std::count(s.steps.begin(), s.steps.end(), 0)) {
+    return ctx.error("inconsistent starts, axes or steps");
+  }
+  return s;
+}
+
+// A value marking elements that ONNX would not have produced (an out-of-range Slice start gives
+// ONNX an empty tensor); ScatterND skips index tuples holding it.
+std::string poison(common::DType dtype) {
+  return dtype == DType::kInt64 ? "-(2 ** 62)" : "-(2 ** 30)";
+}
+
+// Data-dependent starts: x indexed along each axis with start + arange(len) * step, where len is
+// the (static) output extent. Indices past the axis are clamped; for integer data (index
+// arithmetic, as in cctsdb_yolo) such elements hold the poison value instead.
+Status dynamic_slice(Context& ctx, const SliceSpec& s) {
+  if (ctx.out_shape().size() != ctx.shape(0).size() || s.axes.size() != s.steps.size()) {
+    return ctx.error("data-dependent Slice needs a static output shape and constant axes/steps");
+  }
+  std::string expr = ctx.in(0);
+  const std::string starts = ctx.in(1);
+  const bool mark = ctx.dtype(0) == DType::kInt64 || ctx.dtype(0) == DType::kInt32;
+  const int64_t rank = ctx.rank(0);
+  for (size_t j = 0; j < s.axes.size(); ++j) {
+    const int64_t axis = s.axes[j], step = s.steps[j];
+    const int64_t dim = ctx.shape(0)[axis], len = ctx.out_shape()[axis];
+    if (step < 0) return ctx.error("data-dependent Slice with negative steps");
+    std::vector<int64_t> offsets;
+    for (int64_t i = 0; i < len; ++i) offsets.push_back(i * step);
+    const std::string st = as_long(ctx, 1, starts + "[" + std::to_string(j) + "]");
+    const std::string d = std::to_string(dim);
+    const std::string idx = "(" + st + " + (" + st + " < 0) * " + d + " + " +
+                            ctx.buffer(Tensor::from_int64(offsets, {len}), "offsets") + ")";
+    const std::string gathered =
+        index_at(expr, axis, idx + ".clamp(0, " + std::to_string(dim - 1) + ")");
+    if (!mark) {
+      expr = gathered;
+      continue;
+    }
+    std::vector<int64_t> vshape{len};
+    for (int64_t k = axis + 1; k < rank; ++k) vshape.push_back(1);
+    expr = "torch.where(((" + idx + " >= 0) & (" + idx + " < " + d + ")).reshape" +
+           py_tuple(vshape) + ", " + gathered + ", " + poison(ctx.dtype(0)) + ")";
+  }
+  const bool batched = ctx.batched(0) && std::find(s.axes.begin(), s.axes.end(), 0) == s.axes.end();
+  return ctx.emit(expr, "slice", batched);
+}
+
+Status slice(Context& ctx) {
+  ASSIGN_OR_RETURN(SliceSpec s, slice_spec(ctx));
+  if (!s.constant) return dynamic_slice(ctx, s);
+  const Dims& in = ctx.shape(0);
+  std::vector<std::string> parts(in.size(), ":");
+  std::vector<int64_t> flips;
+  bool batched = ctx.batched(0);
+  for (size_t j = 0; j < s.axes.size(); ++j) {
+    const int64_t axis = s.axes[j], dim = in[axis], step = s.steps[j];
+    const int64_t len = ctx.out_shape()[axis];
+    int64_t start = s.starts[j] < 0 ? s.starts[j] + dim : s.starts[j];
+    if (step > 0) {
+      start = std::clamp<int64_t>(start, 0, dim);
+      parts[axis] = slice_text(start, start + (len - 1) * step + 1, step, dim);
+    } else {
+      // Negative steps: flip the axis and slice forward from the mirrored start.
+      start = std::clamp<int64_t>(start, 0, dim - 1);
+      const int64_t mirrored = dim - 1 - start;
+      flips.push_back(axis);
+      parts[axis] = slice_text(mirrored, mirrored + (len - 1) * -step + 1, -step, dim);
+    }
+    if (len == 0) parts[axis] = "0:0";
+    if (axis == 0 && parts[axis] != ":") batched = false;
+  }
+  std::string expr = ctx.in(0);
+  if (!flips.empty()) expr += ".flip(" + int_or_tuple(flips, flips.size() == 1) + ")";
+  const std::string suffix = index_suffix(parts);
+  if (suffix.empty() && flips.empty()) {
+    ctx.alias(0, Operand{expr, batched});
+    return {};
+  }
+  return ctx.emit(expr + suffix, "slice", batched);
+}
+
+Status gather(Context& ctx) {
+  const int64_t axis = norm_axis(ctx.node().attr_int("axis", 0), ctx.rank(0));
+  if (axis < 0) return ctx.error("axis out of range");
+  const int64_t dim = ctx.shape(0)[axis];
+  const std::string x = ctx.in(0);
+  const bool batched =
+      (ctx.batched(0) && axis != 0) || (axis == 0 && ctx.batched(1) && !ctx.batched(0));
+  const Tensor* idx = ctx.constant(1);
+  if (!idx) return ctx.emit(index_at(x, axis, as_long(ctx, 1, ctx.in(1))), "gather", batched);
+  Tensor wrapped = wrapped_indices(*idx, dim);
+  const std::vector<int64_t> v = wrapped.to_int64();
+  if (idx->dims.empty())
+    return ctx.emit(index_at(x, axis, std::to_string(v[0])), "gather", batched);
+  bool contiguous = idx->dims.size() == 1 && !v.empty();
+  for (size_t i = 1; contiguous && i < v.size(); ++i) contiguous = v[i] == v[i - 1] + 1;
+  if (contiguous) {
+    return ctx.emit(index_at(x, axis, slice_text(v[0], v.back() + 1, 1, dim)), "gather", batched);
+  }
+  return ctx.emit(index_at(x, axis, ctx.buffer(std::move(wrapped), "indices")), "gather", batched);
+}
+
+Status gather_elements(Context& ctx) {
+  const int64_t axis = norm_axis(ctx.node().attr_int("axis", 0), ctx.rank(0));
+  if (axis < 0) return ctx.error("axis out of range");
+  const int64_t dim = ctx.shape(0)[axis];
+  const Tensor* idx = ctx.constant(1);
+  std::string index =
+      idx ? ctx.buffer(wrapped_indices(*idx, dim), "indices")
+          : "torch.remainder(" + as_long(ctx, 1, ctx.in(1)) + ", " + std::to_string(dim) + ")";
+  return ctx.emit("torch.gather(" + ctx.in(0) + ", " + std::to_string(axis) + ", " + index + ")",
+                  "gather", ctx.batched(0) && ctx.batched(1) && axis != 0);
+}
+
+Status gather_nd(Context& ctx) {
+  if (ctx.node().attr_int("batch_dims", 0) != 0) return ctx.error("batch_dims > 0");
+  const Dims& is = ctx.shape(1);
+  const int64_t k = is.empty() ? 0 : is.back();
+  const std::string idx = as_long(ctx, 1, ctx.in(1));
+  std::vector<std::string> parts;
+  for (int64_t j = 0; j < k; ++j) parts.push_back(idx + "[..., " + std::to_string(j) + "]");
+  return ctx.emit(ctx.in(0) + "[" + join(parts) + "]", "gather", false);
+}
+
+// ScatterND as a scatter over the data viewed as [prod(dims[:k]), rest], with linear row
+// indices computed from the index tuples (at compile time when they are constant).
+// ".scatter(" for reduction none, else the reducing form; empty for unknown reductions.
+std::string scatter_call(const std::string& reduction, int64_t axis, const std::string& index,
+                         const std::string& src) {
+  const std::string args = std::to_string(axis) + ", " + index + ", " + src;
+  if (reduction == "none") return ".scatter(" + args + ")";
+  if (reduction == "add") return ".scatter_add(" + args + ")";
+  if (reduction == "mul") return ".scatter_reduce(" + args + ", \"prod\")";
+  if (reduction == "max") return ".scatter_reduce(" + args + ", \"amax\")";
+  if (reduction == "min") return ".scatter_reduce(" + args + ", \"amin\")";
+  return "";
+}
+
+Status scatter_nd(Context& ctx) {
+  const std::string reduction = ctx.node().attr_string("reduction", "none");
+  const Dims& data = ctx.shape(0);
+  const Dims& is = ctx.shape(1);
+  const int64_t k = is.back();
+  int64_t rows = 1, rest = 1;
+  for (int64_t d = 0; d < static_cast<int64_t>(data.size()); ++d) (d < k ? rows : rest) *= data[d];
+  std::vector<int64_t> strides(k, 1);
+  for (int64_t j = k - 1; j > 0; --j) strides[j - 1] = strides[j] * data[j];
+  std::string lin;
+  bool spare_row = false;
+  if (const Tensor* idx = ctx.constant(1)) {
+    const std::vector<int64_t> v = idx->to_int64();
+    std::vector<int64_t> rows_of;
+    for (size_t t = 0; t + k <= v.size(); t += k) {
+      int64_t r = 0;
+      for (int64_t j = 0; j < k; ++j)
+        r += (v[t + j] < 0 ? v[t + j] + data[j] : v[t + j]) * strides[j];
+      rows_of.push_back(r);
+    }
+    const int64_t m = static_cast<int64_t>(rows_of.size());
+    lin = ctx.buffer(Tensor::from_int64(rows_of, {m, 1}), "rows");
+  } else {
+    // Tuples with an index outside [-dim, dim) (ONNX: an error, or no tuple at all when the
+    // indices came from an empty slice) go to an extra row that is dropped afterwards.
+    const std::string dims =
+        ctx.buffer(Tensor::from_int64(Dims(data.begin(), data.begin() + k), {k}), "dims");
+    const std::string st = ctx.buffer(Tensor::from_int64(strides, {k}), "strides");
+    const std::string tuples = as_long(ctx, 1, ctx.in(1));
+    lin = "torch.where(((" + tuples + " >= -" + dims + ") & (" + tuples + " < " + dims +
+          ")).all(-1), (torch.remainder(" + tuples + ", " + dims + ") * " + st + ").sum(-1), " +
+          std::to_string(rows) + ").reshape(-1, 1)";
+    spare_row = true;
+  }
+  const std::string r = std::to_string(rest);
+  const std::string call = scatter_call(reduction, 0, lin + ".expand(-1, " + r + ")",
+                                        ctx.in(2) + ".reshape(-1, " + r + ")");
+  if (call.empty()) return ctx.error("unknown reduction '" + reduction + "'");
+  std::string table = ctx.in(0) + ".reshape(" + std::to_string(rows) + ", " + r + ")";
+  if (spare_row) table = "torch.cat([" + table + ", " + table + "[:1]])";
+  std::string expr = table + call + (spare_row ? "[:" + std::to_string(rows) + "]" : "") +
+                     ".reshape" + py_tuple(data);
+  return ctx.emit(expr, "scatter", false);
+}
+
+Status scatter_elements(Context& ctx) {
+  const std::string reduction = ctx.node().attr_string("reduction", "none");
+  const int64_t axis = norm_axis(ctx.node().attr_int("axis", 0), ctx.rank(0));
+  const int64_t dim = ctx.shape(0)[axis];
+  const Tensor* idx = ctx.constant(1);
+  std::string index =
+      idx ? ctx.buffer(wrapped_indices(*idx, dim), "indices")
+          : "torch.remainder(" + as_long(ctx, 1, ctx.in(1)) + ", " + std::to_string(dim) + ")";
+  const std::string call = scatter_call(reduction, axis, index, ctx.in(2));
+  if (call.empty()) return ctx.error("unknown reduction '" + reduction + "'");
+  return ctx.emit(ctx.in(0) + call, "scatter", false);
+}
+
+Status arg_extreme(Context& ctx) {
+  const int64_t axis = norm_axis(ctx.node().attr_int("axis", 0), ctx.rank(0));
+  if (axis < 0) return ctx.error("axis out of range");
+  const bool keep = ctx.node().attr_int("keepdims", 1) != 0;
+  const bool last = ctx.node().attr_int("select_last_index", 0) != 0;
+  const std::string fn = ctx.node().op_type == "ArgMax" ? "torch.argmax(" : "torch.argmin(";
+  const std::string x = last ? ctx.in(0) + ".flip(" + std::to_string(axis) + ")" : ctx.in(0);
+  std::string expr = fn + x + ", " + std::to_string(axis) + (keep ? ", keepdim=True)" : ")");
+  if (last) expr = std::to_string(ctx.shape(0)[axis] - 1) + " - " + expr;
+  return ctx.emit(expr, "argmax", ctx.batched(0) && axis != 0);
+}
+
+Status topk(Context& ctx) {
+  int64_t k = ctx.node().attr_int("k", -1);
+  if (ctx.has_input(1)) {
+    const Tensor* t = ctx.constant(1);
+    if (!t) return ctx.error("K must be a constant");
+    k = t->int_at(0);
+  }
+  const int64_t axis = norm_axis(ctx.node().attr_int("axis", -1), ctx.rank(0));
+  const bool largest = ctx.node().attr_int("largest", 1) != 0;
+  std::string expr = "torch.topk(" + ctx.in(0) + ", " + std::to_string(k) + ", " +
+                     std::to_string(axis) + (largest ? "" : ", largest=False") + ")";
+  ctx.emit_tuple(expr, "topk", ctx.batched(0) && axis != 0);
+  return {};
+}
+
+}  // namespace
+
+void register_index(HandlerTable& t) {
+  t.add("Slice", slice);
+  t.add("Gather", gather);
+  t.add("GatherElements", gather_elements);
+  t.add("GatherND", gather_nd);
+  t.add("ScatterND", scatter_nd);
+  t.add("ScatterElements", scatter_elements);
+  t.add("Scatter", scatter_elements);
+  t.add("ArgMax", arg_extreme);
+  t.add("ArgMin", arg_extreme);
+  t.add("TopK", topk);
+}
+
+}  // namespace torchonnx

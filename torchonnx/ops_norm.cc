@@ -1,0 +1,102 @@
+// Normalizations: BatchNormalization (nn.BatchNormNd), InstanceNormalization, LayerNormalization,
+// LRN.
+#include <string>
+
+#include "torchonnx/context.h"
+#include "torchonnx/ops_util.h"
+#include "torchonnx/pyfmt.h"
+
+namespace torchonnx {
+
+namespace {
+
+using common::Status;
+using common::Tensor;
+
+std::string eps_kwarg(const Context& ctx, float fallback) {
+  const float eps = ctx.node().attr_float("epsilon", fallback);
+  return eps == 1e-5f ? "" : ", eps=" + py_float(eps);
+}
+
+Status batch_norm(Context& ctx) {
+  if (ctx.node().attr_int("training_mode", 0) != 0) return ctx.error("training mode");
+  const Tensor* p[4];
+  bool constant = true;
+  for (int k = 0; k < 4; ++k) {
+    p[k] = ctx.constant(k + 1);
+    constant = constant && p[k];
+  }
+  const int64_t rank = ctx.rank(0);
+  const float eps = ctx.node().attr_float("epsilon", 1e-5f);
+  if (!constant || rank < 2 || rank > 5 || p[0]->dtype != common::DType::kFloat) {
+    std::string expr = "F.batch_norm(" + ctx.in(0) + ", " + ctx.in(3) + ", " + ctx.in(4) + ", " +
+                       ctx.in(1) + ", " + ctx.in(2) + ", False, 0.0, " + py_float(eps) + ")";
+    return ctx.emit(expr, "bn", ctx.batched(0));
+  }
+  const int64_t c = ctx.shape(0)[1];
+  const std::string kind = "nn.BatchNorm" + std::to_string(rank == 5 ? 3 : rank == 4 ? 2 : 1) + "d";
+  std::vector<Param> params{{"weight", *p[0]},
+                            {"bias", *p[1]},
+                            {"running_mean", *p[2]},
+                            {"running_var", *p[3]},
+                            {"num_batches_tracked", Tensor::from_int64({0}, {})}};
+  const std::string attr = ctx.layer(
+      "bn", kind + "(" + std::to_string(c) + eps_kwarg(ctx, 1e-5f) + ")", std::move(params));
+  return ctx.emit("self." + attr + "(" + ctx.in(0) + ")", "bn", ctx.batched(0));
+}
+
+Status instance_norm(Context& ctx) {
+  std::string expr = "F.instance_norm(" + ctx.in(0) + ", weight=" + ctx.in(1) +
+                     ", bias=" + ctx.in(2) +
+                     ", eps=" + py_float(ctx.node().attr_float("epsilon", 1e-5f)) + ")";
+  return ctx.emit(expr, "instance_norm", ctx.batched(0));
+}
+
+// Outputs: Y, and optionally Mean and InvStdDev over the normalized dims (kept as size 1).
+Status layer_norm(Context& ctx) {
+  const int64_t rank = ctx.rank(0);
+  const int64_t axis = norm_axis(ctx.node().attr_int("axis", -1), rank);
+  if (axis < 0) return ctx.error("axis out of range");
+  const common::Dims& s = ctx.shape(0);
+  const common::Dims normalized(s.begin() + axis, s.end());
+  const std::string x = ctx.in(0);
+  const std::string eps = py_float(ctx.node().attr_float("epsilon", 1e-5f));
+  // Scale and bias broadcast like numpy, so they are applied after normalizing.
+  std::string y =
+      "F.layer_norm(" + x + ", " + py_tuple(normalized) + ", eps=" + eps + ") * " + ctx.in(1);
+  if (ctx.has_input(2)) y += " + " + ctx.in(2);
+  const bool batched = ctx.batched(0) && axis != 0;
+  if (!ctx.output_used(1) && !ctx.output_used(2)) return ctx.emit(y, "layer_norm", batched);
+  std::vector<int64_t> dims;
+  for (int64_t d = axis; d < rank; ++d) dims.push_back(d);
+  const std::string ds = py_tuple(dims);
+  std::vector<std::string> parts{y};
+  parts.push_back(ctx.output_used(1) ? x + ".mean(" + ds + ", keepdim=True)" : "None");
+  parts.push_back(ctx.output_used(2) ? "torch.rsqrt(" + x + ".var(" + ds +
+                                           ", unbiased=False, keepdim=True) + " + eps + ")"
+                                     : "None");
+  parts.resize(ctx.num_outputs());
+  ctx.emit_tuple("(" + join(parts) + ")", "layer_norm", batched);
+  return {};
+}
+
+Status lrn(Context& ctx) {
+  const common::Node& n = ctx.node();
+  std::string expr = "F.local_response_norm(" + ctx.in(0) + ", " +
+                     std::to_string(n.attr_int("size", 1)) +
+                     ", alpha=" + py_float(n.attr_float("alpha", 1e-4f)) +
+                     ", beta=" + py_float(n.attr_float("beta", 0.75f)) +
+                     ", k=" + py_float(n.attr_float("bias", 1.0f)) + ")";
+  return ctx.emit(expr, "lrn", ctx.batched(0));
+}
+
+}  // namespace
+
+void register_norm(HandlerTable& t) {
+  t.add("BatchNormalization", batch_norm);
+  t.add("InstanceNormalization", instance_norm);
+  t.add("LayerNormalization", layer_norm);
+  t.add("LRN", lrn);
+}
+
+}  // namespace torchonnx

@@ -1,0 +1,114 @@
+// Reductions (Reduce*, with axes as attribute or input) and CumSum.
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include "torchonnx/context.h"
+#include "torchonnx/ops_util.h"
+#include "torchonnx/pyfmt.h"
+
+namespace torchonnx {
+
+namespace {
+
+using common::DType;
+using common::Status;
+
+struct Reduction {
+  std::string_view pre;   ///< applied to x first ("$.abs()")
+  std::string_view fn;    ///< method taking (dims, keepdim=)
+  std::string_view post;  ///< applied to the result ("torch.sqrt($)")
+  std::string_view hint;
+};
+
+const std::map<std::string_view, Reduction>& reductions() {
+  static const std::map<std::string_view, Reduction> table = {
+      {"ReduceSum", {"$", "sum", "$", "sum"}},
+      {"ReduceMean", {"$", "mean", "$", "mean"}},
+      {"ReduceMax", {"$", "amax", "$", "max"}},
+      {"ReduceMin", {"$", "amin", "$", "min"}},
+      {"ReduceProd", {"$", "prod", "$", "prod"}},
+      {"ReduceL1", {"$.abs()", "sum", "$", "l1"}},
+      {"ReduceL2", {"($ * $)", "sum", "torch.sqrt($)", "l2"}},
+      {"ReduceSumSquare", {"($ * $)", "sum", "$", "sum_square"}},
+      {"ReduceLogSum", {"$", "sum", "torch.log($)", "log_sum"}},
+      {"ReduceLogSumExp", {"$", "logsumexp", "$", "log_sum_exp"}},
+  };
+  return table;
+}
+
+std::string subst(std::string_view pattern, const std::string& x) {
+  std::string out;
+  for (char c : pattern) c == '$' ? void(out += x) : void(out += c);
+  return out;
+}
+
+Status reduce(Context& ctx) {
+  const Reduction& r = reductions().at(ctx.node().op_type);
+  const bool axes_input = ctx.num_inputs() > 1 ||
+                          (ctx.node().op_type == "ReduceSum" && ctx.opset() >= 13) ||
+                          ctx.opset() >= 18;
+  bool present = false;
+  ASSIGN_OR_RETURN(std::vector<int64_t> axes,
+                   ints_from(ctx, axes_input ? 1 : 99, "axes", &present));
+  const int64_t rank = ctx.rank(0);
+  if (axes.empty() && ctx.node().attr_int("noop_with_empty_axes", 0) != 0) {
+    ctx.alias(0, Operand{ctx.in(0), ctx.batched(0)});
+    return {};
+  }
+  if (axes.empty()) {
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  }
+  for (int64_t& a : axes) a = norm_axis(a, rank);
+  if (std::count(axes.begin(), axes.end(), -1)) return ctx.error("axis out of range");
+  std::sort(axes.begin(), axes.end());
+  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  const bool keep = ctx.node().attr_int("keepdims", 1) != 0;
+  const std::string kd = keep ? ", keepdim=True" : "";
+  std::string expr = subst(r.pre, ctx.in(0));
+  if (r.fn == "prod") {
+    // prod reduces one dim at a time; go from the last so the remaining indices stay valid.
+    for (auto it = axes.rbegin(); it != axes.rend(); ++it) {
+      expr += ".prod(" + std::to_string(*it) + kd + ")";
+    }
+  } else if (rank == 0) {
+    expr = "torch." + std::string(r.fn) + "(" + expr + (r.fn == "logsumexp" ? ", ()" : "") + ")";
+  } else {
+    expr += "." + std::string(r.fn) + "(" + int_or_tuple(axes, false) + kd + ")";
+  }
+  expr = subst(r.post, expr);
+  // torch sums integer types into int64.
+  const DType t = ctx.dtype(0);
+  if (common::is_integer(t) && t != DType::kInt64 && r.fn != "amax" && r.fn != "amin") {
+    expr = cast_to_output(ctx, expr, DType::kInt64);
+  }
+  const bool batched = ctx.batched(0) && axes[0] != 0;
+  return ctx.emit(expr, r.hint, batched);
+}
+
+Status cumsum(Context& ctx) {
+  const common::Tensor* a = ctx.constant(1);
+  if (!a) return ctx.error("axis must be a constant");
+  const int64_t axis = norm_axis(a->int_at(0), ctx.rank(0));
+  if (axis < 0) return ctx.error("axis out of range");
+  const bool exclusive = ctx.node().attr_int("exclusive", 0) != 0;
+  const bool reverse = ctx.node().attr_int("reverse", 0) != 0;
+  const std::string ax = std::to_string(axis);
+  std::string x = ctx.in(0);
+  std::string src = reverse ? x + ".flip(" + ax + ")" : x;
+  std::string expr = "torch.cumsum(" + src + ", " + ax + ")";
+  if (exclusive) expr += " - " + src;
+  if (reverse) expr = "(" + expr + ").flip(" + ax + ")";
+  const DType t = ctx.dtype(0);
+  if (common::is_integer(t) && t != DType::kInt64) expr = cast_to_output(ctx, expr, DType::kInt64);
+  return ctx.emit(expr, "cumsum", ctx.batched(0) && axis != 0);
+}
+
+}  // namespace
+
+void register_reduce(HandlerTable& t) {
+  for (const auto& [op, r] : reductions()) t.add(op, reduce);
+  t.add("CumSum", cumsum);
+}
+
+}  // namespace torchonnx

@@ -1,0 +1,193 @@
+// Layout ops: Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Concat, Split, Expand, Tile,
+// DepthToSpace, SpaceToDepth. Output shapes come from shape inference; a batched dim 0 is
+// written as -1 so that any batch size works.
+#include <algorithm>
+#include <string>
+
+#include "torchonnx/context.h"
+#include "torchonnx/ops_util.h"
+#include "torchonnx/pyfmt.h"
+
+namespace torchonnx {
+
+namespace {
+
+using common::Dims;
+using common::Status;
+
+int64_t product(Dims::const_iterator begin, Dims::const_iterator end) {
+  int64_t p = 1;
+  for (auto it = begin; it != end; ++it) p *= *it;
+  return p;
+}
+
+// A reshape of a batched input keeps the batch when dim 0 is unchanged and the per-sample
+// element count is the same.
+bool keeps_batch(const Context& ctx) {
+  const Dims& in = ctx.shape(0);
+  const Dims& out = ctx.out_shape();
+  return ctx.batched(0) && !out.empty() && out[0] == in[0] &&
+         product(in.begin() + 1, in.end()) == product(out.begin() + 1, out.end());
+}
+
+Status reshape_to_output(Context& ctx, std::string_view hint) {
+  const Dims& out = ctx.out_shape();
+  if (out == ctx.shape(0)) {
+    ctx.alias(0, Operand{ctx.in(0), ctx.batched(0)});
+    return {};
+  }
+  const bool batched = keeps_batch(ctx);
+  const std::string args = out.empty() ? "()" : shape_args(out, batched);
+  return ctx.emit(ctx.in(0) + ".reshape(" + args + ")", hint, batched);
+}
+
+Status reshape(Context& ctx) { return reshape_to_output(ctx, "reshape"); }
+
+Status flatten(Context& ctx) {
+  const int64_t rank = ctx.rank(0);
+  int64_t axis = ctx.node().attr_int("axis", 1);
+  if (axis < 0) axis += rank;
+  if (axis == 1 && rank >= 2) {
+    if (rank == 2) {
+      ctx.alias(0, Operand{ctx.in(0), ctx.batched(0)});
+      return {};
+    }
+    return ctx.emit(ctx.in(0) + ".flatten(1)", "flatten", ctx.batched(0));
+  }
+  return reshape_to_output(ctx, "flatten");
+}
+
+Status squeeze_like(Context& ctx) {
+  const Dims& in = ctx.shape(0);
+  const Dims& out = ctx.out_shape();
+  const bool unsqueeze = ctx.node().op_type == "Unsqueeze";
+  // One axis at a time reads best; the axis is where the shapes first differ.
+  if (out.size() + 1 == in.size() || in.size() + 1 == out.size()) {
+    const Dims& longer = unsqueeze ? out : in;
+    const Dims& shorter = unsqueeze ? in : out;
+    size_t axis = 0;
+    while (axis < shorter.size() && shorter[axis] == longer[axis]) ++axis;
+    const bool batched = ctx.batched(0) && axis != 0;
+    const std::string fn = unsqueeze ? ".unsqueeze(" : ".squeeze(";
+    return ctx.emit(ctx.in(0) + fn + std::to_string(axis) + ")",
+                    unsqueeze ? "unsqueeze" : "squeeze", batched);
+  }
+  return reshape_to_output(ctx, unsqueeze ? "unsqueeze" : "squeeze");
+}
+
+Status transpose(Context& ctx) {
+  const int64_t rank = ctx.rank(0);
+  std::vector<int64_t> perm = ctx.node().attr_ints("perm");
+  if (perm.empty()) {
+    for (int64_t d = rank - 1; d >= 0; --d) perm.push_back(d);
+  }
+  for (int64_t& p : perm) p = p < 0 ? p + rank : p;
+  bool identity = true;
+  for (size_t d = 0; d < perm.size(); ++d) identity = identity && perm[d] == int64_t(d);
+  if (identity) {
+    ctx.alias(0, Operand{ctx.in(0), ctx.batched(0)});
+    return {};
+  }
+  const bool batched = ctx.batched(0) && perm[0] == 0;
+  return ctx.emit(ctx.in(0) + ".permute" + py_tuple(perm), "permute", batched);
+}
+
+// Inputs that are not batched but have size 1 in dim 0 are expanded to the batch.
+Status concat(Context& ctx) {
+  const int64_t rank = ctx.out_shape().size();
+  const int64_t axis = norm_axis(ctx.node().attr_int("axis", 0), rank);
+  if (axis < 0) return ctx.error("axis out of range");
+  const bool batched = ctx.any_batched() && axis != 0;
+  std::string batch_ref;
+  for (size_t i = 0; i < ctx.num_inputs() && batched; ++i) {
+    if (ctx.batched(i)) batch_ref = ctx.in(i) + ".shape[0]";
+  }
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    if (ctx.has_input(i) && product(ctx.shape(i).begin(), ctx.shape(i).end()) == 0) continue;
+    std::string part = ctx.in(i);
+    if (batched && !ctx.batched(i) && ctx.rank(i) == rank && ctx.shape(i)[0] == 1) {
+      std::vector<std::string> dims{batch_ref};
+      for (int64_t d = 1; d < rank; ++d) dims.push_back("-1");
+      part += ".expand(" + join(dims) + ")";
+    }
+    parts.push_back(part);
+  }
+  if (parts.size() == 1) return ctx.emit(parts[0], "cat", batched);
+  return ctx.emit("torch.cat([" + join(parts) + "], " + std::to_string(axis) + ")", "cat", batched);
+}
+
+Status split(Context& ctx) {
+  const int64_t rank = ctx.rank(0);
+  const int64_t axis = norm_axis(ctx.node().attr_int("axis", 0), rank);
+  if (axis < 0) return ctx.error("axis out of range");
+  if (ctx.num_outputs() == 1) {
+    ctx.alias(0, Operand{ctx.in(0), ctx.batched(0)});
+    return {};
+  }
+  std::vector<int64_t> sizes;
+  for (size_t i = 0; i < ctx.num_outputs(); ++i) sizes.push_back(ctx.out_shape(i)[axis]);
+  ctx.emit_tuple(
+      "torch.split(" + ctx.in(0) + ", " + py_list(sizes) + ", " + std::to_string(axis) + ")",
+      "split", ctx.batched(0) && axis != 0);
+  return {};
+}
+
+Status expand(Context& ctx) {
+  const Dims& out = ctx.out_shape();
+  if (out == ctx.shape(0)) {
+    ctx.alias(0, Operand{ctx.in(0), ctx.batched(0)});
+    return {};
+  }
+  const bool batched = ctx.batched(0) && ctx.rank(0) == static_cast<int64_t>(out.size());
+  return ctx.emit(ctx.in(0) + ".expand(" + shape_args(out, batched) + ")", "expand", batched);
+}
+
+Status tile(Context& ctx) {
+  ASSIGN_OR_RETURN(std::vector<int64_t> reps, ints_from(ctx, 1, ""));
+  const bool batched = ctx.batched(0) && !reps.empty() && reps[0] == 1;
+  return ctx.emit(ctx.in(0) + ".repeat" + py_tuple(reps), "tile", batched);
+}
+
+// DepthToSpace (DCR or CRD) and SpaceToDepth as reshape-permute-reshape.
+Status depth_space(Context& ctx) {
+  const Dims& s = ctx.shape(0);
+  if (s.size() != 4) return ctx.error("input must be 4-D");
+  const int64_t b = ctx.node().attr_int("blocksize", 1);
+  const int64_t n = s[0], c = s[1], h = s[2], w = s[3];
+  const bool batched = ctx.batched(0);
+  const std::string nb = batched ? "-1" : std::to_string(n);
+  auto str = [](int64_t v) { return std::to_string(v); };
+  std::string expr;
+  if (ctx.node().op_type == "SpaceToDepth") {
+    expr = ctx.in(0) + ".reshape(" + nb + ", " + str(c) + ", " + str(h / b) + ", " + str(b) + ", " +
+           str(w / b) + ", " + str(b) + ").permute(0, 3, 5, 1, 2, 4).reshape(" +
+           shape_args(ctx.out_shape(), batched) + ")";
+  } else {
+    const bool crd = ctx.node().attr_string("mode", "DCR") == "CRD";
+    const std::string dims = crd ? str(c / (b * b)) + ", " + str(b) + ", " + str(b)
+                                 : str(b) + ", " + str(b) + ", " + str(c / (b * b));
+    const std::string perm = crd ? "(0, 1, 4, 2, 5, 3)" : "(0, 3, 4, 1, 5, 2)";
+    expr = ctx.in(0) + ".reshape(" + nb + ", " + dims + ", " + str(h) + ", " + str(w) +
+           ").permute" + perm + ".reshape(" + shape_args(ctx.out_shape(), batched) + ")";
+  }
+  return ctx.emit(expr, "space", batched);
+}
+
+}  // namespace
+
+void register_shape(HandlerTable& t) {
+  t.add("Reshape", reshape);
+  t.add("Flatten", flatten);
+  t.add("Squeeze", squeeze_like);
+  t.add("Unsqueeze", squeeze_like);
+  t.add("Transpose", transpose);
+  t.add("Concat", concat);
+  t.add("Split", split);
+  t.add("Expand", expand);
+  t.add("Tile", tile);
+  t.add("DepthToSpace", depth_space);
+  t.add("SpaceToDepth", depth_space);
+}
+
+}  // namespace torchonnx

@@ -1,0 +1,59 @@
+#include "torchonnx/ops_util.h"
+
+#include <algorithm>
+
+#include "torchonnx/pyfmt.h"
+
+namespace torchonnx {
+
+bool broadcast_batched(const Context& ctx) {
+  const size_t out_rank = ctx.out_shape().size();
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    if (ctx.batched(i) && ctx.shape(i).size() == out_rank) return true;
+  }
+  return false;
+}
+
+common::Result<std::vector<int64_t>> ints_from(Context& ctx, size_t i, std::string_view attr,
+                                               bool* present) {
+  if (present) *present = true;
+  if (ctx.has_input(i)) {
+    const common::Tensor* t = ctx.constant(i);
+    if (!t) return ctx.error("input " + std::to_string(i) + " must be a constant");
+    return t->to_int64();
+  }
+  if (!attr.empty() && ctx.node().has_attr(attr)) return ctx.node().attr_ints(attr);
+  if (present) *present = false;
+  return std::vector<int64_t>{};
+}
+
+std::string cast_to_output(const Context& ctx, std::string expr, common::DType from, size_t i) {
+  if (from == ctx.out_dtype(i)) return expr;
+  auto dtype = torch_dtype(ctx.out_dtype(i));
+  return dtype.ok() ? "(" + expr + ").to(" + *dtype + ")" : expr;
+}
+
+std::string index_suffix(std::vector<std::string> parts) {
+  while (!parts.empty() && parts.back() == ":") parts.pop_back();
+  if (parts.empty()) return "";
+  return "[" + join(parts) + "]";
+}
+
+std::string slice_text(int64_t start, int64_t stop, int64_t step, int64_t dim) {
+  std::string s = start == 0 ? "" : std::to_string(start);
+  s += ":";
+  if (stop < dim) s += std::to_string(stop);
+  if (step != 1) s += ":" + std::to_string(step);
+  return s;
+}
+
+std::string int_or_tuple(const std::vector<int64_t>& values, bool scalar_ok) {
+  const bool same = !values.empty() && std::all_of(values.begin(), values.end(),
+                                                   [&](int64_t v) { return v == values[0]; });
+  if (scalar_ok && same) return std::to_string(values[0]);
+  return py_tuple(values);
+}
+
+std::vector<double> doubles(const common::Tensor& t) { return t.to_double(); }
+
+}  // namespace torchonnx

@@ -1,0 +1,32 @@
+// Helpers shared by the op handler families.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/tensor.h"
+#include "torchonnx/context.h"
+
+namespace torchonnx {
+
+/// Output 0 keeps a batch dim when some batched input has the output's rank (numpy broadcasting
+/// aligns trailing dims, so that input's dim 0 is the output's dim 0).
+bool broadcast_batched(const Context& ctx);
+/// Integer list from input i (constant) or, when absent, the attribute `attr` (older opsets).
+/// `present` is false when neither exists.
+common::Result<std::vector<int64_t>> ints_from(Context& ctx, size_t i, std::string_view attr,
+                                               bool* present = nullptr);
+/// `expr` cast to output i's element type when `from` differs (PyTorch promotes some results).
+std::string cast_to_output(const Context& ctx, std::string expr, common::DType from, size_t i = 0);
+/// An indexing suffix "[:, :, a:b]" selecting `parts[d]` on each dim; trailing ":" dropped;
+/// empty when every part is ":".
+std::string index_suffix(std::vector<std::string> parts);
+/// Python slice text "a:b:s" with defaults omitted for a dim of size `dim`.
+std::string slice_text(int64_t start, int64_t stop, int64_t step, int64_t dim);
+/// Ints as a Python argument: "3" when `values` has one element and `scalar_ok`, else a tuple.
+std::string int_or_tuple(const std::vector<int64_t>& values, bool scalar_ok = true);
+/// A copy of `t` converted to float64 values.
+std::vector<double> doubles(const common::Tensor& t);
+
+}  // namespace torchonnx

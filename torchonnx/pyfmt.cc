@@ -1,0 +1,101 @@
+#include "torchonnx/pyfmt.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace torchonnx {
+
+using common::DType;
+
+common::Result<std::string> torch_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat:
+      return std::string("torch.float32");
+    case DType::kDouble:
+      return std::string("torch.float64");
+    case DType::kFloat16:
+      return std::string("torch.float16");
+    case DType::kBFloat16:
+      return std::string("torch.bfloat16");
+    case DType::kInt64:
+      return std::string("torch.int64");
+    case DType::kInt32:
+      return std::string("torch.int32");
+    case DType::kInt16:
+      return std::string("torch.int16");
+    case DType::kInt8:
+      return std::string("torch.int8");
+    case DType::kUInt8:
+      return std::string("torch.uint8");
+    case DType::kBool:
+      return std::string("torch.bool");
+    default:
+      break;
+  }
+  return common::Error{
+      "", "", "",
+      "element type " + std::string(common::dtype_name(dtype)) + " has no PyTorch equivalent"};
+}
+
+// The shortest %g text that reads back as the same float (or double).
+std::string py_float(double value, bool single_precision) {
+  if (std::isnan(value)) return "float(\"nan\")";
+  if (std::isinf(value)) return value > 0 ? "float(\"inf\")" : "-float(\"inf\")";
+  char buf[40];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, value);
+    const double back = std::strtod(buf, nullptr);
+    const bool same =
+        single_precision ? static_cast<float>(back) == static_cast<float>(value) : back == value;
+    if (same) break;
+  }
+  std::string s = buf;
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string py_scalar(const common::Tensor& tensor, int64_t i) {
+  if (tensor.dtype == DType::kBool) return tensor.int_at(i) ? "True" : "False";
+  if (common::is_floating(tensor.dtype)) {
+    return py_float(tensor.double_at(i), tensor.dtype != DType::kDouble);
+  }
+  return std::to_string(tensor.int_at(i));
+}
+
+std::string join(const std::vector<std::string>& items, std::string_view sep) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i) out += sep;
+    out += items[i];
+  }
+  return out;
+}
+
+static std::vector<std::string> to_strings(const std::vector<int64_t>& values) {
+  std::vector<std::string> out;
+  for (int64_t v : values) out.push_back(std::to_string(v));
+  return out;
+}
+
+std::string py_tuple(const std::vector<int64_t>& values) {
+  if (values.size() == 1) return "(" + std::to_string(values[0]) + ",)";
+  return "(" + join(to_strings(values)) + ")";
+}
+
+std::string py_list(const std::vector<int64_t>& values) {
+  return "[" + join(to_strings(values)) + "]";
+}
+
+std::string shape_args(const std::vector<int64_t>& dims, bool batched) {
+  std::vector<std::string> parts = to_strings(dims);
+  if (batched && !parts.empty()) parts[0] = "-1";
+  return join(parts);
+}
+
+int64_t norm_axis(int64_t axis, int64_t rank) {
+  if (axis < 0) axis += rank;
+  return axis < 0 || axis >= rank ? -1 : axis;
+}
+
+}  // namespace torchonnx

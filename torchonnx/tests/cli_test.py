@@ -1,0 +1,131 @@
+"""torchonnx's command line: many inputs, colliding stems, stdin, --stats, errors, determinism,
+and the generated module's batch and vmap behaviour.
+
+    TORCHONNX=build/torchonnx/torchonnx /usr/bin/python3 -m pytest torchonnx/tests/cli_test.py
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import pytest
+import torch
+from onnx import TensorProto, helper, numpy_helper
+
+EXE = os.environ.get("TORCHONNX", os.path.join(os.path.dirname(__file__), "..", "..", "build",
+                                               "torchonnx", "torchonnx"))
+
+
+def run(*args, stdin=None):
+    return subprocess.run([EXE, *map(str, args)], input=stdin, capture_output=True)
+
+
+def mlp_model(path):
+    """x[1,2,3] -> Reshape([1, 6]) -> MatMul(w) + b -> Relu: batch 1 hard-coded in the reshape."""
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((6, 4)).astype(np.float32)
+    b = rng.standard_normal(4).astype(np.float32)
+    nodes = [helper.make_node("Reshape", ["x", "shape"], ["f"], name="flat"),
+             helper.make_node("MatMul", ["f", "w"], ["m"], name="mm"),
+             helper.make_node("Add", ["m", "b"], ["a"], name="bias"),
+             helper.make_node("Relu", ["a"], ["y"], name="act")]
+    inits = [numpy_helper.from_array(np.array([1, 6], dtype=np.int64), "shape"),
+             numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    onnx.save(model, str(path))
+    return w, b
+
+
+def bad_model(path):
+    nodes = [helper.make_node("Det", ["x"], ["y"], name="det node")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+
+
+def load(out, stem, cls="Model"):
+    sys.path.insert(0, str(out))
+    try:
+        module = __import__(stem)
+    finally:
+        sys.path.pop(0)
+    model = getattr(module, cls)()
+    model.load_state_dict(torch.load(os.path.join(out, stem + ".pth"), weights_only=True))
+    return model.eval()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def need_exe():
+    if not os.access(EXE, os.X_OK):
+        pytest.skip(f"torchonnx not built at {EXE}")
+
+
+def test_colliding_stems_get_suffixes_and_mapping_is_printed(tmp_path):
+    a, b = tmp_path / "a" / "net.onnx", tmp_path / "b" / "net.onnx"
+    mlp_model(a)
+    mlp_model(b)
+    r = run(a, b, "-o", tmp_path / "out")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode().splitlines() == [f"{a} -> {tmp_path}/out/net.py",
+                                               f"{b} -> {tmp_path}/out/net_2.py"]
+    assert sorted(os.listdir(tmp_path / "out")) == ["net.pth", "net.py", "net_2.pth", "net_2.py"]
+
+
+def test_stdin_named_by_class_name_and_stats(tmp_path):
+    mlp_model(tmp_path / "m.onnx")
+    r = run("-", "-o", tmp_path / "out", "--class-name", "Net", "--stats",
+            stdin=(tmp_path / "m.onnx").read_bytes())
+    assert r.returncode == 0, r.stderr
+    stats = [json.loads(line) for line in r.stderr.decode().splitlines()]
+    assert len(stats) == 1 and stats[0]["model"] == "-" and stats[0]["nodes"] == 4
+    assert isinstance(stats[0]["ms"], float)
+    model = load(tmp_path / "out", "Net", "Net")
+    assert model(torch.zeros(1, 2, 3)).shape == (1, 4)
+
+
+def test_error_is_one_line_exit_2_and_writes_nothing_for_that_model(tmp_path):
+    bad_model(tmp_path / "bad.onnx")
+    mlp_model(tmp_path / "good.onnx")
+    r = run(tmp_path / "bad.onnx", tmp_path / "good.onnx", "-o", tmp_path / "out")
+    assert r.returncode == 2
+    lines = r.stderr.decode().splitlines()
+    assert lines == [f"torchonnx: {tmp_path}/bad.onnx: node 'det node' (Det): "
+                     "op has no PyTorch lowering (opset 13)"]
+    assert sorted(os.listdir(tmp_path / "out")) == ["good.pth", "good.py"]
+
+
+def test_bad_class_name_is_rejected(tmp_path):
+    mlp_model(tmp_path / "m.onnx")
+    r = run(tmp_path / "m.onnx", "-o", tmp_path / "out", "--class-name", "class")
+    assert r.returncode == 2
+    assert b"not a valid identifier" in r.stderr
+
+
+def test_output_is_deterministic(tmp_path):
+    mlp_model(tmp_path / "m.onnx")
+    for out in ("o1", "o2"):
+        assert run(tmp_path / "m.onnx", "-o", tmp_path / out).returncode == 0
+    for name in ("m.py", "m.pth"):
+        assert (tmp_path / "o1" / name).read_bytes() == (tmp_path / "o2" / name).read_bytes()
+
+
+def test_any_batch_size_vmap_and_values(tmp_path):
+    w, b = mlp_model(tmp_path / "mlp.onnx")
+    assert run(tmp_path / "mlp.onnx", "-o", tmp_path / "out").returncode == 0
+    subprocess.run([sys.executable, "-m", "py_compile", str(tmp_path / "out" / "mlp.py")], check=True)
+    model = load(tmp_path / "out", "mlp")
+    x = torch.randn(5, 2, 3)
+    with torch.no_grad():
+        batch = model(x)
+        loop = torch.cat([model(x[i:i + 1]) for i in range(5)])
+    expected = np.maximum(x.numpy().reshape(5, 6) @ w + b, 0)
+    np.testing.assert_allclose(batch.numpy(), expected, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(batch, loop)
+    from functorch import vmap
+    torch.testing.assert_close(vmap(model)(x.unsqueeze(1)).squeeze(1), loop)
