@@ -117,5 +117,6 @@ void register_index(HandlerTable& table);        // Slice, Gather, ScatterND, Ar
 void register_reduce(HandlerTable& table);       // Reduce*, CumSum
 void register_generator(HandlerTable& table);    // Shape, ConstantOfShape, Range, EyeLike, Pad
 void register_resize(HandlerTable& table);       // Resize, Upsample
+void register_onehot(HandlerTable& table);       // OneHot
 
 }  // namespace torchonnx

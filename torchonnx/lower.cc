@@ -28,6 +28,7 @@ const std::map<std::string, Handler, std::less<>>& registry() {
     register_reduce(t);
     register_generator(t);
     register_resize(t);
+    register_onehot(t);
     auto* m = new std::map<std::string, Handler, std::less<>>();
     for (const auto& [op, h] : t.entries) m->emplace(std::string(op), h);
     return m;
