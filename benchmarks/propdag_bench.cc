@@ -30,10 +30,11 @@ std::string on_disk(const std::string& path) {
   return fs::exists(path + ".gz") ? path + ".gz" : "";
 }
 
-// (model, property) pairs: the first property listed per model in a benchmark's instances.csv.
+// (model, property) pairs: the first property listed per model in a benchmark's instances.csv;
+// when that file is missing (the shared folder holds only some), the first property that exists.
 std::vector<std::pair<std::string, std::string>> instances(const std::string& bench) {
   std::vector<std::pair<std::string, std::string>> out;
-  std::string root = bench_dir() + "/" + bench + "/";
+  std::string root = bench_dir() + "/" + bench + "/", fallback;
   std::ifstream csv(root + "instances.csv");
   std::string line;
   while (std::getline(csv, line)) {
@@ -41,6 +42,8 @@ std::vector<std::pair<std::string, std::string>> instances(const std::string& be
     if (a == std::string::npos) continue;
     std::string model = on_disk(root + line.substr(0, a));
     std::string spec = on_disk(root + line.substr(a + 1, b - a - 1));
+    if (fallback.empty()) fallback = spec;
+    if (spec.empty()) spec = fallback;
     bool seen = std::any_of(out.begin(), out.end(), [&](auto& p) { return p.first == model; });
     if (!model.empty() && !spec.empty() && !seen) out.emplace_back(model, spec);
   }

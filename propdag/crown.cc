@@ -1,0 +1,249 @@
+// CROWN: bounds of a node as linear functions of the inputs, found by walking the reverse
+// topological order from the node and replacing each op's output by its linear relaxation.
+// Shared values and residual connections need no special case: coefficients reaching a node
+// from several successors are summed before the node is processed.
+#include <algorithm>
+#include <optional>
+
+#include "propdag/engine.h"
+
+namespace propdag {
+namespace {
+
+// A final backward pass may cost this many times Options::refine_budget before the output keeps
+// its forward bounds instead (large outputs over large convolutions, e.g. TinyYOLO).
+constexpr double kOutputBudget = 50;
+
+// Coefficients of the lower (lam) and upper (om) bound on one node, and the constant parts.
+struct Backward {
+  std::vector<Mat> lam, om;
+  Vec lb, ub;
+};
+
+void accumulate(Mat& into, Mat&& add) {
+  if (into.size() == 0)
+    into = std::move(add);
+  else
+    into += add;
+}
+
+// Intersects two sound bounds of the same values. Where rounding makes them cross (both are exact
+// up to rounding, e.g. on a one-point box), the crossed pair is swapped so the result still spans
+// both.
+void intersect(Interval& a, const Vec& lo, const Vec& hi) {
+  Vec l = a.lo.cwiseMax(lo), h = a.hi.cwiseMin(hi);
+  a.lo = l.cwiseMin(h);
+  a.hi = l.cwiseMax(h);
+}
+
+Mat times(const Mat& a, const LinearTerm& t) { return t.dense ? Mat(a * t.w) : Mat(a * t.s); }
+
+Mat scale_cols(const Mat& a, const Vec& s) { return a * s.asDiagonal(); }
+
+class Crown {
+ public:
+  Crown(const Model& model, const Options& options) : m_(model), opt_(options) {}
+
+  common::Status forward(const Interval& input);
+  Interval backward(int target, const Mat& c);
+  const Interval& bounds(int node) const { return b_[node]; }
+  /// Multiply-adds of one backward row from `node` to the inputs.
+  double row_cost(int node) const;
+
+ private:
+  void refine(int node);
+  double cost(int node) const;
+  void step(int node, Backward& w);
+  void concretize(int node, Backward& w);
+
+  const Model& m_;
+  Options opt_;
+  std::vector<Interval> b_;
+  Interval input_;
+  std::vector<Eigen::Index> offset_;
+};
+
+common::Status Crown::forward(const Interval& input) {
+  const Dag& dag = m_.dag();
+  input_ = input;
+  offset_.assign(dag.size(), 0);
+  Eigen::Index at = 0;
+  for (int i : dag.inputs()) offset_[i] = at, at += m_.numel(i);
+  std::vector<char> feeds_nonlinear(dag.size(), 0);
+  for (int n = 0; n < dag.size(); ++n)
+    if (m_.op(n) && m_.op(n)->nonlinear())
+      for (int p : dag.node(n).preds) feeds_nonlinear[p] = 1;
+  b_.resize(dag.size());
+  for (int n = 0; n < dag.size(); ++n) {  // Dag nodes are stored topologically
+    if (m_.op(n) == nullptr) {
+      b_[n] = {input.lo.segment(offset_[n], m_.numel(n)),
+               input.hi.segment(offset_[n], m_.numel(n))};
+      continue;
+    }
+    std::vector<const Interval*> in;
+    for (int p : dag.node(n).inputs) in.push_back(p >= 0 ? &b_[p] : nullptr);
+    b_[n] = m_.op(n)->interval(in);
+    if (feeds_nonlinear[n] && cost(n) <= opt_.refine_budget) refine(n);
+  }
+  return {};
+}
+
+double Crown::row_cost(int node) const {
+  double elements = 0;
+  for (int n : m_.dag().backward_order(node))
+    elements += m_.numel(n) + (m_.op(n) ? m_.op(n)->weight_entries() : 0);
+  return elements;
+}
+
+double Crown::cost(int node) const { return row_cost(node) * m_.numel(node); }
+
+void Crown::refine(int node) {
+  Eigen::Index n = m_.numel(node);
+  Interval c = backward(node, Mat::Identity(n, n));
+  intersect(b_[node], c.lo, c.hi);
+}
+
+Interval Crown::backward(int target, const Mat& c) {
+  const Dag& dag = m_.dag();
+  std::vector<int> order = dag.backward_order(target);
+  double widest = 0;
+  for (int n : order) widest = std::max<double>(widest, m_.numel(n));
+  Eigen::Index rows = c.rows();
+  Eigen::Index chunk =
+      std::max<Eigen::Index>(1, static_cast<Eigen::Index>(opt_.chunk_entries / widest));
+  Interval out{Vec(rows), Vec(rows)};
+  for (Eigen::Index r0 = 0; r0 < rows; r0 += chunk) {
+    Eigen::Index k = std::min(chunk, rows - r0);
+    Backward w{std::vector<Mat>(dag.size()), std::vector<Mat>(dag.size()), Vec::Zero(k),
+               Vec::Zero(k)};
+    w.lam[target] = c.middleRows(r0, k);
+    w.om[target] = w.lam[target];
+    for (int n : order) step(n, w);
+    out.lo.segment(r0, k) = w.lb;
+    out.hi.segment(r0, k) = w.ub;
+  }
+  return out;
+}
+
+void Crown::concretize(int node, Backward& w) {
+  Vec lo = input_.lo.segment(offset_[node], m_.numel(node));
+  Vec hi = input_.hi.segment(offset_[node], m_.numel(node));
+  Vec center = (lo + hi) * 0.5, radius = (hi - lo) * 0.5;
+  w.lb += w.lam[node] * center - w.lam[node].cwiseAbs() * radius;
+  w.ub += w.om[node] * center + w.om[node].cwiseAbs() * radius;
+}
+
+// Replaces the coefficients on `node` by coefficients on its inputs.
+void Crown::step(int node, Backward& w) {
+  if (w.lam[node].size() == 0) return;
+  const BoundOp* op = m_.op(node);
+  if (op == nullptr) {
+    concretize(node, w);
+  } else {
+    const DagNode& d = m_.dag().node(node);
+    std::vector<const Interval*> in;
+    for (int p : d.inputs) in.push_back(p >= 0 ? &b_[p] : nullptr);
+    Relaxation r = op->relax(in, b_[node]);
+    const Mat &lam = w.lam[node], &om = w.om[node];
+    if (r.kind == Relaxation::Kind::kAffine) {
+      for (const LinearTerm& t : *r.terms) {
+        accumulate(w.lam[d.inputs[t.slot]], times(lam, t));
+        accumulate(w.om[d.inputs[t.slot]], times(om, t));
+      }
+      w.lb += lam * *r.bias;
+      w.ub += om * *r.bias;
+    } else if (r.kind == Relaxation::Kind::kElementwise) {
+      Mat lp = lam.cwiseMax(0.0), ln = lam.cwiseMin(0.0), op_ = om.cwiseMax(0.0),
+          on = om.cwiseMin(0.0);
+      w.lb += lp * r.lo_bias + ln * r.up_bias;
+      w.ub += op_ * r.up_bias + on * r.lo_bias;
+      accumulate(w.lam[d.inputs[0]], scale_cols(lp, r.lo_slope) + scale_cols(ln, r.up_slope));
+      accumulate(w.om[d.inputs[0]], scale_cols(op_, r.up_slope) + scale_cols(on, r.lo_slope));
+    } else {
+      const Interval& o = b_[node];
+      w.lb += lam.cwiseMax(0.0) * o.lo + lam.cwiseMin(0.0) * o.hi;
+      w.ub += om.cwiseMax(0.0) * o.hi + om.cwiseMin(0.0) * o.lo;
+    }
+  }
+  w.lam[node] = Mat();
+  w.om[node] = Mat();
+}
+
+Interval box_of(const Mat& c, const Interval& y) {
+  Vec center = (y.lo + y.hi) * 0.5, radius = (y.hi - y.lo) * 0.5;
+  Vec mid = c * center, rad = c.cwiseAbs() * radius;
+  return {mid - rad, mid + rad};
+}
+
+}  // namespace
+
+common::Status check_input(const Model& model, const Interval& input) {
+  if (input.size() == model.input_size()) return {};
+  return model.graph().error("input box has " + std::to_string(input.size()) +
+                             " elements, the model takes " + std::to_string(model.input_size()));
+}
+
+common::Result<Interval> linear_bounds(const Model& model, const Interval& input,
+                                       const std::vector<Mat>& c, const Options& options) {
+  const Dag& dag = model.dag();
+  if (c.size() != dag.outputs().size())
+    return model.graph().error("one objective matrix per graph output is needed");
+  RETURN_IF_ERROR(check_input(model, input));
+  Eigen::Index rows = 0;
+  for (const Mat& m : c) rows = std::max(rows, m.rows());
+  Interval total{Vec::Zero(rows), Vec::Zero(rows)};
+  std::optional<std::vector<std::optional<Interval>>> ibp;
+  std::optional<Crown> crown;
+  if (options.method == Method::kIbp) {
+    ASSIGN_OR_RETURN(ibp, ibp_run(model, input, false));
+  } else {
+    crown.emplace(model, options);
+    RETURN_IF_ERROR(crown->forward(input));
+  }
+  for (size_t o = 0; o < c.size(); ++o) {
+    if (c[o].size() == 0) continue;
+    int node = dag.outputs()[o];
+    if (c[o].cols() != model.numel(node) || c[o].rows() != rows)
+      return model.graph().error("objective matrix for output " + std::to_string(o) +
+                                 " has the wrong size");
+    bool affordable = ibp || crown->row_cost(node) * rows <= kOutputBudget * options.refine_budget;
+    Interval part = affordable && !ibp ? crown->backward(node, c[o])
+                                       : box_of(c[o], ibp ? *(*ibp)[node] : crown->bounds(node));
+    if (crown && options.intersect_ibp) {
+      Interval loose = box_of(c[o], crown->bounds(node));
+      intersect(part, loose.lo, loose.hi);
+    }
+    total.lo += part.lo;
+    total.hi += part.hi;
+  }
+  return total;
+}
+
+common::Result<std::vector<Interval>> output_bounds(const Model& model, const Interval& input,
+                                                    const Options& options) {
+  const Dag& dag = model.dag();
+  std::vector<Interval> out;
+  if (options.method == Method::kIbp) {
+    ASSIGN_OR_RETURN(auto values, ibp_run(model, input, false));
+    for (int o : dag.outputs()) out.push_back(*values[o]);
+    return out;
+  }
+  RETURN_IF_ERROR(check_input(model, input));
+  Crown crown(model, options);
+  RETURN_IF_ERROR(crown.forward(input));
+  for (int o : dag.outputs()) {
+    Eigen::Index n = model.numel(o);
+    if (crown.row_cost(o) * n > kOutputBudget * options.refine_budget) {
+      out.push_back(crown.bounds(o));  // too costly: the (refined) IBP bounds
+      continue;
+    }
+    Interval b = crown.backward(o, Mat::Identity(n, n));
+    if (options.intersect_ibp) {
+      intersect(b, crown.bounds(o).lo, crown.bounds(o).hi);
+    }
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+}  // namespace propdag

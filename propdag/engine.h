@@ -1,0 +1,46 @@
+// The built-in engines: IBP (forward intervals) and CROWN (backward linear bound propagation).
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+#include "propdag/model.h"
+#include "propdag/op.h"
+
+namespace propdag {
+
+enum class Method { kIbp, kCrown };
+
+/// "ibp" or "crown".
+common::Result<Method> parse_method(std::string_view name);
+
+struct Options {
+  Method method = Method::kCrown;
+  /// CROWN computes the bounds of every input of a nonlinear op by a backward pass when its cost
+  /// (rows x elements of the nodes it crosses) stays under this budget; otherwise IBP's are used.
+  double refine_budget = 2e8;
+  /// Rows per backward pass are chunked so one coefficient matrix holds at most this many entries.
+  double chunk_entries = 3e7;
+  /// Intersect the final CROWN bounds with IBP's (intermediate bounds always are).
+  bool intersect_ibp = true;
+};
+
+/// IBP bounds of every Dag node for an input box over all graph inputs (concatenated in order).
+common::Result<std::vector<Interval>> ibp_all(const Model& model, const Interval& input);
+
+/// IBP run that drops each node's bounds after its last consumer (graph outputs are kept).
+common::Result<std::vector<std::optional<Interval>>> ibp_run(const Model& model,
+                                                             const Interval& input, bool keep_all);
+
+/// Bounds of every graph output.
+common::Result<std::vector<Interval>> output_bounds(const Model& model, const Interval& input,
+                                                    const Options& options = {});
+
+/// Bounds of sum_o C_o * y_o, y_o the flattened graph output o (one matrix per graph output, all
+/// with the same number of rows; an empty matrix skips that output). Each row is one objective.
+common::Result<Interval> linear_bounds(const Model& model, const Interval& input,
+                                       const std::vector<Mat>& c, const Options& options = {});
+
+}  // namespace propdag

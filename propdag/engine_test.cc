@@ -1,0 +1,171 @@
+// Hand-worked tiny networks: every bound below was computed by hand (shown in the comments).
+#include "propdag/engine.h"
+
+#include <gtest/gtest.h>
+
+#include "common/testing.h"
+
+namespace propdag {
+namespace {
+
+Model build(const std::string& text) {
+  auto g = common::testing::parse_text(text);
+  EXPECT_TRUE(g.ok()) << g.error().str();
+  auto m = Model::build(std::move(g).value());
+  EXPECT_TRUE(m.ok()) << m.error().str();
+  return std::move(m).value();
+}
+
+Interval box(std::vector<double> lo, std::vector<double> hi) {
+  return {Eigen::Map<Vec>(lo.data(), lo.size()), Eigen::Map<Vec>(hi.data(), hi.size())};
+}
+
+Interval run(const Model& m, const Interval& in, Method method, bool intersect = false) {
+  Options o;
+  o.method = method;
+  o.intersect_ibp = intersect;
+  auto b = output_bounds(m, in, o);
+  EXPECT_TRUE(b.ok()) << b.error().str();
+  return b->front();
+}
+
+// Network 1: x1, x2 in [-1, 1]
+//
+//   x1 ──┬─(+1)─► h1 ─ relu ─► r1 ─(+1)─┐
+//        └─(+1)─► h2 ─ relu ─► r2 ─(+1)─┴─► y = r1 + r2
+//   x2 ──┬─(+1)─► h1
+//        └─(-1)─► h2
+//
+// IBP:   h1, h2 in [-2, 2];  r1, r2 in [0, 2];  y in [0, 4].
+// CROWN: l = -2, u = 2 for both ReLUs: upper line r <= 0.5 h + 1; lower line r >= 0 (u > -l is
+//        false, so slope 0). y <= 0.5 (x1 + x2) + 1 + 0.5 (x1 - x2) + 1 = x1 + 2 <= 3;  y >= 0.
+//        So y in [0, 3]. (True range: [0, 2].)
+const char* kNet1 = R"(
+  <ir_version: 8, opset_import: ["" : 15]>
+  g (float[1,2] x) => (float[1,1] y)
+  <float[2,2] w1 = {1, 1, 1, -1}, float[2,1] w2 = {1, 1}> {
+    h = MatMul(x, w1)
+    r = Relu(h)
+    y = MatMul(r, w2)
+  })";
+
+TEST(EngineTest, Net1Ibp) {
+  Model m = build(kNet1);
+  Interval y = run(m, box({-1, -1}, {1, 1}), Method::kIbp);
+  EXPECT_DOUBLE_EQ(y.lo[0], 0);
+  EXPECT_DOUBLE_EQ(y.hi[0], 4);
+  auto all = ibp_all(m, box({-1, -1}, {1, 1}));
+  ASSERT_TRUE(all.ok());
+  const Interval& h = (*all)[m.dag().find("h")];
+  EXPECT_EQ(h.lo, Vec::Constant(2, -2));
+  EXPECT_EQ(h.hi, Vec::Constant(2, 2));
+}
+
+TEST(EngineTest, Net1Crown) {
+  Model m = build(kNet1);
+  Interval y = run(m, box({-1, -1}, {1, 1}), Method::kCrown);
+  EXPECT_DOUBLE_EQ(y.lo[0], 0);
+  EXPECT_DOUBLE_EQ(y.hi[0], 3);
+}
+
+// Network 2: a bias, a residual connection from x, and x shared by two branches.
+//   h = [x1 + x2 + 1, x1 - x2],  r = relu(h),  y = r1 + r2 - x1   (the -x1 is a second MatMul
+//   on x, added to the first branch by a two-variable Add).
+//
+// IBP:   h1 in [-1, 3], h2 in [-2, 2];  r1 in [0, 3], r2 in [0, 2];  -x1 in [-1, 1];  y in [-1, 6].
+// CROWN: relu(h1), l=-1 u=3: upper r1 <= 0.75 h1 + 0.75, lower r1 >= h1 (u > -l: slope 1).
+//        relu(h2), l=-2 u=2: upper r2 <= 0.5 h2 + 1,    lower r2 >= 0.
+//        upper: 0.75 (x1 + x2 + 1) + 0.75 + 0.5 (x1 - x2) + 1 - x1 = 0.25 x1 + 0.25 x2 + 2.5 <= 3
+//        lower: (x1 + x2 + 1) + 0 - x1 = x2 + 1 >= 0.       So y in [0, 3].
+const char* kNet2 = R"(
+  <ir_version: 8, opset_import: ["" : 15]>
+  g (float[1,2] x) => (float[1,1] y)
+  <float[2,2] w1 = {1, 1, 1, -1}, float[2] b1 = {1, 0}, float[2,1] w2 = {1, 1},
+   float[2,1] p = {-1, 0}> {
+    h0 = MatMul(x, w1)
+    h = Add(h0, b1)
+    r = Relu(h)
+    z = MatMul(r, w2)
+    s = MatMul(x, p)
+    y = Add(z, s)
+  })";
+
+TEST(EngineTest, Net2ResidualIbpAndCrown) {
+  Model m = build(kNet2);
+  Interval in = box({-1, -1}, {1, 1});
+  Interval ibp = run(m, in, Method::kIbp);
+  EXPECT_DOUBLE_EQ(ibp.lo[0], -1);
+  EXPECT_DOUBLE_EQ(ibp.hi[0], 6);
+  Interval crown = run(m, in, Method::kCrown);
+  EXPECT_DOUBLE_EQ(crown.lo[0], 0);
+  EXPECT_DOUBLE_EQ(crown.hi[0], 3);
+}
+
+// Network 3: CROWN's intermediate bounds. x in [-1, 1]^2, h = [x1 + x2, x1 - x2],
+// r = relu(h), g = r1 - r2 (a second hidden layer of one neuron), y = relu(g).
+// g's IBP bounds: [0 - 2, 2 - 0] = [-2, 2]. g's CROWN bounds: lower r1 >= 0, -r2 >= -(0.5 h2 + 1)
+//   -> g >= -0.5 (x1 - x2) - 1 >= -2;  upper r1 <= 0.5 h1 + 1, -r2 <= 0 -> g <= 0.5 (x1 + x2) + 1
+//   <= 2: the same [-2, 2], so y's relaxation is the same as IBP's: upper 0.5 g + 1.
+// y: IBP [0, 2]. CROWN upper: 0.5 g + 1 with g <= 0.5 h1 + 1 - 0 -> 0.25 (x1 + x2) + 1.5 <= 2;
+// lower: relu lower slope 0 -> 0.  So [0, 2] for both; y's bounds never get looser.
+const char* kNet3 = R"(
+  <ir_version: 8, opset_import: ["" : 15]>
+  g (float[1,2] x) => (float[1,1] y)
+  <float[2,2] w1 = {1, 1, 1, -1}, float[2,1] w2 = {1, -1}> {
+    h = MatMul(x, w1)
+    r = Relu(h)
+    g = MatMul(r, w2)
+    y = Relu(g)
+  })";
+
+TEST(EngineTest, Net3TwoLayers) {
+  Model m = build(kNet3);
+  Interval in = box({-1, -1}, {1, 1});
+  Interval ibp = run(m, in, Method::kIbp), crown = run(m, in, Method::kCrown);
+  EXPECT_DOUBLE_EQ(ibp.lo[0], 0);
+  EXPECT_DOUBLE_EQ(ibp.hi[0], 2);
+  EXPECT_DOUBLE_EQ(crown.lo[0], 0);
+  EXPECT_DOUBLE_EQ(crown.hi[0], 2);
+}
+
+// Linear objectives: for Net1, y - 0 and -y give [0, 3] and [-3, 0]; for the objective
+// 2 y the bounds double (CROWN is linear in the objective).
+TEST(EngineTest, LinearObjectives) {
+  Model m = build(kNet1);
+  Mat c(3, 1);
+  c << 1, -1, 2;
+  auto b = linear_bounds(m, box({-1, -1}, {1, 1}), {c});
+  ASSERT_TRUE(b.ok()) << b.error().str();
+  EXPECT_DOUBLE_EQ(b->lo[0], 0);
+  EXPECT_DOUBLE_EQ(b->hi[0], 3);
+  EXPECT_DOUBLE_EQ(b->lo[1], -3);
+  EXPECT_DOUBLE_EQ(b->hi[1], 0);
+  EXPECT_DOUBLE_EQ(b->lo[2], 0);
+  EXPECT_DOUBLE_EQ(b->hi[2], 6);
+}
+
+TEST(EngineTest, OpWithoutRuleNamesOpAndNode) {
+  auto g = common::testing::parse_text(R"(
+    <ir_version: 8, opset_import: ["" : 15]>
+    g (float[1,2] x) => (float[1,2] y) {
+      y = Cos(x)
+    })");
+  ASSERT_TRUE(g.ok());
+  g->nodes[0].name = "the_cos";
+  auto m = Model::build(std::move(g).value());
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().node, "the_cos");
+  EXPECT_EQ(m.error().op, "Cos");
+  EXPECT_NE(m.error().message.find("no bound rule for op Cos"), std::string::npos);
+}
+
+TEST(EngineTest, WrongInputSizeIsAnError) {
+  Model m = build(kNet1);
+  auto b = output_bounds(m, box({0}, {1}));
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.error().message.find("input box has 1 elements, the model takes 2"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace propdag

@@ -1,0 +1,131 @@
+// propdag: bounds of a network's outputs over an input box, and sound verification of VNN-LIB
+// properties.
+//   propdag bounds MODEL (--vnnlib SPEC | --input-box LO,HI) [--method ibp|crown] [--json]
+//   propdag verify MODEL SPEC [--method ibp|crown]
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "common/cli.h"
+#include "propdag/engine.h"
+#include "propdag/model.h"
+#include "propdag/verify.h"
+#include "propdag/vnnlib.h"
+
+namespace {
+
+using common::Result;
+using propdag::Interval;
+
+Result<Interval> parse_box(const std::string& text, int64_t size) {
+  size_t comma = text.find(',');
+  try {
+    if (comma == std::string::npos) throw std::invalid_argument("");
+    size_t used_lo = 0, used_hi = 0;
+    double lo = std::stod(text.substr(0, comma), &used_lo);
+    double hi = std::stod(text.substr(comma + 1), &used_hi);
+    if (used_lo != comma || used_hi != text.size() - comma - 1 || lo > hi)
+      throw std::invalid_argument("");
+    return Interval{propdag::Vec::Constant(size, lo), propdag::Vec::Constant(size, hi)};
+  } catch (const std::exception&) {
+    return common::Error{"", "", "", "--input-box expects LO,HI with LO <= HI, got '" + text + "'"};
+  }
+}
+
+std::string numbers(const propdag::Vec& v) {
+  std::string out;
+  char buf[32];
+  for (Eigen::Index i = 0; i < v.size(); ++i) {
+    // JSON has no inf/NaN: a non-finite bound is printed as null.
+    if (std::isfinite(v[i]))
+      std::snprintf(buf, sizeof buf, "%s%.17g", i ? ", " : "", v[i]);
+    else
+      std::snprintf(buf, sizeof buf, "%snull", i ? ", " : "");
+    out += buf;
+  }
+  return out;
+}
+
+void print_bounds(const propdag::Model& model, const std::vector<Interval>& bounds, bool json,
+                  double ms) {
+  const propdag::Dag& dag = model.dag();
+  if (json) std::printf("{\"outputs\": [");
+  for (size_t o = 0; o < bounds.size(); ++o) {
+    const std::string& name = dag.node(dag.outputs()[o]).name;
+    if (json) {
+      std::printf("%s{\"name\": %s, \"lower\": [%s], \"upper\": [%s]}", o ? ", " : "",
+                  common::json_string(name).c_str(), numbers(bounds[o].lo).c_str(),
+                  numbers(bounds[o].hi).c_str());
+      continue;
+    }
+    std::printf("%s\n", common::json_string(name).c_str());
+    for (Eigen::Index i = 0; i < bounds[o].size(); ++i)
+      std::printf("  %lld: [%.9g, %.9g]\n", static_cast<long long>(i), bounds[o].lo[i],
+                  bounds[o].hi[i]);
+  }
+  if (json) std::printf("], \"ms\": %.3f}\n", ms);
+}
+
+struct Args {
+  std::string model, spec, box, method = "crown";
+  bool json = false;
+};
+
+common::Status run_bounds(const Args& a) {
+  ASSIGN_OR_RETURN(propdag::Method method, propdag::parse_method(a.method));
+  ASSIGN_OR_RETURN(propdag::Model model, propdag::Model::load(a.model));
+  Interval box;
+  if (!a.spec.empty()) {
+    ASSIGN_OR_RETURN(propdag::Spec spec, propdag::read_vnnlib(a.spec));
+    box = spec.hull();
+  } else {
+    ASSIGN_OR_RETURN(box, parse_box(a.box, model.input_size()));
+  }
+  double start = common::now_ms();
+  ASSIGN_OR_RETURN(std::vector<Interval> bounds, propdag::output_bounds(model, box, {method}));
+  print_bounds(model, bounds, a.json, common::now_ms() - start);
+  return {};
+}
+
+common::Status run_verify(const Args& a) {
+  ASSIGN_OR_RETURN(propdag::Method method, propdag::parse_method(a.method));
+  ASSIGN_OR_RETURN(propdag::Model model, propdag::Model::load(a.model));
+  ASSIGN_OR_RETURN(propdag::Spec spec, propdag::read_vnnlib(a.spec));
+  ASSIGN_OR_RETURN(propdag::VerifyResult r, propdag::verify(model, spec, {method}));
+  std::printf("%s\n", r.verified ? "verified" : "unknown");
+  return {};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"propdag: bound propagation (IBP, CROWN) over ONNX models"};
+  app.require_subcommand(1);
+  Args a;
+  CLI::App* bounds = app.add_subcommand("bounds", "print bounds of every output over an input box");
+  bounds->add_option("MODEL", a.model, "model (.onnx, .onnx.gz)")->required();
+  auto* spec = bounds->add_option("--vnnlib", a.spec, "take the input box from a VNN-LIB file");
+  auto* box = bounds->add_option("--input-box", a.box, "the same LO,HI for every input element");
+  spec->excludes(box);
+  bounds->add_option("--method", a.method, "ibp or crown (default)");
+  bounds->add_flag("--json", a.json, "print JSON");
+  CLI::App* verify = app.add_subcommand("verify", "prove a VNN-LIB property (verified / unknown)");
+  verify->add_option("MODEL", a.model, "model (.onnx, .onnx.gz)")->required();
+  verify->add_option("SPEC", a.spec, "property (.vnnlib, .vnnlib.gz)")->required();
+  verify->add_option("--method", a.method, "ibp or crown (default)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::fprintf(stderr, "propdag: %s\n", common::one_line(e.what()).c_str());
+    return 2;
+  }
+  if (bounds->parsed() && a.spec.empty() && a.box.empty()) {
+    std::fprintf(stderr, "propdag: bounds needs --vnnlib SPEC or --input-box LO,HI\n");
+    return 2;
+  }
+  common::Status s = bounds->parsed() ? run_bounds(a) : run_verify(a);
+  if (!s.ok()) return common::report_error("propdag", s.error());
+  return 0;
+}

@@ -1,0 +1,147 @@
+#include "propdag/model.h"
+
+#include <algorithm>
+
+#include "common/eval.h"
+#include "common/onnx_io.h"
+#include "propdag/registry.h"
+
+#ifdef PROPDAG_HAVE_SHAPEONNX
+#include "shapeonnx/infer.h"
+#endif
+
+namespace propdag {
+namespace {
+
+using common::Dims;
+
+common::Result<Dims> input_shape(const common::Graph& graph, const std::string& name) {
+  const common::Value* v = graph.find(name);
+  if (v == nullptr || !v->shape) return graph.error("input '" + name + "' has no shape");
+  Dims dims = *v->shape;
+  for (int64_t& d : dims)
+    if (d <= 0) d = 1;
+  return dims;
+}
+
+}  // namespace
+
+common::Result<Model> Model::load(std::string_view path) {
+  ASSIGN_OR_RETURN(common::Graph graph, common::load_graph(path));
+  return build(std::move(graph));
+}
+
+int64_t Model::input_size() const {
+  int64_t n = 0;
+  for (int i : dag_.inputs()) n += numel(i);
+  return n;
+}
+
+common::Result<Model> Model::build(common::Graph graph) {
+#ifdef PROPDAG_HAVE_SHAPEONNX
+  RETURN_IF_ERROR(shapeonnx::infer(graph));
+#endif
+  Model m;
+  m.graph_ = std::move(graph);
+  ASSIGN_OR_RETURN(m.dag_, Dag::build(m.graph_));
+  m.ops_.resize(m.dag_.size());
+  m.shapes_.resize(m.dag_.size());
+  for (int i : m.dag_.inputs()) {
+    ASSIGN_OR_RETURN(m.shapes_[i], input_shape(m.graph_, m.dag_.node(i).name));
+  }
+  // Dag nodes of each graph node, by output index (-1: output not variable or unused).
+  std::vector<std::vector<int>> produced(m.graph_.nodes.size());
+  for (int i = 0; i < m.dag_.size(); ++i) {
+    const DagNode& d = m.dag_.node(i);
+    if (d.graph_node < 0) continue;
+    auto& outs = produced[d.graph_node];
+    if (outs.size() <= static_cast<size_t>(d.output_index)) outs.resize(d.output_index + 1, -1);
+    outs[d.output_index] = i;
+  }
+  for (size_t n = 0; n < m.graph_.nodes.size(); ++n) RETURN_IF_ERROR(m.add_node(n, produced[n]));
+  return m;
+}
+
+// Per input position: shape and constant (folded values first, then graph constants).
+common::Result<OpContext> Model::context(size_t n) const {
+  const common::Node& node = graph_.nodes[n];
+  OpContext ctx{graph_, node, {}, {}, graph_.opset("")};
+  for (const std::string& in : node.inputs) {
+    int d = in.empty() ? -1 : dag_.find(in);
+    const common::Tensor* c = nullptr;
+    if (!in.empty() && d < 0) {
+      auto f = folded_.find(in);
+      c = f != folded_.end() ? &f->second : graph_.constant(in);
+      if (c == nullptr)
+        return graph_.error(node, "input '" + in + "' is neither variable nor constant");
+    }
+    ctx.shapes.push_back(in.empty() ? std::nullopt
+                                    : std::optional<Dims>(d >= 0 ? shapes_[d] : c->dims));
+    ctx.constants.push_back(c);
+  }
+  return ctx;
+}
+
+common::Status Model::add_node(size_t n, const std::vector<int>& dag_nodes) {
+  const common::Node& node = graph_.nodes[n];
+  ASSIGN_OR_RETURN(OpContext ctx, context(n));
+  if (dag_nodes.empty()) return fold(ctx);
+  bool onnx_domain = node.domain.empty() || node.domain == "ai.onnx";
+  OpRule rule = onnx_domain ? find_rule(node.op_type) : nullptr;
+  if (rule == nullptr) return graph_.error(node, "no bound rule for op " + node.op_type);
+  ASSIGN_OR_RETURN(OpOutputs outs, rule(ctx));
+  for (size_t o = 0; o < dag_nodes.size(); ++o) {
+    int d = dag_nodes[o];
+    if (d < 0) continue;
+    if (o >= outs.size())
+      return graph_.error(node, "no bound rule for output " + std::to_string(o));
+    RETURN_IF_ERROR(check_shape(node, node.outputs[o], outs[o].shape));
+    ops_[d] = std::move(outs[o].op);
+    shapes_[d] = std::move(outs[o].shape);
+  }
+  return {};
+}
+
+// The rule's output shape must be the one shape inference found (when it ran).
+common::Status Model::check_shape(const common::Node& node, const std::string& name,
+                                  const Dims& shape) const {
+#ifdef PROPDAG_HAVE_SHAPEONNX
+  const common::Value* v = graph_.find(name);
+  if (v == nullptr || !v->is_static() || *v->shape == shape) return {};
+  auto text = [](const Dims& d) {
+    std::string s = "[";
+    for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
+    return s + "]";
+  };
+  return graph_.error(node, "bound rule gives '" + name + "' shape " + text(shape) +
+                                ", shape inference " + text(*v->shape));
+#else
+  return {};
+#endif
+}
+
+common::Status Model::fold(const OpContext& ctx) {
+  const common::Node& node = ctx.node;
+  if (node.op_type == "Shape") {
+    Dims dims = *ctx.shapes[0];
+    int64_t rank = dims.size(), start = node.attr_int("start", 0), end = node.attr_int("end", rank);
+    if (start < 0) start += rank;
+    if (end < 0) end += rank;
+    start = std::clamp<int64_t>(start, 0, rank), end = std::clamp<int64_t>(end, start, rank);
+    Dims part(dims.begin() + start, dims.begin() + end);
+    folded_[node.outputs[0]] = common::Tensor::from_int64(part, {end - start});
+    return {};
+  }
+  if (node.op_type == "Size") {
+    folded_[node.outputs[0]] =
+        common::Tensor::from_int64({common::num_elements(*ctx.shapes[0])}, {});
+    return {};
+  }
+  ASSIGN_OR_RETURN(std::vector<common::Tensor> values,
+                   common::evaluate(ctx.graph, node, ctx.constants));
+  for (size_t o = 0; o < values.size() && o < node.outputs.size(); ++o)
+    folded_[node.outputs[o]] = std::move(values[o]);
+  return {};
+}
+
+}  // namespace propdag

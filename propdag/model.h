@@ -1,0 +1,52 @@
+// A model ready for bound propagation: the DAG, each node's static shape and BoundOp.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+#include "common/graph.h"
+#include "propdag/dag.h"
+#include "propdag/op.h"
+
+namespace propdag {
+
+struct OpContext;
+
+class Model {
+ public:
+  /// Builds the bound model of a graph: shapeonnx::infer gives every value a static shape (a
+  /// symbolic batch becomes 1); constant sub-expressions are folded; every variable node gets its
+  /// op's rule, whose output shape must agree with inference. Fails with node and op when an op
+  /// has no rule or its inputs do not fit it.
+  static common::Result<Model> build(common::Graph graph);
+  /// load_graph + build.
+  static common::Result<Model> load(std::string_view path);
+
+  const common::Graph& graph() const { return graph_; }
+  const Dag& dag() const { return dag_; }
+  /// Null for graph inputs.
+  const BoundOp* op(int node) const { return ops_[node].get(); }
+  const common::Dims& shape(int node) const { return shapes_[node]; }
+  int64_t numel(int node) const { return common::num_elements(shapes_[node]); }
+  /// Total number of input elements (graph inputs concatenated in order).
+  int64_t input_size() const;
+
+ private:
+  common::Result<OpContext> context(size_t n) const;
+  common::Status add_node(size_t n, const std::vector<int>& dag_nodes);
+  common::Status check_shape(const common::Node& node, const std::string& name,
+                             const common::Dims& shape) const;
+  common::Status fold(const OpContext& ctx);
+
+  common::Graph graph_;
+  Dag dag_;
+  std::vector<std::unique_ptr<BoundOp>> ops_;
+  std::vector<common::Dims> shapes_;
+  std::map<std::string, common::Tensor> folded_;  // constants computed from other constants
+};
+
+}  // namespace propdag

@@ -1,0 +1,81 @@
+// The per-op bound rule: an interval transformer and one linear relaxation, from which the
+// forward (IBP) and backward (CROWN) engines both derive their bounds.
+#pragma once
+
+#include <Eigen/Dense>
+#include <Eigen/SparseCore>
+#include <memory>
+#include <vector>
+
+#include "common/error.h"
+
+namespace propdag {
+
+using Vec = Eigen::VectorXd;
+using Mat = Eigen::MatrixXd;
+using SpMat = Eigen::SparseMatrix<double, Eigen::RowMajor>;
+
+/// Elementwise bounds of a flattened tensor (row-major).
+struct Interval {
+  Vec lo, hi;
+  Eigen::Index size() const { return lo.size(); }
+};
+
+/// out += W * in[slot], with W dense or sparse (rows: output elements, cols: input elements).
+struct LinearTerm {
+  int slot = 0;
+  bool dense = false;
+  Mat w;
+  SpMat s;
+};
+
+/// The op's relaxation on the current input bounds.
+struct Relaxation {
+  enum class Kind {
+    kAffine,       ///< out = sum(terms) + bias, exact
+    kElementwise,  ///< lo_slope*x+lo_bias <= out <= up_slope*x+up_bias, x = in[0], per element
+    kConstant,     ///< out in the op's output interval (no dependency kept)
+  };
+  Kind kind = Kind::kConstant;
+  const std::vector<LinearTerm>* terms = nullptr;  ///< kAffine: owned by the op
+  const Vec* bias = nullptr;                       ///< kAffine: owned by the op
+  Vec lo_slope, lo_bias, up_slope, up_bias;
+};
+
+/// One output of one ONNX node. Input slots are the node's input positions; `in[slot]` is null
+/// for a constant input.
+class BoundOp {
+ public:
+  virtual ~BoundOp() = default;
+  /// Bounds of the output from bounds of the variable inputs.
+  virtual Interval interval(const std::vector<const Interval*>& in) const = 0;
+  /// A linear relaxation valid for inputs inside `in` (and output inside `out`, this op's
+  /// interval on `in`).
+  virtual Relaxation relax(const std::vector<const Interval*>& in, const Interval& out) const = 0;
+  /// True when the relaxation depends on the input bounds (nonlinear ops).
+  virtual bool nonlinear() const { return true; }
+  /// Stored coefficients a backward step multiplies by, per row (cost model).
+  virtual int64_t weight_entries() const { return 0; }
+};
+
+/// An affine op: out = sum_k W_k in[slot_k] + bias. Interval and relaxation both follow.
+class AffineOp : public BoundOp {
+ public:
+  AffineOp(std::vector<LinearTerm> terms, Vec bias)
+      : terms_(std::move(terms)), bias_(std::move(bias)) {}
+  Interval interval(const std::vector<const Interval*>& in) const override;
+  Relaxation relax(const std::vector<const Interval*>& in, const Interval& out) const override;
+  bool nonlinear() const override { return false; }
+  int64_t weight_entries() const override;
+  const std::vector<LinearTerm>& terms() const { return terms_; }
+  const Vec& bias() const { return bias_; }
+
+ private:
+  std::vector<LinearTerm> terms_;
+  Vec bias_;
+};
+
+/// Interval of W x over a box, W dense or sparse (center-radius form).
+Interval affine_interval(const LinearTerm& term, const Interval& x);
+
+}  // namespace propdag

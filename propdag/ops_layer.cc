@@ -1,0 +1,265 @@
+// Sliding-window layers: Conv and ConvTranspose (1-D/2-D), AveragePool, MaxPool (interval), Pad.
+// 1-D inputs are handled as 2-D with a height of 1.
+#include <algorithm>
+#include <limits>
+
+#include "propdag/ops_util.h"
+
+namespace propdag {
+namespace {
+
+using common::Dims;
+using common::num_elements;
+using common::Result;
+using Triplets = std::vector<Eigen::Triplet<double>>;
+
+// Geometry of a 2-D window op on an [N, C, H, W] input.
+struct Window {
+  int64_t n = 1, c = 1, h = 1, w = 1;      // input
+  int64_t kh = 1, kw = 1;                  // kernel
+  int64_t sh = 1, sw = 1, dh = 1, dw = 1;  // strides, dilations
+  int64_t ph = 0, pw = 0, ph_end = 0, pw_end = 0;
+  int64_t oh = 1, ow = 1;  // output spatial size
+  bool one_d = false;
+};
+
+// Reads a per-spatial-axis attribute as a 2-D (h, w) pair; 1-D ops get `fill` for h.
+std::pair<int64_t, int64_t> pair_attr(const std::vector<int64_t>& v, bool one_d, int64_t fill) {
+  if (v.empty()) return {fill, fill};
+  return one_d ? std::pair{fill, v[0]} : std::pair{v[0], v[1]};
+}
+
+int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe, bool ceil) {
+  int64_t span = in + pb + pe - ((k - 1) * d + 1);
+  return (ceil ? (span + s - 1) / s : span / s) + 1;
+}
+
+// Fills pads from auto_pad: SAME_* keeps ceil(in / stride) outputs.
+void same_pads(int64_t in, int64_t k, int64_t s, int64_t d, bool lower, int64_t& pb, int64_t& pe) {
+  int64_t out = (in + s - 1) / s;
+  int64_t total = std::max<int64_t>(0, (out - 1) * s + (k - 1) * d + 1 - in);
+  pb = lower ? total - total / 2 : total / 2;
+  pe = total - pb;
+}
+
+Result<Window> window(const OpContext& ctx, const Dims& x, std::pair<int64_t, int64_t> kernel) {
+  if (x.size() != 3 && x.size() != 4) return ctx.error("only 1-D and 2-D windows are supported");
+  Window g;
+  g.one_d = x.size() == 3;
+  g.n = x[0];
+  g.c = x[1];
+  g.h = g.one_d ? 1 : x[2];
+  g.w = x.back();
+  std::tie(g.kh, g.kw) = kernel;
+  std::tie(g.sh, g.sw) = pair_attr(ctx.node.attr_ints("strides"), g.one_d, 1);
+  std::tie(g.dh, g.dw) = pair_attr(ctx.node.attr_ints("dilations"), g.one_d, 1);
+  std::vector<int64_t> pads = ctx.node.attr_ints("pads");
+  if (!pads.empty()) {
+    if (g.one_d)
+      std::tie(g.pw, g.pw_end) = std::pair{pads[0], pads[1]};
+    else
+      std::tie(g.ph, g.pw, g.ph_end, g.pw_end) = std::tuple{pads[0], pads[1], pads[2], pads[3]};
+  }
+  std::string autopad = ctx.node.attr_string("auto_pad", "NOTSET");
+  if (autopad == "SAME_UPPER" || autopad == "SAME_LOWER") {
+    same_pads(g.h, g.kh, g.sh, g.dh, autopad == "SAME_LOWER", g.ph, g.ph_end);
+    same_pads(g.w, g.kw, g.sw, g.dw, autopad == "SAME_LOWER", g.pw, g.pw_end);
+  }
+  bool ceil = ctx.node.attr_int("ceil_mode", 0) != 0;
+  g.oh = out_size(g.h, g.kh, g.sh, g.dh, g.ph, g.ph_end, ceil);
+  g.ow = out_size(g.w, g.kw, g.sw, g.dw, g.pw, g.pw_end, ceil);
+  return g;
+}
+
+Dims out_dims(const Window& g, int64_t channels) {
+  return g.one_d ? Dims{g.n, channels, g.ow} : Dims{g.n, channels, g.oh, g.ow};
+}
+
+// Calls f(out_spatial, kernel_pos, in_spatial or -1 when in padding) for one channel plane.
+template <class F>
+void for_each_tap(const Window& g, F&& f) {
+  for (int64_t oy = 0; oy < g.oh; ++oy)
+    for (int64_t ox = 0; ox < g.ow; ++ox)
+      for (int64_t ky = 0; ky < g.kh; ++ky)
+        for (int64_t kx = 0; kx < g.kw; ++kx) {
+          int64_t iy = oy * g.sh - g.ph + ky * g.dh, ix = ox * g.sw - g.pw + kx * g.dw;
+          bool inside = iy >= 0 && iy < g.h && ix >= 0 && ix < g.w;
+          f(oy * g.ow + ox, ky * g.kw + kx, inside ? iy * g.w + ix : -1, iy, ix);
+        }
+}
+
+Vec channel_bias(const OpContext& ctx, size_t input, int64_t channels, int64_t n, int64_t plane) {
+  Vec bias = Vec::Zero(n * channels * plane);
+  if (!ctx.present(input)) return bias;
+  std::vector<double> b = ctx.constants[input]->to_double();
+  for (int64_t i = 0; i < bias.size(); ++i) bias[i] = b[(i / plane) % channels];
+  return bias;
+}
+
+Result<OpOutputs> conv_rule(const OpContext& ctx) {
+  if (!ctx.variable(0) || ctx.variable(1) || ctx.variable(2))
+    return ctx.error("Conv needs a variable input and constant weights");
+  const Dims& wd = ctx.shape(1);
+  bool one_d = wd.size() == 3;
+  ASSIGN_OR_RETURN(Window g, window(ctx, ctx.shape(0), {one_d ? 1 : wd[2], wd.back()}));
+  int64_t groups = ctx.node.attr_int("group", 1), m = wd[0], cg = wd[1], mg = m / groups;
+  if (cg * groups != g.c) return ctx.error("Conv weight channels do not match the input");
+  std::vector<double> w = ctx.constants[1]->to_double();
+  int64_t k = g.kh * g.kw, in_plane = g.h * g.w, out_plane = g.oh * g.ow;
+  Triplets t;
+  t.reserve(g.n * m * out_plane * cg * k);
+  for (int64_t b = 0; b < g.n; ++b)
+    for (int64_t oc = 0; oc < m; ++oc)
+      for (int64_t c = 0; c < cg; ++c) {
+        int64_t ic = oc / mg * cg + c, row0 = (b * m + oc) * out_plane,
+                col0 = (b * g.c + ic) * in_plane;
+        const double* wk = &w[(oc * cg + c) * k];
+        for_each_tap(g, [&](int64_t o, int64_t kk, int64_t i, int64_t, int64_t) {
+          if (i >= 0 && wk[kk] != 0) t.emplace_back(row0 + o, col0 + i, wk[kk]);
+        });
+      }
+  std::vector<LinearTerm> terms{sparse_term(0, g.n * m * out_plane, num_elements(ctx.shape(0)), t)};
+  return affine_output(std::move(terms), channel_bias(ctx, 2, m, g.n, out_plane), out_dims(g, m));
+}
+
+// out[b, oc, iy*s - p + ky*d, ...] += x[b, ic, iy, ...] * W[ic, oc % mg, ky, ...]
+Result<OpOutputs> conv_transpose_rule(const OpContext& ctx) {
+  if (!ctx.variable(0) || ctx.variable(1) || ctx.variable(2))
+    return ctx.error("ConvTranspose needs a variable input and constant weights");
+  const Dims &x = ctx.shape(0), &wd = ctx.shape(1);
+  bool one_d = wd.size() == 3;
+  Window g;
+  ASSIGN_OR_RETURN(g, window(ctx, x, {one_d ? 1 : wd[2], wd.back()}));
+  int64_t groups = ctx.node.attr_int("group", 1), cg = wd[0] / groups, mg = wd[1], m = mg * groups;
+  auto [oph, opw] = pair_attr(ctx.node.attr_ints("output_padding"), one_d, 0);
+  int64_t oh = g.sh * (g.h - 1) + oph + (g.kh - 1) * g.dh + 1 - g.ph - g.ph_end;
+  int64_t ow = g.sw * (g.w - 1) + opw + (g.kw - 1) * g.dw + 1 - g.pw - g.pw_end;
+  std::vector<int64_t> shape_attr = ctx.node.attr_ints("output_shape");
+  if (!shape_attr.empty()) return ctx.error("ConvTranspose output_shape is not supported");
+  std::vector<double> w = ctx.constants[1]->to_double();
+  int64_t k = g.kh * g.kw, in_plane = g.h * g.w, out_plane = oh * ow;
+  Triplets t;
+  for (int64_t b = 0; b < g.n; ++b)
+    for (int64_t ic = 0; ic < g.c; ++ic)
+      for (int64_t o = 0; o < mg; ++o) {
+        int64_t oc = ic / cg * mg + o;
+        const double* wk = &w[(ic * mg + o) * k];
+        for (int64_t iy = 0; iy < g.h; ++iy)
+          for (int64_t ix = 0; ix < g.w; ++ix)
+            for (int64_t ky = 0; ky < g.kh; ++ky)
+              for (int64_t kx = 0; kx < g.kw; ++kx) {
+                int64_t y = iy * g.sh - g.ph + ky * g.dh, xx = ix * g.sw - g.pw + kx * g.dw;
+                if (y < 0 || y >= oh || xx < 0 || xx >= ow || wk[ky * g.kw + kx] == 0) continue;
+                t.emplace_back((b * m + oc) * out_plane + y * ow + xx,
+                               (b * g.c + ic) * in_plane + iy * g.w + ix, wk[ky * g.kw + kx]);
+              }
+      }
+  std::vector<LinearTerm> terms{sparse_term(0, g.n * m * out_plane, num_elements(x), t)};
+  Dims out = one_d ? Dims{g.n, m, ow} : Dims{g.n, m, oh, ow};
+  return affine_output(std::move(terms), channel_bias(ctx, 2, m, g.n, out_plane), out);
+}
+
+Result<Window> pool_window(const OpContext& ctx) {
+  std::vector<int64_t> ks = ctx.node.attr_ints("kernel_shape");
+  if (ks.empty()) return ctx.error("pool needs kernel_shape");
+  return window(ctx, ctx.shape(0), pair_attr(ks, ctx.shape(0).size() == 3, 1));
+}
+
+Result<OpOutputs> average_pool_rule(const OpContext& ctx) {
+  ASSIGN_OR_RETURN(Window g, pool_window(ctx));
+  bool include_pad = ctx.node.attr_int("count_include_pad", 0) != 0;
+  int64_t in_plane = g.h * g.w, out_plane = g.oh * g.ow, planes = g.n * g.c;
+  // Divisor per output position: taps inside the input (or inside input + pads).
+  std::vector<int64_t> count(out_plane, 0);
+  for_each_tap(g, [&](int64_t o, int64_t, int64_t i, int64_t iy, int64_t ix) {
+    bool in_padded = iy >= -g.ph && iy < g.h + g.ph_end && ix >= -g.pw && ix < g.w + g.pw_end;
+    if (include_pad ? in_padded : i >= 0) ++count[o];
+  });
+  Triplets t;
+  for (int64_t p = 0; p < planes; ++p)
+    for_each_tap(g, [&](int64_t o, int64_t, int64_t i, int64_t, int64_t) {
+      if (i >= 0) t.emplace_back(p * out_plane + o, p * in_plane + i, 1.0 / count[o]);
+    });
+  std::vector<LinearTerm> terms{sparse_term(0, planes * out_plane, planes * in_plane, t)};
+  return affine_output(std::move(terms), Vec::Zero(planes * out_plane), out_dims(g, g.c));
+}
+
+// MaxPool: the max of the window's lower and upper bounds; relaxed to its output interval.
+class MaxPoolOp : public BoundOp {
+ public:
+  MaxPoolOp(std::vector<int64_t> taps, int64_t k) : taps_(std::move(taps)), k_(k) {}
+  Interval interval(const std::vector<const Interval*>& in) const override {
+    int64_t n = taps_.size() / k_;
+    Interval out{Vec::Constant(n, -std::numeric_limits<double>::infinity()),
+                 Vec::Constant(n, -std::numeric_limits<double>::infinity())};
+    for (int64_t o = 0; o < n; ++o)
+      for (int64_t j = 0; j < k_; ++j) {
+        int64_t i = taps_[o * k_ + j];
+        if (i < 0) continue;
+        out.lo[o] = std::max(out.lo[o], in[0]->lo[i]);
+        out.hi[o] = std::max(out.hi[o], in[0]->hi[i]);
+      }
+    return out;
+  }
+  Relaxation relax(const std::vector<const Interval*>&, const Interval&) const override {
+    return {};
+  }
+
+ private:
+  std::vector<int64_t> taps_;  // k_ input indices per output element, -1 for padding
+  int64_t k_;
+};
+
+Result<OpOutputs> max_pool_rule(const OpContext& ctx) {
+  ASSIGN_OR_RETURN(Window g, pool_window(ctx));
+  int64_t k = g.kh * g.kw, in_plane = g.h * g.w, out_plane = g.oh * g.ow, planes = g.n * g.c;
+  std::vector<int64_t> taps(planes * out_plane * k, -1);
+  for (int64_t p = 0; p < planes; ++p)
+    for_each_tap(g, [&](int64_t o, int64_t kk, int64_t i, int64_t, int64_t) {
+      if (i >= 0) taps[(p * out_plane + o) * k + kk] = p * in_plane + i;
+    });
+  OpOutputs out;
+  out.push_back({std::make_unique<MaxPoolOp>(std::move(taps), k), out_dims(g, g.c)});
+  return out;
+}
+
+// Pad (constant mode): each output element copies the input element at coord - pad_begin, or is
+// the constant fill. Negative pads crop.
+Result<OpOutputs> pad_rule(const OpContext& ctx) {
+  if (ctx.node.attr_string("mode", "constant") != "constant")
+    return ctx.error("only constant Pad is supported");
+  const Dims& x = ctx.shape(0);
+  std::vector<int64_t> pads =
+      ctx.opset < 11 ? ctx.node.attr_ints("pads") : ints_input_or_attr(ctx, 1, "");
+  if (pads.size() != 2 * x.size()) return ctx.error("Pad pads do not match the input rank");
+  double fill = ctx.opset < 11 ? ctx.node.attr_float("value", 0.0f)
+                               : (ctx.present(2) ? ctx.constants[2]->double_at(0) : 0.0);
+  size_t r = x.size();
+  Dims out(r);
+  for (size_t i = 0; i < r; ++i) out[i] = x[i] + pads[i] + pads[r + i];
+  std::vector<int64_t> os = strides_of(out), is = strides_of(x), src(num_elements(out));
+  for (size_t flat = 0; flat < src.size(); ++flat) {
+    int64_t idx = 0;
+    for (size_t i = 0; i < r && idx >= 0; ++i) {
+      int64_t c = (flat / os[i]) % out[i] - pads[i];
+      idx = c < 0 || c >= x[i] ? -1 : idx + c * is[i];
+    }
+    src[flat] = idx;
+  }
+  Vec bias(src.size());
+  for (size_t i = 0; i < src.size(); ++i) bias[i] = src[i] < 0 ? fill : 0.0;
+  std::vector<LinearTerm> terms{gather_term(0, src, num_elements(x))};
+  return affine_output(std::move(terms), std::move(bias), out);
+}
+
+}  // namespace
+
+void add_layer_rules(RuleTable& table) {
+  table.insert(table.end(), {{"Conv", conv_rule},
+                             {"ConvTranspose", conv_transpose_rule},
+                             {"AveragePool", average_pool_rule},
+                             {"MaxPool", max_pool_rule},
+                             {"Pad", pad_rule}});
+}
+
+}  // namespace propdag

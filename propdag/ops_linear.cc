@@ -1,0 +1,197 @@
+// Affine arithmetic: Add/Sub (constant or two variables), Mul/Div by constants, Neg, Gemm,
+// MatMul with a constant operand, BatchNormalization (inference form).
+#include <cmath>
+#include <functional>
+
+#include "common/eval.h"
+#include "propdag/ops_util.h"
+
+namespace propdag {
+namespace {
+
+using common::Dims;
+using common::num_elements;
+using common::Result;
+
+Result<Dims> out_shape(const OpContext& ctx) {
+  auto s = common::broadcast_shapes(ctx.shape(0), ctx.shape(1));
+  if (!s) return ctx.error("input shapes do not broadcast");
+  return *s;
+}
+
+// Add, Sub: every variable operand becomes a term, every constant one goes to the bias.
+Result<OpOutputs> add_sub(const OpContext& ctx, double sign_b) {
+  ASSIGN_OR_RETURN(Dims out, out_shape(ctx));
+  int64_t n = num_elements(out);
+  std::vector<LinearTerm> terms;
+  Vec bias = Vec::Zero(n);
+  for (int slot = 0; slot < 2; ++slot) {
+    double coef = slot == 0 ? 1.0 : sign_b;
+    if (ctx.variable(slot)) {
+      std::vector<int64_t> map = broadcast_map(out, ctx.shape(slot));
+      terms.push_back(
+          gather_term(slot, map, num_elements(ctx.shape(slot)), std::vector<double>(n, coef)));
+      continue;
+    }
+    std::vector<double> c = broadcast_constant(*ctx.constants[slot], out);
+    for (int64_t i = 0; i < n; ++i) bias[i] += coef * c[i];
+  }
+  return affine_output(std::move(terms), std::move(bias), out);
+}
+
+Result<OpOutputs> add_rule(const OpContext& ctx) { return add_sub(ctx, 1.0); }
+Result<OpOutputs> sub_rule(const OpContext& ctx) { return add_sub(ctx, -1.0); }
+
+// Mul / Div: x * c, c * x, x / c. The product of two variables has no rule.
+Result<OpOutputs> scale_rule(const OpContext& ctx, bool divide) {
+  if (ctx.variable(0) && ctx.variable(1))
+    return ctx.error("no bound rule for the product or quotient of two variable tensors");
+  int var = ctx.variable(0) ? 0 : 1;
+  if (divide && var == 1) return ctx.error("no bound rule for division by a variable tensor");
+  ASSIGN_OR_RETURN(Dims out, out_shape(ctx));
+  std::vector<double> c = broadcast_constant(*ctx.constants[1 - var], out);
+  if (divide)
+    for (double& v : c) v = 1.0 / v;
+  std::vector<int64_t> map = broadcast_map(out, ctx.shape(var));
+  std::vector<LinearTerm> terms{gather_term(var, map, num_elements(ctx.shape(var)), c)};
+  return affine_output(std::move(terms), Vec::Zero(num_elements(out)), out);
+}
+
+Result<OpOutputs> mul_rule(const OpContext& ctx) { return scale_rule(ctx, false); }
+Result<OpOutputs> div_rule(const OpContext& ctx) { return scale_rule(ctx, true); }
+
+Result<OpOutputs> neg_rule(const OpContext& ctx) {
+  int64_t n = num_elements(ctx.shape(0));
+  std::vector<int64_t> id(n);
+  for (int64_t i = 0; i < n; ++i) id[i] = i;
+  std::vector<LinearTerm> terms{gather_term(0, id, n, std::vector<double>(n, -1.0))};
+  return affine_output(std::move(terms), Vec::Zero(n), ctx.shape(0));
+}
+
+// A batched product out[b, m, n] = sum_k A[b, m, k] * B[b, k, n] where exactly one operand is
+// variable; `a_at` / `b_at` give flat indices of the operands (batch broadcasting folded in).
+struct Product {
+  int64_t batch, m, k, n;
+  std::function<int64_t(int64_t, int64_t, int64_t)> a_at, b_at;
+};
+
+LinearTerm product_term(const Product& p, int var_slot, bool a_variable,
+                        const std::vector<double>& konst, int64_t var_size, double alpha) {
+  if (a_variable && p.batch * p.m == 1) {  // dense row: W(n, k) = B[k, n]
+    LinearTerm t;
+    t.slot = var_slot;
+    t.dense = true;
+    t.w = Mat::Zero(p.n, var_size);
+    for (int64_t k = 0; k < p.k; ++k)
+      for (int64_t j = 0; j < p.n; ++j) t.w(j, p.a_at(0, 0, k)) += alpha * konst[p.b_at(0, k, j)];
+    return t;
+  }
+  std::vector<Eigen::Triplet<double>> entries;
+  entries.reserve(p.batch * p.m * p.n * p.k);
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t i = 0; i < p.m; ++i)
+      for (int64_t j = 0; j < p.n; ++j)
+        for (int64_t k = 0; k < p.k; ++k) {
+          int64_t row = (b * p.m + i) * p.n + j;
+          int64_t a = p.a_at(b, i, k), bb = p.b_at(b, k, j);
+          if (a_variable)
+            entries.emplace_back(row, a, alpha * konst[bb]);
+          else
+            entries.emplace_back(row, bb, alpha * konst[a]);
+        }
+  return sparse_term(var_slot, p.batch * p.m * p.n, var_size, entries);
+}
+
+Result<OpOutputs> gemm_rule(const OpContext& ctx) {
+  if (ctx.variable(0) == ctx.variable(1))
+    return ctx.error("Gemm needs exactly one variable operand among A and B");
+  bool ta = ctx.node.attr_int("transA", 0) != 0, tb = ctx.node.attr_int("transB", 0) != 0;
+  double alpha = ctx.node.attr_float("alpha", 1.0f), beta = ctx.node.attr_float("beta", 1.0f);
+  const Dims &sa = ctx.shape(0), &sb = ctx.shape(1);
+  if (sa.size() != 2 || sb.size() != 2) return ctx.error("Gemm operands must be 2-D");
+  Product p{1, ta ? sa[1] : sa[0], ta ? sa[0] : sa[1], tb ? sb[0] : sb[1], nullptr, nullptr};
+  int64_t M = p.m, K = p.k, N = p.n;
+  p.a_at = [=](int64_t, int64_t i, int64_t k) { return ta ? k * M + i : i * K + k; };
+  p.b_at = [=](int64_t, int64_t k, int64_t j) { return tb ? j * K + k : k * N + j; };
+  bool a_var = ctx.variable(0);
+  int var = a_var ? 0 : 1;
+  std::vector<double> konst = ctx.constants[1 - var]->to_double();
+  std::vector<LinearTerm> terms{
+      product_term(p, var, a_var, konst, num_elements(ctx.shape(var)), alpha)};
+  Dims out{M, N};
+  Vec bias = Vec::Zero(M * N);
+  if (ctx.present(2)) {
+    if (!ctx.constants[2]) return ctx.error("Gemm bias C must be constant");
+    std::vector<double> c = broadcast_constant(*ctx.constants[2], out);
+    if (c.empty()) return ctx.error("Gemm bias C does not broadcast to the output");
+    for (int64_t i = 0; i < M * N; ++i) bias[i] = beta * c[i];
+  }
+  return affine_output(std::move(terms), std::move(bias), out);
+}
+
+Result<OpOutputs> matmul_rule(const OpContext& ctx) {
+  if (ctx.variable(0) == ctx.variable(1))
+    return ctx.error("no bound rule for MatMul of two variable tensors");
+  Dims a = ctx.shape(0), b = ctx.shape(1);
+  bool a_vec = a.size() == 1, b_vec = b.size() == 1;
+  if (a_vec) a.insert(a.begin(), 1);
+  if (b_vec) b.push_back(1);
+  Dims ab(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
+  auto batch_dims = common::broadcast_shapes(ab, bb);
+  if (!batch_dims || a.back() != b[b.size() - 2]) return ctx.error("MatMul shapes do not match");
+  int64_t M = a[a.size() - 2], K = a.back(), N = b.back(), B = num_elements(*batch_dims);
+  std::vector<int64_t> amap = broadcast_map(*batch_dims, ab), bmap = broadcast_map(*batch_dims, bb);
+  Product p{B, M, K, N, nullptr, nullptr};
+  p.a_at = [=](int64_t bi, int64_t i, int64_t k) { return (amap[bi] * M + i) * K + k; };
+  p.b_at = [=](int64_t bi, int64_t k, int64_t j) { return (bmap[bi] * K + k) * N + j; };
+  bool a_var = ctx.variable(0);
+  int var = a_var ? 0 : 1;
+  std::vector<double> konst = ctx.constants[1 - var]->to_double();
+  std::vector<LinearTerm> terms{
+      product_term(p, var, a_var, konst, num_elements(ctx.shape(var)), 1)};
+  Dims out = *batch_dims;
+  if (!a_vec) out.push_back(M);
+  if (!b_vec) out.push_back(N);
+  return affine_output(std::move(terms), Vec::Zero(B * M * N), out);
+}
+
+// y = scale * (x - mean) / sqrt(var + eps) + bias, per channel (axis 1).
+Result<OpOutputs> batchnorm_rule(const OpContext& ctx) {
+  for (size_t i = 1; i < 5; ++i)
+    if (!ctx.present(i) || ctx.variable(i))
+      return ctx.error("BatchNormalization needs constant parameters");
+  const Dims& x = ctx.shape(0);
+  if (x.size() < 2) return ctx.error("BatchNormalization input must have a channel axis");
+  double eps = ctx.node.attr_float("epsilon", 1e-5f);
+  std::vector<double> s = ctx.constants[1]->to_double(), b = ctx.constants[2]->to_double(),
+                      mean = ctx.constants[3]->to_double(), var = ctx.constants[4]->to_double();
+  int64_t n = num_elements(x), channels = x[1], inner = n / (x[0] * channels);
+  if (static_cast<int64_t>(s.size()) != channels) return ctx.error("BatchNormalization scale size");
+  std::vector<int64_t> id(n);
+  std::vector<double> scale(n);
+  Vec bias(n);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t c = (i / inner) % channels;
+    double g = s[c] / std::sqrt(var[c] + eps);
+    id[i] = i;
+    scale[i] = g;
+    bias[i] = b[c] - g * mean[c];
+  }
+  std::vector<LinearTerm> terms{gather_term(0, id, n, scale)};
+  return affine_output(std::move(terms), std::move(bias), x);
+}
+
+}  // namespace
+
+void add_linear_rules(RuleTable& table) {
+  table.insert(table.end(), {{"Add", add_rule},
+                             {"Sub", sub_rule},
+                             {"Mul", mul_rule},
+                             {"Div", div_rule},
+                             {"Neg", neg_rule},
+                             {"Gemm", gemm_rule},
+                             {"MatMul", matmul_rule},
+                             {"BatchNormalization", batchnorm_rule}});
+}
+
+}  // namespace propdag

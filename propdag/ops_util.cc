@@ -1,0 +1,77 @@
+#include "propdag/ops_util.h"
+
+#include <algorithm>
+
+namespace propdag {
+
+std::vector<int64_t> strides_of(const common::Dims& dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (int64_t i = static_cast<int64_t>(dims.size()) - 2; i >= 0; --i)
+    s[i] = s[i + 1] * dims[i + 1];
+  return s;
+}
+
+int64_t norm_axis(int64_t axis, int64_t rank) {
+  if (axis < 0) axis += rank;
+  return axis < 0 || axis >= rank ? -1 : axis;
+}
+
+std::vector<int64_t> broadcast_map(const common::Dims& out, const common::Dims& in) {
+  if (in.size() > out.size()) return {};
+  size_t shift = out.size() - in.size();
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i] != 1 && in[i] != out[shift + i]) return {};
+  std::vector<int64_t> out_strides = strides_of(out), in_strides = strides_of(in);
+  int64_t n = common::num_elements(out);
+  std::vector<int64_t> map(n);
+  for (int64_t flat = 0; flat < n; ++flat) {
+    int64_t src = 0;
+    for (size_t i = 0; i < in.size(); ++i) {
+      int64_t coord = (flat / out_strides[shift + i]) % out[shift + i];
+      if (in[i] != 1) src += coord * in_strides[i];
+    }
+    map[flat] = src;
+  }
+  return map;
+}
+
+LinearTerm gather_term(int slot, const std::vector<int64_t>& src, int64_t in_size,
+                       const std::vector<double>& scale) {
+  std::vector<Eigen::Triplet<double>> entries;
+  entries.reserve(src.size());
+  for (size_t i = 0; i < src.size(); ++i)
+    if (src[i] >= 0) entries.emplace_back(i, src[i], scale.empty() ? 1.0 : scale[i]);
+  return sparse_term(slot, static_cast<int64_t>(src.size()), in_size, entries);
+}
+
+LinearTerm sparse_term(int slot, int64_t rows, int64_t cols,
+                       const std::vector<Eigen::Triplet<double>>& entries) {
+  LinearTerm t;
+  t.slot = slot;
+  t.s.resize(rows, cols);
+  t.s.setFromTriplets(entries.begin(), entries.end());
+  return t;
+}
+
+OpOutputs affine_output(std::vector<LinearTerm> terms, Vec bias, common::Dims shape) {
+  OpOutputs out;
+  out.push_back({std::make_unique<AffineOp>(std::move(terms), std::move(bias)), std::move(shape)});
+  return out;
+}
+
+std::vector<double> broadcast_constant(const common::Tensor& t, const common::Dims& out) {
+  std::vector<int64_t> map = broadcast_map(out, t.dims);
+  if (map.empty() && common::num_elements(out) != 0) return {};
+  std::vector<double> values = t.to_double();
+  std::vector<double> result(map.size());
+  for (size_t i = 0; i < map.size(); ++i) result[i] = values[map[i]];
+  return result;
+}
+
+std::vector<int64_t> ints_input_or_attr(const OpContext& ctx, size_t input, const char* attr) {
+  if (ctx.present(input) && ctx.constants[input] != nullptr)
+    return ctx.constants[input]->to_int64();
+  return ctx.node.attr_ints(attr);
+}
+
+}  // namespace propdag

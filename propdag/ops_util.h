@@ -1,0 +1,33 @@
+// Helpers shared by the op rules: index arithmetic on row-major shapes and affine builders.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/tensor.h"
+#include "propdag/op.h"
+#include "propdag/registry.h"
+
+namespace propdag {
+
+/// Row-major strides of dims.
+std::vector<int64_t> strides_of(const common::Dims& dims);
+/// Axis in [0, rank) from a possibly negative axis; -1 when out of range.
+int64_t norm_axis(int64_t axis, int64_t rank);
+/// For every element of `out`, the flat index of the element of `in` broadcast onto it
+/// (numpy rules, `in` right-aligned). Empty if `in` does not broadcast to `out`.
+std::vector<int64_t> broadcast_map(const common::Dims& out, const common::Dims& in);
+/// Sparse term with W(i, src[i]) = scale[i] (rows with src[i] < 0 stay empty). `scale` empty: 1.
+LinearTerm gather_term(int slot, const std::vector<int64_t>& src, int64_t in_size,
+                       const std::vector<double>& scale = {});
+/// Sparse term from (row, col, value) triplets.
+LinearTerm sparse_term(int slot, int64_t rows, int64_t cols,
+                       const std::vector<Eigen::Triplet<double>>& entries);
+/// A single output holding an AffineOp.
+OpOutputs affine_output(std::vector<LinearTerm> terms, Vec bias, common::Dims shape);
+/// A constant tensor broadcast to `out` as doubles; empty when it does not broadcast.
+std::vector<double> broadcast_constant(const common::Tensor& t, const common::Dims& out);
+/// Integers of a constant input or of an attribute (for opset-dependent forms).
+std::vector<int64_t> ints_input_or_attr(const OpContext& ctx, size_t input, const char* attr);
+
+}  // namespace propdag

@@ -1,0 +1,50 @@
+// The one op registry of propdag: ONNX op_type -> rule that builds the BoundOp of each output.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+#include "common/graph.h"
+#include "propdag/op.h"
+
+namespace propdag {
+
+/// What a rule sees of one node: per input position, the shape and (when constant) the tensor.
+struct OpContext {
+  const common::Graph& graph;
+  const common::Node& node;
+  std::vector<std::optional<common::Dims>> shapes;  ///< nullopt for an omitted optional input
+  std::vector<const common::Tensor*> constants;     ///< non-null for constant inputs
+  int64_t opset = 13;
+
+  bool present(size_t i) const { return i < shapes.size() && shapes[i].has_value(); }
+  bool variable(size_t i) const { return present(i) && constants[i] == nullptr; }
+  const common::Dims& shape(size_t i) const { return *shapes[i]; }
+  common::Error error(std::string message) const { return graph.error(node, std::move(message)); }
+};
+
+/// One output of a node: its rule and its static shape.
+struct OpOutput {
+  std::unique_ptr<BoundOp> op;
+  common::Dims shape;
+};
+using OpOutputs = std::vector<OpOutput>;
+using OpRule = common::Result<OpOutputs> (*)(const OpContext&);
+
+/// The rule for an op type of the default domain, or nullptr.
+OpRule find_rule(std::string_view op_type);
+/// Every op type with a rule, sorted.
+std::vector<std::string> supported_ops();
+
+// Registration, one function per op family file.
+using RuleTable = std::vector<std::pair<std::string_view, OpRule>>;
+void add_linear_rules(RuleTable& table);
+void add_layer_rules(RuleTable& table);
+void add_shape_rules(RuleTable& table);
+void add_activation_rules(RuleTable& table);
+
+}  // namespace propdag

@@ -1,0 +1,82 @@
+"""The propdag CLI: output formats, verdicts and one-line errors with exit code 2."""
+
+import json
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+import sampling
+
+
+def net1(folder):
+    """Network 1 of engine_test.cc: y = relu(x1 + x2) + relu(x1 - x2); on [-1, 1]^2 IBP gives
+    [0, 4] and CROWN [0, 3] (hand-computed there)."""
+    w1 = numpy_helper.from_array(np.array([[1, 1], [1, -1]], np.float32), "w1")
+    w2 = numpy_helper.from_array(np.array([[1], [1]], np.float32), "w2")
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"]), helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("MatMul", ["r", "w2"], ["y"])]
+    g = helper.make_graph(nodes, "net1", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1])], [w1, w2])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    path = os.path.join(folder, "net1.onnx")
+    onnx.save(m, path)
+    return path
+
+
+def prop(folder, text):
+    path = os.path.join(folder, "p.vnnlib")
+    with open(path, "w") as f:
+        f.write("(declare-const X_0 Real)\n(declare-const X_1 Real)\n(declare-const Y_0 Real)\n"
+                "(assert (>= X_0 -1))\n(assert (<= X_0 1))\n(assert (>= X_1 -1))\n(assert (<= X_1 1))\n"
+                + text)
+    return path
+
+
+def test_bounds_json(tmp_path):
+    model = net1(str(tmp_path))
+    for method, hi in (("ibp", 4.0), ("crown", 3.0)):
+        rc, out, err = sampling.propdag("bounds", model, "--input-box", "-1,1", "--method", method,
+                                        "--json")
+        assert rc == 0, err
+        data = json.loads(out)
+        assert data["outputs"] == [{"name": "y", "lower": [0.0], "upper": [hi]}]
+        assert data["ms"] >= 0
+
+
+def test_bounds_text_and_vnnlib_box(tmp_path):
+    model = net1(str(tmp_path))
+    rc, out, _ = sampling.propdag("bounds", model, "--vnnlib", prop(str(tmp_path), ""))
+    assert rc == 0
+    assert out == '"y"\n  0: [0, 3]\n'
+
+
+def test_verify(tmp_path):
+    model = net1(str(tmp_path))
+    # y >= 3.5 is impossible (CROWN: y <= 3), but IBP (y <= 4) cannot show it.
+    spec = prop(str(tmp_path), "(assert (>= Y_0 3.5))\n")
+    assert sampling.propdag("verify", model, spec)[1] == "verified\n"
+    assert sampling.propdag("verify", model, spec, "--method", "ibp")[1] == "unknown\n"
+    # y >= 2.5 is impossible too (true max 2) but beyond CROWN's y <= 3.
+    spec = prop(str(tmp_path), "(assert (>= Y_0 2.5))\n")
+    assert sampling.propdag("verify", model, spec)[1] == "unknown\n"
+
+
+def test_errors_are_one_line_exit_2(tmp_path):
+    model = net1(str(tmp_path))
+    cases = [
+        (["bounds", model, "--input-box", "1,0"],
+         "propdag: --input-box expects LO,HI with LO <= HI, got '1,0'\n"),
+        (["bounds", model], "propdag: bounds needs --vnnlib SPEC or --input-box LO,HI\n"),
+        (["bounds", model, "--input-box", "0,1", "--method", "foo"],
+         "propdag: unknown method 'foo' (ibp, crown)\n"),
+        (["bounds", str(tmp_path / "missing.onnx"), "--input-box", "0,1"], None),
+    ]
+    for args, message in cases:
+        rc, out, err = sampling.propdag(*args)
+        assert rc == 2 and out == "", args
+        assert err.count("\n") == 1 and err.startswith("propdag: "), err
+        if message:
+            assert err == message

@@ -1,0 +1,25 @@
+# Installs propdag into a fresh prefix, builds the example verifier against the installed package
+# (find_package(propdag)), and runs it on a tiny model. Args: BUILD_DIR EXAMPLE_DIR WORK_DIR MODEL
+# SPEC.
+file(REMOVE_RECURSE ${WORK_DIR})
+set(prefix ${WORK_DIR}/prefix)
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "failed (${rc}): ${ARGN}\n${out}\n${err}")
+  endif()
+  set(LAST_OUTPUT "${out}" PARENT_SCOPE)
+endfunction()
+run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix} --component Unspecified)
+run(${CMAKE_COMMAND} -S ${EXAMPLE_DIR} -B ${WORK_DIR}/build -G Ninja
+    -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
+run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+if(NOT EXISTS ${MODEL})
+  message(STATUS "no VNN-COMP test model; built only")
+  return()
+endif()
+run(${WORK_DIR}/build/example_verifier ${MODEL} ${SPEC})
+message(STATUS "example_verifier: ${LAST_OUTPUT}")
+if(NOT LAST_OUTPUT MATCHES "^(verified|unknown)")
+  message(FATAL_ERROR "unexpected output: ${LAST_OUTPUT}")
+endif()

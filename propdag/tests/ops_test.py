@@ -1,0 +1,143 @@
+"""Every op rule against onnxruntime, one single-op model per case (weights random, fixed seed):
+- a degenerate box (one point): IBP and CROWN bounds both equal ORT's output;
+- a random box: 2,000 sampled points and the box corners (up to 2^11) stay inside both bounds."""
+
+import os
+import tempfile
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import sampling
+
+RNG = np.random.default_rng(11)
+
+
+def w(*shape):
+    return RNG.uniform(-1, 1, size=shape).astype(np.float32)
+
+
+def case(op, inputs, consts=(), attrs=None, outputs=1, opset=13):
+    """inputs: [(name, shape)] variables; consts: [(name, array)] initializers, in the node's
+    input order given by `order` (variables first unless a name appears in `order`)."""
+    return dict(op=op, inputs=inputs, consts=list(consts), attrs=attrs or {}, outputs=outputs,
+                opset=opset)
+
+
+CASES = {
+    "gemm_transb_bias": case("Gemm", [("x", [2, 3])], [("b", w(4, 3)), ("c", w(4))],
+                             dict(transB=1, alpha=0.5, beta=2.0)),
+    "gemm_transa": case("Gemm", [("x", [3, 2])], [("b", w(3, 4))], dict(transA=1)),
+    "matmul_batched": case("MatMul", [("x", [2, 3, 4])], [("b", w(4, 5))]),
+    "matmul_const_left": case("MatMul", [("a", None), ("x", [2, 4])], [("a", w(3, 2))]),
+    "add_two_variables_broadcast": case("Add", [("x", [2, 1, 3]), ("y", [4, 1])]),
+    "sub_const_minus_var": case("Sub", [("c", None), ("x", [2, 3])], [("c", w(3))]),
+    "mul_const": case("Mul", [("x", [2, 3])], [("c", w(2, 1))]),
+    "div_const": case("Div", [("x", [2, 3])], [("c", w(3) + 2)]),
+    "neg": case("Neg", [("x", [5])]),
+    "conv2d_pads_strides_dilations_group": case(
+        "Conv", [("x", [1, 4, 7, 6])], [("w", w(6, 2, 3, 2)), ("b", w(6))],
+        dict(pads=[1, 0, 2, 1], strides=[2, 1], dilations=[1, 2], group=2)),
+    "conv2d_same_upper": case("Conv", [("x", [1, 2, 5, 5])], [("w", w(3, 2, 3, 3))],
+                              dict(auto_pad="SAME_UPPER", strides=[2, 2])),
+    "conv1d": case("Conv", [("x", [1, 2, 9])], [("w", w(3, 2, 3))], dict(pads=[1, 1], strides=[2])),
+    "conv_transpose_stride_pads_outpad": case(
+        "ConvTranspose", [("x", [1, 4, 3, 4])], [("w", w(4, 3, 3, 3)), ("b", w(6))],
+        dict(strides=[2, 2], pads=[1, 0, 1, 1], output_padding=[1, 0], group=2)),
+    "conv_transpose_1d": case("ConvTranspose", [("x", [1, 2, 5])], [("w", w(2, 3, 4))],
+                              dict(strides=[3])),
+    "batchnorm": case("BatchNormalization", [("x", [1, 3, 2, 2])],
+                      [("s", w(3)), ("bias", w(3)), ("mean", w(3)), ("var", w(3) + 1.5)],
+                      dict(epsilon=1e-3)),
+    "avgpool_pads_exclude": case("AveragePool", [("x", [1, 2, 5, 5])], [],
+                                 dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2])),
+    "avgpool_pads_include": case("AveragePool", [("x", [1, 2, 5, 5])], [],
+                                 dict(kernel_shape=[3, 2], pads=[1, 0, 1, 1], count_include_pad=1)),
+    "avgpool_ceil": case("AveragePool", [("x", [1, 1, 6, 6])], [],
+                         dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)),
+    "maxpool_pads_strides": case("MaxPool", [("x", [1, 2, 6, 5])], [],
+                                 dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2])),
+    "pad_constant": case("Pad", [("x", [2, 3]), ("p", None), ("v", None)],
+                         [("p", np.array([1, 0, 0, 2], dtype=np.int64)),
+                          ("v", np.array(0.5, dtype=np.float32))]),
+    "flatten": case("Flatten", [("x", [2, 3, 2])], [], dict(axis=2)),
+    "reshape": case("Reshape", [("x", [2, 3, 2]), ("s", None)],
+                    [("s", np.array([0, -1], dtype=np.int64))]),
+    "transpose": case("Transpose", [("x", [2, 3, 4])], [], dict(perm=[2, 0, 1])),
+    "squeeze": case("Squeeze", [("x", [1, 3, 1]), ("a", None)], [("a", np.array([2], np.int64))]),
+    "unsqueeze": case("Unsqueeze", [("x", [3, 2]), ("a", None)],
+                      [("a", np.array([0, -1], np.int64))]),
+    "concat_with_constant": case("Concat", [("x", [2, 2]), ("c", None), ("y", [2, 3])],
+                                 [("c", w(2, 1))], dict(axis=1)),
+    "split": case("Split", [("x", [2, 7]), ("s", None)], [("s", np.array([2, 4, 1], np.int64))],
+                  dict(axis=1), outputs=3),
+    "slice_negative_step": case(
+        "Slice", [("x", [4, 6]), ("st", None), ("en", None), ("ax", None), ("sp", None)],
+        [("st", np.array([-1, 1], np.int64)), ("en", np.array([-100, 100], np.int64)),
+         ("ax", np.array([1, 0], np.int64)), ("sp", np.array([-2, 2], np.int64))]),
+    "gather_negative_indices": case("Gather", [("x", [3, 4]), ("i", None)],
+                                    [("i", np.array([[-1, 0], [2, 2]], np.int64))], dict(axis=1)),
+    "expand": case("Expand", [("x", [3, 1]), ("s", None)], [("s", np.array([2, 3, 4], np.int64))]),
+    "relu": case("Relu", [("x", [6])]),
+    "leaky_relu": case("LeakyRelu", [("x", [6])], [], dict(alpha=0.2)),
+    "sigmoid": case("Sigmoid", [("x", [6])]),
+    "tanh": case("Tanh", [("x", [6])]),
+    "sign": case("Sign", [("x", [6])]),
+    "softmax": case("Softmax", [("x", [2, 5])], [], dict(axis=1)),
+}
+
+
+def build(name, spec, folder):
+    consts = dict(spec["consts"])
+    names = [n for n, _ in spec["inputs"]]
+    graph_inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, s)
+                    for n, s in spec["inputs"] if n not in consts]
+    for n, _ in spec["consts"]:
+        if n not in names:
+            names.append(n)
+    outs = [f"y{i}" for i in range(spec["outputs"])]
+    node = helper.make_node(spec["op"], names, outs, **spec["attrs"])
+    graph = helper.make_graph([node], name, graph_inputs,
+                              [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs],
+                              [numpy_helper.from_array(a, n) for n, a in spec["consts"]])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", spec["opset"])])
+    model.ir_version = 8
+    path = os.path.join(folder, name + ".onnx")
+    onnx.save(model, path)
+    count = sum(int(np.prod(s)) for n, s in spec["inputs"] if n not in consts)
+    return path, count
+
+
+def spec_file(folder, lo, hi):
+    path = os.path.join(folder, "box.vnnlib")
+    with open(path, "w") as f:
+        for i, (a, b) in enumerate(zip(lo, hi)):
+            f.write(f"(declare-const X_{i} Real)\n(assert (>= X_{i} {a!r}))\n(assert (<= X_{i} {b!r}))\n")
+    return path
+
+
+@pytest.mark.skipif(not sampling.ortref.available(), reason="no onnxruntime")
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_op(name):
+    with tempfile.TemporaryDirectory() as folder:
+        model, n = build(name, CASES[name], folder)
+        # One point: both methods are exact.
+        x = sampling.inside_float32(RNG.uniform(-2, 2, size=(1, n)), -np.inf, np.inf)
+        point = x[0].astype(np.float64)
+        spec = spec_file(folder, point, point)
+        y, _ = sampling.evaluate(model, x)
+        for method in ("ibp", "crown"):
+            lo, hi, _ = sampling.bounds(model, spec, method)
+            np.testing.assert_allclose(lo, y[0], rtol=1e-5, atol=1e-6, err_msg=method)
+            np.testing.assert_allclose(hi, y[0], rtol=1e-5, atol=1e-6, err_msg=method)
+        # A box: sampled points and corners stay inside.
+        c, r = RNG.uniform(-1, 1, size=n), RNG.uniform(0.05, 0.5, size=n)
+        spec = spec_file(folder, c - r, c + r)
+        points, _, _ = sampling.sample(c - r, c + r, 2000, RNG)
+        y, _ = sampling.evaluate(model, points)
+        for method in ("ibp", "crown"):
+            lo, hi, _ = sampling.bounds(model, spec, method)
+            bad, worst = sampling.violations(y, lo, hi)
+            assert bad == 0, f"{method}: {bad} points outside (worst {worst:.3g})"

@@ -1,0 +1,78 @@
+"""Soundness of propdag on real VNN-COMP networks.
+
+For every model (with the first property listed for it in instances.csv), IBP and CROWN bounds
+from `propdag bounds --json` must contain the outputs that onnxruntime computes for 10,000 uniform
+points of the property's input box plus its corners (all 2^n corners up to n = 11 inputs, else
+2,000 random corners). Models not listed in instances.csv take a listed property with the same
+input count, else the box [0, 1]^n. Models with an op that has no bound rule are listed and skipped; any other
+failure, and any point outside the bounds, fails the test. Prints one line per model.
+"""
+
+import os
+import re
+import time
+
+import numpy as np
+import pytest
+
+import sampling
+from vnncomp import vnnlib
+
+# Benchmarks whose every model must be supported (nn4sys: the lindex models).
+REQUIRED = {"acasxu_2023", "tllverifybench_2023", "safenlp", "cora", "collins_rul_cnn_2023",
+            "dist_shift_2023", "linearizenn", "metaroom_2023", "test"}
+POINTS = int(os.environ.get("PROPDAG_POINTS", "10000"))
+
+
+def required(bench, model):
+    return bench in REQUIRED or (bench == "nn4sys_2023" and "lindex" in os.path.basename(model))
+
+
+def check(bench, model, spec, rng):
+    """One line of the report, and a failure message or None."""
+    name = f"{bench}/{os.path.basename(model)}"
+    if "propdag_boxes" in spec:
+        name += " (no property with its input count: box [0, 1]^n)"
+    t0 = time.time()
+    try:
+        ibp = sampling.bounds(model, spec, "ibp")
+        crown = sampling.bounds(model, spec, "crown")
+    except RuntimeError as e:
+        if "no bound rule" in str(e) and not required(bench, model):
+            return f"{name}: skipped ({str(e).split(': ')[-1]})", None
+        return f"{name}: ERROR {e}", f"{name}: {e}"
+    boxes = vnnlib.read(spec).boxes
+    lo = np.min([b[0] for b in boxes], axis=0)
+    hi = np.max([b[1] for b in boxes], axis=0)
+    points, corners, all_corners = sampling.sample(lo, hi, POINTS, rng)
+    y, mode = sampling.evaluate(model, points)
+    bad_ibp, worst_ibp = sampling.violations(y, ibp[0], ibp[1])
+    bad_crown, worst_crown = sampling.violations(y, crown[0], crown[1])
+    w_ibp = float(np.mean(ibp[1] - ibp[0]))
+    w_crown = float(np.mean(crown[1] - crown[0]))
+    line = (f"{name}: {len(points)} points ({corners} {'corners' if all_corners else 'random corners'}"
+            f", ORT {mode}) violations IBP {bad_ibp} CROWN {bad_crown} | mean width IBP "
+            f"{w_ibp:.4g} CROWN {w_crown:.4g} | ms IBP {ibp[2]:.1f} CROWN {crown[2]:.1f} | "
+            f"{time.time() - t0:.1f}s")
+    if bad_ibp or bad_crown:
+        return line, (f"{name}: {bad_ibp} IBP / {bad_crown} CROWN violations "
+                      f"(worst {worst_ibp:.3g} / {worst_crown:.3g} of the bound scale)")
+    return line, None
+
+
+@pytest.mark.skipif(not sampling.instances(), reason="no VNN-COMP benchmarks")
+@pytest.mark.skipif(not sampling.ortref.available(), reason="no onnxruntime")
+def test_bounds_contain_sampled_outputs():
+    rng = np.random.default_rng(2024)
+    failures, checked = [], 0
+    only = os.environ.get("PROPDAG_ONLY", "")
+    for bench, model, spec in sampling.instances():
+        if only and not re.search(only, model):
+            continue
+        line, failure = check(bench, model, spec, rng)
+        print(line, flush=True)
+        checked += failure is None and "skipped" not in line
+        if failure:
+            failures.append(failure)
+    print(f"{checked} models sound, {len(failures)} failures")
+    assert not failures, "\n".join(failures)
