@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "common/cli.h"
+#include "common/cli_app.h"
 #include "common/onnx_io.h"
 #include "shapeonnx/infer.h"
 
@@ -55,23 +56,10 @@ int main(int argc, char** argv) {
   Args args;
   app.add_option("IN", args.input, "input model (.onnx, .onnx.gz, or - for stdin)")->required();
   app.add_option("-o,--output", args.output, "output model path, or - for stdout (default)");
-  app.add_option("--batch-size", args.batch_size,
-                 "size of a symbolic, 0 or -1 leading input dimension (default 1)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--input-shape", args.input_shapes,
-                 "NAME=D0,D1,... full shape for an input (repeatable)")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  common::add_shape_options(app, args.batch_size, args.input_shapes);
   app.add_flag("--stats", args.stats,
                "print one JSON line {\"values\", \"static\", \"ms\"} on stderr");
   app.set_version_flag("--version", std::string("shapeonnx ") + SUITE_VERSION);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::Success& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return 2;
-  }
+  if (auto code = common::parse_command_line(app, argc, argv)) return *code;
   return run(args);
 }

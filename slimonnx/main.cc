@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/cli.h"
+#include "common/cli_app.h"
 #include "common/onnx_io.h"
 #include "shapeonnx/infer.h"
 #include "slimonnx/slim.h"
@@ -80,14 +81,7 @@ int main(int argc, char** argv) {
       "--stats", args.stats,
       "print one JSON line {\"nodes_before\", \"nodes_after\", \"ms\", \"passes\"} on stderr");
   app.set_version_flag("--version", std::string("slimonnx ") + SUITE_VERSION);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::Success& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return 2;
-  }
+  if (auto code = common::parse_command_line(app, argc, argv)) return *code;
   if (args.list) return list_passes();
   if (args.input.empty()) {
     return common::report_error("slimonnx", {"", "", "", "missing input model (IN)"});

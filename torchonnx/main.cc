@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "common/cli.h"
+#include "common/cli_app.h"
 #include "torchonnx/convert.h"
 #include "torchonnx/stems.h"
 
@@ -86,23 +87,10 @@ int main(int argc, char** argv) {
   app.add_option("--class-name", args.class_name,
                  "name of the generated nn.Module class (default Model); also the stem for -");
   app.add_flag("--no-slim", args.no_slim, "skip slimonnx's simplifications");
-  app.add_option("--batch-size", args.batch_size,
-                 "size of a symbolic, 0 or -1 leading input dimension during inference (default 1)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--input-shape", args.input_shapes,
-                 "NAME=D0,D1,... full shape for an input (repeatable)")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  common::add_shape_options(app, args.batch_size, args.input_shapes);
   app.add_flag("--stats", args.stats,
                "print one JSON line {\"model\", \"nodes\", \"ms\"} per model on stderr");
   app.set_version_flag("--version", std::string("torchonnx ") + SUITE_VERSION);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::Success& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return 2;
-  }
+  if (auto code = common::parse_command_line(app, argc, argv)) return *code;
   return run(args);
 }
