@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "benchmarks/bench_models.h"
 #include "common/onnx_io.h"
 #include "common/testing.h"
 #include "shapeonnx/infer.h"
@@ -12,11 +13,7 @@ namespace {
 
 // Infers shapes of all models, loaded once up front (inference only).
 void BM_InferAllModels(benchmark::State& state) {
-  std::vector<common::Graph> graphs;
-  for (const std::string& path : common::testing::vnncomp_models()) {
-    auto g = common::load_graph(path);
-    if (g.ok()) graphs.push_back(std::move(g).value());
-  }
+  std::vector<common::Graph> graphs = benchmarks::load_models(/*infer=*/false);
   if (graphs.empty()) {
     state.SkipWithError("VNN-COMP benchmarks not found");
     return;

@@ -4,6 +4,7 @@
 #include <benchmark/benchmark.h>
 #include <onnx/onnx_pb.h>
 
+#include "benchmarks/bench_models.h"
 #include "common/onnx_io.h"
 #include "common/testing.h"
 #include "shapeonnx/infer.h"
@@ -13,11 +14,7 @@ namespace {
 
 // The passes only, on every model (each iteration slims fresh copies; copying is not timed).
 void BM_SlimAllModels(benchmark::State& state) {
-  std::vector<common::Graph> graphs;
-  for (const std::string& path : common::testing::vnncomp_models()) {
-    auto g = common::load_graph(path);
-    if (g.ok() && shapeonnx::infer(*g).ok()) graphs.push_back(std::move(g).value());
-  }
+  std::vector<common::Graph> graphs = benchmarks::load_models(/*infer=*/true);
   if (graphs.empty()) {
     state.SkipWithError("VNN-COMP benchmarks not found");
     return;

@@ -4,6 +4,7 @@
 // measured by benchmarks/torchonnx_bench.py.
 #include <benchmark/benchmark.h>
 
+#include "benchmarks/bench_models.h"
 #include "common/onnx_io.h"
 #include "common/testing.h"
 #include "shapeonnx/infer.h"
@@ -39,11 +40,7 @@ BENCHMARK(BM_ConvertAllModels)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 // Lowering + Python emission only, on graphs loaded and inferred once.
 void BM_LowerAndEmitAllModels(benchmark::State& state) {
-  std::vector<common::Graph> graphs;
-  for (const std::string& path : common::testing::vnncomp_models()) {
-    auto g = common::load_graph(path);
-    if (g.ok() && shapeonnx::infer(*g).ok()) graphs.push_back(std::move(g).value());
-  }
+  std::vector<common::Graph> graphs = benchmarks::load_models(/*infer=*/true);
   if (graphs.empty()) {
     state.SkipWithError("VNN-COMP benchmarks not found");
     return;
