@@ -101,7 +101,7 @@ TEST_F(Cli, PassSelection) {
   EXPECT_NE(r.err.find("\"nodes_after\": 2, "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("\"passes\": {\"identity\": 1}"), std::string::npos) << r.err;
   r = slimonnx(model_ + " -o " + out +
-               " --disable matmul-add-to-gemm,affine-after-linear,identity --stats");
+               " --disable matmul-add-to-gemm,affine-after-linear,identity,linear-region --stats");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("\"nodes_after\": 3, "), std::string::npos) << r.err;
 }

@@ -189,5 +189,43 @@ TEST(Numeric, WholeInputConvBecomesGemm) {
         2);
 }
 
+// Slice -> Unsqueeze -> Mul and Transpose -> MatMul -> Transpose, summed: one Gemm over the
+// flattened inputs (P stays: the Relu reads it), reshaped back to [1, 2, 3].
+TEST(Numeric, LinearRegionAcrossLayoutOps) {
+  Weights w;
+  check(model("g (float[1,6] X, float[1,2,3] Z) => (float[1,2,3] Y, float[1,4] R)",
+              w("W1", {6, 4}) + ", " + w("b1", {4}) + ", " + w("c", {1, 1, 3}) + ", " +
+                  w("W3", {2, 2}) +
+                  ", int64[1] st = {1}, int64[1] en = {3}, int64[1] ax = {1}, int64[1] ua = {2}",
+              "P = Gemm(X, W1, b1)\n"
+              "R = Relu(P)\n"
+              "S = Slice(P, st, en, ax)\n"
+              "U = Unsqueeze(S, ua)\n"
+              "T = Mul(U, c)\n"
+              "Q = Transpose<perm = [0,2,1]>(Z)\n"
+              "V = MatMul(Q, W3)\n"
+              "VT = Transpose<perm = [0,2,1]>(V)\n"
+              "Y = Add(T, VT)"),
+        6);
+}
+
+// Gather on a middle axis, Div by a constant, ReduceSum, Neg, Slice and Concat from one input:
+// Flatten + Gemm.
+TEST(Numeric, LinearRegionOfSelectionsAndSums) {
+  Weights w;
+  check(model("g (float[1,3,4] X) => (float[1,5] Y)",
+              w("d", {4}, 0.5, 2.0) +
+                  ", int64[2] idx = {2, 0}, int64[1] rax = {1}, int64[1] st = {11}, "
+                  "int64[1] en = {12}, int64[1] ax = {1}",
+              "G = Gather<axis = 1>(X, idx)\n"
+              "D = Div(G, d)\n"
+              "S = ReduceSum<keepdims = 0>(D, rax)\n"
+              "N = Neg(S)\n"
+              "F = Flatten(X)\n"
+              "L = Slice(F, st, en, ax)\n"
+              "Y = Concat<axis = 1>(N, L)"),
+        2);
+}
+
 }  // namespace
 }  // namespace slimonnx

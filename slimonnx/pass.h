@@ -19,13 +19,16 @@ struct Pass {
   std::string_view name;
   std::string_view description;
   PassFn run;
+  /// Runs only once the other passes have reached their fixed point, so that the local rewrites
+  /// (which keep layers as they are) get the first say.
+  bool late = false;
 };
 
 /// Pass families add their passes here, in the order they should run.
 struct PassTable {
   std::vector<Pass> entries;
-  void add(std::string_view name, std::string_view description, PassFn run) {
-    entries.push_back({name, description, run});
+  void add(std::string_view name, std::string_view description, PassFn run, bool late = false) {
+    entries.push_back({name, description, run, late});
   }
 };
 
@@ -39,5 +42,7 @@ void register_linear_passes(PassTable& table);     // MatMul+Add, linear chains,
 void register_batchnorm_passes(PassTable& table);  // BatchNormalization into linear layers
 void register_conv_passes(PassTable& table);       // Pad into Conv, Conv -> Gemm
 void register_select_passes(PassTable& table);     // Slice / Gather into dense layers
+void register_region_passes(PassTable& table);     // affine regions into one Gemm per output
+void register_cse_passes(PassTable& table);        // common subexpressions
 
 }  // namespace slimonnx

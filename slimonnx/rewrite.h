@@ -22,6 +22,7 @@ class Editor {
   explicit Editor(common::Graph& graph);
 
   common::Graph& graph() { return graph_; }
+  const common::Graph& graph() const { return graph_; }
   size_t size() const { return graph_.nodes.size(); }
   common::Node& node(int i) { return graph_.nodes[i]; }
   const common::Node& node(int i) const { return graph_.nodes[i]; }

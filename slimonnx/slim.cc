@@ -12,12 +12,14 @@ namespace {
 PassTable build_table() {
   PassTable table;
   register_fold_passes(table);
+  register_cse_passes(table);
   register_cleanup_passes(table);
   register_reshape_passes(table);
   register_linear_passes(table);
   register_batchnorm_passes(table);
   register_conv_passes(table);
   register_select_passes(table);
+  register_region_passes(table);
   return table;
 }
 
@@ -89,10 +91,14 @@ common::Result<Report> run(common::Graph& graph, const Options& options) {
   for (const Pass* p : selected) report.rewrites[std::string(p->name)] = 0;
   for (int round = 0; round < options.max_rounds; ++round) {
     int64_t changed = 0;
-    for (const Pass* p : selected) {
-      ASSIGN_OR_RETURN(int64_t n, p->run(graph));
-      report.rewrites[std::string(p->name)] += n;
-      changed += n;
+    for (bool late : {false, true}) {
+      if (late && changed != 0) break;
+      for (const Pass* p : selected) {
+        if (p->late != late) continue;
+        ASSIGN_OR_RETURN(int64_t n, p->run(graph));
+        report.rewrites[std::string(p->name)] += n;
+        changed += n;
+      }
     }
     if (changed == 0) break;
   }

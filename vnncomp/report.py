@@ -3,7 +3,9 @@
 JSON: {"results": [row, ...], "summary": {"passed", "failed", "errors", "skipped"}, "meta": {...}}
 A row: benchmark, model, status (pass | fail | error | skipped), error (first problem, one line),
 nodes_before, nodes_after, convert_ms, max_error_cpu, max_error_gpu, vmap, vmap_gpu, trace, export,
-batch, device, box, validate_s. Check fields are "ok", "fail" or null (not run). `batch` (the batch
+batch, device, box, validate_s; a row whose max_error_cpu exceeds the tolerance also has
+reference_error: onnxruntime's error against the generated model run in float64 (null if it
+cannot run so), which shows when the reference itself is that far from the exact result. Check fields are "ok", "fail" or null (not run). `batch` (the batch
 dimension grown to 64 vs the per-sample loop, for inputs that have one) is informational and does
 not decide the status. `skipped` rows are models named in instances.csv that are not on disk.
 The last line printed by a run is summary_line(): "N passed, M failed", M = fails + errors.
