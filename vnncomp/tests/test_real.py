@@ -44,10 +44,12 @@ def test_smoke(benchmarks, torchonnx, tmp_path):
     assert proc.returncode == 0 and proc.stdout.splitlines()[-1] == "10 passed, 0 failed"
 
 
-# Models whose reference itself is below the tolerance's resolution. pensieve_mid_parallel's
-# output is the difference of two MatMuls of about 99 (99.08 - 99.29): one float32 ulp at 99 is
-# 7.6e-6, so onnxruntime's and torch's results (each within an ulp of exact per MatMul) differ by up
-# to ~2.3e-5 after the subtraction, above 1e-5 * max(1, |ref|). The bound still catches real errors.
+# Models whose reference itself is off by more than the tolerance. pensieve_mid_parallel's output
+# is the difference of two values of about 99 (99.08 - 99.29): one float32 ulp at 99 is 7.6e-6, and
+# onnxruntime's float32 result is up to 1.84e-5 away from the exact (float64) one at the harness's
+# points, so no float32 computation can be within 1e-5 of it everywhere. Such a row must show that
+# (reference_error: onnxruntime against the generated model run in float64, > the tolerance) and
+# stay within a bound that still catches real errors.
 KNOWN_CANCELLATION = {("nn4sys_2023", "onnx/pensieve_mid_parallel.onnx.gz"): 1e-4}
 
 
@@ -66,7 +68,8 @@ def test_all_models(benchmarks, torchonnx, tmp_path):
             continue
         bound = KNOWN_CANCELLATION.get((r["benchmark"], r["model"]))
         within = (bound is not None and r["status"] == "fail" and r.get("max_error_cpu") is not None
-                  and r["max_error_cpu"] <= bound and r.get("trace") == "ok" and r.get("export") == "ok")
+                  and r["max_error_cpu"] <= bound and r.get("trace") == "ok" and r.get("export") == "ok"
+                  and (r.get("reference_error") or 0) > 1e-5)
         if not within:
             unexpected.append(f"{r['benchmark']}/{r['model']}: {r['error']}")
     assert not unexpected, "\n".join(unexpected)
