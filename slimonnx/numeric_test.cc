@@ -227,5 +227,20 @@ TEST(Numeric, LinearRegionOfSelectionsAndSums) {
         2);
 }
 
+// Gemm -> Reshape -> ConvTranspose -> Pad (a generator's first layers, as in cgan_2023): one Gemm
+// and a Reshape.
+TEST(Numeric, LinearRegionThroughConvTranspose) {
+  Weights w;
+  check(model("g (float[1,5] X) => (float[1,4,7,7] Y)",
+              w("W", {5, 32}) + ", " + w("b", {32}) + ", " + w("K", {8, 4, 3, 3}) + ", " +
+                  w("kb", {4}) +
+                  ", int64[4] shape = {1, 8, 2, 2}, int64[8] pads = {0, 0, 1, 1, 0, 0, 1, 1}",
+              "G = Gemm(X, W, b)\n"
+              "R = Reshape(G, shape)\n"
+              "C = ConvTranspose<strides = [2,2]>(R, K, kb)\n"
+              "Y = Pad(C, pads)"),
+        2);
+}
+
 }  // namespace
 }  // namespace slimonnx

@@ -27,7 +27,7 @@ using common::Tensor;
 // A collapsed value may cost at most this many weights, or twice the weights it replaces.
 constexpr int64_t kMaxWeights = int64_t{1} << 17;
 // Multiply-adds spent measuring one value's weights (one evaluation per input element).
-constexpr double kMaxWork = 4e7;
+constexpr double kMaxWork = 1e8;
 
 int64_t norm_axis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
 
@@ -102,8 +102,17 @@ bool region_op(const Editor& ed, const Node& n) {
   }
   if (op == "Concat") return norm_axis(n.attr_int("axis", 0), rank) != 0;
   if (!x_var || !params_constant(ed, n)) return false;
+  if (op == "Conv" || op == "ConvTranspose") return c1 != nullptr;
+  if (op == "BatchNormalization") return n.attr_int("training_mode", 0) == 0;
+  if (op == "AveragePool") return true;
   const Dims* in = ed.shape(n.inputs[0]);
   const auto in_rank = static_cast<int64_t>(in->size());
+  if (op == "Pad") {  // constant padding that leaves the batch axis alone
+    if (n.attr_string("mode", "constant") != "constant" || n.has_input(3)) return false;
+    std::optional<std::vector<int64_t>> pads = axes_of(ed, n, 1, "pads");
+    return pads && static_cast<int64_t>(pads->size()) == 2 * in_rank && (*pads)[0] == 0 &&
+           (*pads)[in_rank] == 0;
+  }
   if (op == "Slice") {
     return avoids_batch_axis(ed.graph().opset() < 10 ? axes_of(ed, n, 99, "axes")
                                                      : axes_of(ed, n, 3, "axes"),
@@ -160,7 +169,7 @@ class RegionPlan {
         const std::string& y = ed_.node(i).outputs[0];
         if (kept_.count(i) || !materialized_.count(y)) continue;
         Collapsed c = cone_of(y);
-        if (c.cone.size() > 1 && affordable(c) && !difference_output(y)) {
+        if (c.cone.size() > 1 && affordable(c)) {
           collapsed_.push_back(std::move(c));
           continue;
         }
@@ -294,14 +303,6 @@ class RegionPlan {
     return c;
   }
 
-  // A graph output that is the difference of two computed values (f(x1) - f(x2) in networks
-  // built for relational specs) stays as it is: where the two terms nearly cancel, computing them
-  // in another order changes the result by float32 rounding of the terms, not of the difference.
-  bool difference_output(const std::string& y) const {
-    const Node& n = ed_.node(ed_.producer(y));
-    return ed_.is_graph_output(y) && n.op_type == "Sub" && variables(n).size() == 2;
-  }
-
   int64_t width(const Collapsed& c) const {
     int64_t w = 0;
     for (const std::string& f : c.frontier) w += common::num_elements(*ed_.shape(f));
@@ -322,8 +323,16 @@ class RegionPlan {
         if (t != nullptr && common::is_floating(t->dtype)) replaced += t->numel();
       }
       if (node.op_type == "MatMul" || node.op_type == "Gemm") {
-        const Dims& xd = *ed_.shape(node.inputs[0]);
-        per *= static_cast<double>(xd.back());
+        per *= static_cast<double>(ed_.shape(node.inputs[0])->back());
+      } else if (node.op_type == "Conv") {  // each output reads C_in / group * kernel inputs
+        const Tensor& w = *ed_.initializer(node.inputs[1]);
+        per *= static_cast<double>(w.numel() / std::max<int64_t>(1, w.dims[0]));
+      } else if (node.op_type == "ConvTranspose") {  // each input feeds C_out / group * kernel
+        const Tensor& w = *ed_.initializer(node.inputs[1]);
+        per = static_cast<double>(common::num_elements(*ed_.shape(node.inputs[0]))) *
+              static_cast<double>(w.numel() / std::max<int64_t>(1, w.dims[0]));
+      } else if (node.op_type == "AveragePool") {
+        for (int64_t k : node.attr_ints("kernel_shape")) per *= static_cast<double>(k);
       }
       work += per;
     }
@@ -408,6 +417,34 @@ class RegionPlan {
   std::map<std::string, Tensor> constants_;
 };
 
+// Nodes upstream of a graph output that is the difference of two computed values (f(x1) - f(x2),
+// as networks built for relational specs end). Where the two terms nearly cancel, computing them
+// in another order changes the output by the float32 rounding of the terms, far more than the
+// rounding of the difference, so their arithmetic is left as it is.
+std::vector<bool> feeds_difference_output(const Editor& ed) {
+  std::vector<bool> upstream(ed.size(), false);
+  std::vector<int> stack;
+  for (const std::string& y : ed.graph().outputs) {
+    const int p = ed.producer(y);
+    if (p < 0) continue;
+    const Node& n = ed.node(p);
+    int vars = 0;
+    for (const std::string& in : n.inputs) vars += !in.empty() && ed.initializer(in) == nullptr;
+    if (is_onnx(n) && n.op_type == "Sub" && vars == 2) stack.push_back(p);
+  }
+  while (!stack.empty()) {
+    const int i = stack.back();
+    stack.pop_back();
+    if (upstream[i]) continue;
+    upstream[i] = true;
+    for (const std::string& in : ed.node(i).inputs) {
+      const int p = in.empty() ? -1 : ed.producer(in);
+      if (p >= 0) stack.push_back(p);
+    }
+  }
+  return upstream;
+}
+
 // Connected groups (through values) of region ops, each ascending.
 std::vector<std::vector<int>> regions(const Editor& ed) {
   const int size = static_cast<int>(ed.size());
@@ -418,7 +455,10 @@ std::vector<std::vector<int>> regions(const Editor& ed) {
     return x;
   };
   std::vector<bool> member(size, false);
-  for (int i = 0; i < size; ++i) member[i] = ed.live(i) && region_op(ed, ed.node(i));
+  const std::vector<bool> kept_order = feeds_difference_output(ed);
+  for (int i = 0; i < size; ++i) {
+    member[i] = ed.live(i) && !kept_order[i] && region_op(ed, ed.node(i));
+  }
   // Joined through values they pass on, and through inputs they share (so that a value read by
   // several of them is flattened or concatenated once).
   std::map<std::string, int> first_reader;
@@ -443,7 +483,8 @@ std::vector<std::vector<int>> regions(const Editor& ed) {
   return out;
 }
 
-// Region of affine ops (Slice, Gather, Concat, Add/Sub, Mul/Div by constants, MatMul, Gemm, ...)
+// Region of affine ops (Slice, Gather, Concat, Add/Sub, Mul/Div by constants, MatMul, Gemm, Conv,
+// ConvTranspose, BatchNormalization, AveragePool, constant Pad, layout ops)
 //   -> per value read outside it: Gemm(Concat(Flatten(inputs...)), W, b) [-> Reshape]
 //   when that takes fewer nodes and the composed weights stay small
 common::Result<int64_t> collapse_regions(common::Graph& g) {
