@@ -214,6 +214,15 @@ bool params_constant(const Editor& ed, const Node& n) {
   return true;
 }
 
+std::optional<std::vector<int64_t>> int_param(const Editor& ed, const Node& n, size_t slot,
+                                              std::string_view attr) {
+  if (n.has_attr(attr)) return n.attr_ints(attr);
+  if (!n.has_input(slot)) return std::vector<int64_t>{};
+  const Tensor* t = ed.initializer(n.inputs[slot]);
+  if (t == nullptr) return std::nullopt;
+  return t->to_int64();
+}
+
 std::optional<std::vector<double>> float_data(const Tensor* t) {
   if (t == nullptr) return std::nullopt;
   if (t->dtype != DType::kFloat && t->dtype != DType::kDouble) return std::nullopt;

@@ -96,6 +96,11 @@ std::unordered_set<std::string> untrusted_values(const common::Graph& graph);
 /// input, are not trusted).
 bool params_constant(const Editor& ed, const common::Node& n);
 
+/// Integer parameters of a node: attribute `attr` when present (older opsets), else constant
+/// input `slot`; empty when neither is given, nullopt when the input is not a constant.
+std::optional<std::vector<int64_t>> int_param(const Editor& ed, const common::Node& n, size_t slot,
+                                              std::string_view attr);
+
 /// Float data as doubles if the tensor is float32/float64 (what fusions handle), else nullopt.
 std::optional<std::vector<double>> float_data(const common::Tensor* t);
 /// A tensor of dtype `like` (float32 or float64) from doubles.

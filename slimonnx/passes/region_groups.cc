@@ -32,16 +32,6 @@ bool per_sample_constant(const Tensor& c, int64_t out_rank) {
   return static_cast<int64_t>(c.dims.size()) < out_rank || c.dims.empty() || c.dims[0] == 1;
 }
 
-// Axes read from attribute `attr` or from constant input `slot`; nullopt when unknown.
-std::optional<std::vector<int64_t>> axes_of(const Editor& ed, const Node& n, size_t slot,
-                                            std::string_view attr) {
-  if (n.has_attr(attr)) return n.attr_ints(attr);
-  if (!n.has_input(slot)) return std::vector<int64_t>{};
-  const Tensor* t = ed.initializer(n.inputs[slot]);
-  if (t == nullptr) return std::nullopt;
-  return t->to_int64();
-}
-
 bool avoids_batch_axis(const std::optional<std::vector<int64_t>>& axes, int64_t rank) {
   if (!axes || axes->empty()) return false;
   return std::none_of(axes->begin(), axes->end(),
@@ -95,27 +85,27 @@ bool region_op(const Editor& ed, const Node& n) {
   const auto in_rank = static_cast<int64_t>(in->size());
   if (op == "Pad") {  // constant padding that leaves the batch axis alone
     if (n.attr_string("mode", "constant") != "constant" || n.has_input(3)) return false;
-    std::optional<std::vector<int64_t>> pads = axes_of(ed, n, 1, "pads");
+    std::optional<std::vector<int64_t>> pads = int_param(ed, n, 1, "pads");
     return pads && static_cast<int64_t>(pads->size()) == 2 * in_rank && (*pads)[0] == 0 &&
            (*pads)[in_rank] == 0;
   }
   if (op == "Slice") {
-    return avoids_batch_axis(ed.graph().opset() < 10 ? axes_of(ed, n, 99, "axes")
-                                                     : axes_of(ed, n, 3, "axes"),
+    return avoids_batch_axis(ed.graph().opset() < 10 ? int_param(ed, n, 99, "axes")
+                                                     : int_param(ed, n, 3, "axes"),
                              in_rank);
   }
   if (op == "Gather") return c1 != nullptr && norm_axis(n.attr_int("axis", 0), in_rank) != 0;
   if (op == "Reshape" || op == "Expand") return true;  // batch dim 1 in and out (sample_shape)
   if (op == "Flatten") return norm_axis(n.attr_int("axis", 1), in_rank) >= 1;
-  if (op == "Squeeze") return avoids_batch_axis(axes_of(ed, n, 1, "axes"), in_rank);
-  if (op == "Unsqueeze") return avoids_batch_axis(axes_of(ed, n, 1, "axes"), rank);
+  if (op == "Squeeze") return avoids_batch_axis(int_param(ed, n, 1, "axes"), in_rank);
+  if (op == "Unsqueeze") return avoids_batch_axis(int_param(ed, n, 1, "axes"), rank);
   if (op == "Transpose") {
     std::vector<int64_t> perm = n.attr_ints("perm");
     return !perm.empty() && perm[0] == 0;
   }
   if (op == "ReduceSum") {
-    return avoids_batch_axis(ed.graph().opset() < 13 ? axes_of(ed, n, 99, "axes")
-                                                     : axes_of(ed, n, 1, "axes"),
+    return avoids_batch_axis(ed.graph().opset() < 13 ? int_param(ed, n, 99, "axes")
+                                                     : int_param(ed, n, 1, "axes"),
                              in_rank);
   }
   return false;

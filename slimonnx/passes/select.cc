@@ -18,20 +18,11 @@ int64_t clamp_index(int64_t v, int64_t dim) {
   return std::max<int64_t>(0, std::min(v, dim));
 }
 
-std::optional<std::vector<int64_t>> ints_of(const Editor& ed, const Node& n, size_t slot,
-                                            std::string_view attr) {
-  if (n.has_attr(attr)) return n.attr_ints(attr);
-  if (!n.has_input(slot)) return std::vector<int64_t>{};
-  const common::Tensor* t = ed.initializer(n.inputs[slot]);
-  if (t == nullptr) return std::nullopt;
-  return t->to_int64();
-}
-
 // Source column in X for each output column of Slice(X) along the last axis, or nullopt.
 std::optional<std::vector<int64_t>> slice_columns(const Editor& ed, const Node& n, int64_t rank,
                                                   int64_t dim) {
-  auto starts = ints_of(ed, n, 1, "starts"), ends = ints_of(ed, n, 2, "ends");
-  auto axes = ints_of(ed, n, 3, "axes"), steps = ints_of(ed, n, 4, "steps");
+  auto starts = int_param(ed, n, 1, "starts"), ends = int_param(ed, n, 2, "ends");
+  auto axes = int_param(ed, n, 3, "axes"), steps = int_param(ed, n, 4, "steps");
   if (!starts || !ends || !axes || !steps || starts->size() != 1 || ends->size() != 1) {
     return std::nullopt;
   }
