@@ -29,6 +29,10 @@ const std::map<std::string, Handler, std::less<>>& registry() {
     register_generator(t);
     register_resize(t);
     register_onehot(t);
+    register_loss(t);
+    register_quant(t);
+    register_recurrent(t);
+    register_signal(t);
     auto* m = new std::map<std::string, Handler, std::less<>>();
     for (const auto& [op, h] : t.entries) m->emplace(std::string(op), h);
     return m;

@@ -7,6 +7,7 @@
 #include "common/cli.h"
 #include "common/cli_app.h"
 #include "torchonnx/convert.h"
+#include "torchonnx/lower.h"
 #include "torchonnx/stems.h"
 
 namespace {
@@ -19,6 +20,7 @@ struct Args {
   int64_t batch_size = 1;
   std::vector<std::string> input_shapes;
   bool stats = false;
+  bool list_ops = false;
 };
 
 // Converts one model; prints the error and returns false on failure (nothing is written then).
@@ -82,15 +84,22 @@ int main(int argc, char** argv) {
       "Stems are the file names made importable; repeated stems get _2, _3, ... "
       "(IN -> file is printed)."};
   Args args;
-  app.add_option("IN", args.inputs, "input models (.onnx, .onnx.gz, or - for stdin)")->required();
-  app.add_option("-o,--output", args.out_dir, "output folder (created if missing)")->required();
+  app.add_option("IN", args.inputs, "input models (.onnx, .onnx.gz, or - for stdin)");
+  app.add_option("-o,--output", args.out_dir, "output folder (created if missing)");
   app.add_option("--class-name", args.class_name,
                  "name of the generated nn.Module class (default Model); also the stem for -");
   app.add_flag("--no-slim", args.no_slim, "skip slimonnx's simplifications");
   common::add_shape_options(app, args.batch_size, args.input_shapes);
   app.add_flag("--stats", args.stats,
                "print one JSON line {\"model\", \"nodes\", \"ms\"} per model on stderr");
+  app.add_flag("--list-ops", args.list_ops, "print the ONNX op types torchonnx compiles and exit");
   app.set_version_flag("--version", std::string("torchonnx ") + SUITE_VERSION);
   if (auto code = common::parse_command_line(app, argc, argv)) return *code;
+  if (args.list_ops) {
+    for (const std::string& op : torchonnx::supported_ops()) std::cout << op << "\n";
+    return 0;
+  }
+  if (args.inputs.empty()) return common::report_error("torchonnx", {"", "", "", "missing input model (IN)"});
+  if (args.out_dir.empty()) return common::report_error("torchonnx", {"", "", "", "missing --output OUTDIR"});
   return run(args);
 }
