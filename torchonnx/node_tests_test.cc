@@ -57,10 +57,6 @@ const std::map<std::string, std::string>& skip_list() {
       {"test_pow_types_float32_uint32", "uint32"},
       {"test_pow_types_float32_uint64", "uint64"},
       // Forms not lowered yet.
-      {"test_maxpool_with_argmax_2d_precomputed_pads", "MaxPool Indices output"},
-      {"test_maxpool_with_argmax_2d_precomputed_strides", "MaxPool Indices output"},
-      {"test_gathernd_example_int32_batch_dim1", "GatherND batch_dims > 0"},
-      {"test_resize_tf_crop_and_resize", "tf_crop_and_resize"},
       {"test_identity_opt", "optional type"},
       {"test_identity_sequence", "sequence type"},
   };

@@ -180,19 +180,13 @@ common::Result<TransposedPlan> plan_transposed(Context& ctx, const Geometry& g,
   return plan;
 }
 
-Status conv_transpose(Context& ctx) {
+// nn.ConvTransposeNd holding the constant weight (and bias), with a following BatchNormalization
+// folded in; returns the layer call on input 0.
+std::string transposed_layer(Context& ctx, const Geometry& g, const TransposedPlan& plan) {
   const common::Dims& ws = ctx.shape(1);
   const size_t n = ws.size() - 2;
   const Tensor* w = ctx.constant(1);
   const Tensor* b = ctx.has_input(2) ? ctx.constant(2) : nullptr;
-  if (ws.size() < 3 || ws.size() > 5 || !w || (ctx.has_input(2) && !b)) {
-    return ctx.error("only constant 1-D, 2-D and 3-D transposed convolution weights are supported");
-  }
-  const std::vector<int64_t> in(ctx.shape(0).begin() + 2, ctx.shape(0).end());
-  const std::vector<int64_t> out(ctx.out_shape().begin() + 2, ctx.out_shape().end());
-  ASSIGN_OR_RETURN(Geometry g,
-                   geometry(ctx, std::vector<int64_t>(ws.begin() + 2, ws.end()), in, true));
-  ASSIGN_OR_RETURN(TransposedPlan plan, plan_transposed(ctx, g, in, out));
   const int64_t out_channels = ws[1] * g.group;
   Tensor weight = *w;
   Tensor bias = b ? *b : Tensor::zeros(w->dtype, {out_channels});
@@ -214,7 +208,33 @@ Status conv_transpose(Context& ctx) {
   std::vector<Param> params{{"weight", std::move(weight)}};
   if (has_bias) params.push_back({"bias", std::move(bias)});
   const std::string attr = ctx.layer("convt", ctor, std::move(params));
-  std::string expr = "self." + attr + "(" + ctx.in(0) + ")";
+  return "self." + attr + "(" + ctx.in(0) + ")";
+}
+
+// ConvTranspose: torch's symmetric padding and output_padding, then a crop (plan_transposed);
+// F.conv_transposeNd when the weight or bias is computed at run time.
+Status conv_transpose(Context& ctx) {
+  const common::Dims& ws = ctx.shape(1);
+  const size_t n = ws.size() - 2;
+  if (ws.size() < 3 || ws.size() > 5 || ctx.rank(0) != static_cast<int64_t>(ws.size())) {
+    return ctx.error("only 1-D, 2-D and 3-D transposed convolutions are supported");
+  }
+  const std::vector<int64_t> in(ctx.shape(0).begin() + 2, ctx.shape(0).end());
+  const std::vector<int64_t> out(ctx.out_shape().begin() + 2, ctx.out_shape().end());
+  ASSIGN_OR_RETURN(Geometry g,
+                   geometry(ctx, std::vector<int64_t>(ws.begin() + 2, ws.end()), in, true));
+  ASSIGN_OR_RETURN(TransposedPlan plan, plan_transposed(ctx, g, in, out));
+  std::string expr;
+  if (ctx.constant(1) && (!ctx.has_input(2) || ctx.constant(2))) {
+    expr = transposed_layer(ctx, g, plan);
+  } else {
+    expr = "F.conv_transpose" + std::to_string(n) + "d(" + ctx.in(0) + ", " + ctx.in(1) + ", " +
+           (ctx.has_input(2) ? ctx.in(2) : "None") + conv_kwargs(g, plan.padding);
+    if (plan.output_padding != std::vector<int64_t>(n, 0)) {
+      expr += ", output_padding=" + int_or_tuple(plan.output_padding);
+    }
+    expr += ")";
+  }
   if (plan.crop) {
     std::vector<std::string> parts{":", ":"};
     for (size_t d = 0; d < n; ++d) {

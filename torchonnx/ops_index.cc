@@ -179,14 +179,30 @@ Status gather_elements(Context& ctx) {
                   "gather", ctx.batched(0) && ctx.batched(1) && axis != 0);
 }
 
+// GatherND: data[idx[..., 0], ..., idx[..., k-1]]; each of the first batch_dims dims is indexed
+// by an arange broadcast along the index tuples' dims.
 Status gather_nd(Context& ctx) {
-  if (ctx.node().attr_int("batch_dims", 0) != 0) return ctx.error("batch_dims > 0");
+  const int64_t batch_dims = ctx.node().attr_int("batch_dims", 0);
   const Dims& is = ctx.shape(1);
   const int64_t k = is.empty() ? 0 : is.back();
+  if (batch_dims < 0 || batch_dims >= ctx.rank(1) || batch_dims + k > ctx.rank(0)) {
+    return ctx.error("batch_dims out of range");
+  }
   const std::string idx = as_long(ctx, 1, ctx.in(1));
+  const std::string x = ctx.in(0);
   std::vector<std::string> parts;
+  // A batch dim of any size that both inputs share stays one (batch_dims >= 1).
+  const bool batched = batch_dims > 0 && ctx.batched(0) && ctx.batched(1);
+  for (int64_t j = 0; j < batch_dims; ++j) {
+    std::vector<int64_t> shape(is.size() - 1, 1);
+    shape[j] = j == 0 && batched ? -1 : is[j];
+    const std::string size = j == 0 && batched ? x + ".shape[0]" : std::to_string(is[j]);
+    std::string arange = "torch.arange(" + size + ", device=" + x + ".device)";
+    if (shape.size() > 1) arange += ".reshape" + py_tuple(shape);
+    parts.push_back(arange);
+  }
   for (int64_t j = 0; j < k; ++j) parts.push_back(idx + "[..., " + std::to_string(j) + "]");
-  return ctx.emit(ctx.in(0) + "[" + join(parts) + "]", "gather", false);
+  return ctx.emit(x + "[" + join(parts) + "]", "gather", batched);
 }
 
 // ScatterND as a scatter over the data viewed as [prod(dims[:k]), rest], with linear row

@@ -1,6 +1,7 @@
-// MaxPool, AveragePool (torch's native padding when it matches, else explicit F.pad), and the
-// global pools.
+// MaxPool (with its Indices output), AveragePool, LpPool (torch's native padding when it matches,
+// else explicit F.pad), and the global pools.
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "torchonnx/context.h"
@@ -56,7 +57,8 @@ bool native_ok(const Pool& p) {
   if (p.begin != p.end) return false;
   for (size_t d = 0; d < p.kernel.size(); ++d) {
     const int64_t eff = (p.kernel[d] - 1) * p.dilations[d] + 1;
-    if (2 * p.begin[d] > eff) return false;
+    // torch 1.13 limits padding by the undilated kernel size (later versions by the dilated one).
+    if (2 * p.begin[d] > p.kernel[d]) return false;
     const int64_t span = p.in[d] + 2 * p.begin[d] - eff;
     int64_t out =
         (p.ceil_mode ? (span + p.strides[d] - 1) / p.strides[d] : span / p.strides[d]) + 1;
@@ -85,24 +87,86 @@ std::string pads_arg(const std::vector<int64_t>& begin, const std::vector<int64_
   return py_tuple(out);
 }
 
+bool all_equal(const std::vector<int64_t>& values, int64_t v) {
+  return std::all_of(values.begin(), values.end(), [v](int64_t x) { return x == v; });
+}
+
+// The F.max_poolNd call; `x` is the (cast) input and `extra` more keyword arguments.
+std::string max_pool_call(const Pool& p, bool native, std::string x, const std::string& extra) {
+  const size_t n = p.kernel.size();
+  if (!native)
+    x = "F.pad(" + x + ", " + pads_arg(p.begin, explicit_end(p)) + ", value=-float(\"inf\"))";
+  std::string expr = "F.max_pool" + std::to_string(n) + "d(" + x + ", " + int_or_tuple(p.kernel);
+  if (p.strides != p.kernel) expr += ", stride=" + int_or_tuple(p.strides);
+  if (native && !all_equal(p.begin, 0)) expr += ", padding=" + int_or_tuple(p.begin);
+  if (!all_equal(p.dilations, 1)) expr += ", dilation=" + int_or_tuple(p.dilations);
+  if (native && p.ceil_mode) expr += ", ceil_mode=True";
+  return expr + extra + ")";
+}
+
+// ONNX's Indices output: the flat index into the whole input (N, C, spatial), spatial dims
+// row-major or, with storage_order 1, column-major. torch returns the row-major index within
+// each (n, c) plane of the input it pooled; positions on an explicitly padded plane, or
+// column-major order, go through a constant table to the plane index, and the plane's start
+// (n * C + c) * plane is added.
+std::string max_pool_indices(Context& ctx, const Pool& p, bool native, const std::string& x) {
+  const size_t n = p.kernel.size();
+  const bool column_major = ctx.node().attr_int("storage_order", 0) != 0;
+  std::string expr = max_pool_call(p, native, x, ", return_indices=True") + "[1]";
+  std::vector<int64_t> padded = p.in;
+  if (!native) {
+    const std::vector<int64_t> end = explicit_end(p);
+    for (size_t d = 0; d < n; ++d) padded[d] += p.begin[d] + end[d];
+  }
+  if (!native || column_major) {
+    std::vector<int64_t> stride(n, 1);  // of the ONNX plane index per spatial dim
+    for (size_t d = 1; d < n; ++d) {
+      if (column_major) {
+        stride[d] = stride[d - 1] * p.in[d - 1];
+      } else {
+        stride[n - 1 - d] = stride[n - d] * p.in[n - d];
+      }
+    }
+    int64_t size = 1;
+    for (int64_t v : padded) size *= v;
+    std::vector<int64_t> table(size, 0);
+    for (int64_t i = 0; i < size; ++i) {
+      for (int64_t d = static_cast<int64_t>(n) - 1, rest = i; d >= 0; --d) {
+        const int64_t at = native ? rest % padded[d] : rest % padded[d] - p.begin[d];
+        table[i] += std::clamp<int64_t>(at, 0, p.in[d] - 1) * stride[d];
+        rest /= padded[d];
+      }
+    }
+    expr = ctx.buffer(common::Tensor::from_int64(table, {size}), "pool_index") + "[" + expr + "]";
+  }
+  const common::Dims& shape = ctx.shape(0);
+  const bool batched = ctx.batched(0);
+  if (shape[0] * shape[1] == 1 && !batched) return expr;
+  int64_t plane = 1;
+  for (int64_t v : p.in) plane *= v;
+  const std::string in = ctx.in(0);
+  const std::string total = batched ? in + ".numel()" : std::to_string(shape[0] * shape[1] * plane);
+  std::vector<std::string> dims{batched ? "-1" : std::to_string(shape[0]),
+                                std::to_string(shape[1])};
+  dims.resize(n + 2, "1");
+  return expr + " + torch.arange(0, " + total + ", " + std::to_string(plane) + ", device=" + in +
+         ".device).reshape(" + join(dims) + ")";
+}
+
 Status max_pool(Context& ctx) {
   ASSIGN_OR_RETURN(Pool p, pool_geometry(ctx));
-  const size_t n = p.kernel.size();
   const bool native = native_ok(p);
   std::string x = ctx.in(0);
   // torch pools floating types only; float64 holds every int32/uint8/int8 value exactly.
   const bool integer = !common::is_floating(ctx.dtype(0));
   if (integer) x += ".to(torch.float64)";
-  if (!native)
-    x = "F.pad(" + x + ", " + pads_arg(p.begin, explicit_end(p)) + ", value=-float(\"inf\"))";
-  std::string expr = "F.max_pool" + std::to_string(n) + "d(" + x + ", " + int_or_tuple(p.kernel);
-  if (p.strides != p.kernel) expr += ", stride=" + int_or_tuple(p.strides);
-  if (native && p.begin != std::vector<int64_t>(n, 0)) expr += ", padding=" + int_or_tuple(p.begin);
-  if (p.dilations != std::vector<int64_t>(n, 1)) expr += ", dilation=" + int_or_tuple(p.dilations);
-  if (native && p.ceil_mode) expr += ", ceil_mode=True";
-  expr += ")";
+  std::string expr = max_pool_call(p, native, x, "");
   if (integer) expr = cast_to_output(ctx, expr, common::DType::kDouble);
-  return ctx.emit(expr, "max_pool", ctx.batched(0));
+  if (!ctx.output_used(1)) return ctx.emit(expr, "max_pool", ctx.batched(0));
+  const std::string values = ctx.output_used(0) ? expr : "None";
+  ctx.emit_tuple("(" + values + ", " + max_pool_indices(ctx, p, native, x) + ")", "max_pool",
+                 ctx.batched(0));
+  return {};
 }
 
 // Per-output-position factor kernel_size / (window elements inside the input), for
@@ -133,10 +197,10 @@ common::Tensor avg_correction(const Pool& p) {
 Status average_pool(Context& ctx) {
   ASSIGN_OR_RETURN(Pool p, pool_geometry(ctx));
   const size_t n = p.kernel.size();
-  if (p.dilations != std::vector<int64_t>(n, 1)) return ctx.error("dilated AveragePool");
+  if (!all_equal(p.dilations, 1)) return ctx.error("dilated AveragePool");
   const bool include_pad = ctx.node().attr_int("count_include_pad", 0) != 0;
   const bool native = native_ok(p);
-  const bool padded = p.begin != std::vector<int64_t>(n, 0);
+  const bool padded = !all_equal(p.begin, 0);
   std::string x = ctx.in(0);
   if (!native) x = "F.pad(" + x + ", " + pads_arg(p.begin, explicit_end(p)) + ")";
   std::string expr = "F.avg_pool" + std::to_string(n) + "d(" + x + ", " + int_or_tuple(p.kernel);
@@ -164,6 +228,68 @@ Status global_pool(Context& ctx) {
                   is_max ? "max_pool" : "avg_pool", ctx.batched(0));
 }
 
+// LpPool's p as a Python number ("2", or "1.5" for LpPool-1's float attribute).
+std::string lp_order(float p) {
+  return p == std::floor(p) ? std::to_string(static_cast<int64_t>(p)) : py_float(p);
+}
+
+// The window sums of |x|^p: avg_pool times the window size (padding adds zeros, and explicit
+// padding makes every window full), or a grouped convolution with a ones kernel when dilated.
+std::string lp_window_sums(Context& ctx, const Pool& p, const std::string& powered) {
+  const size_t n = p.kernel.size();
+  // With ceil_mode, torch's avg_pool divides windows that run past the padding by less.
+  const std::vector<int64_t> end = explicit_end(p);
+  const bool native = native_ok(p) && (!p.ceil_mode || end == p.end);
+  const bool unpadded = all_equal(p.begin, 0) && all_equal(end, 0);
+  const std::string x =
+      native || unpadded ? powered : "F.pad(" + powered + ", " + pads_arg(p.begin, end) + ")";
+  const std::string padding =
+      native && !all_equal(p.begin, 0) ? ", padding=" + int_or_tuple(p.begin) : "";
+  int64_t size = 1;
+  for (int64_t k : p.kernel) size *= k;
+  if (all_equal(p.dilations, 1)) {
+    const std::string stride = p.strides != p.kernel ? ", stride=" + int_or_tuple(p.strides) : "";
+    return "F.avg_pool" + std::to_string(n) + "d(" + x + ", " + int_or_tuple(p.kernel) + stride +
+           padding + ") * " + std::to_string(size);
+  }
+  const int64_t channels = ctx.shape(0)[1];
+  common::Dims dims{channels, 1};
+  for (int64_t k : p.kernel) dims.push_back(k);
+  const std::string ones = ctx.buffer(
+      common::Tensor::from_double(std::vector<double>(channels * size, 1.0), dims, ctx.dtype(0)),
+      "ones");
+  const std::string stride = all_equal(p.strides, 1) ? "" : ", stride=" + int_or_tuple(p.strides);
+  return "F.conv" + std::to_string(n) + "d(" + x + ", " + ones + stride + padding +
+         ", dilation=" + int_or_tuple(p.dilations) + ", groups=" + std::to_string(channels) + ")";
+}
+
+// LpPool: (sum over the window of |x|^p)^(1/p); padded positions add nothing.
+Status lp_pool(Context& ctx) {
+  ASSIGN_OR_RETURN(Pool p, pool_geometry(ctx));
+  if (!common::is_floating(ctx.dtype(0))) return ctx.error("LpPool needs a float input");
+  const float order = ctx.node().attr_float("p", 2.0f);
+  if (!(order > 0)) return ctx.error("p must be positive");
+  const std::string q = lp_order(order);
+  const std::string x = ctx.in(0);
+  const bool even = order == std::floor(order) && static_cast<int64_t>(order) % 2 == 0;
+  const std::string powered =
+      order == 1 ? x + ".abs()" : x + (even ? "" : ".abs()") + ".pow(" + q + ")";
+  std::string sums = lp_window_sums(ctx, p, powered);
+  if (order != 1 && sums.find(" * ") != std::string::npos) sums = "(" + sums + ")";
+  if (order != 1) sums += order == 2 ? ".sqrt()" : ".pow(1 / " + q + ")";
+  return ctx.emit(sums, "lp_pool", ctx.batched(0));
+}
+
+Status global_lp_pool(Context& ctx) {
+  if (!common::is_floating(ctx.dtype(0))) return ctx.error("GlobalLpPool needs a float input");
+  std::vector<int64_t> dims;
+  for (int64_t d = 2; d < ctx.rank(0); ++d) dims.push_back(d);
+  const std::string q = lp_order(ctx.node().attr_float("p", 2.0f));
+  return ctx.emit("torch.linalg.vector_norm(" + ctx.in(0) + ", " + q + ", dim=" + py_tuple(dims) +
+                      ", keepdim=True)",
+                  "lp_pool", ctx.batched(0));
+}
+
 }  // namespace
 
 void register_pool(HandlerTable& t) {
@@ -171,6 +297,8 @@ void register_pool(HandlerTable& t) {
   t.add("AveragePool", average_pool);
   t.add("GlobalAveragePool", global_pool);
   t.add("GlobalMaxPool", global_pool);
+  t.add("LpPool", lp_pool);
+  t.add("GlobalLpPool", global_lp_pool);
 }
 
 }  // namespace torchonnx

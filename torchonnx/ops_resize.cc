@@ -1,5 +1,6 @@
 // Resize and Upsample. F.interpolate where PyTorch's rule is ONNX's rule; otherwise constant
-// index tables (nearest) or interpolation matrices (linear, cubic), computed here per axis.
+// index tables (nearest) or interpolation matrices (linear, cubic), computed here per axis, and
+// for tf_crop_and_resize a constant mask of the outputs that take the extrapolation value.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -23,7 +24,34 @@ struct ResizeSpec {
   bool scales_given = false;
   double cubic_a = -0.75;
   bool exclude_outside = false;
+  // tf_crop_and_resize: per axis, the crop box as fractions of in - 1; positions outside the
+  // input take `extrapolation`.
+  std::vector<double> roi_start, roi_end;
+  double extrapolation = 0.0;
 };
+
+// The crop box of tf_crop_and_resize from the roi input ([starts..., ends...] over `axes`).
+common::Status read_roi(Context& ctx, ResizeSpec& s) {
+  const size_t rank = ctx.shape(0).size();
+  s.roi_start.assign(rank, 0.0);
+  s.roi_end.assign(rank, 1.0);
+  s.extrapolation = ctx.node().attr_float("extrapolation_value", 0.0f);
+  const Tensor* roi = ctx.has_input(1) ? ctx.constant(1) : nullptr;
+  if (!roi) return ctx.error("tf_crop_and_resize needs a constant roi");
+  std::vector<int64_t> axes = ctx.node().attr_ints("axes");
+  if (axes.empty()) {
+    for (size_t d = 0; d < rank; ++d) axes.push_back(static_cast<int64_t>(d));
+  }
+  const std::vector<double> box = roi->to_double();
+  if (box.size() != 2 * axes.size()) return ctx.error("roi must hold a start and end per axis");
+  for (size_t j = 0; j < axes.size(); ++j) {
+    const int64_t d = norm_axis(axes[j], static_cast<int64_t>(rank));
+    if (d < 0) return ctx.error("axes out of range");
+    s.roi_start[d] = box[j];
+    s.roi_end[d] = box[j + axes.size()];
+  }
+  return {};
+}
 
 common::Result<ResizeSpec> resize_spec(Context& ctx) {
   const common::Node& n = ctx.node();
@@ -54,13 +82,20 @@ common::Result<ResizeSpec> resize_spec(Context& ctx) {
   for (size_t d = 0; d < in.size(); ++d) {
     s.scales.push_back(s.scales_given ? given[d] : static_cast<double>(out[d]) / in[d]);
   }
-  if (s.transform == "tf_crop_and_resize") return ctx.error("tf_crop_and_resize");
+  if (s.transform == "tf_crop_and_resize") RETURN_IF_ERROR(read_roi(ctx, s));
   if (s.mode != "nearest" && s.mode != "linear" && s.mode != "cubic") return ctx.error("mode");
   return s;
 }
 
-double source_coord(const ResizeSpec& s, int64_t i, int64_t in, int64_t out, double scale) {
+double source_coord(const ResizeSpec& s, int64_t i, int64_t axis, int64_t in, int64_t out,
+                    double scale) {
   const std::string& t = s.transform;
+  if (t == "tf_crop_and_resize") {
+    const double start = s.roi_start[axis], end = s.roi_end[axis];
+    const double length = s.scales_given ? in * scale : static_cast<double>(out);
+    if (length == 1.0) return 0.5 * (start + end) * (in - 1);
+    return start * (in - 1) + i * (end - start) * (in - 1) / (length - 1.0);
+  }
   if (t == "half_pixel") return (i + 0.5) / scale - 0.5;
   if (t == "pytorch_half_pixel") return out > 1 ? (i + 0.5) / scale - 0.5 : 0.0;
   // ONNX divides by the unrounded resized length in * scale.
@@ -87,9 +122,9 @@ double cubic_weight(double s, double a) {
 }
 
 // Row i of the [out, in] interpolation matrix for one axis.
-void matrix_row(const ResizeSpec& s, int64_t i, int64_t in, int64_t out, double scale,
+void matrix_row(const ResizeSpec& s, int64_t i, int64_t axis, int64_t in, int64_t out, double scale,
                 std::vector<double>& m) {
-  double x = source_coord(s, i, in, out, scale);
+  double x = source_coord(s, i, axis, in, out, scale);
   double* row = &m[i * in];
   if (s.mode == "linear") {
     x = std::clamp(x, 0.0, static_cast<double>(in - 1));
@@ -122,14 +157,14 @@ std::string resize_axis(Context& ctx, const ResizeSpec& s, std::string x, int64_
   if (s.mode == "nearest") {
     std::vector<int64_t> idx;
     for (int64_t i = 0; i < out; ++i) {
-      const int64_t j = nearest_index(s.nearest_mode, source_coord(s, i, in, out, scale));
+      const int64_t j = nearest_index(s.nearest_mode, source_coord(s, i, axis, in, out, scale));
       idx.push_back(std::clamp<int64_t>(j, 0, in - 1));
     }
     const std::string buf = ctx.buffer(Tensor::from_int64(idx, {out}), "resize_index");
     return x + ".index_select(" + std::to_string(axis) + ", " + buf + ")";
   }
   std::vector<double> m(out * in, 0.0);
-  for (int64_t i = 0; i < out; ++i) matrix_row(s, i, in, out, scale, m);
+  for (int64_t i = 0; i < out; ++i) matrix_row(s, i, axis, in, out, scale, m);
   if (axis == rank - 1) {
     std::vector<double> mt(in * out);
     for (int64_t i = 0; i < out; ++i) {
@@ -183,6 +218,41 @@ bool try_interpolate(Context& ctx, const ResizeSpec& s, std::string* expr) {
   return false;
 }
 
+// Whether resizing leaves `axis` as it is.
+bool identity_axis(const ResizeSpec& s, int64_t axis, int64_t in, int64_t out) {
+  if (in != out || s.scales[axis] != 1.0) return false;
+  if (s.transform != "tf_crop_and_resize") return true;
+  return in == 1 || (s.roi_start[axis] == 0.0 && s.roi_end[axis] == 1.0);
+}
+
+// tf_crop_and_resize: outputs whose source position lies outside the input on some resized axis
+// take the extrapolation value (through a constant mask); `expr` unchanged when there are none.
+std::string extrapolate(Context& ctx, const ResizeSpec& s, const std::vector<bool>& resized,
+                        std::string expr) {
+  const Dims& in = ctx.shape(0);
+  const Dims& out = ctx.out_shape();
+  Dims dims;
+  std::vector<int64_t> inside{1};
+  for (size_t d = 0; d < in.size(); ++d) {
+    dims.push_back(resized[d] ? out[d] : 1);
+    std::vector<int64_t> next;
+    for (int64_t v : inside) {
+      for (int64_t i = 0; i < dims.back(); ++i) {
+        const double x = resized[d] ? source_coord(s, i, d, in[d], out[d], s.scales[d]) : 0.0;
+        next.push_back(v && x >= 0.0 && x <= in[d] - 1);
+      }
+    }
+    inside = std::move(next);
+  }
+  if (std::all_of(inside.begin(), inside.end(), [](int64_t v) { return v != 0; })) return expr;
+  const std::string mask =
+      ctx.buffer(Tensor::from_int64(inside, dims, DType::kBool), "resize_inside");
+  const std::string value = common::is_floating(ctx.dtype(0))
+                                ? py_float(s.extrapolation)
+                                : std::to_string(static_cast<int64_t>(s.extrapolation));
+  return "torch.where(" + mask + ", " + expr + ", " + value + ")";
+}
+
 Status resize(Context& ctx) {
   ASSIGN_OR_RETURN(ResizeSpec s, resize_spec(ctx));
   const Dims& in = ctx.shape(0);
@@ -196,11 +266,14 @@ Status resize(Context& ctx) {
   expr = ctx.in(0);
   bool batched = ctx.batched(0);
   const int64_t rank = static_cast<int64_t>(in.size());
+  std::vector<bool> resized(rank, false);
   for (int64_t d = 0; d < rank; ++d) {
-    if (in[d] == out[d] && s.scales[d] == 1.0) continue;
+    if (identity_axis(s, d, in[d], out[d])) continue;
     expr = resize_axis(ctx, s, expr, d, rank, dtype);
+    resized[d] = true;
     batched = batched && d != 0;
   }
+  if (s.transform == "tf_crop_and_resize") expr = extrapolate(ctx, s, resized, expr);
   if (expr == ctx.in(0)) {
     ctx.alias(0, Operand{expr, batched});
     return {};
