@@ -7,6 +7,7 @@
 #include "common/testing.h"
 #include "torchonnx/convert.h"
 #include "torchonnx/emit.h"
+#include "torchonnx/pyfmt.h"
 
 namespace torchonnx {
 namespace {
@@ -93,6 +94,22 @@ TEST(Lower, UnsupportedOpNamesOpNodeAndOpset) {
       y = Det(x)
     })"),
             "error: m.onnx: node 'Det_0' (Det): op has no PyTorch lowering (opset 13)");
+}
+
+// Python literals: the shortest text that reads back as the same float, in plain notation for
+// ordinary magnitudes (the expected texts are Python's own repr of these values).
+TEST(PyFloat, ShortestRoundTripPlainNotation) {
+  EXPECT_EQ(py_float(10.0), "10.0");
+  EXPECT_EQ(py_float(-300.0), "-300.0");
+  EXPECT_EQ(py_float(0.1), "0.1");
+  EXPECT_EQ(py_float(2.5e-05), "2.5e-05");
+  EXPECT_EQ(py_float(1e20), "1e+20");
+  EXPECT_EQ(py_float(0.1, false), "0.1");
+  EXPECT_EQ(py_float(1.0 / 3.0, false), "0.3333333333333333");
+  const float big = 123456792.0f;  // float32 nearest to 123456789
+  const std::string text = py_float(big);
+  EXPECT_EQ(text.find('e'), std::string::npos) << text;
+  EXPECT_EQ(std::strtof(text.c_str(), nullptr), big) << text;
 }
 
 TEST(Emit, HeaderImportsAndDeterminism) {

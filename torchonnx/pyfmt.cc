@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <algorithm>
 
 namespace torchonnx {
 
@@ -43,12 +45,19 @@ std::string py_float(double value, bool single_precision) {
   if (std::isnan(value)) return "float(\"nan\")";
   if (std::isinf(value)) return value > 0 ? "float(\"inf\")" : "-float(\"inf\")";
   char buf[40];
-  for (int digits = 1; digits <= 17; ++digits) {
+  int digits = 1;
+  for (; digits <= 17; ++digits) {
     std::snprintf(buf, sizeof buf, "%.*g", digits, value);
     const double back = std::strtod(buf, nullptr);
     const bool same =
         single_precision ? static_cast<float>(back) == static_cast<float>(value) : back == value;
     if (same) break;
+  }
+  // Plain notation for ordinary magnitudes ("10.0", not "1e+01").
+  const double magnitude = std::fabs(value);
+  if (magnitude >= 1 && magnitude < 1e16 && std::strchr(buf, 'e') != nullptr) {
+    const int integer_digits = static_cast<int>(std::floor(std::log10(magnitude))) + 1;
+    std::snprintf(buf, sizeof buf, "%.*g", std::max(std::min(digits, 17), integer_digits), value);
   }
   std::string s = buf;
   if (s.find_first_of(".en") == std::string::npos) s += ".0";
