@@ -122,5 +122,6 @@ void register_loss(HandlerTable& table);         // NegativeLogLikelihoodLoss, S
 void register_quant(HandlerTable& table);        // QuantizeLinear, DequantizeLinear, *Integer, QLinear*
 void register_recurrent(HandlerTable& table);    // RNN, GRU, LSTM
 void register_signal(HandlerTable& table);       // DFT, STFT, windows, GridSample, ...
+void register_misc(HandlerTable& table);         // Det, MeanVarianceNormalization, ReverseSequence
 
 }  // namespace torchonnx

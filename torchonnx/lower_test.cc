@@ -90,10 +90,11 @@ TEST(Lower, DataDependentGatherIsIndexing) {
 TEST(Lower, UnsupportedOpNamesOpNodeAndOpset) {
   EXPECT_EQ(body_of(R"(
     <ir_version: 8, opset_import: ["" : 13]>
-    g (float[2,2] x) => (float y) {
-      y = Det(x)
+    g (float[2,2] x) => (float[2,2] y) {
+      y = RandomUniformLike(x)
     })"),
-            "error: m.onnx: node 'Det_0' (Det): op has no PyTorch lowering (opset 13)");
+            "error: m.onnx: node 'RandomUniformLike_0' (RandomUniformLike): op has no PyTorch "
+            "lowering (opset 13)");
 }
 
 // Python literals: the shortest text that reads back as the same float, in plain notation for

@@ -15,41 +15,7 @@ using common::DType;
 using common::Status;
 using common::Tensor;
 
-struct Geometry {
-  std::vector<int64_t> kernel, strides, dilations, begin, end;
-  int64_t group = 1;
-};
-
-// Kernel, strides, dilations and explicit pads of a Conv-like node over `in` spatial dims.
-common::Result<Geometry> geometry(Context& ctx, const std::vector<int64_t>& kernel,
-                                  const std::vector<int64_t>& in, bool transposed) {
-  const size_t n = kernel.size();
-  const common::Node& node = ctx.node();
-  Geometry g;
-  g.kernel = kernel;
-  g.strides = node.attr_ints("strides", std::vector<int64_t>(n, 1));
-  g.dilations = node.attr_ints("dilations", std::vector<int64_t>(n, 1));
-  g.group = node.attr_int("group", 1);
-  std::vector<int64_t> pads = node.attr_ints("pads", std::vector<int64_t>(2 * n, 0));
-  if (g.strides.size() != n || g.dilations.size() != n || pads.size() != 2 * n) {
-    return ctx.error("strides, dilations or pads do not match the kernel rank");
-  }
-  g.begin.assign(pads.begin(), pads.begin() + n);
-  g.end.assign(pads.begin() + n, pads.end());
-  const std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
-  if (auto_pad == "VALID") g.begin = g.end = std::vector<int64_t>(n, 0);
-  if ((auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") && !transposed) {
-    for (size_t d = 0; d < n; ++d) {
-      const int64_t out = (in[d] + g.strides[d] - 1) / g.strides[d];
-      const int64_t total = std::max<int64_t>(
-          0, (out - 1) * g.strides[d] + (kernel[d] - 1) * g.dilations[d] + 1 - in[d]);
-      const int64_t small = total / 2;
-      g.begin[d] = auto_pad == "SAME_UPPER" ? small : total - small;
-      g.end[d] = total - g.begin[d];
-    }
-  }
-  return g;
-}
+using Geometry = ConvGeometry;
 
 std::string torch_pads(const std::vector<int64_t>& begin, const std::vector<int64_t>& end) {
   std::vector<int64_t> out;
@@ -118,7 +84,7 @@ Status conv(Context& ctx) {
   }
   const std::vector<int64_t> in(ctx.shape(0).begin() + 2, ctx.shape(0).end());
   ASSIGN_OR_RETURN(Geometry g,
-                   geometry(ctx, std::vector<int64_t>(ws.begin() + 2, ws.end()), in, false));
+                   conv_geometry(ctx, std::vector<int64_t>(ws.begin() + 2, ws.end()), in, false));
   const bool symmetric = g.begin == g.end;
   std::string x = ctx.in(0);
   if (!symmetric) x = "F.pad(" + x + ", " + torch_pads(g.begin, g.end) + ")";
@@ -222,7 +188,7 @@ Status conv_transpose(Context& ctx) {
   const std::vector<int64_t> in(ctx.shape(0).begin() + 2, ctx.shape(0).end());
   const std::vector<int64_t> out(ctx.out_shape().begin() + 2, ctx.out_shape().end());
   ASSIGN_OR_RETURN(Geometry g,
-                   geometry(ctx, std::vector<int64_t>(ws.begin() + 2, ws.end()), in, true));
+                   conv_geometry(ctx, std::vector<int64_t>(ws.begin() + 2, ws.end()), in, true));
   ASSIGN_OR_RETURN(TransposedPlan plan, plan_transposed(ctx, g, in, out));
   std::string expr;
   if (ctx.constant(1) && (!ctx.has_input(2) || ctx.constant(2))) {

@@ -1,8 +1,69 @@
-// Loss ops (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss).
+// Loss ops: NegativeLogLikelihoodLoss as F.nll_loss and SoftmaxCrossEntropyLoss as
+// F.cross_entropy, with F.log_softmax for its optional log_prob output. Both take scores
+// [N, C, d1..dk], class indices [N, d1..dk] and an optional per-class weight [C]; torch's
+// weighting, ignore_index and mean (divided by the summed weights of the counted targets) are
+// ONNX's.
+#include <string>
+
 #include "torchonnx/context.h"
 
 namespace torchonnx {
 
-void register_loss(HandlerTable& t) { (void)t; }
+namespace {
+
+using common::DType;
+using common::Status;
+
+// Checks the layouts and returns the arguments after the scores: target, then weight,
+// ignore_index and reduction as keywords, each omitted when it is torch's default.
+common::Result<std::string> loss_args(Context& ctx) {
+  const common::Node& node = ctx.node();
+  if (ctx.rank(0) < 2 || ctx.rank(1) != ctx.rank(0) - 1) {
+    return ctx.error("expected scores [N, C, d1..dk] and targets [N, d1..dk]");
+  }
+  const std::string reduction = node.attr_string("reduction", "mean");
+  if (reduction != "none" && reduction != "sum" && reduction != "mean") {
+    return ctx.error("unknown reduction '" + reduction + "'");
+  }
+  // torch indexes with int64 only.
+  std::string args = ctx.in(1) + (ctx.dtype(1) == DType::kInt64 ? "" : ".long()");
+  if (ctx.has_input(2)) args += ", weight=" + ctx.in(2);
+  // Without the attribute no target is ignored; torch's default (-100) is no valid class either.
+  if (node.has_attr("ignore_index")) {
+    args += ", ignore_index=" + std::to_string(node.attr_int("ignore_index", -100));
+  }
+  if (reduction != "mean") args += ", reduction=\"" + reduction + "\"";
+  return args;
+}
+
+// The loss keeps the batch dim only when it is not reduced.
+bool loss_batched(const Context& ctx) {
+  return ctx.batched(0) && ctx.node().attr_string("reduction", "mean") == "none";
+}
+
+Status nll_loss(Context& ctx) {
+  ASSIGN_OR_RETURN(std::string args, loss_args(ctx));
+  return ctx.emit("F.nll_loss(" + ctx.in(0) + ", " + args + ")", "nll_loss", loss_batched(ctx));
+}
+
+Status softmax_cross_entropy(Context& ctx) {
+  ASSIGN_OR_RETURN(std::string args, loss_args(ctx));
+  const std::string x = ctx.in(0);
+  const std::string loss = "F.cross_entropy(" + x + ", " + args + ")";
+  if (!ctx.output_used(1)) return ctx.emit(loss, "loss", loss_batched(ctx));
+  // One statement binds both outputs, so they share one batch flag: a reduced loss makes it
+  // false, which only fixes log_prob's batch size to the model's.
+  const bool batched = loss_batched(ctx) || (ctx.batched(0) && !ctx.output_used(0));
+  ctx.emit_tuple("(" + (ctx.output_used(0) ? loss : "None") + ", F.log_softmax(" + x + ", 1))",
+                 "loss", batched);
+  return {};
+}
+
+}  // namespace
+
+void register_loss(HandlerTable& t) {
+  t.add("NegativeLogLikelihoodLoss", nll_loss);
+  t.add("SoftmaxCrossEntropyLoss", softmax_cross_entropy);
+}
 
 }  // namespace torchonnx

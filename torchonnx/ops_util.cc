@@ -56,4 +56,35 @@ std::string int_or_tuple(const std::vector<int64_t>& values, bool scalar_ok) {
 
 std::vector<double> doubles(const common::Tensor& t) { return t.to_double(); }
 
+// Kernel, strides, dilations and explicit pads of a Conv-like node over `in` spatial dims.
+common::Result<ConvGeometry> conv_geometry(Context& ctx, const std::vector<int64_t>& kernel,
+                                           const std::vector<int64_t>& in, bool transposed) {
+  const size_t n = kernel.size();
+  const common::Node& node = ctx.node();
+  ConvGeometry g;
+  g.kernel = kernel;
+  g.strides = node.attr_ints("strides", std::vector<int64_t>(n, 1));
+  g.dilations = node.attr_ints("dilations", std::vector<int64_t>(n, 1));
+  g.group = node.attr_int("group", 1);
+  std::vector<int64_t> pads = node.attr_ints("pads", std::vector<int64_t>(2 * n, 0));
+  if (g.strides.size() != n || g.dilations.size() != n || pads.size() != 2 * n) {
+    return ctx.error("strides, dilations or pads do not match the kernel rank");
+  }
+  g.begin.assign(pads.begin(), pads.begin() + n);
+  g.end.assign(pads.begin() + n, pads.end());
+  const std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
+  if (auto_pad == "VALID") g.begin = g.end = std::vector<int64_t>(n, 0);
+  if ((auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") && !transposed) {
+    for (size_t d = 0; d < n; ++d) {
+      const int64_t out = (in[d] + g.strides[d] - 1) / g.strides[d];
+      const int64_t total = std::max<int64_t>(
+          0, (out - 1) * g.strides[d] + (kernel[d] - 1) * g.dilations[d] + 1 - in[d]);
+      const int64_t small = total / 2;
+      g.begin[d] = auto_pad == "SAME_UPPER" ? small : total - small;
+      g.end[d] = total - g.begin[d];
+    }
+  }
+  return g;
+}
+
 }  // namespace torchonnx

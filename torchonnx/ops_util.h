@@ -26,6 +26,15 @@ std::string index_suffix(std::vector<std::string> parts);
 std::string slice_text(int64_t start, int64_t stop, int64_t step, int64_t dim);
 /// Ints as a Python argument: "3" when `values` has one element and `scalar_ok`, else a tuple.
 std::string int_or_tuple(const std::vector<int64_t>& values, bool scalar_ok = true);
+/// Kernel, strides, dilations, group and explicit pads (begins, ends) of a Conv-like node.
+struct ConvGeometry {
+  std::vector<int64_t> kernel, strides, dilations, begin, end;
+  int64_t group = 1;
+};
+/// The geometry of a Conv-like node with `kernel` over spatial input dims `in`; auto_pad SAME_*
+/// is resolved to explicit pads unless `transposed` (ConvTranspose resolves it itself).
+common::Result<ConvGeometry> conv_geometry(Context& ctx, const std::vector<int64_t>& kernel,
+                                           const std::vector<int64_t>& in, bool transposed);
 /// A copy of `t` converted to float64 values.
 std::vector<double> doubles(const common::Tensor& t);
 
