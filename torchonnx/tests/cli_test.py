@@ -43,9 +43,10 @@ def mlp_model(path):
 
 
 def bad_model(path):
-    nodes = [helper.make_node("Det", ["x"], ["y"], name="det node")]
+    """A random-number op: generated code cannot reproduce it, so it has no lowering."""
+    nodes = [helper.make_node("RandomUniformLike", ["x"], ["y"], name="rand node")]
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [])])
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
 
 
@@ -95,9 +96,21 @@ def test_error_is_one_line_exit_2_and_writes_nothing_for_that_model(tmp_path):
     r = run(tmp_path / "bad.onnx", tmp_path / "good.onnx", "-o", tmp_path / "out")
     assert r.returncode == 2
     lines = r.stderr.decode().splitlines()
-    assert lines == [f"torchonnx: {tmp_path}/bad.onnx: node 'det node' (Det): "
+    assert lines == [f"torchonnx: {tmp_path}/bad.onnx: node 'rand node' (RandomUniformLike): "
                      "op has no PyTorch lowering (opset 13)"]
     assert sorted(os.listdir(tmp_path / "out")) == ["good.pth", "good.py"]
+
+
+def test_list_ops_and_missing_arguments():
+    r = run("--list-ops")
+    assert r.returncode == 0
+    ops = r.stdout.decode().split()
+    assert ops == sorted(set(ops))
+    assert {"Conv", "Gemm", "MaxPool", "LpPool", "Identity", "OneHot", "Split"} <= set(ops)
+    assert "RandomUniformLike" not in ops
+    for args, message in ((["-o", "out"], b"missing input model"), (["m.onnx"], b"missing --output")):
+        r = run(*args)
+        assert r.returncode == 2 and r.stderr.count(b"\n") == 1 and message in r.stderr
 
 
 def test_bad_class_name_is_rejected(tmp_path):
