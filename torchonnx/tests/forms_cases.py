@@ -1,0 +1,333 @@
+"""Small ONNX models for op forms that the ONNX backend node tests barely cover, laid out like node tests
+(model.onnx, test_data_set_*/input_*.pb, output_*.pb) so that tools/run_node_tests.py can run them.
+
+Expected outputs never come from torchonnx: pools and convolutions are brute-forced in numpy one window
+at a time, GatherND and Resize use the reference code of ONNX's own node tests.
+"""
+
+import itertools
+import os
+from typing import List, NamedTuple
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+from onnx.backend.test.case.node.gathernd import gather_nd_impl
+from onnx.backend.test.case.node.resize import cubic_coeffs, interpolate_nd, linear_coeffs, nearest_coeffs
+
+
+class Case(NamedTuple):
+    name: str
+    model: onnx.ModelProto
+    sets: List[tuple]  # (inputs, outputs), each a list of arrays in graph order
+
+
+def make_case(name, node, inputs, outputs, initializers=(), opset=13):
+    """inputs, outputs, initializers: lists of (name, array); one data set."""
+    def info(n, a):
+        return helper.make_tensor_value_info(n, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[a.dtype], a.shape)
+
+    graph = helper.make_graph([node], name, [info(n, a) for n, a in inputs],
+                              [info(n, a) for n, a in outputs],
+                              [numpy_helper.from_array(a, n) for n, a in initializers])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return Case(name, model, [([a for _, a in inputs], [a for _, a in outputs])])
+
+
+def write_case(case, directory):
+    os.makedirs(directory)
+    onnx.save(case.model, os.path.join(directory, "model.onnx"))
+    graph = case.model.graph
+    for s, (inputs, outputs) in enumerate(case.sets):
+        data = os.path.join(directory, f"test_data_set_{s}")
+        os.makedirs(data)
+        for kind, infos, arrays in (("input", graph.input, inputs), ("output", graph.output, outputs)):
+            for i, (value, array) in enumerate(zip(infos, arrays)):
+                onnx.save_tensor(numpy_helper.from_array(array, value.name), f"{data}/{kind}_{i}.pb")
+
+
+# ---- Windows shared by the pool and convolution references -------------------------------------------
+
+def same_pads(spatial, kernel, strides, dilations, auto_pad):
+    """Explicit [begins..., ends...] pads for auto_pad SAME_UPPER / SAME_LOWER."""
+    begins, ends = [], []
+    for i, k, s, d in zip(spatial, kernel, strides, dilations):
+        total = max(0, (-(-i // s) - 1) * s + (k - 1) * d + 1 - i)
+        begin = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
+        begins.append(begin)
+        ends.append(total - begin)
+    return begins + ends
+
+
+def windows(spatial, kernel, strides, dilations, pads, ceil=0):
+    """Output shape, and per output position the (kernel offset, input position) taps inside the input."""
+    n = len(spatial)
+    shape = []
+    for d in range(n):
+        span = spatial[d] + pads[d] + pads[d + n] - (kernel[d] - 1) * dilations[d] - 1
+        size = -(-span // strides[d]) + 1 if ceil else span // strides[d] + 1
+        if ceil and (size - 1) * strides[d] >= spatial[d] + pads[d]:
+            size -= 1  # a window may not start in the end padding
+        shape.append(size)
+    result = []
+    for o in itertools.product(*map(range, shape)):
+        taps = []
+        for k in itertools.product(*map(range, kernel)):
+            pos = tuple(o[d] * strides[d] - pads[d] + k[d] * dilations[d] for d in range(n))
+            if all(0 <= p < i for p, i in zip(pos, spatial)):
+                taps.append((k, pos))
+        result.append((o, taps))
+    return shape, result
+
+
+# ---- MaxPool with Indices, LpPool, GlobalLpPool --------------------------------------------------------
+
+def pool_case(name, rng, shape, op, kernel, strides=None, pads=None, dilations=None, ceil=0, order=0,
+              p=2, auto_pad=None, dtype=np.float32, opset=12):
+    n = len(kernel)
+    x = rng.permutation(int(np.prod(shape))).reshape(shape)  # distinct values: no ties for the max
+    x = ((x - x.size / 2) / 7).astype(dtype) if dtype == np.float32 else x.astype(dtype)
+    attrs = {"kernel_shape": kernel, "strides": strides, "pads": pads, "dilations": dilations,
+             "ceil_mode": ceil or None, "storage_order": order or None, "auto_pad": auto_pad}
+    strides, dilations = strides or [1] * n, dilations or [1] * n
+    spatial = shape[2:]
+    if auto_pad:
+        pads = same_pads(spatial, kernel, strides, dilations, auto_pad)
+    out_shape, wins = windows(spatial, kernel, strides, dilations, pads or [0] * (2 * n), ceil)
+    y = np.zeros((*shape[:2], *out_shape), np.float64)
+    indices = np.zeros(y.shape, np.int64)
+    for b, c in itertools.product(*map(range, shape[:2])):
+        for o, taps in wins:
+            values = [float(x[(b, c, *pos)]) for _, pos in taps]
+            if op == "LpPool":
+                y[(b, c, *o)] = sum(abs(v) ** p for v in values) ** (1 / p)
+                continue
+            best = taps[int(np.argmax(values))][1]
+            y[(b, c, *o)] = max(values)
+            flat = np.ravel_multi_index(best, spatial, order="F" if order else "C")
+            indices[(b, c, *o)] = (b * shape[1] + c) * int(np.prod(spatial)) + int(flat)
+    if op == "LpPool":
+        attrs["p"] = p
+    attrs = {k: v for k, v in attrs.items() if v is not None}
+    outputs = [("y", y.astype(dtype))] + ([("i", indices)] if op == "MaxPool" else [])
+    node = helper.make_node(op, ["x"], [n for n, _ in outputs], **attrs)
+    return make_case(name, node, [("x", x)], outputs, opset=opset)
+
+
+def maxpool_indices():
+    rng = np.random.default_rng(0)
+    return [pool_case(name, rng, shape, "MaxPool", **kw) for name, shape, kw in [
+        ("mp_1d", (2, 3, 9), dict(kernel=[3], strides=[2])),
+        ("mp_1d_pad_ceil", (2, 3, 10), dict(kernel=[3], strides=[2], pads=[1, 2], ceil=1)),
+        ("mp_2d_pads", (2, 3, 6, 7), dict(kernel=[3, 2], strides=[2, 1], pads=[1, 0, 1, 1])),
+        ("mp_2d_order1", (2, 3, 6, 7), dict(kernel=[3, 2], strides=[2, 2], pads=[1, 1, 1, 1], order=1)),
+        ("mp_2d_dil", (1, 2, 8, 9), dict(kernel=[2, 3], dilations=[2, 2], pads=[1, 2, 1, 2])),
+        ("mp_2d_dil_order1_ceil", (1, 2, 8, 9),
+         dict(kernel=[2, 3], dilations=[2, 1], strides=[3, 2], order=1, ceil=1)),
+        ("mp_2d_same_upper", (1, 2, 7, 8), dict(kernel=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER")),
+        ("mp_2d_same_lower_order1", (1, 2, 7, 8),
+         dict(kernel=[2, 2], strides=[2, 2], auto_pad="SAME_LOWER", order=1)),
+        ("mp_2d_ceil", (1, 1, 7, 7), dict(kernel=[3, 3], strides=[2, 2], ceil=1)),
+        ("mp_3d", (1, 2, 5, 6, 4), dict(kernel=[2, 3, 2], strides=[2, 2, 1], pads=[0, 1, 1, 1, 1, 0])),
+        ("mp_3d_order1", (2, 2, 5, 6, 4), dict(kernel=[2, 3, 2], strides=[2, 2, 1], order=1)),
+        ("mp_2d_int32", (1, 2, 5, 5), dict(kernel=[2, 2], dtype=np.int32)),
+        ("mp_2d_uint8_pads", (1, 1, 5, 5), dict(kernel=[2, 2], pads=[1, 1, 0, 0], dtype=np.uint8)),
+    ]]
+
+
+def lppool():
+    rng = np.random.default_rng(1)
+    return [pool_case(name, rng, shape, "LpPool", **kw) for name, shape, kw in [
+        ("lp_2d_p2", (2, 3, 6, 7), dict(kernel=[3, 2], strides=[2, 1], p=2)),
+        ("lp_2d_p1_pads", (1, 3, 6, 7), dict(kernel=[3, 3], pads=[1, 1, 1, 1], p=1)),
+        ("lp_2d_p3_asym_pads", (1, 3, 6, 7), dict(kernel=[3, 3], strides=[2, 2], pads=[0, 1, 2, 1], p=3)),
+        ("lp_1d_p4", (2, 2, 9), dict(kernel=[4], strides=[3], p=4)),
+        ("lp_3d", (1, 2, 5, 6, 4), dict(kernel=[2, 3, 2], strides=[2, 2, 1], pads=[0, 1, 1, 1, 1, 0])),
+        ("lp_2d_same_lower", (1, 2, 7, 8), dict(kernel=[3, 3], strides=[2, 2], auto_pad="SAME_LOWER")),
+        ("lp_2d_ceil_opset18", (1, 2, 7, 7), dict(kernel=[3, 3], strides=[2, 2], ceil=1, opset=18)),
+        ("lp_2d_dil_opset18", (1, 2, 9, 8),
+         dict(kernel=[2, 3], dilations=[2, 2], pads=[1, 1, 1, 1], p=3, opset=18)),
+        ("lp_1d_dil_ceil_opset18", (2, 2, 11),
+         dict(kernel=[3], dilations=[2], strides=[2], ceil=1, opset=18)),
+    ]]
+
+
+def global_lppool():
+    x = np.random.default_rng(2).standard_normal((2, 3, 4, 5)).astype(np.float32)
+    cases = []
+    for p in (1, 2, 3):
+        y = (np.abs(x.astype(np.float64)) ** p).sum(axis=(2, 3), keepdims=True) ** (1 / p)
+        node = helper.make_node("GlobalLpPool", ["x"], ["y"], p=p)
+        cases.append(make_case(f"glp_p{p}", node, [("x", x)], [("y", y.astype(np.float32))]))
+    return cases
+
+
+# ---- GatherND with batch_dims ----------------------------------------------------------------------------
+
+def gathernd():
+    rng = np.random.default_rng(3)
+
+    def indices(data_shape, shape, batch_dims, dtype):
+        high = np.array(data_shape[batch_dims:batch_dims + shape[-1]])
+        positive = rng.integers(0, 1 << 30, shape) % high
+        return (positive - rng.integers(0, 2, shape) * high).astype(dtype)  # about half negative
+
+    def case(name, data_shape, index_shape, batch_dims, dtype=np.int64, const_indices=False):
+        data = rng.standard_normal(data_shape).astype(np.float32)
+        idx = indices(data_shape, index_shape, batch_dims, dtype)
+        y = gather_nd_impl(data, idx, batch_dims)
+        node = helper.make_node("GatherND", ["data", "idx"], ["y"], batch_dims=batch_dims)
+        if const_indices:
+            return make_case(name, node, [("data", data)], [("y", y)], initializers=[("idx", idx)])
+        return make_case(name, node, [("data", data), ("idx", idx)], [("y", y)])
+
+    cases = [case("gnd_b0", (3, 4, 5), (2, 2), 0),
+             case("gnd_b1", (3, 4, 5), (3, 2, 1), 1),
+             case("gnd_b1_k2_int32", (3, 4, 5, 2), (3, 6, 2), 1, np.int32),
+             case("gnd_b1_const_indices", (3, 4, 5), (3, 2, 2, 1), 1, const_indices=True),
+             case("gnd_b2", (2, 3, 4, 5), (2, 3, 2, 2), 2),
+             case("gnd_b2_k2_full", (2, 3, 4, 5), (2, 3, 2), 2)]
+    # Declared with batch 1, also run with batch 4: batch_dims must follow the actual leading size.
+    batched = case("gnd_b1_any_batch", (1, 4, 5), (1, 3, 1), 1)
+    data, idx = rng.standard_normal((4, 4, 5)).astype(np.float32), rng.integers(0, 4, (4, 3, 1))
+    batched.sets.append(([data, idx], [gather_nd_impl(data, idx, 1)]))
+    return cases + [batched]
+
+
+# ---- Resize with coordinate_transformation_mode tf_crop_and_resize -------------------------------------
+
+def resize_case(name, rng, shape, roi, sizes=None, scales=None, axes=None, mode="linear", nearest_mode=None,
+                extrapolation=None, dtype=np.float32, opset=13):
+    x = rng.standard_normal(shape).astype(np.float32) * 5
+    x = x if dtype == np.float32 else np.abs(x).astype(dtype)
+    attrs = {"mode": mode, "coordinate_transformation_mode": "tf_crop_and_resize"}
+    if extrapolation is not None:
+        attrs["extrapolation_value"] = extrapolation
+    if nearest_mode:
+        attrs["nearest_mode"] = nearest_mode
+    full_roi, full_sizes = np.array(roi, np.float32), sizes
+    if axes:  # the reference wants every axis: the others keep their size over the whole [0, 1]
+        attrs["axes"] = axes
+        starts, ends, full_sizes = [0.0] * len(shape), [1.0] * len(shape), list(shape)
+        for j, a in enumerate(axes):
+            starts[a], ends[a], full_sizes[a] = roi[j], roi[j + len(axes)], sizes[j]
+        full_roi = np.array(starts + ends, np.float32)
+    coeffs = {"linear": linear_coeffs, "cubic": cubic_coeffs,
+              "nearest": lambda r: nearest_coeffs(r, mode=nearest_mode or "round_prefer_floor")}[mode]
+    y = interpolate_nd(x, coeffs, output_size=full_sizes,
+                       scale_factors=None if scales is None else np.array(scales), roi=full_roi,
+                       coordinate_transformation_mode="tf_crop_and_resize",
+                       extrapolation_value=attrs.get("extrapolation_value", 0.0))
+    inits = [("roi", np.array(roi, np.float32))]
+    if sizes is None:
+        inits.append(("scales", np.array(scales, np.float32)))
+        node = helper.make_node("Resize", ["x", "roi", "scales"], ["y"], **attrs)
+    else:
+        inits.append(("sizes", np.array(sizes, np.int64)))
+        node = helper.make_node("Resize", ["x", "roi", "", "sizes"], ["y"], **attrs)
+    return make_case(name, node, [("x", x)], [("y", y.astype(dtype))], initializers=inits, opset=opset)
+
+
+def resize_crop():
+    rng = np.random.default_rng(4)
+    crop = [0, 0, -0.2, 0.3, 1, 1, 0.9, 1.4]  # reaches outside the input: extrapolation_value shows
+    return [resize_case(name, rng, shape, roi, **kw) for name, shape, roi, kw in [
+        ("tfc_linear_inside", (1, 1, 4, 4), [0, 0, 0.4, 0.6, 1, 1, 0.6, 0.8], dict(sizes=[1, 1, 3, 3])),
+        ("tfc_linear_extrapolate", (2, 3, 5, 6), crop, dict(sizes=[2, 3, 7, 4], extrapolation=10.0)),
+        ("tfc_linear_extrapolate_0", (1, 2, 5, 6), crop, dict(sizes=[1, 2, 4, 9])),
+        ("tfc_linear_scales", (1, 2, 5, 6), [0, 0, 0.1, -0.3, 1, 1, 0.8, 1.2],
+         dict(scales=[1, 1, 2.0, 1.5], extrapolation=-1.0)),
+        ("tfc_linear_size1", (1, 2, 5, 6), [0, 0, 0.1, 0.2, 1, 1, 0.8, 0.7], dict(sizes=[1, 2, 1, 3])),
+        ("tfc_nearest", (1, 2, 5, 6), crop, dict(mode="nearest", sizes=[1, 2, 7, 4], extrapolation=3.0)),
+        ("tfc_nearest_floor", (1, 2, 5, 6), [0, 0, 0.1, 0.3, 1, 1, 0.9, 1.0],
+         dict(mode="nearest", nearest_mode="floor", sizes=[1, 2, 7, 4])),
+        ("tfc_nearest_ceil_int32", (1, 2, 5, 6), [0, 0, -0.5, 0.3, 1, 1, 0.9, 1.2],
+         dict(mode="nearest", nearest_mode="ceil", sizes=[1, 2, 7, 4], extrapolation=7.0, dtype=np.int32)),
+        ("tfc_cubic", (1, 2, 6, 6), [0, 0, 0.1, -0.2, 1, 1, 0.9, 0.8],
+         dict(mode="cubic", sizes=[1, 2, 5, 7], extrapolation=2.0)),
+        ("tfc_3d_all_axes", (2, 4, 5), [0.2, -0.1, 0.1, 0.9, 1.1, 0.8],
+         dict(sizes=[3, 5, 4], extrapolation=1.5)),
+        ("tfc_axes_opset18", (1, 2, 5, 6), [-0.2, 0.3, 0.9, 1.4],
+         dict(sizes=[7, 4], axes=[2, 3], extrapolation=4.0, opset=18)),
+        ("tfc_identity", (1, 2, 5, 6), [0, 0, 0, 0, 1, 1, 1, 1], dict(sizes=[1, 2, 5, 6])),
+    ]]
+
+
+# ---- Conv / ConvTranspose with weights or bias as graph inputs --------------------------------------------
+
+def conv_ref(x, w, b, strides, pads, dilations, group):
+    per_group = w.shape[1]
+    out_shape, wins = windows(x.shape[2:], w.shape[2:], strides, dilations, pads)
+    y = np.zeros((x.shape[0], w.shape[0], *out_shape))
+    for n, co in itertools.product(range(x.shape[0]), range(w.shape[0])):
+        g = co // (w.shape[0] // group)
+        for o, taps in wins:
+            y[(n, co, *o)] = b[co] + sum(
+                np.dot(x[(n, slice(g * per_group, (g + 1) * per_group), *pos)], w[(co, slice(None), *k)])
+                for k, pos in taps)
+    return y.astype(np.float32)
+
+
+def conv_transpose_ref(x, w, b, strides, pads, dilations, group, output_padding):
+    """Scatters every input element times its kernel, then crops the pads."""
+    spatial, kernel, per_group = x.shape[2:], w.shape[2:], w.shape[1]
+    n = len(spatial)
+    full = [(spatial[d] - 1) * strides[d] + (kernel[d] - 1) * dilations[d] + 1 + output_padding[d]
+            for d in range(n)]
+    y = np.zeros((x.shape[0], per_group * group, *full))
+    for batch, ci in itertools.product(range(x.shape[0]), range(x.shape[1])):
+        g = ci // (x.shape[1] // group)
+        for pos in itertools.product(*map(range, spatial)):
+            for k in itertools.product(*map(range, kernel)):
+                o = tuple(pos[d] * strides[d] + k[d] * dilations[d] for d in range(n))
+                y[(batch, slice(g * per_group, (g + 1) * per_group), *o)] += (
+                    x[(batch, ci, *pos)] * w[(ci, slice(None), *k)])
+    y = y[(slice(None), slice(None), *(slice(pads[d], full[d] - pads[d + n]) for d in range(n)))]
+    return (y + b.reshape(1, -1, *[1] * n)).astype(np.float32)
+
+
+def conv_case(name, rng, op, x_shape, w_shape, runtime, bias=True, strides=None, pads=None,
+              dilations=None, group=1, output_padding=None):
+    n = len(x_shape) - 2
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    w = rng.standard_normal(w_shape).astype(np.float32)
+    channels = w_shape[1] * group if op == "ConvTranspose" else w_shape[0]
+    b = rng.standard_normal(channels).astype(np.float32) if bias else None
+    strides, pads, dilations = strides or [1] * n, pads or [0] * (2 * n), dilations or [1] * n
+    attrs = dict(strides=strides, pads=pads, dilations=dilations, group=group)
+    b_ref = b if bias else np.zeros(channels, np.float32)
+    if op == "Conv":
+        y = conv_ref(x, w, b_ref, strides, pads, dilations, group)
+    else:
+        if output_padding:
+            attrs["output_padding"] = output_padding
+        y = conv_transpose_ref(x, w, b_ref, strides, pads, dilations, group, output_padding or [0] * n)
+    values = [("w", w)] + ([("b", b)] if bias else [])
+    node = helper.make_node(op, ["x"] + [v for v, _ in values], ["y"], **attrs)
+    return make_case(name, node, [("x", x)] + [(v, a) for v, a in values if v in runtime], [("y", y)],
+                     initializers=[(v, a) for v, a in values if v not in runtime])
+
+
+def conv_runtime_weights():
+    rng = np.random.default_rng(5)
+    cases = []
+    for runtime in ("w", "b", "wb", ""):  # which of weight and bias are graph inputs
+        tag = runtime or "const"
+        cases += [
+            conv_case(f"ct1d_{tag}", rng, "ConvTranspose", (1, 2, 6), (2, 3, 3), runtime,
+                      strides=[2], pads=[1, 1]),
+            conv_case(f"ct2d_{tag}", rng, "ConvTranspose", (2, 4, 4, 5), (4, 3, 3, 2), runtime,
+                      strides=[2, 3], pads=[1, 0, 2, 1], dilations=[1, 2], group=2, output_padding=[1, 0]),
+            conv_case(f"ct3d_{tag}", rng, "ConvTranspose", (1, 2, 3, 4, 3), (2, 2, 2, 3, 2), runtime,
+                      strides=[2, 1, 2], pads=[0, 1, 1, 1, 0, 0]),
+            conv_case(f"cv2d_{tag}", rng, "Conv", (2, 4, 7, 6), (6, 2, 3, 2), runtime, strides=[2, 1],
+                      pads=[1, 0, 2, 1], dilations=[1, 2], group=2)]
+    cases.append(conv_case("ct2d_w_no_bias", rng, "ConvTranspose", (1, 2, 4, 4), (2, 3, 3, 3), "w",
+                           bias=False, strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1]))
+    return cases
+
+
+FAMILIES = {"maxpool_indices": maxpool_indices, "lppool": lppool, "global_lppool": global_lppool,
+            "gathernd_batch_dims": gathernd, "resize_tf_crop_and_resize": resize_crop,
+            "conv_runtime_weights": conv_runtime_weights}

@@ -1,0 +1,51 @@
+"""Op forms that the ONNX backend node tests barely cover, checked against independently computed outputs:
+MaxPool with Indices, LpPool, GlobalLpPool, GatherND batch_dims, Resize tf_crop_and_resize, and
+Conv/ConvTranspose whose weight or bias is a graph input. The cases live in forms_cases.py; each family is
+converted with torchonnx --no-slim and run by tools/run_node_tests.py.
+
+    TORCHONNX=build/torchonnx/torchonnx /usr/bin/python3 -m pytest torchonnx/tests/forms_test.py
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import forms_cases
+
+EXE = os.environ.get("TORCHONNX")
+RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "run_node_tests.py")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def need_exe():
+    if not EXE or not os.access(EXE, os.X_OK):
+        pytest.skip("TORCHONNX does not name a built torchonnx")
+
+
+def convert(case, root):
+    """Writes the case under root/cases, converts it into root/out; a manifest entry, or the error text."""
+    test_dir, out = root / "cases" / case.name, root / "out" / case.name
+    forms_cases.write_case(case, test_dir)
+    r = subprocess.run([EXE, "--no-slim", test_dir / "model.onnx", "-o", out], capture_output=True, text=True)
+    if r.returncode:
+        return r.stderr.strip() or f"exit {r.returncode}"
+    return {"name": case.name, "test_dir": str(test_dir), "py": str(out / "model.py"),
+            "pth": str(out / "model.pth"), "rtol": 1e-4, "atol": 1e-5}
+
+
+@pytest.mark.parametrize("family", forms_cases.FAMILIES)
+def test_family_matches_reference(family, tmp_path):
+    cases = forms_cases.FAMILIES[family]()
+    results = {case.name: convert(case, tmp_path) for case in cases}
+    failed = [f"{name}: {why}" for name, why in results.items() if isinstance(why, str)]
+    assert not failed, "conversion failed:\n" + "\n".join(failed)
+
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps(list(results.values())))
+    r = subprocess.run([sys.executable, RUNNER, manifest], capture_output=True, text=True)
+    report = r.stdout + r.stderr
+    assert r.returncode == 0, report
+    assert r.stdout.splitlines()[-1] == f"node tests: {len(cases)} passed, 0 failed", report
