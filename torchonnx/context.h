@@ -121,7 +121,8 @@ void register_onehot(HandlerTable& table);       // OneHot
 void register_loss(HandlerTable& table);         // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 void register_quant(HandlerTable& table);        // QuantizeLinear, DequantizeLinear, *Integer, QLinear*
 void register_recurrent(HandlerTable& table);    // RNN, GRU, LSTM
-void register_signal(HandlerTable& table);       // DFT, STFT, windows, GridSample, ...
+void register_signal(HandlerTable& table);       // DFT, STFT, windows, MelWeightMatrix
+void register_sampling(HandlerTable& table);     // GridSample, RoiAlign, MaxUnpool
 void register_misc(HandlerTable& table);         // Det, MeanVarianceNormalization, ReverseSequence
 
 }  // namespace torchonnx

@@ -33,6 +33,7 @@ const std::map<std::string, Handler, std::less<>>& registry() {
     register_quant(t);
     register_recurrent(t);
     register_signal(t);
+    register_sampling(t);
     register_misc(t);
     auto* m = new std::map<std::string, Handler, std::less<>>();
     for (const auto& [op, h] : t.entries) m->emplace(std::string(op), h);

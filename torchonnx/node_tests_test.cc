@@ -62,6 +62,8 @@ const std::map<std::string, std::string>& skip_list() {
       {"test_mod_uint64", "uint64"},
       {"test_pow_types_float32_uint32", "uint32"},
       {"test_pow_types_float32_uint64", "uint64"},
+      // Expected values below float32 resolution.
+      {"test_dft_inverse", "float32 ifft leaves 2e-7 where float64 numpy gives 1e-15 (atol 1e-7)"},
       // Forms not lowered yet.
       {"test_identity_opt", "optional type"},
       {"test_identity_sequence", "sequence type"},

@@ -1,0 +1,161 @@
+// Sampling ops: GridSample as F.grid_sample (ONNX adopted PyTorch's definition), RoiAlign with
+// constant boxes as two interpolation matrices per box, MaxUnpool as a scatter into zeros.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "torchonnx/context.h"
+#include "torchonnx/ops_util.h"
+#include "torchonnx/pyfmt.h"
+
+namespace torchonnx {
+
+namespace {
+
+using common::DType;
+using common::Status;
+using common::Tensor;
+
+// GridSample-16 modes bilinear/nearest/bicubic; GridSample-20 names them linear/nearest/cubic
+// and allows volumetric inputs (linear and nearest only in PyTorch).
+Status grid_sample(Context& ctx) {
+  const common::Node& n = ctx.node();
+  std::string mode = n.attr_string("mode", ctx.opset() >= 20 ? "linear" : "bilinear");
+  if (mode == "linear") mode = "bilinear";
+  if (mode == "cubic") mode = "bicubic";
+  const std::string padding = n.attr_string("padding_mode", "zeros");
+  if (mode != "bilinear" && mode != "nearest" && mode != "bicubic") {
+    return ctx.error("mode " + mode + " is not supported");
+  }
+  if (padding != "zeros" && padding != "border" && padding != "reflection") {
+    return ctx.error("padding_mode " + padding + " is not supported");
+  }
+  const int64_t rank = ctx.rank(0);
+  if (rank != 4 && !(rank == 5 && mode != "bicubic")) {
+    return ctx.error("F.grid_sample samples 2-D inputs, and 3-D ones without cubic mode");
+  }
+  std::string grid = ctx.in(1);
+  if (ctx.dtype(1) != ctx.dtype(0)) {
+    ASSIGN_OR_RETURN(std::string dtype, torch_dtype(ctx.dtype(0)));
+    grid += ".to(" + dtype + ")";
+  }
+  const bool align = n.attr_int("align_corners", 0) != 0;
+  const std::string expr = "F.grid_sample(" + ctx.in(0) + ", " + grid + ", mode=\"" + mode +
+                           "\", padding_mode=\"" + padding +
+                           "\", align_corners=" + (align ? "True" : "False") + ")";
+  return ctx.emit(expr, "sampled", ctx.batched(0));
+}
+
+// One axis of RoiAlign's average: row p of `m` ([bins, size]) weighs the input positions that
+// the bilinear samples of output bin p read, divided by the samples per bin on this axis
+// (ONNX Runtime's sampling rule; samples more than one pixel outside the input count as zero).
+void roi_axis(double start, double extent, int64_t bins, int64_t samples, int64_t size, double* m) {
+  const double bin = extent / bins;
+  for (int64_t p = 0; p < bins; ++p) {
+    for (int64_t s = 0; s < samples; ++s) {
+      double y = start + p * bin + (s + 0.5) * bin / samples;
+      if (y < -1.0 || y > size) continue;
+      y = std::max(y, 0.0);
+      int64_t low = static_cast<int64_t>(y), high = low + 1;
+      if (low >= size - 1) {
+        low = high = size - 1;
+        y = static_cast<double>(low);
+      }
+      const double frac = y - low;
+      m[p * size + low] += (1 - frac) / samples;
+      m[p * size + high] += frac / samples;
+    }
+  }
+}
+
+// avg RoiAlign with constant rois: each box's sampling is separable, so
+// Y[r] = rows[r] @ X[batch_indices[r]] @ cols[r] with [out_h, H] and [W, out_w] matrices.
+Status roi_align(Context& ctx) {
+  const common::Node& n = ctx.node();
+  if (n.attr_string("mode", "avg") != "avg") {
+    return ctx.error("mode max (a maximum of weighted samples) is not supported");
+  }
+  const Tensor* rois = ctx.constant(1);
+  if (!rois) return ctx.error("rois must be a constant");
+  const common::Dims& x = ctx.shape(0);
+  if (x.size() != 4 || rois->dims.size() != 2 || rois->dims[1] != 4) {
+    return ctx.error("expected X [N, C, H, W] and rois [R, 4]");
+  }
+  const int64_t out_h = n.attr_int("output_height", 1), out_w = n.attr_int("output_width", 1);
+  const int64_t ratio = n.attr_int("sampling_ratio", 0);
+  const double scale = n.attr_float("spatial_scale", 1.0f);
+  const bool half_pixel = ctx.opset() >= 16 && n.attr_string("coordinate_transformation_mode",
+                                                             "half_pixel") == "half_pixel";
+  const int64_t count = rois->dims[0], height = x[2], width = x[3];
+  std::vector<double> rows(count * out_h * height, 0.0), cols(count * out_w * width, 0.0);
+  const std::vector<double> box = rois->to_double();
+  std::vector<double> row_t(out_h * height), col_t(out_w * width);
+  for (int64_t r = 0; r < count; ++r) {
+    const double offset = half_pixel ? 0.5 : 0.0;
+    const double x0 = box[r * 4] * scale - offset, y0 = box[r * 4 + 1] * scale - offset;
+    double w = box[r * 4 + 2] * scale - offset - x0, h = box[r * 4 + 3] * scale - offset - y0;
+    if (!half_pixel) w = std::max(w, 1.0), h = std::max(h, 1.0);
+    const int64_t samples_h = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(h / out_h));
+    const int64_t samples_w = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(w / out_w));
+    std::fill(row_t.begin(), row_t.end(), 0.0);
+    std::fill(col_t.begin(), col_t.end(), 0.0);
+    if (samples_h > 0) roi_axis(y0, h, out_h, samples_h, height, row_t.data());
+    if (samples_w > 0) roi_axis(x0, w, out_w, samples_w, width, col_t.data());
+    std::copy(row_t.begin(), row_t.end(), rows.begin() + r * out_h * height);
+    for (int64_t p = 0; p < out_w; ++p) {  // transposed: [W, out_w]
+      for (int64_t j = 0; j < width; ++j) cols[(r * width + j) * out_w + p] = col_t[p * width + j];
+    }
+  }
+  const DType dtype = ctx.dtype(0);
+  const std::string a =
+      ctx.buffer(Tensor::from_double(rows, {count, 1, out_h, height}, dtype), "roi_rows");
+  const std::string b =
+      ctx.buffer(Tensor::from_double(cols, {count, 1, width, out_w}, dtype), "roi_cols");
+  return ctx.emit(a + " @ " + ctx.in(0) + "[" + ctx.in(2) + "] @ " + b, "roi", false);
+}
+
+// MaxUnpool: the indices address the flattened unpooled tensor (batch and channel included) of
+// the size kernel, strides and pads give; a larger output_shape pads it at the end of each dim.
+Status max_unpool(Context& ctx) {
+  const common::Node& n = ctx.node();
+  const common::Dims& in = ctx.shape(0);
+  const common::Dims& out = ctx.out_shape();
+  if (in.size() < 3 || out.size() != in.size()) return ctx.error("expected [N, C, D...] tensors");
+  const size_t spatial = in.size() - 2;
+  const std::vector<int64_t> kernel = n.attr_ints("kernel_shape");
+  const std::vector<int64_t> strides = n.attr_ints("strides", std::vector<int64_t>(spatial, 1));
+  const std::vector<int64_t> pads = n.attr_ints("pads", std::vector<int64_t>(2 * spatial, 0));
+  if (kernel.size() != spatial || strides.size() != spatial || pads.size() != 2 * spatial) {
+    return ctx.error("kernel_shape, strides or pads do not match the input rank");
+  }
+  common::Dims unpooled(in.begin(), in.begin() + 2);
+  std::vector<int64_t> padding;  // F.pad order: last dim first
+  for (size_t d = 0; d < spatial; ++d) {
+    unpooled.push_back((in[d + 2] - 1) * strides[d] + kernel[d] - pads[d] - pads[d + spatial]);
+  }
+  for (size_t d = in.size(); d-- > 2;) {
+    if (out[d] < unpooled[d]) return ctx.error("output_shape is smaller than the unpooled size");
+    padding.insert(padding.end(), {0, out[d] - unpooled[d]});
+  }
+  const bool batched = ctx.batched(0);
+  int64_t per_sample = 1;
+  for (size_t d = 1; d < unpooled.size(); ++d) per_sample *= unpooled[d];
+  const std::string x = ctx.in(0);
+  const std::string numel = batched ? x + ".shape[0] * " + std::to_string(per_sample)
+                                    : std::to_string(per_sample * unpooled[0]);
+  std::string expr = x + ".new_zeros(" + numel + ").scatter(0, " + ctx.in(1) + ".flatten(), " + x +
+                     ".flatten()).reshape(" + shape_args(unpooled, batched) + ")";
+  if (unpooled != out) expr = "F.pad(" + expr + ", " + py_tuple(padding) + ")";
+  return ctx.emit(expr, "unpooled", batched);
+}
+
+}  // namespace
+
+void register_sampling(HandlerTable& t) {
+  t.add("GridSample", grid_sample);
+  t.add("RoiAlign", roi_align);
+  t.add("MaxUnpool", max_unpool);
+}
+
+}  // namespace torchonnx
