@@ -1,11 +1,14 @@
 // onnxruntime-node latency for benchmarks/torchonnx_bench.py: one thread, batch as given.
-//   node torchonnx_bench.js JOBS.json  ->  one JSON line per job: {"model", "us"} or {"model", "error"}
-// JOBS.json: [{"model": path(.onnx[.gz]), "inputs": [{"name", "type", "dims", "file"}],
-//              "min_s": seconds, "max_runs": n}]; "file" holds the raw little-endian elements.
+//   node torchonnx_bench.js  <  one JSON job per line  ->  one JSON line per job: {"model", "us"} or
+//   {"model", "error"}
+// Job: {"model": path(.onnx[.gz]), "inputs": [{"name", "type", "dims", "file"}], "min_s": seconds,
+//       "max_runs": n}; "file" holds the raw little-endian elements. The session of the last model
+// is kept, so repeated jobs for one model (interleaved with the torch measurements) reuse it.
 'use strict';
 
 const fs = require('fs');
 const path = require('path');
+const readline = require('readline');
 const zlib = require('zlib');
 
 const modulesDir =
@@ -26,7 +29,11 @@ function tensor(spec) {
   return new ort.Tensor(spec.type, new Ctor(aligned.buffer, 0, count), spec.dims);
 }
 
-async function timeJob(job) {
+let cached = {key: null, session: null, feeds: null};
+
+async function prepare(job) {
+  const key = JSON.stringify([job.model, job.inputs]);
+  if (cached.key === key) return cached;
   let bytes = fs.readFileSync(job.model);
   if (job.model.endsWith('.gz')) bytes = zlib.gunzipSync(bytes);
   const session = await ort.InferenceSession.create(bytes, {
@@ -35,6 +42,12 @@ async function timeJob(job) {
   });
   const feeds = {};
   for (const spec of job.inputs) feeds[spec.name] = tensor(spec);
+  cached = {key, session, feeds};
+  return cached;
+}
+
+async function timeJob(job) {
+  const {session, feeds} = await prepare(job);
   for (let i = 0; i < 5; ++i) await session.run(feeds);
   const times = [];
   const start = process.hrtime.bigint();
@@ -49,8 +62,10 @@ async function timeJob(job) {
 }
 
 async function main() {
-  const jobs = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
-  for (const job of jobs) {
+  const lines = readline.createInterface({input: process.stdin, crlfDelay: Infinity});
+  for await (const line of lines) {
+    if (!line.trim()) continue;
+    const job = JSON.parse(line);
     try {
       console.log(JSON.stringify({model: job.model, us: await timeJob(job)}));
     } catch (e) {

@@ -1,12 +1,14 @@
 """Generated-code latency against onnxruntime, and conversion time, over VNN-COMP models.
 
     /usr/bin/python3 benchmarks/torchonnx_bench.py [--benchmarks DIR] [--torchonnx EXE]
-        [--filter TEXT] [--min-seconds 0.2] [--json FILE]
+        [--filter TEXT] [--min-seconds 0.1] [--rounds 3] [--json FILE]
 
 1. Converts every model with ONE torchonnx process (--stats) and reports the total time.
 2. For each model: the generated module at batch 1 on one CPU thread (eager, no_grad, median of
    repeated calls after warm-up) against onnxruntime-node on the same inputs (one intra-op
    thread, all graph optimizations; benchmarks/torchonnx_bench.js), as the ratio torch / ort.
+   The two are measured alternately, --rounds times each, and each keeps its fastest median, so
+   a change in machine load during the run affects both sides alike.
 Prints one row per model and a summary (median, geometric mean and max ratio).
 """
 
@@ -35,7 +37,8 @@ def parse_args(argv):
     p.add_argument("--benchmarks", default=os.path.join(REPO, "..", "shared", "vnncomp2024", "benchmarks"))
     p.add_argument("--torchonnx", default=os.path.join(REPO, "build", "torchonnx", "torchonnx"))
     p.add_argument("--filter", default="")
-    p.add_argument("--min-seconds", type=float, default=0.2)
+    p.add_argument("--min-seconds", type=float, default=0.1)
+    p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--max-runs", type=int, default=2000)
     p.add_argument("--json")
     return p.parse_args(argv)
@@ -71,11 +74,9 @@ def median_us(fn, min_s, max_runs):
     return statistics.median(times)
 
 
-def torch_latency(py, specs, feed, args):
+def load_model(py, specs, feed):
     model = checks.load_module(py, py[:-3] + ".pth")
-    xs = [torch.from_numpy(feed[s.name]) for s in specs]
-    with torch.no_grad():
-        return median_us(lambda: model(*xs), args.min_seconds, args.max_runs)
+    return model, [torch.from_numpy(feed[s.name]) for s in specs]
 
 
 def make_feed(specs, rng):
@@ -88,17 +89,38 @@ def make_feed(specs, rng):
     return feed
 
 
-def ort_latencies(jobs, workdir):
-    path = os.path.join(workdir, "jobs.json")
-    with open(path, "w") as f:
-        json.dump(jobs, f)
-    proc = subprocess.run(["node", os.path.join(HERE, "torchonnx_bench.js"), path],
-                          capture_output=True, text=True)
-    out = {}
-    for line in proc.stdout.splitlines():
+class OrtTimer:
+    """One long-lived torchonnx_bench.js process; time(job) returns microseconds or an error text."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen(["node", os.path.join(HERE, "torchonnx_bench.js")],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def time(self, job):
+        self.proc.stdin.write(json.dumps(job) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            return "onnxruntime-node exited"
         row = json.loads(line)
-        out[row["model"]] = row.get("us", row.get("error"))
-    return out
+        return row.get("us", row.get("error"))
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def interleaved(model, xs, job, ort, args):
+    """Fastest median of each side over args.rounds alternating measurements."""
+    best_torch, best_ort = math.inf, math.inf
+    with torch.no_grad():
+        for _ in range(args.rounds):
+            best_torch = min(best_torch, median_us(lambda: model(*xs), args.min_seconds, args.max_runs))
+            us = ort.time(job)
+            if not isinstance(us, (int, float)):
+                return best_torch, us
+            best_ort = min(best_ort, us)
+    return best_torch, best_ort
 
 
 def main(argv=None):
@@ -111,7 +133,9 @@ def main(argv=None):
     print(f"conversion: {len(stems)}/{len(models)} models in one process, {total:.2f} s wall, "
           f"{cpu_s:.2f} s CPU (user + system)")
     rng = np.random.default_rng(0)
-    rows, jobs = [], []
+    rows, ratios = [], []
+    ort = OrtTimer()
+    print(f"{'model':70s} {'torch us':>10s} {'ort us':>10s} {'ratio':>7s}")
     for path in models:
         if path not in stems:
             continue
@@ -121,30 +145,26 @@ def main(argv=None):
         for i, s in enumerate(specs):
             f = os.path.join(work, f"in_{len(rows)}_{i}.bin")
             feed[s.name].tofile(f)
-            inputs.append({"name": s.name, "type": str(np.dtype(s.dtype)).replace("bool", "bool"),
+            inputs.append({"name": s.name, "type": str(np.dtype(s.dtype)),
                            "dims": list(s.shape), "file": f})
-        jobs.append({"model": path, "inputs": inputs, "min_s": args.min_seconds,
-                     "max_runs": args.max_runs})
+        job = {"model": path, "inputs": inputs, "min_s": args.min_seconds, "max_runs": args.max_runs}
+        row = {"model": os.path.relpath(path, args.benchmarks), "convert_ms": conv_ms.get(path)}
         try:
-            us = torch_latency(stems[path], specs, feed, args)
+            model, xs = load_model(stems[path], specs, feed)
+            row["torch_us"], row["ort_us"] = interleaved(model, xs, job, ort, args)
         except Exception as e:  # noqa: BLE001 - report and go on
-            us = f"{type(e).__name__}: {e}"
+            row["torch_us"], row["ort_us"] = f"{type(e).__name__}: {e}", None
         checks.unload_all()
-        rows.append({"model": os.path.relpath(path, args.benchmarks), "torch_us": us,
-                     "convert_ms": conv_ms.get(path)})
-    ort = ort_latencies(jobs, work)
-    ratios = []
-    print(f"{'model':70s} {'torch us':>10s} {'ort us':>10s} {'ratio':>7s}")
-    for row, job in zip(rows, jobs):
-        row["ort_us"] = ort.get(job["model"])
         ok = isinstance(row["torch_us"], float) and isinstance(row["ort_us"], (int, float))
         row["ratio"] = row["torch_us"] / row["ort_us"] if ok else None
+        rows.append(row)
         if ok:
             ratios.append(row["ratio"])
             print(f"{row['model'][:70]:70s} {row['torch_us']:10.1f} {row['ort_us']:10.1f} "
-                  f"{row['ratio']:7.2f}")
+                  f"{row['ratio']:7.2f}", flush=True)
         else:
-            print(f"{row['model'][:70]:70s} {row['torch_us']} {row['ort_us']}")
+            print(f"{row['model'][:70]:70s} {row['torch_us']} {row['ort_us']}", flush=True)
+    ort.close()
     if ratios:
         geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
         print(f"ratio torch/ort over {len(ratios)} models: median {statistics.median(ratios):.2f}, "

@@ -10,6 +10,10 @@ PACKAGES=(
   libtorch-dev
   python3 python3-numpy python3-onnx python3-torch python3-pytest python3-pyflakes
   libonnx-testdata
+  # Optimized BLAS for Debian's torch, which links libblas.so.3 through update-alternatives: with the reference
+  # BLAS the generated models' matrix products and im2col convolutions run 2-4x slower (benchmarks/RESULTS.md).
+  # The single-threaded build keeps results deterministic and leaves threading to torch.
+  libopenblas0-serial
 )
 # Node.js + npm run the onnxruntime reference; keep an existing installation (some ship npm inside nodejs).
 command -v npm >/dev/null 2>&1 || PACKAGES+=(nodejs npm)
