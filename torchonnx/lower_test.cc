@@ -53,7 +53,7 @@ TEST(Lower, MatMulPlusBiasIsLinearAndBatchIsFree) {
       a = Add(m, b)
       y = Relu(a)
     })"),
-            "reshape1 = x.reshape(-1, 6)\nfc1 = self.fc1(reshape1)\nrelu1 = F.relu(fc1)\n"
+            "reshape1 = x.reshape(-1, 6)\nfc1 = F.linear(reshape1, self.fc1.weight, self.fc1.bias)\nrelu1 = fc1.relu()\n"
             "return relu1\n");
 }
 
@@ -117,7 +117,7 @@ TEST(Emit, HeaderImportsAndDeterminism) {
   const std::string text = R"(
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[1,3] x) => (float[1,3] y) {
-      y = Relu(x)
+      y = LeakyRelu <alpha = 0.5> (x)
     })";
   auto g1 = common::testing::parse_text(text, "dir/m.onnx");
   auto g2 = common::testing::parse_text(text, "dir/m.onnx");
@@ -141,8 +141,8 @@ TEST(Emit, HeaderImportsAndDeterminism) {
                        "        super().__init__()\n"
                        "\n"
                        "    def forward(self, x):\n"
-                       "        relu1 = F.relu(x)  # Relu_0\n"
-                       "        return relu1\n");
+                       "        leaky_relu1 = F.leaky_relu(x, 0.5)  # LeakyRelu_0\n"
+                       "        return leaky_relu1\n");
 }
 
 }  // namespace

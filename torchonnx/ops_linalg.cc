@@ -71,6 +71,14 @@ std::string linear_ctor(int64_t in, int64_t out, bool bias, DType dtype) {
          (bias ? "" : ", bias=False") + extra + ")";
 }
 
+// The product with an nn.Linear layer's parameters. F.linear rather than the module call: the same
+// computation without nn.Module's call overhead, which is a measurable share of a small MLP's
+// latency at batch 1 (benchmarks/RESULTS.md).
+std::string linear_call(const std::string& attr, const std::string& x, bool bias) {
+  return "F.linear(" + x + ", self." + attr + ".weight" + (bias ? ", self." + attr + ".bias" : "") +
+         ")";
+}
+
 // A bias for nn.Linear: the constant broadcasts along the last axis only.
 bool is_row_bias(const Tensor* c, int64_t n, size_t out_rank) {
   if (!c || c->numel() != n || c->dims.size() > out_rank) return false;
@@ -99,7 +107,7 @@ Status gemm(Context& ctx) {
   if (row_bias) params.push_back({"bias", scaled(*c, beta, {n})});
   const std::string attr =
       ctx.layer("fc", linear_ctor(k, n, row_bias, b->dtype), std::move(params));
-  std::string expr = "self." + attr + "(" + a + ")";
+  std::string expr = linear_call(attr, a, row_bias);
   if (ctx.has_input(2) && !row_bias) {
     if (beta == 1.0) {
       expr += " + " + ctx.in(2);
@@ -140,7 +148,7 @@ Status matmul(Context& ctx) {
   const bool has_bias = params.size() == 2;
   const std::string attr =
       ctx.layer("fc", linear_ctor(k, n, has_bias, b->dtype), std::move(params));
-  return ctx.emit("self." + attr + "(" + ctx.in(0) + ")", "fc", matmul_batched(ctx));
+  return ctx.emit(linear_call(attr, ctx.in(0), has_bias), "fc", matmul_batched(ctx));
 }
 
 Status einsum(Context& ctx) {
