@@ -40,13 +40,22 @@ Status mel_rule(InferContext& ctx) {
   return {};
 }
 
-// DFT(input [batch, n..., 1|2], dft_length?): complex output (last dim 2); the transformed axis
-// has dft_length (or its own) entries, floor(n / 2) + 1 of them when onesided.
+// DFT(input [batch, n..., 1|2], dft_length?[, axis?]): complex output (last dim 2); the transformed
+// axis has dft_length (or its own) entries, floor(n / 2) + 1 of them when onesided. The axis is an
+// attribute (default 1) up to opset 19 and an optional scalar input (default -2) from opset 20.
 Status dft_rule(InferContext& ctx) {
   Dims out = ctx.shape(0);
   if (out.size() < 3) return ctx.error("DFT input must have rank >= 3");
-  // The axis counts over the whole rank but may not be the last (complex) dim.
-  int64_t axis = ctx.node().attr_int("axis", 1);
+  int64_t axis = 1;
+  if (ctx.opset() >= 20) {
+    axis = -2;
+    if (ctx.has_input(2)) {
+      ASSIGN_OR_RETURN(axis, known_scalar(ctx, 2, "DFT axis"));
+    }
+  } else {
+    axis = ctx.node().attr_int("axis", 1);
+  }
+  // The axis counts over the whole rank but may be neither the batch dim nor the complex dim.
   if (axis < 0) axis += ctx.rank(0);
   if (axis < 1 || axis > ctx.rank(0) - 2) return ctx.error("DFT axis out of range");
   int64_t n = out[axis];

@@ -35,6 +35,20 @@ TEST(SignalRules, Dft) {
                 {{"a", {1, 10, 2}}, {"b", {1, 6, 2}}});
 }
 
+TEST(SignalRules, DftOpset20AxisInput) {
+  // Opset 20: the axis is input 2, default -2. [1, 4, 6, 1]: default axis -2 -> dim 2 (6 entries,
+  // onesided 6 / 2 + 1 = 4); axis 1 given -> dim 1 (4 entries, onesided 3); dft_length 8 on
+  // axis -2 -> 8. The installed ONNX (1.12) knows only opset 17's DFT, so no cross-check.
+  expect_shapes(header(20) + R"(g (float[1,4,6,1] x) => (a, b, c) {
+    one = Constant <value = int64 {1}> ()
+    len = Constant <value = int64 {8}> ()
+    a = DFT <onesided = 1> (x)
+    b = DFT <onesided = 1> (x, , one)
+    c = DFT(x, len)
+  })",
+                {{"a", {1, 4, 4, 2}}, {"b", {1, 3, 6, 2}}, {"c", {1, 4, 8, 2}}}, OnnxCheck::kNone);
+}
+
 TEST(SignalRules, Stft) {
   // length 128, frame_length 16, step 8: floor((128 - 16) / 8) + 1 = 15 frames; onesided bins
   // 16 / 2 + 1 = 9 -> [1, 15, 9, 2]. The backend node test test_stft expects this [1,15,9,2];
