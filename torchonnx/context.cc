@@ -106,6 +106,14 @@ std::string Context::layer(std::string_view kind, std::string ctor, std::vector<
   return attr;
 }
 
+std::string Context::method(std::string_view hint, std::vector<std::string> params, std::string doc,
+                            std::vector<std::string> lines) {
+  std::string name = state_.attrs.make(hint, true);
+  state_.module.methods.push_back(
+      Method{name, std::move(params), std::move(doc), std::move(lines)});
+  return "self." + name;
+}
+
 const common::Node* Context::sole_consumer(size_t i) const {
   if (i >= num_outputs()) return nullptr;
   const common::Value* v = find_value(graph(), node_.outputs[i]);

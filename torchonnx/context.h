@@ -72,6 +72,10 @@ class Context {
   /// Registers `self.<kind>N = ctor` and returns the attribute name.
   std::string layer(std::string_view kind, std::string ctor, std::vector<Param> params);
 
+  /// Registers a helper method (see Method) and returns `self.<name>` for the forward statement.
+  std::string method(std::string_view hint, std::vector<std::string> params, std::string doc,
+                     std::vector<std::string> lines);
+
   /// The one consumer of output i when it has exactly one use and is not a graph output.
   const common::Node* sole_consumer(size_t i = 0) const;
   /// Absorbs `consumer` into this node's statement: the statement's outputs become its outputs.

@@ -30,6 +30,11 @@ bool module_mentions(const Module& m, std::string_view prefix) {
   for (const Statement& s : m.body) {
     if (mentions(s.expr, prefix)) return true;
   }
+  for (const Method& f : m.methods) {
+    for (const std::string& line : f.lines) {
+      if (mentions(line, prefix)) return true;
+    }
+  }
   return false;
 }
 
@@ -87,6 +92,15 @@ void forward(const Module& m, std::string& out) {
   }
 }
 
+void methods(const Module& m, std::string& out) {
+  for (const Method& f : m.methods) {
+    out +=
+        "\n    def " + f.name + "(self" + (f.params.empty() ? "" : ", " + join(f.params)) + "):\n";
+    if (!f.doc.empty()) out += "        \"\"\"" + f.doc + "\"\"\"\n";
+    for (const std::string& line : f.lines) out += "        " + line + "\n";
+  }
+}
+
 }  // namespace
 
 common::Result<std::string> emit_python(const Module& module) {
@@ -97,6 +111,7 @@ common::Result<std::string> emit_python(const Module& module) {
   RETURN_IF_ERROR(init(module, out));
   out += "\n";
   forward(module, out);
+  methods(module, out);
   return out;
 }
 

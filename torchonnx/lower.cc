@@ -183,6 +183,10 @@ void remove_dead_code(Module& m) {
     kept.push_back(std::move(*it));
   }
   m.body.assign(std::make_move_iterator(kept.rbegin()), std::make_move_iterator(kept.rend()));
+  std::erase_if(m.methods, [&](const Method& f) { return !used.count("self." + f.name); });
+  for (const Method& f : m.methods) {
+    for (const std::string& line : f.lines) collect_names(line, used);
+  }
   std::erase_if(m.layers, [&](const Layer& l) { return !used.count("self." + l.attr); });
   std::erase_if(m.buffers, [&](const Buffer& b) { return !used.count("self." + b.attr); });
 }

@@ -53,7 +53,8 @@ TEST(Lower, MatMulPlusBiasIsLinearAndBatchIsFree) {
       a = Add(m, b)
       y = Relu(a)
     })"),
-            "reshape1 = x.reshape(-1, 6)\nfc1 = F.linear(reshape1, self.fc1.weight, self.fc1.bias)\nrelu1 = fc1.relu()\n"
+            "reshape1 = x.reshape(-1, 6)\nfc1 = F.linear(reshape1, self.fc1.weight, "
+            "self.fc1.bias)\nrelu1 = fc1.relu()\n"
             "return relu1\n");
 }
 

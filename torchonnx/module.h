@@ -35,6 +35,16 @@ struct Statement {
   std::string comment;  ///< raw text (an ONNX node name); escaped by the emitter
 };
 
+/// A helper method of the generated class, for lowerings that need a loop (the general recurrent
+/// forms): `def <name>(self, <params>):` with a docstring and body lines (Python, indented relative
+/// to the method body). Forward statements call it as `self.<name>(...)`.
+struct Method {
+  std::string name;  ///< identifier from the module's attribute scope ("lstm_steps1")
+  std::vector<std::string> params;
+  std::string doc;  ///< one line of plain text (no ONNX names: those stay in escaped comments)
+  std::vector<std::string> lines;
+};
+
 /// A graph input or output as the header describes it.
 struct Port {
   std::string onnx_name;  ///< raw ONNX name (data, escaped on output)
@@ -51,6 +61,7 @@ struct Module {
   std::vector<Layer> layers;
   std::vector<Buffer> buffers;
   std::vector<Statement> body;
+  std::vector<Method> methods;
   std::vector<std::string> outputs;  ///< returned expressions, in graph-output order
 };
 

@@ -15,7 +15,8 @@ std::string attr_float(const Context& ctx, std::string_view name, float fallback
   return py_float(ctx.node().attr_float(name, fallback));
 }
 
-// The tensor method: the cheapest call of the three spellings (F.relu, torch.relu, .relu()) in eager mode.
+// The tensor method: the cheapest call of the three spellings (F.relu, torch.relu, .relu()) in
+// eager mode.
 Status relu(Context& ctx) { return ctx.emit(ctx.in(0) + ".relu()", "relu", ctx.batched(0)); }
 
 Status sigmoid(Context& ctx) {

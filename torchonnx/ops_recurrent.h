@@ -1,5 +1,6 @@
 // The shared parts of the two lowerings of RNN, GRU and LSTM: nn.RNN / nn.GRU / nn.LSTM layers
-// (ops_recurrent.cc) and the general comprehension over the time steps (ops_recurrent_steps.cc).
+// (ops_recurrent.cc) and the general loop over the time steps in a helper method
+// (ops_recurrent_steps.cc).
 #pragma once
 
 #include <cstdint>
@@ -52,7 +53,7 @@ std::vector<double> blocks(const common::Tensor& t, const Spec& s, int64_t d, in
                            int64_t cols, const std::vector<int>& order);
 /// The initial state input i as [dirs, batch, hidden] (PyTorch's layout), or "" when absent.
 std::string initial_state(Context& ctx, const Spec& s, size_t i);
-/// Emits the node as one list comprehension over the time steps.
+/// Emits the node as a call of a helper method that loops over the time steps.
 common::Status lower_steps(Context& ctx, const Spec& s);
 
 }  // namespace torchonnx::recurrent

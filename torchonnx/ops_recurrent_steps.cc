@@ -1,10 +1,15 @@
 // The general lowering of RNN, GRU and LSTM (GRU with linear_before_reset=0, peepholes, other
-// activations, clip, sequence_lens): one list comprehension over the static time steps with
-// the directions batched on a dim of their own,
-//   (lambda xw, h: (torch.stack([(h := torch.tanh(xw[t] + h @ self.r)) for t in range(T)]), h))(
-//       x.unsqueeze(1) @ self.w + self.b, h0)
-// The lambda keeps the state variables local to the statement (a handler emits one statement);
-// `:=` carries them from one step to the next.
+// activations, clip, sequence_lens): a helper method of the generated class that loops over the
+// static time steps, with the directions batched on a dim of their own:
+//     def rnn_steps1(self, x, h):
+//         """RNN over 5 time steps."""
+//         xw = x @ self.rnn_w1 + self.rnn_b1
+//         ys = []
+//         for t in range(5):
+//             h = torch.tanh(xw[t] + h @ self.rnn_r1)
+//             ys.append(h)
+//         return torch.stack(ys), h
+// and forward calls it: `y1, h1 = self.rnn_steps1(x.unsqueeze(1), h0)  # RNN_0`.
 #include <algorithm>
 #include <cctype>
 #include <string>
@@ -135,6 +140,11 @@ std::string masked(const Steps& st, const std::string& update, const std::string
   return st.valid.empty() ? update : "torch.where(" + st.valid + "[t], " + update + ", " + v + ")";
 }
 
+std::string lower_case(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
 std::string zeros_state(Context& ctx, const Spec& s) {
   const std::string batch = s.dynamic_batch ? ctx.in(kX) + ".shape[0]" : std::to_string(s.batch);
   return ctx.in(kX) + ".new_zeros(" + std::to_string(s.dirs) + ", " + batch + ", " +
@@ -145,67 +155,65 @@ std::string zeros_state(Context& ctx, const Spec& s) {
 
 Status lower_steps(Context& ctx, const Spec& s) {
   const Steps st = steps(ctx, s);
-  std::string params, args, step, loops;
+  std::vector<std::string> params{"x", "h"}, lines, loop;
   if (s.gates == 1) {
     const std::string w = gate_matrix(ctx, s, *s.w, s.input, {0}, "rnn_w");
     const std::string r = gate_matrix(ctx, s, *s.r, s.hidden, {0}, "rnn_r");
-    params = "xw";
-    args = st.x + " @ " + w + plus(gate_bias(ctx, s, {0, 1}, {0}, "rnn_b"));
-    step = "(h := " + masked(st, apply(s, 0, "xw[t] + h @ " + r), "h") + ")";
+    lines.push_back("xw = x @ " + w + plus(gate_bias(ctx, s, {0, 1}, {0}, "rnn_b")));
+    loop.push_back("h = " + masked(st, apply(s, 0, "xw[t] + h @ " + r), "h"));
   } else if (s.gates == 3) {
     const std::string wzr = gate_matrix(ctx, s, *s.w, s.input, {0, 1}, "gru_w_zr");
     const std::string wh = gate_matrix(ctx, s, *s.w, s.input, {2}, "gru_w_h");
     const std::string rzr = gate_matrix(ctx, s, *s.r, s.hidden, {0, 1}, "gru_r_zr");
     const std::string rh = gate_matrix(ctx, s, *s.r, s.hidden, {2}, "gru_r_h");
     const bool lbr = s.linear_before_reset;
-    params = "xzr, xh";
-    args = st.x + " @ " + wzr + plus(gate_bias(ctx, s, {0, 1}, {0, 1}, "gru_b_zr")) + ", " + st.x +
-           " @ " + wh +
-           plus(gate_bias(ctx, s, lbr ? std::vector{0} : std::vector{0, 1}, {2}, "gru_b_h"));
+    lines.push_back("xzr = x @ " + wzr + plus(gate_bias(ctx, s, {0, 1}, {0, 1}, "gru_b_zr")));
+    lines.push_back(
+        "xh = x @ " + wh +
+        plus(gate_bias(ctx, s, lbr ? std::vector{0} : std::vector{0, 1}, {2}, "gru_b_h")));
     const std::string candidate =
         lbr ? "xh[t] + r * (h @ " + rh + plus(gate_bias(ctx, s, {1}, {2}, "gru_rb_h")) + ")"
             : "xh[t] + (r * h) @ " + rh;
-    step = "(h := " + masked(st, "(1 - z) * " + apply(s, 1, candidate) + " + z * h", "h") + ")";
-    loops = " for z, r in [" + apply(s, 0, "xzr[t] + h @ " + rzr) + ".chunk(2, -1)]";
+    loop.push_back("z, r = " + apply(s, 0, "xzr[t] + h @ " + rzr) + ".chunk(2, -1)");
+    loop.push_back("h = " + masked(st, "(1 - z) * " + apply(s, 1, candidate) + " + z * h", "h"));
   } else {
     const std::string w = gate_matrix(ctx, s, *s.w, s.input, {0, 1, 2, 3}, "lstm_w");
     const std::string r = gate_matrix(ctx, s, *s.r, s.hidden, {0, 1, 2, 3}, "lstm_r");
-    params = "xw";
-    args = st.x + " @ " + w + plus(gate_bias(ctx, s, {0, 1}, {0, 1, 2, 3}, "lstm_b"));
+    params.push_back("c");
+    lines.push_back("xw = x @ " + w + plus(gate_bias(ctx, s, {0, 1}, {0, 1, 2, 3}, "lstm_b")));
     std::string pi, po, pf;
     if (s.peepholes) {
       pi = " + " + peephole(ctx, s, 0, "peephole_i") + " * c";
-      po = " + " + peephole(ctx, s, 1, "peephole_o") + " * ";
+      po = " + " + peephole(ctx, s, 1, "peephole_o") + " * c";
       pf = " + " + peephole(ctx, s, 2, "peephole_f") + " * c";
     }
     const std::string in_gate = apply(s, 0, "i" + pi);
     const std::string forget = s.input_forget ? "(1 - " + in_gate + ")" : apply(s, 0, "f" + pf);
-    const std::string cell =
-        "(c := " + masked(st, forget + " * c + " + in_gate + " * " + apply(s, 1, "g"), "c") + ")";
-    // The output gate's peephole sees the new cell state: assign it there, read it after.
-    const std::string h_new = s.peepholes ? apply(s, 0, "o" + po + cell) + " * " + apply(s, 2, "c")
-                                          : apply(s, 0, "o") + " * " + apply(s, 2, cell);
-    step = "(h := " + masked(st, h_new, "h") + ")";
-    loops = " for i, o, f, g in [(xw[t] + h @ " + r + ").chunk(4, -1)]";
+    loop.push_back("i, o, f, g = (xw[t] + h @ " + r + ").chunk(4, -1)");
+    // The input and forget peepholes see the previous cell state, the output gate's the new one.
+    loop.push_back("c = " +
+                   masked(st, forget + " * c + " + in_gate + " * " + apply(s, 1, "g"), "c"));
+    loop.push_back("h = " + masked(st, apply(s, 0, "o" + po) + " * " + apply(s, 2, "c"), "h"));
   }
-  const std::string zeros = zeros_state(ctx, s);
-  params += ", h";
-  args += ", " + (ctx.has_input(kH0) ? initial_state(ctx, s, kH0) : zeros);
-  if (s.gates == 4) {
-    params += ", c";
-    args += ", " + (ctx.has_input(kC0) ? initial_state(ctx, s, kC0) : zeros);
-  }
-  std::string y =
-      "torch.stack([" + step + " for t in range(" + std::to_string(s.steps) + ")" + loops + "])";
-  if (ctx.output_used(0)) {  // else only the final states matter
-    if (!st.valid.empty()) y = "(" + y + " * " + st.valid + ")";
-    y += st.order + (s.batch_first ? ".permute(2, 0, 1, 3)" : "");
-  }
+  lines.push_back("ys = []");
+  lines.push_back("for t in range(" + std::to_string(s.steps) + "):");
+  loop.push_back("ys.append(h)");
+  for (const std::string& l : loop) lines.push_back("    " + l);
+  std::string y = "torch.stack(ys)";
+  if (!st.valid.empty()) y += " * " + st.valid;
+  if (!st.valid.empty() && (!st.order.empty() || s.batch_first)) y = "(" + y + ")";
+  y += st.order + (s.batch_first ? ".permute(2, 0, 1, 3)" : "");
   const std::string post = s.batch_first ? ".transpose(0, 1)" : "";
   std::vector<std::string> results{y, "h" + post, "c" + post};
-  results.resize(ctx.num_outputs());
-  const std::string body = results.size() == 1 ? y : "(" + join(results) + ")";
-  const std::string expr = "(lambda " + params + ": " + body + ")(" + args + ")";
+  results.resize(std::min<size_t>(ctx.num_outputs(), s.gates == 4 ? 3 : 2));
+  lines.push_back("return " + join(results));
+  const std::string zeros = zeros_state(ctx, s);
+  std::vector<std::string> args{st.x, ctx.has_input(kH0) ? initial_state(ctx, s, kH0) : zeros};
+  if (s.gates == 4) args.push_back(ctx.has_input(kC0) ? initial_state(ctx, s, kC0) : zeros);
+  const std::string doc = s.op + " over " + std::to_string(s.steps) + " time step" +
+                          (s.steps == 1 ? "" : "s") + ", directions on dim 1.";
+  const std::string fn = ctx.method(lower_case(s.op) + "_steps", params, doc, std::move(lines));
+  const std::string expr = fn + "(" + join(args) + ")";
   if (results.size() == 1) return ctx.emit(expr, "y", s.dynamic_batch);
   ctx.emit_tuple(expr, "y", s.dynamic_batch);
   return {};

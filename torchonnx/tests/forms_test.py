@@ -1,6 +1,6 @@
 """Op forms that the ONNX backend node tests barely cover, checked against independently computed outputs:
-MaxPool with Indices, LpPool, GlobalLpPool, GatherND batch_dims, Resize tf_crop_and_resize, and
-Conv/ConvTranspose whose weight or bias is a graph input. The cases live in forms_cases.py; each family is
+MaxPool with Indices, LpPool, GlobalLpPool, GatherND batch_dims, Resize tf_crop_and_resize,
+Conv/ConvTranspose whose weight or bias is a graph input, and the attribute forms of RNN/GRU/LSTM. The cases live in forms_cases.py; each family is
 converted with torchonnx --no-slim and run by tools/run_node_tests.py.
 
     TORCHONNX=build/torchonnx/torchonnx /usr/bin/python3 -m pytest torchonnx/tests/forms_test.py
