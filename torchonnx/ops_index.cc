@@ -304,6 +304,26 @@ Status topk(Context& ctx) {
   return {};
 }
 
+// Compress with a constant condition: the selected positions along the axis (or of the flattened
+// input) are known, so it is a Gather. A condition computed at run time would make the output
+// shape depend on the data.
+Status compress(Context& ctx) {
+  const Tensor* cond = ctx.constant(1);
+  if (!cond) return ctx.error("the condition must be a constant (the output shape depends on it)");
+  const bool has_axis = ctx.node().has_attr("axis");
+  const int64_t axis = has_axis ? norm_axis(ctx.node().attr_int("axis", 0), ctx.rank(0)) : 0;
+  if (axis < 0) return ctx.error("axis out of range");
+  std::vector<int64_t> picked;
+  const std::vector<double> flags = cond->to_double();
+  for (size_t i = 0; i < flags.size(); ++i) {
+    if (flags[i] != 0) picked.push_back(static_cast<int64_t>(i));
+  }
+  const std::string x = has_axis ? ctx.in(0) : ctx.in(0) + ".flatten()";
+  const int64_t n = static_cast<int64_t>(picked.size());
+  const std::string idx = ctx.buffer(Tensor::from_int64(picked, {n}), "indices");
+  return ctx.emit(index_at(x, axis, idx), "compress", has_axis && ctx.batched(0) && axis != 0);
+}
+
 }  // namespace
 
 void register_index(HandlerTable& t) {
@@ -317,6 +337,7 @@ void register_index(HandlerTable& t) {
   t.add("ArgMax", arg_extreme);
   t.add("ArgMin", arg_extreme);
   t.add("TopK", topk);
+  t.add("Compress", compress);
 }
 
 }  // namespace torchonnx
