@@ -82,6 +82,51 @@ TEST(Weights, LoadsWithTorchWeightsOnly) {
             "empty torch.float32 [0, 4] []\n");
 }
 
+// torch 2.6+ loads with weights_only=True by default, through a restricted unpickler. Its
+// accepted opcodes and globals (torch/_weights_only_unpickler.py in torch 2.x) are listed below;
+// torch 2.x is not installed here, so the archive's data.pkl is checked against that list, and
+// against what this machine's torch.save writes for the same state dict.
+TEST(Weights, PickleUsesOnlyWhatTorch2WeightsOnlyLoaderAccepts) {
+  const std::string dir = common::testing::temp_dir("torchonnx_weights_pickle");
+  ASSERT_TRUE(write_weights(sample_module(), dir + "/w.pth").ok());
+  std::ofstream(dir + "/scan.py")
+      << "import io, pickletools, sys, zipfile, torch\n"
+         "OPS = {'PROTO', 'STOP', 'GLOBAL', 'REDUCE', 'BUILD', 'NEWOBJ', 'APPEND', 'APPENDS',\n"
+         "       'SETITEM', 'SETITEMS', 'MARK', 'TUPLE', 'TUPLE1', 'TUPLE2', 'TUPLE3', 'NONE',\n"
+         "       'NEWFALSE', 'NEWTRUE', 'EMPTY_TUPLE', 'EMPTY_LIST', 'EMPTY_DICT', 'EMPTY_SET',\n"
+         "       'BININT', 'BININT1', 'BININT2', 'BINFLOAT', 'BINUNICODE', 'SHORT_BINSTRING',\n"
+         "       'BINPERSID', 'BINGET', 'LONG_BINGET', 'BINPUT', 'LONG_BINPUT', 'LONG1'}\n"
+         "STORAGES = {'Float', 'Double', 'Half', 'Long', 'Int', 'Short', 'Char', 'Byte', 'Bool'}\n"
+         "GLOBALS = {'collections OrderedDict', 'torch._utils _rebuild_tensor_v2'} | \\\n"
+         "          {'torch ' + s + 'Storage' for s in STORAGES}\n"
+         "def scan(blob):\n"
+         "    z = zipfile.ZipFile(io.BytesIO(blob))\n"
+         "    pkl = [n for n in z.namelist() if n.endswith('/data.pkl')]\n"
+         "    assert len(pkl) == 1, z.namelist()\n"
+         "    ops, globs, protos, pids = set(), set(), set(), set()\n"
+         "    for op, arg, _ in pickletools.genops(z.read(pkl[0])):\n"
+         "        ops.add(op.name)\n"
+         "        if op.name == 'GLOBAL': globs.add(arg)\n"
+         "        if op.name == 'PROTO': protos.add(arg)\n"
+         "        if op.name == 'BINUNICODE' and arg == 'storage': pids.add(arg)\n"
+         "    return ops, globs, protos, pids\n"
+         "ops, globs, protos, pids = scan(open(sys.argv[1], 'rb').read())\n"
+         "assert ops <= OPS, sorted(ops - OPS)\n"
+         "assert globs <= GLOBALS, sorted(globs - GLOBALS)\n"
+         "assert protos == {2}, protos\n"
+         "assert pids == {'storage'}, pids\n"
+         "buf = io.BytesIO()\n"
+         "torch.save(torch.load(sys.argv[1], weights_only=True), buf)\n"
+         "ref_ops, ref_globs, _, _ = scan(buf.getvalue())\n"
+         "assert globs == ref_globs, (sorted(globs), sorted(ref_globs))\n"
+         "print('ok', len(ops), 'opcodes', len(globs), 'globals')\n";
+  std::string out;
+  ASSERT_EQ(
+      testing::run_command(testing::python() + " " + dir + "/scan.py " + dir + "/w.pth", &out), 0)
+      << out;
+  EXPECT_EQ(out.substr(0, 3), "ok ") << out;
+}
+
 TEST(Weights, UnsupportedTypeIsAnError) {
   Module m;
   m.buffers.push_back(Buffer{"u", Tensor::zeros(DType::kUInt32, {2})});
