@@ -1,7 +1,8 @@
 """Op forms that the ONNX backend node tests barely cover, checked against independently computed outputs:
 MaxPool with Indices, LpPool, GlobalLpPool, GatherND batch_dims, Resize tf_crop_and_resize,
-Conv/ConvTranspose whose weight or bias is a graph input, and the attribute forms of RNN/GRU/LSTM. The cases live in forms_cases.py; each family is
-converted with torchonnx --no-slim and run by tools/run_node_tests.py.
+Conv/ConvTranspose whose weight or bias is a graph input, and the attribute forms of RNN/GRU/LSTM.
+The cases live in forms_cases.py and forms_recurrent.py; each family is converted with
+torchonnx --no-slim and run by tools/run_node_tests.py.
 
     TORCHONNX=build/torchonnx/torchonnx /usr/bin/python3 -m pytest torchonnx/tests/forms_test.py
 """
@@ -14,8 +15,10 @@ import sys
 import pytest
 
 import forms_cases
+import forms_recurrent
 
 EXE = os.environ.get("TORCHONNX")
+FAMILIES = {**forms_cases.FAMILIES, "recurrent": forms_recurrent.recurrent}
 RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "run_node_tests.py")
 
 
@@ -36,9 +39,9 @@ def convert(case, root):
             "pth": str(out / "model.pth"), "rtol": 1e-4, "atol": 1e-5}
 
 
-@pytest.mark.parametrize("family", forms_cases.FAMILIES)
+@pytest.mark.parametrize("family", FAMILIES)
 def test_family_matches_reference(family, tmp_path):
-    cases = forms_cases.FAMILIES[family]()
+    cases = FAMILIES[family]()
     results = {case.name: convert(case, tmp_path) for case in cases}
     failed = [f"{name}: {why}" for name, why in results.items() if isinstance(why, str)]
     assert not failed, "conversion failed:\n" + "\n".join(failed)
