@@ -43,8 +43,13 @@ Status where_rule(InferContext& ctx) {
   return {};
 }
 
-// PRelu(X, slope): the slope broadcasts onto X, so Y has X's shape.
+// PRelu(X, slope): the slope broadcasts onto X, so Y has X's shape. Before opset 7 a 1-D slope
+// holds one value per channel (dim 1), whatever X's rank.
 Status prelu_rule(InferContext& ctx) {
+  if (ctx.opset() < 7 && ctx.rank(1) == 1 && ctx.rank(0) >= 2 &&
+      ctx.shape(1)[0] == ctx.shape(0)[1]) {
+    return same_as_input(ctx);
+  }
   ASSIGN_OR_RETURN(Dims dims, broadcast_inputs(ctx));
   if (dims != ctx.shape(0)) return ctx.error("slope does not broadcast to the input shape");
   return same_as_input(ctx);

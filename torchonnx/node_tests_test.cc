@@ -3,6 +3,8 @@
 // all generated modules on the tests' inputs and compares with the expected outputs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -130,11 +132,12 @@ bool all_ops_supported(const common::Graph& graph) {
 
 std::string basename(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
 
-TEST(NodeTests, GeneratedPythonMatchesBackendData) {
-  const std::vector<std::string> tests = common::testing::node_tests();
-  if (tests.empty()) GTEST_SKIP() << "ONNX backend node tests not found";
-  const std::string out = common::testing::temp_dir("torchonnx_node_tests");
-  int unsupported = 0, skipped = 0;
+// Converts every test folder whose ops all have handlers (not skip-listed), runs the generated
+// modules on the folders' data in one Python process, and reports the counts under `label`.
+void check_suite(const std::vector<std::string>& tests, const std::string& tag,
+                 const std::string& label) {
+  const std::string out = common::testing::temp_dir(tag);
+  int unsupported = 0, skipped = 0, converted_count = 0;
   std::vector<std::string> convert_failures;
   std::string manifest = "[";
   for (const std::string& dir : tests) {
@@ -155,6 +158,7 @@ TEST(NodeTests, GeneratedPythonMatchesBackendData) {
       convert_failures.push_back(name + ": " + written.error().str());
       continue;
     }
+    ++converted_count;
     if (manifest.size() > 1) manifest += ",\n";
     manifest += "{\"name\": " + common::json_string(name) +
                 ", \"test_dir\": " + common::json_string(dir) +
@@ -167,12 +171,38 @@ TEST(NodeTests, GeneratedPythonMatchesBackendData) {
   const int rc = testing::run_command(testing::python() + " " + testing::tools_dir() +
                                           "/run_node_tests.py " + out + "/manifest.json",
                                       &output);
-  std::cout << tests.size() << " node tests: " << unsupported << " use ops without a handler, "
+  std::cout << tests.size() << " " << label << ": " << unsupported << " use ops without a handler, "
             << skipped << " skip-listed, " << convert_failures.size()
             << " failed to convert; generated Python: "
             << output.substr(output.rfind("node tests:")) << std::flush;
   for (const std::string& f : convert_failures) ADD_FAILURE() << "conversion: " << f;
+  EXPECT_GT(converted_count, 0);
   EXPECT_EQ(rc, 0) << output;
+}
+
+TEST(NodeTests, GeneratedPythonMatchesBackendData) {
+  const std::vector<std::string> tests = common::testing::node_tests();
+  if (tests.empty()) GTEST_SKIP() << "ONNX backend node tests not found";
+  check_suite(tests, "torchonnx_node_tests", "node tests");
+}
+
+// The other model folders of the same test data: modules exported from PyTorch
+// (pytorch-converted, pytorch-operator) and small multi-node models (simple).
+TEST(NodeTests, GeneratedPythonMatchesPytorchExportsAndSimpleModels) {
+  const std::string node_dir = common::testing::node_tests_dir();
+  if (node_dir.empty()) GTEST_SKIP() << "ONNX backend node tests not found";
+  const std::filesystem::path data = std::filesystem::path(node_dir).parent_path();
+  std::vector<std::string> tests;
+  for (const char* sub : {"pytorch-converted", "pytorch-operator", "simple"}) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(data / sub, ec)) continue;
+    for (const auto& e : std::filesystem::directory_iterator(data / sub)) {
+      if (std::filesystem::exists(e.path() / "model.onnx")) tests.push_back(e.path().string());
+    }
+  }
+  if (tests.empty()) GTEST_SKIP() << "no pytorch-converted/pytorch-operator/simple folders";
+  std::sort(tests.begin(), tests.end());
+  check_suite(tests, "torchonnx_model_tests", "exported and simple models");
 }
 
 }  // namespace

@@ -78,10 +78,19 @@ Status thresholded_relu(Context& ctx) {
                   "thresholded_relu", ctx.batched(0));
 }
 
+// Before opset 7 a 1-D slope holds one value per channel (dim 1): it is reshaped to [C, 1, ...].
 Status prelu(Context& ctx) {
   const std::string x = ctx.in(0);
-  return ctx.emit("torch.where(" + x + " < 0, " + x + " * " + ctx.in(1) + ", " + x + ")", "prelu",
-                  broadcast_batched(ctx));
+  std::string slope = ctx.in(1);
+  const bool per_channel =
+      ctx.opset() < 7 && ctx.rank(1) == 1 && ctx.rank(0) > 2 && ctx.shape(1)[0] == ctx.shape(0)[1];
+  if (per_channel) {
+    slope += ".reshape(" + std::to_string(ctx.shape(1)[0]);
+    for (int64_t d = 2; d < ctx.rank(0); ++d) slope += ", 1";
+    slope += ")";
+  }
+  return ctx.emit("torch.where(" + x + " < 0, " + x + " * " + slope + ", " + x + ")", "prelu",
+                  per_channel ? ctx.batched(0) : broadcast_batched(ctx));
 }
 
 Status gelu(Context& ctx) {

@@ -139,7 +139,9 @@ Status expand(Context& ctx) {
     ctx.alias(0, Operand{ctx.in(0), ctx.batched(0)});
     return {};
   }
-  const bool batched = ctx.batched(0) && ctx.rank(0) == static_cast<int64_t>(out.size());
+  // A size-1 dim 0 expanded to a larger size is not a batch dim any more.
+  const bool batched = ctx.batched(0) && ctx.rank(0) == static_cast<int64_t>(out.size()) &&
+                       ctx.shape(0)[0] == out[0];
   return ctx.emit(ctx.in(0) + ".expand(" + shape_args(out, batched) + ")", "expand", batched);
 }
 

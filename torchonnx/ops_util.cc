@@ -7,9 +7,10 @@
 namespace torchonnx {
 
 bool broadcast_batched(const Context& ctx) {
-  const size_t out_rank = ctx.out_shape().size();
+  const common::Dims& out = ctx.out_shape();
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-    if (ctx.batched(i) && ctx.shape(i).size() == out_rank) return true;
+    const common::Dims& in = ctx.shape(i);
+    if (ctx.batched(i) && in.size() == out.size() && !in.empty() && in[0] == out[0]) return true;
   }
   return false;
 }

@@ -10,8 +10,9 @@
 
 namespace torchonnx {
 
-/// Output 0 keeps a batch dim when some batched input has the output's rank (numpy broadcasting
-/// aligns trailing dims, so that input's dim 0 is the output's dim 0).
+/// Output 0 keeps a batch dim when some batched input has the output's rank and dim 0 (numpy
+/// broadcasting aligns trailing dims, so that input's dim 0 is the output's dim 0; a size-1 dim 0
+/// broadcast to a larger one is not a batch dim any more).
 bool broadcast_batched(const Context& ctx);
 /// Integer list from input i (constant) or, when absent, the attribute `attr` (older opsets).
 /// `present` is false when neither exists.
