@@ -158,6 +158,15 @@ void Context::add_statement(std::string expr, std::string_view hint, bool batche
   state_.module.body.push_back(std::move(st));
 }
 
+std::string Context::local(std::string expr, std::string_view hint) {
+  Statement st;
+  st.expr = std::move(expr);
+  st.comment = node_.name;
+  st.targets.push_back(state_.locals.make(hint, true));
+  state_.module.body.push_back(st);
+  return st.targets[0];
+}
+
 void Context::alias(size_t i, Operand operand) {
   const common::Node& owner = fused_ ? *fused_ : node_;
   state_.operands[owner.outputs[i]] = std::move(operand);

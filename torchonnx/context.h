@@ -86,6 +86,9 @@ class Context {
   /// Emits `<out0>, <out1>, ... = expr` for an expression yielding one value per output
   /// ("_" for unused ones).
   void emit_tuple(std::string expr, std::string_view hint, bool batched);
+  /// Emits `<name> = expr` for an intermediate value of this node's lowering (an index computed
+  /// once and read several times) and returns the new local's name.
+  std::string local(std::string expr, std::string_view hint);
   /// Output i is the same value as an existing expression (no statement).
   void alias(size_t i, Operand operand);
 
@@ -122,11 +125,11 @@ void register_reduce(HandlerTable& table);       // Reduce*, CumSum
 void register_generator(HandlerTable& table);    // Shape, ConstantOfShape, Range, EyeLike, Pad
 void register_resize(HandlerTable& table);       // Resize, Upsample
 void register_onehot(HandlerTable& table);       // OneHot
-void register_loss(HandlerTable& table);         // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
-void register_quant(HandlerTable& table);        // QuantizeLinear, DequantizeLinear, *Integer, QLinear*
-void register_recurrent(HandlerTable& table);    // RNN, GRU, LSTM
-void register_signal(HandlerTable& table);       // DFT, STFT, windows, MelWeightMatrix
-void register_sampling(HandlerTable& table);     // GridSample, RoiAlign, MaxUnpool
-void register_misc(HandlerTable& table);         // Det, MeanVarianceNormalization, ReverseSequence
+void register_loss(HandlerTable& table);   // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+void register_quant(HandlerTable& table);  // QuantizeLinear, DequantizeLinear, *Integer, QLinear*
+void register_recurrent(HandlerTable& table);  // RNN, GRU, LSTM
+void register_signal(HandlerTable& table);     // DFT, STFT, windows, MelWeightMatrix
+void register_sampling(HandlerTable& table);   // GridSample, RoiAlign, MaxUnpool
+void register_misc(HandlerTable& table);       // Det, MeanVarianceNormalization, ReverseSequence
 
 }  // namespace torchonnx

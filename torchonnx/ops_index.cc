@@ -95,8 +95,9 @@ Status dynamic_slice(Context& ctx, const SliceSpec& s) {
     for (int64_t i = 0; i < len; ++i) offsets.push_back(i * step);
     const std::string st = as_long(ctx, 1, starts + "[" + std::to_string(j) + "]");
     const std::string d = std::to_string(dim);
-    const std::string idx = "(" + st + " + (" + st + " < 0) * " + d + " + " +
-                            ctx.buffer(Tensor::from_int64(offsets, {len}), "offsets") + ")";
+    const std::string idx = ctx.local(st + " + (" + st + " < 0) * " + d + " + " +
+                                          ctx.buffer(Tensor::from_int64(offsets, {len}), "offsets"),
+                                      "index");
     const std::string gathered =
         index_at(expr, axis, idx + ".clamp(0, " + std::to_string(dim - 1) + ")");
     if (!mark) {
@@ -248,9 +249,11 @@ Status scatter_nd(Context& ctx) {
         ctx.buffer(Tensor::from_int64(Dims(data.begin(), data.begin() + k), {k}), "dims");
     const std::string st = ctx.buffer(Tensor::from_int64(strides, {k}), "strides");
     const std::string tuples = as_long(ctx, 1, ctx.in(1));
-    lin = "torch.where(((" + tuples + " >= -" + dims + ") & (" + tuples + " < " + dims +
-          ")).all(-1), (torch.remainder(" + tuples + ", " + dims + ") * " + st + ").sum(-1), " +
-          std::to_string(rows) + ").reshape(-1, 1)";
+    lin = ctx.local("torch.where(((" + tuples + " >= -" + dims + ") & (" + tuples + " < " + dims +
+                        ")).all(-1), (torch.remainder(" + tuples + ", " + dims + ") * " + st +
+                        ").sum(-1), " + std::to_string(rows) + ")",
+                    "rows") +
+          ".reshape(-1, 1)";
     spare_row = true;
   }
   const std::string r = std::to_string(rest);
@@ -258,7 +261,10 @@ Status scatter_nd(Context& ctx) {
                                         ctx.in(2) + ".reshape(-1, " + r + ")");
   if (call.empty()) return ctx.error("unknown reduction '" + reduction + "'");
   std::string table = ctx.in(0) + ".reshape(" + std::to_string(rows) + ", " + r + ")";
-  if (spare_row) table = "torch.cat([" + table + ", " + table + "[:1]])";
+  if (spare_row) {
+    table = ctx.local(table, "table");
+    table = "torch.cat([" + table + ", " + table + "[:1]])";
+  }
   std::string expr = table + call + (spare_row ? "[:" + std::to_string(rows) + "]" : "") +
                      ".reshape" + py_tuple(data);
   return ctx.emit(expr, "scatter", false);
