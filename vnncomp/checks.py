@@ -112,9 +112,7 @@ def float64_gap(model, specs, feeds, refs):
         m64 = copy.deepcopy(model).double()
         worst = 0.0
         for feed, ref in zip(feeds, refs):
-            wide = {k: v.astype(np.float64) if np.issubdtype(v.dtype, np.floating) else v
-                    for k, v in feed.items()}
-            exact = run(m64, wide, specs)
+            exact = run(m64, _wide(feed), specs)
             err, _ = numerics.compare(ref, [np.asarray(e) for e in exact])
             worst = max(worst, err)
         return worst if np.isfinite(worst) else None
@@ -142,6 +140,31 @@ def vmap_check(model, specs, feeds, device="cpu", loop=None):
             return math.inf, why
         worst = max(worst, err)
     return worst, None
+
+
+def _wide(feed):
+    return {k: v.astype(np.float64) if np.issubdtype(v.dtype, np.floating) else v
+            for k, v in feed.items()}
+
+
+def vmap_float64_check(model, specs, feeds, loop, device="cpu"):
+    """The vmap check repeated in float64, to tell a vmap bug from float32 rounding: (max error of
+    float64 vmap against the float64 loop, max error of the float32 `loop` against the float64
+    loop). Raises when the model cannot run in float64."""
+    import copy
+    m64 = copy.deepcopy(model).double()
+    wide = [_wide(f) for f in feeds]
+    loop64 = [run(m64, f, specs, "cpu") for f in wide]
+    with torch.no_grad():
+        batched = to_numpy(vmap_fn()(m64.to(device))(*_stack(wide, specs, device)))
+    err64 = noise = 0.0
+    for i, (ref, got32) in enumerate(zip(loop64, loop)):
+        err, why = numerics.compare([b[i] for b in batched], ref)
+        if why:
+            return math.inf, math.inf
+        err64 = max(err64, err)
+        noise = max(noise, numerics.compare(got32, ref)[0])
+    return err64, noise
 
 
 def batch_check(model, specs, feeds, loop, size=8):

@@ -1,0 +1,94 @@
+"""The vmap check: float32 vmap against the per-sample loop, and its float64 repetition that tells a
+vmap bug (the float64 results disagree too) from float32 rounding (worker._vmap)."""
+
+import math
+import types
+
+import numpy as np
+import pytest
+import torch
+
+from vnncomp import checks, numerics, onnxinfo, worker
+
+TOL = 1e-5
+
+
+def rule(err, why=None, err64=0.0, noise=0.0, raises=False):
+    """worker._vmap's verdict and row for given check results (a stand-in for vnncomp.checks)."""
+    def float64_check(*args):
+        if raises:
+            raise RuntimeError("no float64")
+        return err64, noise
+    stub = types.SimpleNamespace(vmap_check=lambda *a: (err, why), vmap_float64_check=float64_check)
+    row = worker.Row(status="pass", error="")
+    worker._vmap(row, stub, "vmap", None, None, None, None, TOL, "cpu")
+    return row
+
+
+def test_within_tolerance_passes_without_float64_run():
+    row = rule(3e-6, err64=math.inf)
+    assert row["vmap"] == "ok" and row["vmap_error"] == 3e-6 and "vmap_float64_error" not in row
+
+
+def test_float32_rounding_passes_with_its_numbers():
+    row = rule(1.3e-5, err64=2e-14, noise=1.1e-5)
+    assert row["vmap"] == "ok" and row["status"] == "pass"
+    assert row["vmap_float64_error"] == 2e-14 and row["vmap_float32_noise"] == 1.1e-5
+
+
+@pytest.mark.parametrize("err64, noise, raises", [
+    (1e-3, 1e-5, False),    # float64 disagrees too: a vmap bug
+    (1e-14, 5e-6, False),   # more than twice the float32 loop's own error
+    (0.0, 0.0, True),       # no float64 run: the float32 verdict stands
+])
+def test_other_differences_fail(err64, noise, raises):
+    row = rule(1.3e-5, err64=err64, noise=noise, raises=raises)
+    assert row["vmap"] == "fail" and row["status"] == "fail"
+    assert row["error"] == "vmap: max error 1.3e-05 > 1e-05"
+
+
+def test_shape_mismatch_fails_without_float64_run():
+    row = rule(math.inf, why="output 0 has shape [2], expected [3]", err64=0.0, noise=1.0)
+    assert row["vmap"] == "fail" and row["error"] == "vmap: output 0 has shape [2], expected [3]"
+
+
+class Linear(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        return self.fc(x).relu()
+
+
+class CountsCalls(Linear):
+    """Adds how often it was called: a loop of 8 calls and one vmap call disagree."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        return super().forward(x) + self.calls
+
+
+def real(model):
+    torch.manual_seed(0)
+    specs = [onnxinfo.InputSpec("x", (1, 4), np.dtype(np.float32), True)]
+    feeds = numerics.make_points(specs, None, None, 7, 0)
+    loop = [checks.run(model, f, specs) for f in feeds]
+    row = worker.Row(status="pass", error="")
+    worker._vmap(row, checks, "vmap", model, specs, feeds, loop, TOL, "cpu")
+    return row
+
+
+def test_real_model_passes():
+    row = real(Linear().eval())
+    assert row["vmap"] == "ok" and row["vmap_error"] <= 1e-6
+
+
+def test_real_vmap_bug_fails_in_float64_too():
+    row = real(CountsCalls().eval())
+    assert row["vmap"] == "fail" and row["vmap_error"] > 1
+    assert row["vmap_float64_error"] > 0.1
