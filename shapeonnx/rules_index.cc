@@ -193,6 +193,19 @@ Status compress_rule(InferContext& ctx) {
   return {};
 }
 
+// TfIdfVectorizer(X [C] or [B, C]) -> float [max(ngram_indexes) + 1] or [B, that].
+Status tfidf_rule(InferContext& ctx) {
+  const std::vector<int64_t> indexes = ctx.node().attr_ints("ngram_indexes", {});
+  if (indexes.empty()) return ctx.error("TfIdfVectorizer needs ngram_indexes");
+  if (ctx.rank(0) < 1 || ctx.rank(0) > 2)
+    return ctx.error("TfIdfVectorizer input must be 1-D or 2-D");
+  const int64_t size = *std::max_element(indexes.begin(), indexes.end()) + 1;
+  Dims out{size};
+  if (ctx.rank(0) == 2) out.insert(out.begin(), ctx.shape(0)[0]);
+  ctx.set_output(0, DType::kFloat, std::move(out));
+  return {};
+}
+
 // Number of distinct slices along `axis` (or distinct elements when axis < 0) of known values.
 int64_t count_unique(const std::vector<double>& v, const Dims& dims, int64_t axis) {
   if (axis < 0) return static_cast<int64_t>(std::set<double>(v.begin(), v.end()).size());
@@ -251,6 +264,7 @@ void register_index_rules(RuleTable& table) {
   table.add("NonZero", &non_zero_rule);
   table.add("Compress", &compress_rule);
   table.add("Unique", &unique_rule);
+  table.add("TfIdfVectorizer", &tfidf_rule);
 }
 
 }  // namespace shapeonnx

@@ -131,5 +131,6 @@ void register_recurrent(HandlerTable& table);  // RNN, GRU, LSTM
 void register_signal(HandlerTable& table);     // DFT, STFT, windows, MelWeightMatrix
 void register_sampling(HandlerTable& table);   // GridSample, RoiAlign, MaxUnpool
 void register_misc(HandlerTable& table);       // Det, MeanVarianceNormalization, ReverseSequence
+void register_text(HandlerTable& table);       // TfIdfVectorizer
 
 }  // namespace torchonnx

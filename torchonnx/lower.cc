@@ -35,6 +35,7 @@ const std::map<std::string, Handler, std::less<>>& registry() {
     register_signal(t);
     register_sampling(t);
     register_misc(t);
+    register_text(t);
     auto* m = new std::map<std::string, Handler, std::less<>>();
     for (const auto& [op, h] : t.entries) m->emplace(std::string(op), h);
     return m;

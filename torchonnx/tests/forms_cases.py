@@ -329,7 +329,59 @@ def conv_runtime_weights():
     return cases
 
 
+def tfidf_ref(x, mode, min_n, max_n, max_skip, pool, starts, slots, weights):
+    """ONNX TfIdfVectorizer by enumeration: each input row's n-grams (items `skip` + 1 apart,
+    unigrams once) are looked up in the pool."""
+    grams = {}  # pool n-gram (tuple) -> its position in ngram_indexes
+    for n in range(1, len(starts) + 1):
+        end = starts[n] if n < len(starts) else len(pool)
+        for j, at in enumerate(range(starts[n - 1], end, n)):
+            grams[tuple(pool[at:at + n])] = sum((e - b) // k for k, (b, e) in enumerate(
+                zip(starts, list(starts[1:]) + [len(pool)]), 1) if k < n) + j
+    rows = np.atleast_2d(x)
+    out = np.zeros((rows.shape[0], max(slots) + 1), np.float32)
+    for r, row in enumerate(rows):
+        count = np.zeros(len(slots))
+        for n in range(min_n, max_n + 1):
+            for skip in range(0, (max_skip if n > 1 else 0) + 1):
+                for i in range(len(row) - (n - 1) * (skip + 1)):
+                    key = tuple(int(row[i + k * (skip + 1)]) for k in range(n))
+                    if key in grams:
+                        count[grams[key]] += 1
+        for g, c in enumerate(count):
+            w = weights[g] if weights else 1.0
+            value = c if mode == "TF" else (w * (c > 0) if mode == "IDF" else w * c)
+            out[r, slots[g]] += value
+    return out if x.ndim == 2 else out[0]
+
+
+def tfidf():
+    rng = np.random.default_rng(3)
+    pool = [2, 3, 5, 4, 5, 6, 7, 8, 6, 7, 5, 6, 7]  # 4 unigrams, 3 bigrams, 1 trigram
+    starts, slots = [0, 4, 10], [6, 0, 1, 2, 3, 4, 5, 7]
+    weights = [0.5, 1.5, 2.0, 0.25, 3.0, 1.0, 0.75, 2.5]
+    cases = []
+    for name, shape, mode, min_n, max_n, skip, w in [
+            ("tfidf_idf_uni_tri_skip2", (2, 9), "IDF", 1, 3, 2, weights),
+            ("tfidf_tfidf_bi_tri_skip1", (11,), "TFIDF", 2, 3, 1, weights),
+            ("tfidf_idf_no_weights", (3, 7), "IDF", 1, 2, 0, None),
+            ("tfidf_tf_trigrams_only_int32", (2, 10), "TF", 3, 3, 3, None)]:
+        dtype = np.int32 if name.endswith("int32") else np.int64
+        x = rng.integers(4 if max_n > 1 else 2, 9, shape).astype(dtype)  # n-grams of the pool occur
+        if max_n == 3:  # the trigram (5, 6, 7) at gaps 0, 1 and 2
+            x.reshape(-1)[:9] = [5, 6, 7, 5, 4, 6, 8, 7, 4]
+            x.reshape(-1)[-7:] = [5, 4, 4, 6, 8, 4, 7]
+        attrs = dict(mode=mode, min_gram_length=min_n, max_gram_length=max_n, max_skip_count=skip,
+                     pool_int64s=pool, ngram_counts=starts, ngram_indexes=slots)
+        if w:
+            attrs["weights"] = w
+        node = helper.make_node("TfIdfVectorizer", ["x"], ["y"], **attrs)
+        y = tfidf_ref(x, mode, min_n, max_n, skip, pool, starts, slots, w)
+        cases.append(make_case(name, node, [("x", x)], [("y", y)], opset=13))
+    return cases
+
+
 FAMILIES = {"maxpool_indices": maxpool_indices, "lppool": lppool, "global_lppool": global_lppool,
             "gathernd_batch_dims": gathernd, "resize_tf_crop_and_resize": resize_crop,
-            "conv_runtime_weights": conv_runtime_weights}
+            "conv_runtime_weights": conv_runtime_weights, "tfidf_vectorizer": tfidf}
 
