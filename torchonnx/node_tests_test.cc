@@ -178,6 +178,11 @@ void check_suite(const std::vector<std::string>& tests, const std::string& tag,
   for (const std::string& f : convert_failures) ADD_FAILURE() << "conversion: " << f;
   EXPECT_GT(converted_count, 0);
   EXPECT_EQ(rc, 0) << output;
+  // Every generated file is free of unused imports and variables (when pyflakes is installed).
+  std::string lint;
+  if (testing::run_command(testing::python() + " -c 'import pyflakes'", &lint) == 0) {
+    EXPECT_EQ(testing::run_command(testing::python() + " -m pyflakes " + out, &lint), 0) << lint;
+  }
 }
 
 TEST(NodeTests, GeneratedPythonMatchesBackendData) {
