@@ -145,7 +145,7 @@ void Context::add_statement(std::string expr, std::string_view hint, bool batche
   const common::Node& owner = fused_ ? *fused_ : node_;
   Statement st;
   st.expr = std::move(expr);
-  st.comment = fused_ ? node_.name + " + " + fused_->name : node_.name;
+  st.comment = comment();
   for (size_t i = 0; i < count; ++i) {
     if (!output_used(i)) {
       st.targets.push_back("_");
@@ -158,10 +158,14 @@ void Context::add_statement(std::string expr, std::string_view hint, bool batche
   state_.module.body.push_back(std::move(st));
 }
 
+std::string Context::comment() const {
+  return fused_ ? node_.name + " + " + fused_->name : node_.name;
+}
+
 std::string Context::local(std::string expr, std::string_view hint) {
   Statement st;
   st.expr = std::move(expr);
-  st.comment = node_.name;
+  st.comment = comment();
   st.targets.push_back(state_.locals.make(hint, true));
   state_.module.body.push_back(st);
   return st.targets[0];

@@ -95,6 +95,8 @@ class Context {
   common::Error error(std::string message) const;
 
  private:
+  /// The statement comment: the node's name, and the fused consumer's.
+  std::string comment() const;
   void add_statement(std::string expr, std::string_view hint, bool batched, size_t count);
 
   LowerState& state_;
