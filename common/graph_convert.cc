@@ -60,7 +60,9 @@ Error locate(Error e, std::string_view source, const Node* node = nullptr) {
   return e;
 }
 
-Status convert_nodes(onnx::GraphProto& g, Graph& graph) {
+}  // namespace
+
+Status nodes_from_proto(onnx::GraphProto& g, Graph& graph) {
   std::set<std::string> used_names;
   for (const auto& n : g.node()) used_names.insert(n.name());
   int unnamed = 0;
@@ -92,8 +94,6 @@ Status convert_nodes(onnx::GraphProto& g, Graph& graph) {
   return {};
 }
 
-}  // namespace
-
 Result<Graph> from_proto(onnx::ModelProto&& model, std::string_view source) {
   Graph graph;
   graph.source = std::string(source);
@@ -118,7 +118,7 @@ Result<Graph> from_proto(onnx::ModelProto&& model, std::string_view source) {
     if (!t.ok()) return locate(t.error(), source);
     graph.initializers[tp.name()] = std::move(t).value();
   }
-  RETURN_IF_ERROR(convert_nodes(g, graph));
+  RETURN_IF_ERROR(nodes_from_proto(g, graph));
   for (const auto& vi : g.input()) {
     value_from_proto(vi, graph.value(vi.name()));
     if (!graph.is_initializer(vi.name())) graph.inputs.push_back(vi.name());

@@ -15,5 +15,8 @@ void attribute_to_proto(const Attribute& attr, onnx::AttributeProto* proto);
 /// Fills a Value's dtype, shape and dim params from a ValueInfoProto (non-tensor types ignored).
 void value_from_proto(const onnx::ValueInfoProto& proto, Value& value);
 void value_to_proto(const Value& value, onnx::ValueInfoProto* proto);
+/// Appends the nodes of `g` to `graph` (unnamed nodes get deterministic names); Constant nodes
+/// become initializers instead. Graph attributes of the nodes stay serialized.
+Status nodes_from_proto(onnx::GraphProto& g, Graph& graph);
 
 }  // namespace common

@@ -8,6 +8,7 @@
 #include "common/cli.h"
 #include "common/cli_app.h"
 #include "common/onnx_io.h"
+#include "shapeonnx/control_flow.h"
 #include "shapeonnx/infer.h"
 
 namespace {
@@ -18,6 +19,7 @@ struct Args {
   int64_t batch_size = 1;
   std::vector<std::string> input_shapes;
   bool stats = false;
+  bool unroll = false;
 };
 
 int run(const Args& args) {
@@ -32,7 +34,7 @@ int run(const Args& args) {
   auto graph = common::load_graph(args.input);
   if (!graph.ok()) return common::report_error("shapeonnx", graph.error());
   shapeonnx::Options options{args.batch_size, *shapes};
-  if (auto s = shapeonnx::infer(*graph, options); !s.ok()) {
+  if (auto s = shapeonnx::infer_with_control_flow(*graph, options, args.unroll); !s.ok()) {
     return common::report_error("shapeonnx", s.error());
   }
   if (auto s = common::save_graph(*graph, args.output); !s.ok()) {
@@ -59,6 +61,9 @@ int main(int argc, char** argv) {
   common::add_shape_options(app, args.batch_size, args.input_shapes);
   app.add_flag("--stats", args.stats,
                "print one JSON line {\"values\", \"static\", \"ms\"} on stderr");
+  app.add_flag("--unroll", args.unroll,
+               "expand If/Loop/Scan into plain nodes first (trip counts and sequence lengths must "
+               "be static; an If on a run-time condition becomes Where)");
   app.set_version_flag("--version", std::string("shapeonnx ") + SUITE_VERSION);
   if (auto code = common::parse_command_line(app, argc, argv)) return *code;
   return run(args);

@@ -9,6 +9,7 @@
 #include "common/cli.h"
 #include "common/cli_app.h"
 #include "common/onnx_io.h"
+#include "shapeonnx/control_flow.h"
 #include "shapeonnx/infer.h"
 #include "slimonnx/slim.h"
 
@@ -20,6 +21,7 @@ struct Args {
   std::vector<std::string> passes, disable;
   bool list = false;
   bool stats = false;
+  bool unroll = false;
 };
 
 int list_passes() {
@@ -51,7 +53,7 @@ int run(const Args& args) {
   }
   auto graph = common::load_graph(args.input);
   if (!graph.ok()) return common::report_error("slimonnx", graph.error());
-  if (auto s = shapeonnx::infer(*graph); !s.ok())
+  if (auto s = shapeonnx::infer_with_control_flow(*graph, {}, args.unroll); !s.ok())
     return common::report_error("slimonnx", s.error());
   auto report = slimonnx::run(*graph, {args.passes, args.disable});
   if (!report.ok()) return common::report_error("slimonnx", report.error());
@@ -76,6 +78,9 @@ int main(int argc, char** argv) {
   app.add_option("--passes", args.passes, "run only these passes (comma-separated)")
       ->delimiter(',');
   app.add_option("--disable", args.disable, "skip these passes (comma-separated)")->delimiter(',');
+  app.add_flag("--unroll", args.unroll,
+               "expand If/Loop/Scan into plain nodes first (trip counts and sequence lengths must "
+               "be static; an If on a run-time condition becomes Where)");
   app.add_flag("--list-passes", args.list, "print every pass with its description and exit");
   app.add_flag(
       "--stats", args.stats,

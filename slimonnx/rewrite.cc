@@ -141,7 +141,8 @@ void Editor::set_input(int i, size_t slot, const std::string& value) {
   if (!value.empty()) graph_.value(value).consumers.push_back(i);
 }
 
-void Editor::rename_output(int p, const std::string& from, const std::string& to) {
+// By value: callers often pass the producer's own output name, which the loop below overwrites.
+void Editor::rename_output(int p, std::string from, std::string to) {
   for (std::string& out : graph_.nodes[p].outputs) {
     if (out == from) out = to;
   }

@@ -77,7 +77,7 @@ class Editor {
 
  private:
   void drop_consumer(const std::string& value, int i);
-  void rename_output(int producer, const std::string& from, const std::string& to);
+  void rename_output(int producer, std::string from, std::string to);
 
   common::Graph& graph_;
   std::vector<bool> removed_;

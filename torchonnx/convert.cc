@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "common/onnx_io.h"
+#include "shapeonnx/control_flow.h"
 #include "shapeonnx/infer.h"
 #include "torchonnx/emit.h"
 #include "torchonnx/lower.h"
@@ -38,7 +39,8 @@ common::Result<Converted> convert(common::Graph graph, const ConvertOptions& opt
   shapeonnx::Options shape_options;
   shape_options.batch_size = options.batch_size;
   shape_options.input_shapes = options.input_shapes;
-  RETURN_IF_ERROR(shapeonnx::infer(graph, shape_options));
+  // Lowering needs static structure: control flow is always unrolled.
+  RETURN_IF_ERROR(shapeonnx::infer_with_control_flow(graph, shape_options, /*unroll=*/true));
   if (options.slim) RETURN_IF_ERROR(slim(graph, shape_options));
   LowerOptions lower_options;
   lower_options.class_name = options.class_name;

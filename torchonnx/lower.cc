@@ -205,7 +205,13 @@ std::vector<std::string> handler_ops() {
   return out;
 }
 
-std::vector<std::string> supported_ops() { return handler_ops(); }
+std::vector<std::string> supported_ops() {
+  // Control flow is unrolled before lowering (shapeonnx/control_flow.h).
+  std::vector<std::string> out = handler_ops();
+  for (const char* op : {"If", "Loop", "Scan"}) out.emplace_back(op);
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 common::Result<Module> lower(const Graph& graph, const LowerOptions& options) {
   RETURN_IF_ERROR(check_port_types(graph));

@@ -121,11 +121,34 @@ Conversion convert_node_test(const std::string& dir) {
   return first;  // the error of the model as it is
 }
 
-bool all_ops_supported(const common::Graph& graph) {
+bool supported(const std::string& domain, const std::string& op_type) {
   static const std::vector<std::string> ops = supported_ops();
+  const bool default_domain = domain.empty() || domain == "ai.onnx";
+  return default_domain && std::binary_search(ops.begin(), ops.end(), op_type);
+}
+
+// Ops of a control-flow body (Constant is folded on load), nested bodies included.
+bool all_ops_supported(const onnx::GraphProto& g) {
+  for (const auto& n : g.node()) {
+    if (n.op_type() != "Constant" && !supported(n.domain(), n.op_type())) return false;
+    for (const auto& a : n.attribute()) {
+      if (a.has_g() && !all_ops_supported(a.g())) return false;
+      for (const auto& sub : a.graphs()) {
+        if (!all_ops_supported(sub)) return false;
+      }
+    }
+  }
+  return true;
+}
+
+bool all_ops_supported(const common::Graph& graph) {
   for (const common::Node& n : graph.nodes) {
-    const bool default_domain = n.domain.empty() || n.domain == "ai.onnx";
-    if (!default_domain || !std::binary_search(ops.begin(), ops.end(), n.op_type)) return false;
+    if (!supported(n.domain, n.op_type)) return false;
+    for (const common::Attribute& a : n.attrs) {
+      if (a.type != common::AttrType::kGraph) continue;
+      onnx::GraphProto body;
+      if (!body.ParseFromString(a.s) || !all_ops_supported(body)) return false;
+    }
   }
   return !graph.nodes.empty();
 }

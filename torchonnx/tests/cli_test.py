@@ -142,3 +142,59 @@ def test_any_batch_size_vmap_and_values(tmp_path):
     torch.testing.assert_close(batch, loop)
     from functorch import vmap
     torch.testing.assert_close(vmap(model)(x.unsqueeze(1)).squeeze(1), loop)
+
+
+def control_model(path, kind):
+    """'loop': a Loop whose trip count is a graph input; 'if': an If on a graph input whose branches
+    have different shapes; 'where': an If on a graph input whose branches have the same shape."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3])
+    if kind == "loop":
+        body = helper.make_graph([helper.make_node("Identity", ["c_in"], ["c_out"]),
+                                  helper.make_node("Neg", ["v_in"], ["v_out"])], "body",
+                                 [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                                  helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+                                  helper.make_empty_tensor_value_info("v_in")],
+                                 [helper.make_empty_tensor_value_info("c_out"),
+                                  helper.make_empty_tensor_value_info("v_out")])
+        node = helper.make_node("Loop", ["n", "", "x"], ["y"], name="repeat", body=body)
+        inputs = [helper.make_tensor_value_info("n", TensorProto.INT64, []), x]
+        out_shape = [1, 3]
+    else:
+        other = "Sigmoid" if kind == "where" else "Transpose"  # Transpose: [3, 1] against [1, 3]
+        branches = {b: helper.make_graph([helper.make_node(op, ["x"], [b + "_out"])], b, [],
+                                         [helper.make_empty_tensor_value_info(b + "_out")])
+                    for b, op in (("then", "Relu"), ("else", other))}
+        node = helper.make_node("If", ["c"], ["y"], name="choose", then_branch=branches["then"],
+                                else_branch=branches["else"])
+        inputs = [x, helper.make_tensor_value_info("c", TensorProto.BOOL, [])]
+        out_shape = [1, 3]
+    graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+
+
+def test_control_flow_that_cannot_be_static_is_one_line_error(tmp_path):
+    control_model(tmp_path / "loop.onnx", "loop")
+    control_model(tmp_path / "if.onnx", "if")
+    for stem, expected in (("loop", "node 'repeat' (Loop): trip count 'n' is not known at compile time"),
+                           ("if", "node 'choose' (If): output 'y': the branches differ in shape or type")):
+        r = run(tmp_path / f"{stem}.onnx", "-o", tmp_path / "out")
+        assert r.returncode == 2
+        lines = r.stderr.decode().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"torchonnx: {tmp_path}/{stem}.onnx: {expected}"), lines
+    assert not os.path.exists(tmp_path / "out") or os.listdir(tmp_path / "out") == []
+
+
+def test_if_on_an_input_becomes_where_and_vmaps(tmp_path):
+    control_model(tmp_path / "choose.onnx", "where")
+    r = run(tmp_path / "choose.onnx", "-o", tmp_path / "out")
+    assert r.returncode == 0, r.stderr
+    assert "torch.where(" in (tmp_path / "out" / "choose.py").read_text()
+    model = load(tmp_path / "out", "choose")
+    x = torch.randn(1, 3)
+    assert torch.equal(model(x, torch.tensor(True)), torch.relu(x))
+    assert torch.equal(model(x, torch.tensor(False)), torch.sigmoid(x))
+    from functorch import vmap
+    xs, cs = torch.randn(8, 1, 3), torch.arange(8) % 2 == 0
+    batched = vmap(model)(xs, cs)
+    looped = torch.stack([model(xs[k], cs[k]) for k in range(8)])
+    assert torch.equal(batched, looped)

@@ -1,7 +1,7 @@
 """Op forms that the ONNX backend node tests barely cover, checked against independently computed outputs:
 MaxPool with Indices, LpPool, GlobalLpPool, GatherND batch_dims, Resize tf_crop_and_resize,
-Conv/ConvTranspose whose weight or bias is a graph input, and the attribute forms of RNN/GRU/LSTM.
-The cases live in forms_cases.py and forms_recurrent.py; each family is converted with
+Conv/ConvTranspose whose weight or bias is a graph input, the attribute forms of RNN/GRU/LSTM, and
+If/Loop/Scan. The cases live in forms_cases.py, forms_recurrent.py and forms_control.py; each family is converted with
 torchonnx --no-slim and run by tools/run_node_tests.py.
 
     TORCHONNX=build/torchonnx/torchonnx /usr/bin/python3 -m pytest torchonnx/tests/forms_test.py
@@ -15,10 +15,12 @@ import sys
 import pytest
 
 import forms_cases
+import forms_control
 import forms_recurrent
 
 EXE = os.environ.get("TORCHONNX")
-FAMILIES = {**forms_cases.FAMILIES, "recurrent": forms_recurrent.recurrent}
+FAMILIES = {**forms_cases.FAMILIES, "recurrent": forms_recurrent.recurrent,
+            "control_flow": forms_control.control_flow}
 RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "run_node_tests.py")
 
 
