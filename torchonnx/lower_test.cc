@@ -67,6 +67,31 @@ TEST(Lower, ModelWithoutBatchKeepsDeclaredShapes) {
             "reshape1 = x.reshape(2, 3)\nreturn reshape1\n");
 }
 
+TEST(Lower, UnsqueezeConcatIsStackUnlessAnUnsqueezeIsReadElsewhere) {
+  // torch.stack as PyTorch exports it; the batch stays free when the new axis is not dim 0.
+  EXPECT_EQ(body_of(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,3] x) => (float[1,2,3] y) <int64[1] ax = {1}> {
+      s = Sigmoid(x)
+      a = Unsqueeze(x, ax)
+      b = Unsqueeze(s, ax)
+      y = Concat<axis = 1>(a, b)
+    })"),
+            "sigmoid1 = torch.sigmoid(x)\nstack1 = torch.stack([x, sigmoid1], 1)\nreturn stack1\n");
+  // An Unsqueeze that is also a graph output keeps its statement, and so the Concat stays a cat.
+  EXPECT_EQ(body_of(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,3] x) => (float[1,2,3] y, float[1,1,3] a) <int64[1] ax = {1}> {
+      s = Sigmoid(x)
+      a = Unsqueeze(x, ax)
+      b = Unsqueeze(s, ax)
+      y = Concat<axis = 1>(a, b)
+    })"),
+            "sigmoid1 = torch.sigmoid(x)\nunsqueeze1 = x.unsqueeze(1)\nunsqueeze2 = "
+            "sigmoid1.unsqueeze(1)\ncat1 = torch.cat([unsqueeze1, unsqueeze2], 1)\nreturn cat1\n"
+            "return unsqueeze1\n");
+}
+
 TEST(Lower, ScalarConstantsAreInlinedAndNegativeStepsFlip) {
   EXPECT_EQ(body_of(R"(
     <ir_version: 8, opset_import: ["" : 13]>

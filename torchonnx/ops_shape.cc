@@ -57,10 +57,56 @@ Status flatten(Context& ctx) {
   return reshape_to_output(ctx, "flatten");
 }
 
+// The one axis an Unsqueeze inserts, normalized to its output rank; -1 if not exactly one.
+int64_t inserted_axis(const common::Graph& g, const common::Node& u, int64_t out_rank) {
+  std::vector<int64_t> axes;
+  if (u.has_attr("axes")) {
+    axes = u.attr_ints("axes");
+  } else if (const common::Tensor* t = u.has_input(1) ? g.constant(u.inputs[1]) : nullptr) {
+    axes = t->to_int64();
+  }
+  return axes.size() == 1 ? norm_axis(axes[0], out_rank) : -1;
+}
+
+// Concat of Unsqueezes that each insert the concat's axis, are read by nothing else and take
+// inputs of one shape: torch.stack of those inputs (PyTorch exports torch.stack this way, and
+// unrolled Scan/Loop outputs are built this way).
+bool is_stack(const common::Graph& g, const common::Node& concat) {
+  if (concat.op_type != "Concat" || !concat.domain.empty() || concat.inputs.size() < 2) return false;
+  const common::Value* out = g.find(concat.outputs[0]);
+  if (!out || !out->is_static()) return false;
+  const int64_t rank = static_cast<int64_t>(out->shape->size());
+  const int64_t axis = norm_axis(concat.attr_int("axis", 0), rank);
+  if (axis < 0) return false;
+  const Dims* first = nullptr;
+  for (size_t i = 0; i < concat.inputs.size(); ++i) {
+    const std::string& in = concat.inputs[i];
+    if (in.empty() || std::count(concat.inputs.begin(), concat.inputs.end(), in) != 1) return false;
+    const common::Value* v = g.find(in);
+    // A value with known content is read as a buffer of that content, not through the alias.
+    if (!v || v->producer < 0 || v->consumers.size() != 1 || g.constant(in) ||
+        std::find(g.outputs.begin(), g.outputs.end(), in) != g.outputs.end()) {
+      return false;
+    }
+    const common::Node& u = g.nodes[v->producer];
+    if (u.op_type != "Unsqueeze" || !u.domain.empty() || inserted_axis(g, u, rank) != axis) {
+      return false;
+    }
+    const common::Value* x = g.find(u.inputs[0]);
+    if (!x || !x->is_static() || (first && *x->shape != *first)) return false;
+    first = &*x->shape;
+  }
+  return true;
+}
+
 Status squeeze_like(Context& ctx) {
   const Dims& in = ctx.shape(0);
   const Dims& out = ctx.out_shape();
   const bool unsqueeze = ctx.node().op_type == "Unsqueeze";
+  if (const common::Node* c = ctx.sole_consumer(); unsqueeze && c && is_stack(ctx.graph(), *c)) {
+    ctx.alias(0, Operand{ctx.in(0), ctx.batched(0)});  // the Concat stacks the inputs themselves
+    return {};
+  }
   // One axis at a time reads best; the axis is where the shapes first differ.
   if (out.size() + 1 == in.size() || in.size() + 1 == out.size()) {
     const Dims& longer = unsqueeze ? out : in;
@@ -93,10 +139,40 @@ Status transpose(Context& ctx) {
 }
 
 // Inputs that are not batched but have size 1 in dim 0 are expanded to the batch.
+// Inputs are the Unsqueezes' inputs (aliased); mixed batching falls back to unsqueeze + cat.
+Status stack(Context& ctx, int64_t axis) {
+  bool all = true, none = true;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    all = all && ctx.batched(i);
+    none = none && !ctx.batched(i);
+  }
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) parts.push_back(ctx.in(i));
+  const std::string ax = std::to_string(axis);
+  if (all || none) {
+    return ctx.emit("torch.stack([" + join(parts) + "], " + ax + ")", "stack", all && axis != 0);
+  }
+  std::string batch_ref;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    if (ctx.batched(i)) batch_ref = ctx.in(i) + ".shape[0]";
+  }
+  const int64_t rank = ctx.out_shape().size();
+  for (size_t i = 0; i < parts.size(); ++i) {
+    parts[i] += ".unsqueeze(" + ax + ")";
+    if (!ctx.batched(i) && axis != 0) {
+      std::vector<std::string> dims{batch_ref};
+      for (int64_t d = 1; d < rank; ++d) dims.push_back("-1");
+      parts[i] += ".expand(" + join(dims) + ")";
+    }
+  }
+  return ctx.emit("torch.cat([" + join(parts) + "], " + ax + ")", "cat", axis != 0);
+}
+
 Status concat(Context& ctx) {
   const int64_t rank = ctx.out_shape().size();
   const int64_t axis = norm_axis(ctx.node().attr_int("axis", 0), rank);
   if (axis < 0) return ctx.error("axis out of range");
+  if (is_stack(ctx.graph(), ctx.node())) return stack(ctx, axis);
   const bool batched = ctx.any_batched() && axis != 0;
   std::string batch_ref;
   for (size_t i = 0; i < ctx.num_inputs() && batched; ++i) {
