@@ -55,6 +55,38 @@ void BM_LowerAndEmitAllModels(benchmark::State& state) {
 }
 BENCHMARK(BM_LowerAndEmitAllModels)->Unit(benchmark::kMillisecond);
 
+// A Loop of N iterations (y <- tanh(y)) unrolled and converted: the cost should grow linearly
+// with N (naming every statement, renaming every copy). Reported with its fitted complexity.
+void BM_ConvertUnrolledLoop(benchmark::State& state) {
+  const std::string text = R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[3,2] x) => (float[3,2] y) <int64 n = {)" + std::to_string(state.range(0)) + R"(}> {
+      y = Loop(n, , x) <body = b (int64 i, bool c_in, float[3,2] v_in) => (bool c_out, float[3,2] v_out) {
+        c_out = Identity(c_in)
+        v_out = Tanh(v_in)
+      }>
+    })";
+  for (auto _ : state) {
+    auto g = common::testing::parse_text(text, "loop.onnx");
+    if (!g.ok()) {
+      state.SkipWithError(g.error().str().c_str());
+      return;
+    }
+    auto c = torchonnx::convert(std::move(*g), {});
+    if (!c.ok()) {
+      state.SkipWithError(c.error().str().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(c->python);
+  }
+  state.SetComplexityN(state.range(0));
+}
+BENCHMARK(BM_ConvertUnrolledLoop)
+    ->RangeMultiplier(4)
+    ->Range(256, 16384)
+    ->Unit(benchmark::kMillisecond)
+    ->Complexity();
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -59,9 +59,15 @@ std::string NameScope::make(std::string_view hint, bool numbered) {
     taken_.insert(base);
     return base;
   }
-  for (int i = 1;; ++i) {
-    std::string candidate = stem + std::to_string(i);
-    if (taken_.insert(candidate).second) return candidate;
+  // Suffixes below next_[stem] are all taken already: counting resumes there (linear, not
+  // quadratic, in the number of names with one stem).
+  int& next = next_.try_emplace(stem, 1).first->second;
+  for (;; ++next) {
+    std::string candidate = stem + std::to_string(next);
+    if (taken_.insert(candidate).second) {
+      ++next;
+      return candidate;
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 // One scope that hands out identifiers: sanitized, unique, never a keyword or builtin.
 #pragma once
 
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
@@ -20,6 +21,7 @@ class NameScope {
 
  private:
   std::set<std::string, std::less<>> taken_;
+  std::map<std::string, int, std::less<>> next_;  ///< per stem: the first suffix not yet tried
 };
 
 /// `text` as a Python string literal (double-quoted, escaped; non-ASCII as \u escapes).
