@@ -182,7 +182,50 @@ def scan_batched_opset8(rng):
     return Case("scan_batched_opset8", m, [([m0, x], [f32(np.stack(finals)), f32(np.stack(outs))])])
 
 
+def loop_in_loop(rng):
+    """A Loop inside a Loop body: the inner trip count is the outer iteration number + 1, so it is
+    known only once the outer loop is unrolled; the inner body reads the outer body's value."""
+    inner = body("inner_body", [
+        helper.make_node("Add", ["acc_in", "scale"], ["acc_out"]),
+        helper.make_node("Identity", ["ic_in"], ["ic_out"]),
+    ], [("j", TensorProto.INT64, []), ("ic_in", TensorProto.BOOL, []), "acc_in"], ["ic_out", "acc_out"])
+    outer = body("outer_body", [
+        const("one", np.array(1, np.int64)),
+        helper.make_node("Add", ["i", "one"], ["n_inner"]),
+        helper.make_node("Mul", ["y_in", "x"], ["scale"]),
+        helper.make_node("Loop", ["n_inner", "", "y_in"], ["y_out"], body=inner),
+        helper.make_node("Identity", ["c_in"], ["c_out"]),
+    ], [("i", TensorProto.INT64, []), ("c_in", TensorProto.BOOL, []), "y_in"], ["c_out", "y_out"])
+    m = model("loop_in_loop", [helper.make_node("Loop", ["trip", "", "x"], ["y"], body=outer)],
+              [("x", F, [2, 2])], [("y", F, [2, 2])], [("trip", np.array(3, np.int64))])
+    x = f32(rng.uniform(-0.5, 0.5, (2, 2)))
+    y = x.astype(np.float64)
+    for i in range(3):
+        scale = y * x
+        for _ in range(i + 1):
+            y = y + scale
+    return Case("loop_in_loop", m, [([x], [f32(y)])])
+
+
+def if_with_scan(rng):
+    """An If on a run-time condition whose then-branch runs a Scan (a cumulative sum of the rows of
+    the outer graph's x) and whose else-branch reverses the rows."""
+    scan_body = body("cumsum", [helper.make_node("Add", ["s_in", "row"], ["s_out"]),
+                                helper.make_node("Identity", ["s_out"], ["s_copy"])],
+                     ["s_in", "row"], ["s_out", "s_copy"])
+    then_b = body("then", [helper.make_node("Scan", ["zeros", "x"], ["total", "cum"], num_scan_inputs=1,
+                                            body=scan_body)], [], ["cum"])
+    else_b = body("else", [const("idx", np.array([2, 1, 0], np.int64)),
+                           helper.make_node("Gather", ["x", "idx"], ["rev"], axis=0)], [], ["rev"])
+    m = model("if_with_scan", [helper.make_node("If", ["c"], ["out"], then_branch=then_b, else_branch=else_b)],
+              [("c", TensorProto.BOOL, []), ("x", F, [3, 4])], [("out", F, [3, 4])],
+              [("zeros", np.zeros(4, np.float32))], opset=11)
+    x = f32(rng.standard_normal((3, 4)))
+    return Case("if_with_scan", m, [([np.array(True), x], [f32(np.cumsum(x.astype(np.float64), 0))]),
+                                    ([np.array(False), x], [x[::-1].copy()])])
+
+
 def control_flow():
     rng = np.random.default_rng(11)
     return [loop_static(rng), loop_condition(rng), loop_nested_if(rng), if_runtime(rng), if_static(rng),
-            scan_axes_directions(rng), scan_batched_opset8(rng)]
+            scan_axes_directions(rng), scan_batched_opset8(rng), loop_in_loop(rng), if_with_scan(rng)]
