@@ -60,7 +60,8 @@ BENCHMARK(BM_LowerAndEmitAllModels)->Unit(benchmark::kMillisecond);
 void BM_ConvertUnrolledLoop(benchmark::State& state) {
   const std::string text = R"(
     <ir_version: 8, opset_import: ["" : 13]>
-    g (float[3,2] x) => (float[3,2] y) <int64 n = {)" + std::to_string(state.range(0)) + R"(}> {
+    g (float[3,2] x) => (float[3,2] y) <int64 n = {)" +
+                           std::to_string(state.range(0)) + R"(}> {
       y = Loop(n, , x) <body = b (int64 i, bool c_in, float[3,2] v_in) => (bool c_out, float[3,2] v_out) {
         c_out = Identity(c_in)
         v_out = Tanh(v_in)

@@ -72,7 +72,8 @@ int64_t inserted_axis(const common::Graph& g, const common::Node& u, int64_t out
 // inputs of one shape: torch.stack of those inputs (PyTorch exports torch.stack this way, and
 // unrolled Scan/Loop outputs are built this way).
 bool is_stack(const common::Graph& g, const common::Node& concat) {
-  if (concat.op_type != "Concat" || !concat.domain.empty() || concat.inputs.size() < 2) return false;
+  if (concat.op_type != "Concat" || !concat.domain.empty() || concat.inputs.size() < 2)
+    return false;
   const common::Value* out = g.find(concat.outputs[0]);
   if (!out || !out->is_static()) return false;
   const int64_t rank = static_cast<int64_t>(out->shape->size());
