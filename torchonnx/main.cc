@@ -28,9 +28,14 @@ bool convert_one(const Args& args, const torchonnx::ConvertOptions& options,
                  const std::string& input, const std::string& stem) {
   const double start = common::now_ms();
   auto converted = torchonnx::convert_file(input, options);
-  common::Status written = converted.ok()
-                               ? torchonnx::write_converted(*converted, args.out_dir, stem)
-                               : converted.status();
+  common::Status written = converted.status();
+  if (written.ok()) {  // the folder is created only once there is something to write
+    std::error_code ec;
+    std::filesystem::create_directories(args.out_dir, ec);
+    written =
+        ec ? common::Status(common::Error{args.out_dir, "", "", "cannot create: " + ec.message()})
+           : torchonnx::write_converted(*converted, args.out_dir, stem);
+  }
   if (!written.ok()) {
     common::Error e = written.error();
     if (e.file.empty()) e.file = input;
@@ -55,10 +60,9 @@ int run(const Args& args) {
   auto shapes = common::parse_input_shapes(args.input_shapes);
   if (!shapes.ok()) return common::report_error("torchonnx", shapes.error());
   std::error_code ec;
-  std::filesystem::create_directories(args.out_dir, ec);
-  if (ec) {
-    return common::report_error("torchonnx",
-                                {args.out_dir, "", "", "cannot create: " + ec.message()});
+  if (std::filesystem::exists(args.out_dir, ec) &&
+      !std::filesystem::is_directory(args.out_dir, ec)) {
+    return common::report_error("torchonnx", {args.out_dir, "", "", "not a directory"});
   }
   torchonnx::ConvertOptions options;
   options.class_name = args.class_name;
@@ -99,7 +103,9 @@ int main(int argc, char** argv) {
     for (const std::string& op : torchonnx::supported_ops()) std::cout << op << "\n";
     return 0;
   }
-  if (args.inputs.empty()) return common::report_error("torchonnx", {"", "", "", "missing input model (IN)"});
-  if (args.out_dir.empty()) return common::report_error("torchonnx", {"", "", "", "missing --output OUTDIR"});
+  if (args.inputs.empty())
+    return common::report_error("torchonnx", {"", "", "", "missing input model (IN)"});
+  if (args.out_dir.empty())
+    return common::report_error("torchonnx", {"", "", "", "missing --output OUTDIR"});
   return run(args);
 }

@@ -198,3 +198,41 @@ def test_if_on_an_input_becomes_where_and_vmaps(tmp_path):
     batched = vmap(model)(xs, cs)
     looped = torch.stack([model(xs[k], cs[k]) for k in range(8)])
     assert torch.equal(batched, looped)
+
+
+def test_loop_body_with_hostile_names_and_malformed_loops(tmp_path):
+    """Body names with quotes, newlines and Python code only reach escaped comments; a body whose
+    inputs do not match and a loop with no trip count and a condition that stays true are one-line
+    errors, not hangs."""
+    F, B, I64 = TensorProto.FLOAT, TensorProto.BOOL, TensorProto.INT64
+    info, empty = helper.make_tensor_value_info, helper.make_empty_tensor_value_info
+    n = numpy_helper.from_array(np.array(3, np.int64), "n")
+
+    def save(name, body, loop_inputs, inits):
+        node = helper.make_node("Loop", loop_inputs, ["class"], name=name, body=body)
+        graph = helper.make_graph([node], "g", [info("x", F, [1, 2])], [info("class", F, [1, 2])], inits)
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(tmp_path / f"{name[:4]}.onnx"))
+
+    save("loop\"'\n", helper.make_graph(
+        [helper.make_node("Identity", ["c\"in"], ["c\nout"], name="id\"\n"),
+         helper.make_node("Add", ["v in", "x"], ["__import__('os')"], name="def")], "body",
+        [info("i", I64, []), info("c\"in", B, []), empty("v in")], [empty("c\nout"), empty("__import__('os')")]),
+        ["n", "", "x"], [n])
+    save("bad body", helper.make_graph([helper.make_node("Identity", ["c"], ["c2"])], "body",
+                                       [info("c", B, [])], [empty("c2")]), ["n", "", "x"], [n])
+    save("endless", helper.make_graph([helper.make_node("Identity", ["c"], ["c2"]),
+                                       helper.make_node("Identity", ["v"], ["v2"])], "body",
+                                      [info("i", I64, []), info("c", B, []), empty("v")], [empty("c2"), empty("v2")]),
+         ["", "t", "x"], [numpy_helper.from_array(np.array(True), "t")])
+
+    r = run(tmp_path / "loop.onnx", "-o", tmp_path / "out")
+    assert r.returncode == 0, r.stderr
+    subprocess.run([sys.executable, "-m", "py_compile", str(tmp_path / "out" / "loop.py")], check=True)
+    x = torch.randn(1, 2)
+    assert torch.allclose(load(tmp_path / "out", "loop")(x), 4 * x)
+    for stem, message in (("bad ", "body inputs/outputs do not match the loop-carried values"),
+                          ("endl", "more than 100000 iterations")):
+        r = run(tmp_path / f"{stem}.onnx", "-o", tmp_path / "err")
+        lines = r.stderr.decode().splitlines()
+        assert r.returncode == 2 and len(lines) == 1 and lines[0].endswith(message), lines
+    assert not os.path.exists(tmp_path / "err")
