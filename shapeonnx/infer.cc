@@ -131,7 +131,9 @@ Status infer_data_dependent_slice(Graph& graph, const Node& node, ShapeRule rule
 }
 
 Status infer_node(Graph& graph, const Node& node, const AffineValues& affine) {
-  if (!node.domain.empty()) return graph.error(node, "unsupported domain '" + node.domain + "'");
+  if (!node.domain.empty() && !is_training_op(node.domain, node.op_type)) {
+    return graph.error(node, "unsupported domain '" + node.domain + "'");
+  }
   ShapeRule rule = find_rule(node.op_type);
   if (!rule) return graph.error(node, "unsupported op (no shape rule)");
   RETURN_IF_ERROR(check_inputs_static(graph, node));

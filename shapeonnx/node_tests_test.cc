@@ -93,7 +93,8 @@ bool all_ops_have_rules(const common::Graph& g) {
       }
       continue;
     }
-    if (!n.domain.empty() || !find_rule(n.op_type)) return false;
+    const bool has_rule = find_rule(n.op_type) != nullptr;
+    if (!has_rule || !(n.domain.empty() || is_training_op(n.domain, n.op_type))) return false;
   }
   return true;
 }

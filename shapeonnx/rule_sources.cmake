@@ -2,7 +2,7 @@
 set(SHAPEONNX_RULE_SOURCES
   rules_elementwise.cc rules_generator.cc rules_index.cc rules_linalg.cc rules_nn.cc
   rules_pool.cc rules_quant.cc rules_recurrent.cc rules_reduce.cc rules_resize.cc
-  rules_signal.cc rules_tensor.cc rules_util.cc)
+  rules_signal.cc rules_tensor.cc rules_training.cc rules_util.cc)
 set(SHAPEONNX_RULE_TESTS
   rules_test_util.cc rules_elementwise_test.cc rules_generator_test.cc rules_index_test.cc
   rules_linalg_test.cc rules_nn_test.cc rules_pool_test.cc rules_quant_test.cc

@@ -20,6 +20,7 @@ const Registry& registry() {
     register_linalg_rules(t);
     register_reduce_rules(t);
     register_generator_rules(t);
+    register_training_rules(t);
     return Registry(t.entries.begin(), t.entries.end());
   }();
   return table;

@@ -65,5 +65,10 @@ void register_nn_rules(RuleTable& table);         // Conv, ConvTranspose, pools,
 void register_linalg_rules(RuleTable& table);     // MatMul, Gemm
 void register_reduce_rules(RuleTable& table);     // Reduce*, ArgMax/ArgMin, Softmax, TopK
 void register_generator_rules(RuleTable& table);  // Shape, Size, Constant*, Range, Resize, ...
+void register_training_rules(RuleTable& table);   // Adagrad, Momentum, Adam
+
+/// Ops outside the default domain that have rules (and lowerings): the optimizer steps of
+/// ai.onnx.preview.training. Their op types do not collide with default-domain ones.
+bool is_training_op(std::string_view domain, std::string_view op_type);
 
 }  // namespace shapeonnx

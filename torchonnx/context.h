@@ -127,7 +127,8 @@ void register_reduce(HandlerTable& table);       // Reduce*, CumSum
 void register_generator(HandlerTable& table);    // Shape, ConstantOfShape, Range, EyeLike, Pad
 void register_resize(HandlerTable& table);       // Resize, Upsample
 void register_onehot(HandlerTable& table);       // OneHot
-void register_loss(HandlerTable& table);   // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+void register_loss(HandlerTable& table);      // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+void register_training(HandlerTable& table);  // Adagrad, Momentum, Adam (preview.training)
 void register_quant(HandlerTable& table);  // QuantizeLinear, DequantizeLinear, *Integer, QLinear*
 void register_recurrent(HandlerTable& table);  // RNN, GRU, LSTM
 void register_signal(HandlerTable& table);     // DFT, STFT, windows, MelWeightMatrix

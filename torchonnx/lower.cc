@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 
+#include "shapeonnx/rules.h"
 #include "torchonnx/context.h"
 #include "torchonnx/pyfmt.h"
 
@@ -30,6 +31,7 @@ const std::map<std::string, Handler, std::less<>>& registry() {
     register_resize(t);
     register_onehot(t);
     register_loss(t);
+    register_training(t);
     register_quant(t);
     register_recurrent(t);
     register_signal(t);
@@ -93,7 +95,8 @@ bool all_outputs_known(const Graph& graph, const Node& node) {
 common::Status lower_node(LowerState& state, int index) {
   const Node& node = state.graph->nodes[index];
   Context ctx(state, index);
-  if (!node.domain.empty() && node.domain != "ai.onnx") {
+  if (!node.domain.empty() && node.domain != "ai.onnx" &&
+      !shapeonnx::is_training_op(node.domain, node.op_type)) {
     return ctx.error("op of domain '" + node.domain + "' has no PyTorch lowering");
   }
   Handler handler = find_handler(node.op_type);

@@ -14,6 +14,7 @@
 #include "common/onnx_io.h"
 #include "common/testing.h"
 #include "onnx/onnx_pb.h"
+#include "shapeonnx/rules.h"
 #include "torchonnx/convert.h"
 #include "torchonnx/lower.h"
 #include "torchonnx/test_util.h"
@@ -66,6 +67,10 @@ const std::map<std::string, std::string>& skip_list() {
       {"test_pow_types_float32_uint64", "uint64"},
       // Expected values below float32 resolution.
       {"test_dft_inverse", "float32 ifft leaves 2e-7 where float64 numpy gives 1e-15 (atol 1e-7)"},
+      // Expected data that contradicts the node: made with epsilon 1e-2 while the node leaves
+      // epsilon at its default 1e-6 (ONNX's own apply_adam with 1e-2 gives the stored 0.75913626,
+      // with 1e-6 0.75595933).
+      {"test_adam_multiple", "expected outputs computed with a different epsilon than the node's"},
       // Forms not lowered yet.
       {"test_identity_opt", "optional type"},
       {"test_identity_sequence", "sequence type"},
@@ -124,7 +129,8 @@ Conversion convert_node_test(const std::string& dir) {
 bool supported(const std::string& domain, const std::string& op_type) {
   static const std::vector<std::string> ops = supported_ops();
   const bool default_domain = domain.empty() || domain == "ai.onnx";
-  return default_domain && std::binary_search(ops.begin(), ops.end(), op_type);
+  return (default_domain || shapeonnx::is_training_op(domain, op_type)) &&
+         std::binary_search(ops.begin(), ops.end(), op_type);
 }
 
 // Ops of a control-flow body (Constant is folded on load), nested bodies included.

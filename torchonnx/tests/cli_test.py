@@ -194,10 +194,13 @@ def test_if_on_an_input_becomes_where_and_vmaps(tmp_path):
     assert torch.equal(model(x, torch.tensor(True)), torch.relu(x))
     assert torch.equal(model(x, torch.tensor(False)), torch.sigmoid(x))
     from functorch import vmap
+    torch.manual_seed(0)
     xs, cs = torch.randn(8, 1, 3), torch.arange(8) % 2 == 0
     batched = vmap(model)(xs, cs)
     looped = torch.stack([model(xs[k], cs[k]) for k in range(8)])
-    assert torch.equal(batched, looped)
+    # Batched and per-sample sigmoid may take different vector kernels: equal up to rounding.
+    assert torch.allclose(batched, looped, rtol=1e-6, atol=0)
+    assert torch.equal(batched[::2], torch.relu(xs[::2]))
 
 
 def test_loop_body_with_hostile_names_and_malformed_loops(tmp_path):
