@@ -33,6 +33,7 @@ TEST(RuleRegistry, NoOpIsRegisteredTwice) {
   register_linalg_rules(table);
   register_reduce_rules(table);
   register_generator_rules(table);
+  register_training_rules(table);
   std::set<std::string_view> seen;
   for (const auto& [op, rule] : table.entries) {
     EXPECT_TRUE(seen.insert(op).second) << op << " registered twice";

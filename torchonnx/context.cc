@@ -101,8 +101,26 @@ std::string Context::buffer(Tensor tensor, std::string_view hint) {
 }
 
 std::string Context::layer(std::string_view kind, std::string ctor, std::vector<Param> params) {
+  // A node that reads the same weight initializers as an earlier layer with the same constructor
+  // and the same resulting tensors (a weight shared by several nodes, or by the copies of an
+  // unrolled loop body) reuses that layer: one set of parameters, as in the ONNX graph.
+  std::string sources;
+  for (const std::string& in : node_.inputs) {
+    if (!in.empty() && graph().is_initializer(in)) sources += in + '\n';
+  }
+  if (!sources.empty()) {
+    for (const Layer& l : state_.module.layers) {
+      if (l.sources != sources || l.ctor != ctor || l.params.size() != params.size()) continue;
+      bool same = true;
+      for (size_t i = 0; i < params.size() && same; ++i) {
+        same = l.params[i].name == params[i].name && l.params[i].tensor == params[i].tensor;
+      }
+      if (same) return l.attr;
+    }
+  }
   std::string attr = state_.attrs.make(kind, true);
-  state_.module.layers.push_back(Layer{attr, std::move(ctor), std::move(params)});
+  state_.module.layers.push_back(
+      Layer{attr, std::move(ctor), std::move(params), std::move(sources)});
   return attr;
 }
 

@@ -92,6 +92,24 @@ TEST(Lower, UnsqueezeConcatIsStackUnlessAnUnsqueezeIsReadElsewhere) {
             "return unsqueeze1\n");
 }
 
+TEST(Lower, NodesReadingTheSameWeightsShareOneLayer) {
+  // Two Gemms on one weight and bias (a shared layer, or an unrolled loop body): one nn.Linear.
+  // A third with the same shapes but its own bias gets its own layer.
+  EXPECT_EQ(body_of(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,2] x) => (float[1,2] y)
+    <float[2,2] w = {1, 2, 3, 4}, float[2] b = {1, -1}, float[2] c = {0, 2}> {
+      h1 = Gemm<transB = 1>(x, w, b)
+      r1 = Tanh(h1)
+      h2 = Gemm<transB = 1>(r1, w, b)
+      r2 = Tanh(h2)
+      y = Gemm<transB = 1>(r2, w, c)
+    })"),
+            "fc1 = F.linear(x, self.fc1.weight, self.fc1.bias)\ntanh1 = torch.tanh(fc1)\n"
+            "fc2 = F.linear(tanh1, self.fc1.weight, self.fc1.bias)\ntanh2 = torch.tanh(fc2)\n"
+            "fc3 = F.linear(tanh2, self.fc2.weight, self.fc2.bias)\nreturn fc3\n");
+}
+
 TEST(Lower, ScalarConstantsAreInlinedAndNegativeStepsFlip) {
   EXPECT_EQ(body_of(R"(
     <ir_version: 8, opset_import: ["" : 13]>

@@ -19,6 +19,9 @@ struct Layer {
   std::string attr;  ///< identifier from the module's attribute scope ("conv1")
   std::string ctor;  ///< Python constructor call ("nn.Conv2d(3, 16, kernel_size=3)")
   std::vector<Param> params;
+  /// The ONNX initializers the params were made from, in input order ("" when none): nodes
+  /// that read the same initializers the same way share one layer.
+  std::string sources;
 };
 
 /// A constant tensor registered with `register_buffer` and read as `self.<attr>`.
