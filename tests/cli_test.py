@@ -83,3 +83,59 @@ def test_shapeonnx_stdin_to_stdout_and_stats():
     shapes = {vi.name: [d.dim_value for d in vi.type.tensor_type.shape.dim]
               for vi in list(model.graph.value_info) + list(model.graph.output)}
     assert shapes == {"h": [1, 4], "y": [1, 4]}
+
+
+def control_flow_model(path):
+    """x -> Loop (3 iterations: y <- tanh(y) * 1.5 + x, scan output y) -> If (sum(y) > 0: 2y, else -y)."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    F = TensorProto.FLOAT
+    empty = helper.make_empty_tensor_value_info
+    body = helper.make_graph([helper.make_node("Tanh", ["y_in"], ["t"]),
+                              helper.make_node("Mul", ["t", "k"], ["s"]),
+                              helper.make_node("Add", ["s", "x"], ["y_out"]),
+                              helper.make_node("Identity", ["y_out"], ["scan"]),
+                              helper.make_node("Identity", ["c_in"], ["c_out"])], "body",
+                             [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                              helper.make_tensor_value_info("c_in", TensorProto.BOOL, []), empty("y_in")],
+                             [empty("c_out"), empty("y_out"), empty("scan")])
+    then_b = helper.make_graph([helper.make_node("Add", ["y", "y"], ["twice"])], "then", [], [empty("twice")])
+    else_b = helper.make_graph([helper.make_node("Neg", ["y"], ["neg"])], "else", [], [empty("neg")])
+    nodes = [helper.make_node("Loop", ["n", "", "x"], ["y", "ys"], name="loop", body=body),
+             helper.make_node("ReduceSum", ["y"], ["total"], keepdims=0),
+             helper.make_node("Greater", ["total", "zero"], ["positive"]),
+             helper.make_node("If", ["positive"], ["z"], name="choose", then_branch=then_b, else_branch=else_b)]
+    inits = [numpy_helper.from_array(np.array(3, np.int64), "n"), numpy_helper.from_array(np.array(1.5, np.float32), "k"),
+             numpy_helper.from_array(np.array(0, np.float32), "zero")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [2, 3])],
+                              [helper.make_tensor_value_info("z", F, [2, 3]),
+                               helper.make_tensor_value_info("ys", F, [3, 2, 3])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+
+
+@pytest.mark.parametrize("tool", [t for t in ("shapeonnx", "slimonnx") if t in available_tools()])
+def test_unroll_flag_expands_control_flow_and_keeps_the_function(tool, tmp_path):
+    import onnx
+    src, out = tmp_path / "cf.onnx", tmp_path / "out.onnx"
+    control_flow_model(src)
+    r = run(tool, [str(src), "-o", str(out)])
+    assert r.returncode == 2 and not out.exists()
+    assert r.stderr.decode() == (f"{tool}: {src}: node 'loop' (Loop): control flow has no static shapes; "
+                                 "--unroll expands it at compile time\n")
+    r = run(tool, [str(src), "-o", str(out), "--unroll"])
+    assert r.returncode == 0, r.stderr
+    model = onnx.load(str(out))
+    onnx.checker.check_model(model, full_check=True)
+    assert not {"If", "Loop", "Scan"} & {n.op_type for n in model.graph.node}
+    script = os.path.join(os.path.dirname(__file__), "..", "slimonnx", "tools", "ort_compare.js")
+    modules = os.environ.get("ORT_NODE_MODULES", os.path.join(BUILD, "ort", "node_modules"))
+    if subprocess.run(["node", "--version"], capture_output=True).returncode or \
+            not os.path.isdir(os.path.join(modules, "onnxruntime-node")):
+        pytest.skip("node / onnxruntime-node not installed")
+    import json
+    r = subprocess.run(["node", script, str(src), str(out), "--points", "8"], capture_output=True,
+                       env={**os.environ, "ORT_NODE_MODULES": modules}, timeout=120)
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout)
+    assert result["outputs"] == 2 and result["max_error"] <= 1e-6, result
