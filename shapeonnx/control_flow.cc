@@ -19,11 +19,13 @@ using common::Tensor;
 namespace {
 
 bool is_control(const Node& n) {
-  return n.domain.empty() && (n.op_type == "If" || n.op_type == "Loop" || n.op_type == "Scan");
+  return (n.domain.empty() && (n.op_type == "If" || n.op_type == "Loop" || n.op_type == "Scan")) ||
+         detail::is_sequence_op(n);
 }
 
 // The nodes before `index`, inferred: shapes and known contents of what the control node reads.
-Result<Graph> infer_prefix(const Graph& graph, size_t index, const Options& options) {
+Result<Graph> infer_prefix(const Graph& graph, size_t index, const Options& options,
+                           const detail::Sequences& sequences) {
   Graph prefix;
   prefix.source = graph.source;
   prefix.ir_version = graph.ir_version;
@@ -40,7 +42,7 @@ Result<Graph> infer_prefix(const Graph& graph, size_t index, const Options& opti
   const Node& control = graph.nodes[index];
   for (const std::string& in : control.inputs) {
     needed.insert(in);
-    if (in.empty() || graph.is_initializer(in)) continue;
+    if (in.empty() || graph.is_initializer(in) || sequences.count(in)) continue;
     if (std::find(prefix.outputs.begin(), prefix.outputs.end(), in) == prefix.outputs.end()) {
       prefix.outputs.push_back(in);
     }
@@ -60,14 +62,19 @@ bool has_control_flow(const Graph& graph) {
 }
 
 Status expand_control_flow(Graph& graph, const Options& options, SameShapePairs* same_shape) {
+  detail::Sequences sequences;
   while (true) {
     auto it = std::find_if(graph.nodes.begin(), graph.nodes.end(), is_control);
     if (it == graph.nodes.end()) break;
     const size_t index = static_cast<size_t>(it - graph.nodes.begin());
-    ASSIGN_OR_RETURN(Graph prefix, infer_prefix(graph, index, options));
+    ASSIGN_OR_RETURN(Graph prefix, infer_prefix(graph, index, options, sequences));
     const Node control = graph.nodes[index];
     std::vector<Node> added;
-    RETURN_IF_ERROR(detail::expand_node(graph, prefix, control, same_shape, &added));
+    if (detail::is_sequence_op(control)) {
+      RETURN_IF_ERROR(detail::expand_sequence_node(graph, prefix, control, &sequences, &added));
+    } else {
+      RETURN_IF_ERROR(detail::expand_node(graph, prefix, control, same_shape, &added));
+    }
     graph.nodes.erase(graph.nodes.begin() + static_cast<long>(index));
     graph.nodes.insert(graph.nodes.begin() + static_cast<long>(index),
                        std::make_move_iterator(added.begin()),
@@ -78,6 +85,16 @@ Status expand_control_flow(Graph& graph, const Options& options, SameShapePairs*
     }
     graph.rebuild_index();
   }
+  for (const Node& n : graph.nodes) {
+    for (const std::string& in : n.inputs) {
+      if (sequences.count(in)) {
+        return graph.error(n, "input '" + in + "' is a sequence; only sequence ops can read one");
+      }
+    }
+  }
+  for (const std::string& out : graph.outputs) {
+    if (sequences.count(out)) return graph.error("graph output '" + out + "' is a sequence");
+  }
   return {};
 }
 
@@ -86,8 +103,9 @@ Status infer_with_control_flow(Graph& graph, const Options& options, bool unroll
   if (has_control_flow(graph)) {
     if (!unroll) {
       const Node& n = *std::find_if(graph.nodes.begin(), graph.nodes.end(), is_control);
-      return graph.error(n,
-                         "control flow has no static shapes; --unroll expands it at compile time");
+      return graph.error(
+          n, std::string(detail::is_sequence_op(n) ? "sequences have" : "control flow has") +
+                 " no static shapes; --unroll expands it at compile time");
     }
     RETURN_IF_ERROR(expand_control_flow(graph, options, &same_shape));
   }

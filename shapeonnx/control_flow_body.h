@@ -33,9 +33,20 @@ common::Result<Body> parse_body(const common::Graph& graph, const common::Node& 
 void rename_refs(onnx::GraphProto& g, const std::map<std::string, std::string>& renames,
                  std::set<std::string> local);
 
+// Sequence values expanded so far: the tensors each one holds, in order.
+using Sequences = std::map<std::string, std::vector<std::string>>;
+
+bool is_sequence_op(const common::Node& node);
+
 // The nodes that replace one If/Loop/Scan. `prefix` is the graph before it, inferred.
 common::Status expand_node(common::Graph& graph, const common::Graph& prefix,
                            const common::Node& node, SameShapePairs* same_shape,
                            std::vector<common::Node>* out);
+
+// The nodes that replace one sequence op (SequenceConstruct, SequenceAt, SplitToSequence, ...);
+// sequences are lists of tensor values known at compile time, kept in `sequences`.
+common::Status expand_sequence_node(common::Graph& graph, const common::Graph& prefix,
+                                    const common::Node& node, Sequences* sequences,
+                                    std::vector<common::Node>* out);
 
 }  // namespace shapeonnx::detail

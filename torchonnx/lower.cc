@@ -209,9 +209,14 @@ std::vector<std::string> handler_ops() {
 }
 
 std::vector<std::string> supported_ops() {
-  // Control flow is unrolled before lowering (shapeonnx/control_flow.h).
+  // Control flow is unrolled and sequences are resolved before lowering
+  // (shapeonnx/control_flow.h).
   std::vector<std::string> out = handler_ops();
-  for (const char* op : {"If", "Loop", "Scan"}) out.emplace_back(op);
+  for (const char* op :
+       {"If", "Loop", "Scan", "SequenceEmpty", "SequenceConstruct", "SequenceInsert",
+        "SequenceErase", "SequenceAt", "SequenceLength", "SplitToSequence", "ConcatFromSequence"}) {
+    out.emplace_back(op);
+  }
   std::sort(out.begin(), out.end());
   return out;
 }

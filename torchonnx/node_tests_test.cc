@@ -148,6 +148,14 @@ bool all_ops_supported(const onnx::GraphProto& g) {
 }
 
 bool all_ops_supported(const common::Graph& graph) {
+  // Sequence, optional (and map) inputs or outputs: the generated forward takes and returns
+  // tensors only.
+  for (const auto* names : {&graph.inputs, &graph.outputs}) {
+    for (const std::string& name : *names) {
+      const common::Value* v = graph.find(name);
+      if (!v || v->dtype == common::DType::kUndefined) return false;
+    }
+  }
   for (const common::Node& n : graph.nodes) {
     if (!supported(n.domain, n.op_type)) return false;
     for (const common::Attribute& a : n.attrs) {
