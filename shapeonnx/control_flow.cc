@@ -63,6 +63,15 @@ bool has_control_flow(const Graph& graph) {
 
 Status expand_control_flow(Graph& graph, const Options& options, SameShapePairs* same_shape) {
   detail::Sequences sequences;
+  for (const Node& n : graph.nodes) {  // a sequence coming in from outside has no static length
+    if (detail::is_sequence_op(n) && n.has_input(0) && n.op_type != "SequenceConstruct" &&
+        n.op_type != "SplitToSequence" &&
+        std::find(graph.inputs.begin(), graph.inputs.end(), n.inputs[0]) != graph.inputs.end()) {
+      return graph.error(n, "sequence '" + n.inputs[0] +
+                                "' is not built inside the model (a graph input or a "
+                                "loop-carried sequence)");
+    }
+  }
   while (true) {
     auto it = std::find_if(graph.nodes.begin(), graph.nodes.end(), is_control);
     if (it == graph.nodes.end()) break;

@@ -239,3 +239,17 @@ def test_loop_body_with_hostile_names_and_malformed_loops(tmp_path):
         lines = r.stderr.decode().splitlines()
         assert r.returncode == 2 and len(lines) == 1 and lines[0].endswith(message), lines
     assert not os.path.exists(tmp_path / "err")
+
+
+def test_sequence_input_of_the_model_is_a_one_line_error(tmp_path):
+    """Sequences built inside a model compile; one that comes in as a graph input has no static length."""
+    seq = helper.make_tensor_sequence_value_info("s", TensorProto.FLOAT, [2])
+    node = helper.make_node("SequenceAt", ["s", "i"], ["y"], name="pick")
+    graph = helper.make_graph([node], "g", [seq], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+                              [numpy_helper.from_array(np.array(0, np.int64), "i")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(tmp_path / "seq.onnx"))
+    r = run(tmp_path / "seq.onnx", "-o", tmp_path / "out")
+    assert r.returncode == 2
+    assert r.stderr.decode() == (f"torchonnx: {tmp_path}/seq.onnx: node 'pick' (SequenceAt): sequence 's' is not "
+                                 "built inside the model (a graph input or a loop-carried sequence)\n")
+    assert not os.path.exists(tmp_path / "out")
