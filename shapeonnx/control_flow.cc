@@ -18,10 +18,7 @@ using common::Tensor;
 
 namespace {
 
-bool is_control(const Node& n) {
-  return (n.domain.empty() && (n.op_type == "If" || n.op_type == "Loop" || n.op_type == "Scan")) ||
-         detail::is_sequence_op(n);
-}
+bool is_control(const Node& n) { return is_expanded(n.domain, n.op_type); }
 
 // The nodes before `index`, inferred: shapes and known contents of what the control node reads.
 Result<Graph> infer_prefix(const Graph& graph, size_t index, const Options& options,
@@ -56,6 +53,21 @@ Result<Graph> infer_prefix(const Graph& graph, size_t index, const Options& opti
 }
 
 }  // namespace
+
+const std::vector<std::string>& expanded_ops() {
+  static const std::vector<std::string> ops = [] {
+    std::vector<std::string> out = {"If", "Loop", "Scan"};
+    out.insert(out.end(), detail::sequence_ops().begin(), detail::sequence_ops().end());
+    std::sort(out.begin(), out.end());
+    return out;
+  }();
+  return ops;
+}
+
+bool is_expanded(std::string_view domain, std::string_view op_type) {
+  const std::vector<std::string>& ops = expanded_ops();
+  return domain.empty() && std::binary_search(ops.begin(), ops.end(), op_type);
+}
 
 bool has_control_flow(const Graph& graph) {
   return std::any_of(graph.nodes.begin(), graph.nodes.end(), is_control);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/error.h"
@@ -32,6 +33,12 @@ common::Status expand_control_flow(common::Graph& graph, const Options& options,
 
 /// True if the graph has an If, Loop or Scan node.
 bool has_control_flow(const common::Graph& graph);
+
+/// The op types the expansion replaces (If, Loop, Scan and the sequence ops), sorted; tools that
+/// run it count them as supported.
+const std::vector<std::string>& expanded_ops();
+/// Whether a node of this domain and op type is replaced by the expansion.
+bool is_expanded(std::string_view domain, std::string_view op_type);
 
 /// For the command-line tools: with `unroll`, expands control flow, infers shapes and checks the
 /// If pairs; without, fails on the first If/Loop/Scan with a hint to pass --unroll.

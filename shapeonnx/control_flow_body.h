@@ -36,6 +36,8 @@ void rename_refs(onnx::GraphProto& g, const std::map<std::string, std::string>& 
 // Sequence values expanded so far: the tensors each one holds, in order.
 using Sequences = std::map<std::string, std::vector<std::string>>;
 
+/// The sequence op types (SequenceConstruct, SequenceAt, SplitToSequence, ...).
+const std::set<std::string, std::less<>>& sequence_ops();
 bool is_sequence_op(const common::Node& node);
 
 // The nodes that replace one If/Loop/Scan. `prefix` is the graph before it, inferred.

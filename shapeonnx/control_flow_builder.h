@@ -30,7 +30,12 @@ class Builder {
   Builder(Graph& graph, const Graph& prefix, const Node& node, SameShapePairs* same_shape)
       : graph_(graph), prefix_(prefix), node_(node), same_shape_(same_shape) {}
 
-  std::deque<Node>& nodes() { return out_; }
+  /// Moves the nodes built so far into `out`.
+  void take_nodes(std::vector<Node>* out) {
+    out->assign(std::make_move_iterator(out_.begin()), std::make_move_iterator(out_.end()));
+    out_.clear();
+    producers_.clear();
+  }
 
  protected:
   Error error(std::string message) const { return graph_.error(node_, std::move(message)); }

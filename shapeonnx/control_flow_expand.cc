@@ -241,8 +241,7 @@ Status expand_node(Graph& graph, const Graph& prefix, const Node& node, SameShap
                    std::vector<Node>* out) {
   Expander expander(graph, prefix, node, same_shape);
   RETURN_IF_ERROR(expander.run());
-  std::deque<Node>& added = expander.nodes();
-  out->assign(std::make_move_iterator(added.begin()), std::make_move_iterator(added.end()));
+  expander.take_nodes(out);
   return {};
 }
 

@@ -143,19 +143,22 @@ class SequenceExpander : public Builder {
 
 }  // namespace
 
-bool is_sequence_op(const Node& node) {
+const std::set<std::string, std::less<>>& sequence_ops() {
   static const std::set<std::string, std::less<>> ops = {
       "SequenceEmpty", "SequenceConstruct", "SequenceInsert",  "SequenceErase",
       "SequenceAt",    "SequenceLength",    "SplitToSequence", "ConcatFromSequence"};
-  return node.domain.empty() && ops.count(node.op_type);
+  return ops;
+}
+
+bool is_sequence_op(const Node& node) {
+  return node.domain.empty() && sequence_ops().count(node.op_type);
 }
 
 Status expand_sequence_node(Graph& graph, const Graph& prefix, const Node& node,
                             Sequences* sequences, std::vector<Node>* out) {
   SequenceExpander expander(graph, prefix, node, sequences);
   RETURN_IF_ERROR(expander.run());
-  std::deque<Node>& added = expander.nodes();
-  out->assign(std::make_move_iterator(added.begin()), std::make_move_iterator(added.end()));
+  expander.take_nodes(out);
   return {};
 }
 

@@ -63,14 +63,10 @@ bool numeric_tensors_only(const common::Graph& g) {
   return true;
 }
 
-bool is_control(const std::string& domain, const std::string& op) {
-  return domain.empty() && (op == "If" || op == "Loop" || op == "Scan");
-}
-
 // Ops of a control-flow body (Constant is folded on load), nested bodies included.
 bool body_ops_have_rules(const onnx::GraphProto& g) {
   for (const auto& n : g.node()) {
-    const bool known = n.op_type() == "Constant" || is_control(n.domain(), n.op_type()) ||
+    const bool known = n.op_type() == "Constant" || is_expanded(n.domain(), n.op_type()) ||
                        (n.domain().empty() && find_rule(n.op_type()));
     if (!known) return false;
     for (const auto& a : n.attribute()) {
@@ -83,7 +79,7 @@ bool body_ops_have_rules(const onnx::GraphProto& g) {
 // Control flow counts when its bodies' ops have rules: it is unrolled (--unroll) first.
 bool all_ops_have_rules(const common::Graph& g) {
   for (const common::Node& n : g.nodes) {
-    if (is_control(n.domain, n.op_type)) {
+    if (is_expanded(n.domain, n.op_type)) {
       for (const common::Attribute& a : n.attrs) {
         onnx::GraphProto body;
         if (a.type == common::AttrType::kGraph &&

@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 
+#include "shapeonnx/control_flow.h"
 #include "shapeonnx/rules.h"
 #include "torchonnx/context.h"
 #include "torchonnx/pyfmt.h"
@@ -209,14 +210,10 @@ std::vector<std::string> handler_ops() {
 }
 
 std::vector<std::string> supported_ops() {
-  // Control flow is unrolled and sequences are resolved before lowering
-  // (shapeonnx/control_flow.h).
+  // Control flow and sequences are expanded before lowering (shapeonnx/control_flow.h).
   std::vector<std::string> out = handler_ops();
-  for (const char* op :
-       {"If", "Loop", "Scan", "SequenceEmpty", "SequenceConstruct", "SequenceInsert",
-        "SequenceErase", "SequenceAt", "SequenceLength", "SplitToSequence", "ConcatFromSequence"}) {
-    out.emplace_back(op);
-  }
+  const std::vector<std::string>& expanded = shapeonnx::expanded_ops();
+  out.insert(out.end(), expanded.begin(), expanded.end());
   std::sort(out.begin(), out.end());
   return out;
 }
