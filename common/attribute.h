@@ -18,11 +18,13 @@ enum class AttrType {
   kGraph = 5,
   kFloats = 6,
   kInts = 7,
-  kStrings = 8
+  kStrings = 8,
+  kTypeProto = 13
 };
 
 /// One attribute. Only the field matching `type` is meaningful. Graph attributes (If/Loop bodies)
-/// are kept as serialized GraphProto bytes in `s` so they survive a load/save round trip.
+/// are kept as serialized GraphProto bytes in `s` so they survive a load/save round trip; type
+/// attributes (Optional's `type`) likewise as serialized TypeProto bytes.
 struct Attribute {
   std::string name;
   AttrType type = AttrType::kInt;

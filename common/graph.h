@@ -58,6 +58,26 @@ struct Node {
   bool has_input(size_t i) const { return i < inputs.size() && !inputs[i].empty(); }
 };
 
+/// ONNX types a graph input or output may have besides tensor.
+enum class PortKind { kTensor, kSequence, kOptional, kOptionalSequence };
+
+/// The declared type of a sequence or optional graph input/output: its kind and its tensors'
+/// element type and shape.
+struct PortType {
+  PortKind kind = PortKind::kTensor;
+  DType dtype = DType::kUndefined;
+  std::optional<Dims> shape;
+};
+
+/// A sequence or optional graph input/output resolved at compile time: the tensors it holds, in
+/// order (each one a graph input or output of its own); none for an absent optional.
+struct PackedPort {
+  std::string name;
+  PortKind kind = PortKind::kTensor;
+  std::vector<std::string> tensors;
+  bool present = true;  ///< an optional: whether it holds a value
+};
+
 struct OpsetId {
   std::string domain;
   int64_t version = 0;
@@ -80,6 +100,11 @@ class Graph {
   std::vector<std::string> outputs;  ///< graph outputs in graph order
   std::map<std::string, Tensor> initializers;
   std::unordered_map<std::string, Value> values;  ///< every named value, initializers included
+  /// Inputs and outputs that are not tensors (sequences, optionals), as the model declares them.
+  std::map<std::string, PortType> port_types;
+  /// The interface in ONNX order once sequence/optional ports are resolved into tensors
+  /// (shapeonnx::unpack_ports); `inputs` and `outputs` then list those tensors. Empty otherwise.
+  std::vector<PackedPort> packed_inputs, packed_outputs;
 
   /// Opset version imported for a domain ("" and "ai.onnx" are the same); 0 if not imported.
   int64_t opset(std::string_view domain = "") const;

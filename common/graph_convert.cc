@@ -121,10 +121,12 @@ Result<Graph> from_proto(onnx::ModelProto&& model, std::string_view source) {
   RETURN_IF_ERROR(nodes_from_proto(g, graph));
   for (const auto& vi : g.input()) {
     value_from_proto(vi, graph.value(vi.name()));
+    if (auto port = port_type_from_proto(vi.type())) graph.port_types[vi.name()] = *port;
     if (!graph.is_initializer(vi.name())) graph.inputs.push_back(vi.name());
   }
   for (const auto& vi : g.output()) {
     value_from_proto(vi, graph.value(vi.name()));
+    if (auto port = port_type_from_proto(vi.type())) graph.port_types[vi.name()] = *port;
     graph.outputs.push_back(vi.name());
   }
   for (const auto& vi : g.value_info()) value_from_proto(vi, graph.value(vi.name()));
@@ -159,6 +161,10 @@ onnx::ModelProto to_proto(const Graph& graph) {
     return v;
   };
   auto emit = [&](const std::string& name, onnx::ValueInfoProto* vi) {
+    if (auto port = graph.port_types.find(name); port != graph.port_types.end()) {
+      port_type_to_proto(name, port->second, vi);
+      return;
+    }
     const Value* v = graph.find(name);
     value_to_proto(v ? *v : fallback(name), vi);
   };

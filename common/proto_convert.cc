@@ -138,6 +138,10 @@ Result<Attribute> attribute_from_proto(const onnx::AttributeProto& p) {
       a.type = AttrType::kGraph;
       a.s = p.g().SerializeAsString();
       break;
+    case onnx::AttributeProto::TYPE_PROTO:
+      a.type = AttrType::kTypeProto;
+      a.s = p.tp().SerializeAsString();
+      break;
     default:
       return Error{"", "", "", "attribute '" + p.name() + "' has an unsupported type"};
   }
@@ -179,6 +183,10 @@ void attribute_to_proto(const Attribute& a, onnx::AttributeProto* p) {
       p->set_type(onnx::AttributeProto::GRAPH);
       p->mutable_g()->ParseFromString(a.s);
       break;
+    case AttrType::kTypeProto:
+      p->set_type(onnx::AttributeProto::TYPE_PROTO);
+      p->mutable_tp()->ParseFromString(a.s);
+      break;
   }
 }
 
@@ -213,6 +221,75 @@ void value_to_proto(const Value& value, onnx::ValueInfoProto* proto) {
     } else if (i < value.dim_params.size() && !value.dim_params[i].empty()) {
       d->set_dim_param(value.dim_params[i]);
     }
+  }
+}
+
+namespace {
+
+// Element type and shape of a tensor type (unknown dims as kUnknownDim).
+void tensor_type_into(const onnx::TypeProto::Tensor& tt, PortType& out) {
+  if (tt.elem_type() != 0) out.dtype = static_cast<DType>(tt.elem_type());
+  if (!tt.has_shape()) return;
+  Dims dims;
+  for (const auto& d : tt.shape().dim()) dims.push_back(d.has_dim_value() ? d.dim_value() : kUnknownDim);
+  out.shape = std::move(dims);
+}
+
+void tensor_type_to(const PortType& t, onnx::TypeProto::Tensor* tt) {
+  tt->set_elem_type(static_cast<int32_t>(t.dtype));
+  if (!t.shape) return;
+  auto* shape = tt->mutable_shape();
+  for (int64_t d : *t.shape) {
+    auto* dim = shape->add_dim();
+    if (d >= 0) dim->set_dim_value(d);
+  }
+}
+
+}  // namespace
+
+std::optional<PortType> port_type_from_proto(const onnx::TypeProto& type) {
+  PortType out;
+  if (type.has_sequence_type() && type.sequence_type().elem_type().has_tensor_type()) {
+    out.kind = PortKind::kSequence;
+    tensor_type_into(type.sequence_type().elem_type().tensor_type(), out);
+    return out;
+  }
+  if (!type.has_optional_type()) return std::nullopt;
+  const onnx::TypeProto& elem = type.optional_type().elem_type();
+  if (elem.has_tensor_type()) {
+    out.kind = PortKind::kOptional;
+    tensor_type_into(elem.tensor_type(), out);
+    return out;
+  }
+  if (elem.has_sequence_type() && elem.sequence_type().elem_type().has_tensor_type()) {
+    out.kind = PortKind::kOptionalSequence;
+    tensor_type_into(elem.sequence_type().elem_type().tensor_type(), out);
+    return out;
+  }
+  return std::nullopt;
+}
+
+void port_type_to_proto(const std::string& name, const PortType& type,
+                        onnx::ValueInfoProto* proto) {
+  proto->set_name(name);
+  onnx::TypeProto* t = proto->mutable_type();
+  switch (type.kind) {
+    case PortKind::kTensor:
+      tensor_type_to(type, t->mutable_tensor_type());
+      break;
+    case PortKind::kSequence:
+      tensor_type_to(type, t->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type());
+      break;
+    case PortKind::kOptional:
+      tensor_type_to(type, t->mutable_optional_type()->mutable_elem_type()->mutable_tensor_type());
+      break;
+    case PortKind::kOptionalSequence:
+      tensor_type_to(type, t->mutable_optional_type()
+                               ->mutable_elem_type()
+                               ->mutable_sequence_type()
+                               ->mutable_elem_type()
+                               ->mutable_tensor_type());
+      break;
   }
 }
 

@@ -31,6 +31,13 @@ using SameShapePairs = std::vector<SameShape>;
 common::Status expand_control_flow(common::Graph& graph, const Options& options,
                                    SameShapePairs* same_shape);
 
+/// Replaces sequence and optional graph inputs (graph.port_types) by the tensors they hold:
+/// a sequence input by one input per element (its length and element shapes from `options`), a
+/// present optional by its tensor, an absent one (options.absent_inputs) by nothing. The interface
+/// in ONNX order is recorded in graph.packed_inputs; expand_control_flow then resolves what reads
+/// them and records sequence/optional outputs in graph.packed_outputs.
+common::Status unpack_ports(common::Graph& graph, const Options& options);
+
 /// True if the graph has an If, Loop or Scan node.
 bool has_control_flow(const common::Graph& graph);
 
@@ -41,7 +48,8 @@ const std::vector<std::string>& expanded_ops();
 bool is_expanded(std::string_view domain, std::string_view op_type);
 
 /// For the command-line tools: with `unroll`, expands control flow, infers shapes and checks the
-/// If pairs; without, fails on the first If/Loop/Scan with a hint to pass --unroll.
+/// If pairs; without, fails on the first If/Loop/Scan with a hint to pass --unroll. Sequence and
+/// optional graph inputs/outputs are unpacked when options.unpack_ports asks, else an error.
 common::Status infer_with_control_flow(common::Graph& graph, const Options& options, bool unroll);
 
 /// Fails, naming the If node's output, when a pair recorded by expand_control_flow has different

@@ -5,6 +5,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -33,10 +34,20 @@ common::Result<Body> parse_body(const common::Graph& graph, const common::Node& 
 void rename_refs(onnx::GraphProto& g, const std::map<std::string, std::string>& renames,
                  std::set<std::string> local);
 
-// Sequence values expanded so far: the tensors each one holds, in order.
-using Sequences = std::map<std::string, std::vector<std::string>>;
+// Sequence and optional values expanded so far.
+struct Sequences {
+  /// A sequence: the tensors it holds, in order.
+  std::map<std::string, std::vector<std::string>> lists;
+  /// An optional: the tensor or sequence it holds, if any.
+  std::map<std::string, std::optional<std::string>> optionals;
 
-/// The sequence op types (SequenceConstruct, SequenceAt, SplitToSequence, ...).
+  bool count(const std::string& name) const {
+    return lists.count(name) != 0 || optionals.count(name) != 0;
+  }
+};
+
+/// The sequence and optional op types (SequenceConstruct, SequenceAt, SplitToSequence,
+/// SequenceMap, Optional, OptionalGetElement, ...).
 const std::set<std::string, std::less<>>& sequence_ops();
 bool is_sequence_op(const common::Node& node);
 
@@ -45,10 +56,12 @@ common::Status expand_node(common::Graph& graph, const common::Graph& prefix,
                            const common::Node& node, SameShapePairs* same_shape,
                            std::vector<common::Node>* out);
 
-// The nodes that replace one sequence op (SequenceConstruct, SequenceAt, SplitToSequence, ...);
-// sequences are lists of tensor values known at compile time, kept in `sequences`.
+// The nodes that replace one sequence or optional op (SequenceConstruct, SequenceAt,
+// SplitToSequence, Optional, ...), or an Identity or Where (an If's choice) of sequences or
+// optionals; sequences are lists of
+// tensor values known at compile time and optionals hold a value or not, kept in `sequences`.
 common::Status expand_sequence_node(common::Graph& graph, const common::Graph& prefix,
                                     const common::Node& node, Sequences* sequences,
-                                    std::vector<common::Node>* out);
+                                    SameShapePairs* same_shape, std::vector<common::Node>* out);
 
 }  // namespace shapeonnx::detail

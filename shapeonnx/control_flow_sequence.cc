@@ -1,7 +1,9 @@
 // Sequence ops over sequences whose length and positions are known at compile time: a sequence
 // is a list of tensor values, so SequenceConstruct/Insert/Erase/Empty only edit that list,
-// SequenceAt and SequenceLength read it, SplitToSequence becomes Split or Gather, and
-// ConcatFromSequence becomes Concat (or a stack).
+// SequenceAt and SequenceLength read it, SplitToSequence becomes Split or Gather,
+// ConcatFromSequence becomes Concat (or a stack) and SequenceMap copies its body per element.
+// Optionals likewise hold a value or not at compile time: Optional records which,
+// OptionalHasElement becomes a constant and OptionalGetElement the value.
 #include "shapeonnx/control_flow_builder.h"
 
 namespace shapeonnx::detail {
@@ -10,13 +12,46 @@ namespace {
 
 class SequenceExpander : public Builder {
  public:
-  SequenceExpander(Graph& graph, const Graph& prefix, const Node& node, Sequences* sequences)
-      : Builder(graph, prefix, node, nullptr), sequences_(*sequences) {}
+  SequenceExpander(Graph& graph, const Graph& prefix, const Node& node, Sequences* sequences,
+                   SameShapePairs* same_shape)
+      : Builder(graph, prefix, node, same_shape), sequences_(*sequences) {}
 
   Status run() {
     const std::string& op = node_.op_type;
+    if (op == "SequenceMap") return map();
     if (node_.outputs.size() != 1 || node_.outputs[0].empty()) return error("expects one output");
     const std::string& out = node_.outputs[0];
+    if (op == "Identity") {
+      if (!node_.has_input(0)) return error("missing input");
+      return alias(node_.inputs[0], out);
+    }
+    if (op == "Where") {  // an If on a run-time condition whose outputs are sequences/optionals
+      if (node_.inputs.size() != 3) return error("expects three inputs");
+      return choose(node_.inputs[1], node_.inputs[2], out);
+    }
+    if (op == "Optional") {
+      sequences_.optionals[out] =
+          node_.has_input(0) ? std::optional<std::string>(node_.inputs[0]) : std::nullopt;
+      return {};
+    }
+    if (op == "OptionalHasElement") {
+      bool has = false;  // an omitted input is an empty optional
+      if (node_.has_input(0)) {
+        auto it = sequences_.optionals.find(node_.inputs[0]);
+        has = it == sequences_.optionals.end() || it->second.has_value();
+      }
+      graph_.initializers[out] = Tensor::from_int64({has ? 1 : 0}, {}, DType::kBool);
+      return {};
+    }
+    if (op == "OptionalGetElement") {
+      if (!node_.has_input(0)) return error("missing the optional input");
+      const std::string& in = node_.inputs[0];
+      auto it = sequences_.optionals.find(in);
+      if (it == sequences_.optionals.end()) return alias(in, out);  // a tensor or a sequence
+      if (!it->second) return error("optional '" + in + "' holds no value");
+      const std::string held = *it->second;
+      return alias(held, out);
+    }
     if (op == "SequenceEmpty") return define(out, {});
     if (op == "SequenceConstruct") return define(out, node_.inputs);
     if (op == "SplitToSequence") return split(out);
@@ -56,14 +91,107 @@ class SequenceExpander : public Builder {
     for (const std::string& t : tensors) {
       if (t.empty()) return error("empty tensor name in a sequence");
     }
-    sequences_[name] = std::move(tensors);
+    sequences_.lists[name] = std::move(tensors);
+    return {};
+  }
+
+  // `out` becomes another name for `in`: the same sequence, the same optional, or (for a tensor)
+  // an Identity of it.
+  Status alias(const std::string& in, const std::string& out) {
+    if (auto it = sequences_.lists.find(in); it != sequences_.lists.end()) {
+      std::vector<std::string> copy = it->second;
+      return define(out, std::move(copy));
+    }
+    if (auto it = sequences_.optionals.find(in); it != sequences_.optionals.end()) {
+      std::optional<std::string> copy = it->second;
+      sequences_.optionals[out] = std::move(copy);
+      return {};
+    }
+    bind(in, out);
+    return {};
+  }
+
+  // `out` = Where(condition, a, b) for sequences (element by element, equal lengths) and
+  // optionals (both holding a value); the pairs must end up with the same shapes.
+  Status choose(const std::string& a, const std::string& b, const std::string& out) {
+    auto la = sequences_.lists.find(a), lb = sequences_.lists.find(b);
+    if (la != sequences_.lists.end() && lb != sequences_.lists.end()) {
+      const std::vector<std::string> xs = la->second, ys = lb->second;
+      if (xs.size() != ys.size()) {
+        return error("the branches' sequences differ in length, so a run-time condition cannot "
+                     "choose between them in a static graph");
+      }
+      std::vector<std::string> chosen;
+      for (size_t k = 0; k < xs.size(); ++k) {
+        chosen.push_back(emit("Where", {node_.inputs[0], xs[k], ys[k]}, {},
+                              "element" + std::to_string(k)));
+        if (same_shape_) same_shape_->push_back({node_.name, chosen.back(), xs[k], ys[k]});
+      }
+      return define(out, std::move(chosen));
+    }
+    auto oa = sequences_.optionals.find(a), ob = sequences_.optionals.find(b);
+    if (oa != sequences_.optionals.end() && ob != sequences_.optionals.end()) {
+      if (!oa->second || !ob->second) {
+        if (oa->second || ob->second) {
+          return error("one branch's optional holds a value and the other's does not, so a "
+                       "run-time condition cannot choose between them in a static graph");
+        }
+        sequences_.optionals[out] = std::nullopt;
+        return {};
+      }
+      const std::string held = fresh(node_.name + "/value");
+      const std::string x = *oa->second, y = *ob->second;
+      if (sequences_.count(x) || sequences_.count(y)) {
+        RETURN_IF_ERROR(choose(x, y, held));
+      } else {
+        emit("Where", {node_.inputs[0], x, y}, {}, "value", held);
+        if (same_shape_) same_shape_->push_back({node_.name, held, x, y});
+      }
+      sequences_.optionals[out] = held;
+      return {};
+    }
+    return error("inputs '" + a + "' and '" + b + "' are not both sequences or both optionals");
+  }
+
+  // SequenceMap: the body once per element; additional inputs are sequences of the same length
+  // (element i goes to copy i) or tensors (every copy reads them).
+  Status map() {
+    ASSIGN_OR_RETURN(Body body, parse_body(graph_, node_, "body"));
+    ASSIGN_OR_RETURN(std::vector<std::string> seq, input_sequence());
+    if (body.inputs.size() != node_.inputs.size()) {
+      return error("the body must take one input per node input");
+    }
+    if (body.outputs.size() != node_.outputs.size()) {
+      return error("the body must have one output per node output");
+    }
+    std::vector<std::vector<std::string>> extra(node_.inputs.size());  // empty: a tensor input
+    for (size_t j = 1; j < node_.inputs.size(); ++j) {
+      auto it = sequences_.lists.find(node_.inputs[j]);
+      if (it == sequences_.lists.end()) continue;
+      if (it->second.size() != seq.size()) return error("input sequences differ in length");
+      extra[j] = it->second;
+    }
+    std::vector<std::vector<std::string>> results(node_.outputs.size());
+    for (size_t i = 0; i < seq.size(); ++i) {
+      std::map<std::string, std::string> bound;
+      bound[body.inputs[0]] = seq[i];
+      for (size_t j = 1; j < node_.inputs.size(); ++j) {
+        bound[body.inputs[j]] = extra[j].empty() ? node_.inputs[j] : extra[j][i];
+      }
+      ASSIGN_OR_RETURN(auto outs,
+                       instantiate(body, "element" + std::to_string(i), std::move(bound)));
+      for (size_t k = 0; k < outs.size(); ++k) results[k].push_back(outs[k]);
+    }
+    for (size_t k = 0; k < node_.outputs.size(); ++k) {
+      if (!node_.outputs[k].empty()) RETURN_IF_ERROR(define(node_.outputs[k], results[k]));
+    }
     return {};
   }
 
   Result<std::vector<std::string>> input_sequence() const {
     if (!node_.has_input(0)) return error("missing the sequence input");
-    auto it = sequences_.find(node_.inputs[0]);
-    if (it == sequences_.end()) {
+    auto it = sequences_.lists.find(node_.inputs[0]);
+    if (it == sequences_.lists.end()) {
       return error("sequence '" + node_.inputs[0] +
                    "' is not built inside the model (a graph input or a loop-carried sequence)");
     }
@@ -145,8 +273,9 @@ class SequenceExpander : public Builder {
 
 const std::set<std::string, std::less<>>& sequence_ops() {
   static const std::set<std::string, std::less<>> ops = {
-      "SequenceEmpty", "SequenceConstruct", "SequenceInsert",  "SequenceErase",
-      "SequenceAt",    "SequenceLength",    "SplitToSequence", "ConcatFromSequence"};
+      "SequenceEmpty",   "SequenceConstruct",  "SequenceInsert", "SequenceErase",
+      "SequenceAt",      "SequenceLength",     "SplitToSequence", "ConcatFromSequence",
+      "SequenceMap",     "Optional",           "OptionalHasElement", "OptionalGetElement"};
   return ops;
 }
 
@@ -155,8 +284,9 @@ bool is_sequence_op(const Node& node) {
 }
 
 Status expand_sequence_node(Graph& graph, const Graph& prefix, const Node& node,
-                            Sequences* sequences, std::vector<Node>* out) {
-  SequenceExpander expander(graph, prefix, node, sequences);
+                            Sequences* sequences, SameShapePairs* same_shape,
+                            std::vector<Node>* out) {
+  SequenceExpander expander(graph, prefix, node, sequences, same_shape);
   RETURN_IF_ERROR(expander.run());
   expander.take_nodes(out);
   return {};

@@ -29,7 +29,9 @@ std::string dims_text(const Dims& dims) {
 Status prepare_inputs(Graph& graph, const Options& options) {
   for (const auto& [name, dims] : options.input_shapes) {
     const bool known =
-        std::find(graph.inputs.begin(), graph.inputs.end(), name) != graph.inputs.end();
+        std::find(graph.inputs.begin(), graph.inputs.end(), name) != graph.inputs.end() ||
+        std::any_of(graph.packed_inputs.begin(), graph.packed_inputs.end(),
+                    [&](const common::PackedPort& p) { return p.name == name; });
     if (!known)
       return graph.error("--input-shape names '" + name + "', which is not a graph input");
   }

@@ -3,7 +3,9 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "common/graph.h"
@@ -18,6 +20,17 @@ struct Options {
   /// Contents of graph inputs known in advance (shape parameters fed as inputs, as in the ONNX
   /// backend tests); their shapes come from the tensors.
   std::map<std::string, common::Tensor> input_values;
+  /// Resolve sequence and optional graph inputs and outputs into tensors (unpack_ports in
+  /// control_flow.h). The graph's interface changes, so only a tool that packs them again
+  /// (torchonnx's forward takes lists) asks for it; otherwise such ports are an error.
+  bool unpack_ports = false;
+  /// Length of each sequence input (element shapes: `input_shapes` of the same name, else the
+  /// declared element shape).
+  std::map<std::string, int64_t> sequence_lengths;
+  /// Shapes of each element of a sequence input, one per element; overrides the above.
+  std::map<std::string, std::vector<common::Dims>> sequence_inputs;
+  /// Optional inputs that hold no value; the others hold a tensor (or a sequence).
+  std::set<std::string> absent_inputs;
 };
 
 /// Fills dtype, shape and (for small integer tensors and constants) the known value of every

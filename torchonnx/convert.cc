@@ -39,6 +39,10 @@ common::Result<Converted> convert(common::Graph graph, const ConvertOptions& opt
   shapeonnx::Options shape_options;
   shape_options.batch_size = options.batch_size;
   shape_options.input_shapes = options.input_shapes;
+  shape_options.unpack_ports = true;  // forward packs them again (lists, None)
+  shape_options.sequence_lengths = options.sequence_lengths;
+  shape_options.sequence_inputs = options.sequence_inputs;
+  shape_options.absent_inputs = options.absent_inputs;
   // Lowering needs static structure: control flow is always unrolled.
   RETURN_IF_ERROR(shapeonnx::infer_with_control_flow(graph, shape_options, /*unroll=*/true));
   if (options.slim) RETURN_IF_ERROR(slim(graph, shape_options));

@@ -3,8 +3,10 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/error.h"
 #include "common/graph.h"
@@ -17,6 +19,12 @@ struct ConvertOptions {
   bool slim = true;  ///< run slimonnx before lowering (when it is built)
   int64_t batch_size = 1;
   std::map<std::string, common::Dims> input_shapes;
+  /// Sequence inputs: their lengths (element shapes from input_shapes or the declaration), or
+  /// the shape of each element; forward takes such an input as a list of tensors.
+  std::map<std::string, int64_t> sequence_lengths;
+  std::map<std::string, std::vector<common::Dims>> sequence_inputs;
+  /// Optional inputs that hold no value (forward takes None there); others hold a tensor.
+  std::set<std::string> absent_inputs;
 };
 
 struct Converted {

@@ -38,12 +38,28 @@ bool module_mentions(const Module& m, std::string_view prefix) {
   return false;
 }
 
-std::string describe(const Port& port) {
+std::string tensor_type(const Port& port) {
   std::vector<std::string> dims;
   for (size_t i = 0; i < port.dims.size(); ++i) {
     dims.push_back(i == 0 && port.batched ? "N" : std::to_string(port.dims[i]));
   }
-  return common::python_comment_text(port.onnx_name) + ": " + port.dtype + " [" + join(dims) + "]";
+  return port.dtype + " [" + join(dims) + "]";
+}
+
+std::string describe(const Port& port) {
+  std::string type;
+  if (port.kind.empty()) {
+    type = tensor_type(port);
+  } else if (port.kind == "none") {
+    type = "None (optional, absent)";
+  } else if (port.kind == "optional") {
+    type = "optional " + tensor_type(port.elements.at(0));
+  } else {
+    std::vector<std::string> parts;
+    for (const Port& e : port.elements) parts.push_back(tensor_type(e));
+    type = "list of " + std::to_string(parts.size()) + " (" + join(parts) + ")";
+  }
+  return common::python_comment_text(port.onnx_name) + ": " + type;
 }
 
 void header(const Module& m, std::string& out) {

@@ -63,7 +63,12 @@ std::set<std::string, std::less<>> live_values(const Graph& graph) {
 // A leading dim is a batch dim when it is symbolic or 1 on an input of rank >= 2. The model's
 // batch size is that of its first such input; inputs of another size are not batched.
 int64_t batch_size(const Graph& graph) {
+  std::set<std::string, std::less<>> plain;  // tensor ports (elements of lists are not batched)
+  for (const common::PackedPort& p : graph.packed_inputs) {
+    if (p.kind == common::PortKind::kTensor) plain.insert(p.name);
+  }
   for (const std::string& name : graph.inputs) {
+    if (!graph.packed_inputs.empty() && !plain.count(name)) continue;
     const common::Value* v = graph.find(name);
     if (!v || !v->shape || v->shape->size() < 2) continue;
     const bool symbolic = !v->dim_params.empty() && !v->dim_params[0].empty();
@@ -218,6 +223,29 @@ std::vector<std::string> supported_ops() {
   return out;
 }
 
+namespace {
+
+// The interface in ONNX order: graph.packed_inputs/outputs when sequence or optional ports were
+// unpacked, else one tensor port per name.
+std::vector<common::PackedPort> interface_ports(const std::vector<common::PackedPort>& packed,
+                                                const std::vector<std::string>& names) {
+  if (!packed.empty()) return packed;
+  std::vector<common::PackedPort> out;
+  for (const std::string& n : names) out.push_back({n, common::PortKind::kTensor, {n}, true});
+  return out;
+}
+
+// The header's description of a sequence or optional port.
+Port composite_port(const Graph& graph, const common::PackedPort& p) {
+  Port port{p.name, "", {}, false, "list", {}};
+  for (const std::string& t : p.tensors) port.elements.push_back(make_port(graph, t, false));
+  if (!p.present) port.kind = "none";
+  else if (p.kind == common::PortKind::kOptional) port.kind = "optional";
+  return port;
+}
+
+}  // namespace
+
 common::Result<Module> lower(const Graph& graph, const LowerOptions& options) {
   RETURN_IF_ERROR(check_port_types(graph));
   auto state = std::make_unique<LowerState>();
@@ -227,26 +255,63 @@ common::Result<Module> lower(const Graph& graph, const LowerOptions& options) {
   state->done.assign(graph.nodes.size(), false);
   state->live = live_values(graph);
   state->batch = batch_size(graph);
-  for (const std::string& name : graph.inputs) {
-    const bool batched = is_input_batched(graph, name, state->batch);
-    std::string param = state->locals.make(name.empty() ? "x" : name);
-    state->operands[name] = Operand{param, batched};
-    state->module.inputs.push_back(param);
-    state->module.input_ports.push_back(make_port(graph, name, batched));
+  Module& module = state->module;
+  for (const common::PackedPort& port : interface_ports(graph.packed_inputs, graph.inputs)) {
+    std::string param = state->locals.make(port.name.empty() ? "x" : port.name);
+    module.inputs.push_back(param);
+    if (port.kind == common::PortKind::kTensor) {
+      const bool batched = is_input_batched(graph, port.tensors[0], state->batch);
+      state->operands[port.tensors[0]] = Operand{param, batched};
+      module.input_ports.push_back(make_port(graph, port.tensors[0], batched));
+      continue;
+    }
+    // A list (ONNX sequence) is unpacked into its tensors; an optional is its tensor or None.
+    module.input_ports.push_back(composite_port(graph, port));
+    if (port.kind == common::PortKind::kOptional) {
+      if (port.present) state->operands[port.tensors[0]] = Operand{param, false};
+      continue;
+    }
+    std::vector<std::string> targets;
+    for (const std::string& t : port.tensors) {
+      targets.push_back(state->locals.make(t));
+      state->operands[t] = Operand{targets.back(), false};
+    }
+    if (targets.size() == 1) {
+      module.body.push_back(Statement{targets, param + "[0]", port.name});
+    } else if (!targets.empty()) {
+      module.body.push_back(Statement{targets, param, port.name});
+    }
   }
   RETURN_IF_ERROR(lower_body(*state));
-  Module& module = state->module;
-  for (const std::string& name : graph.outputs) {
+  auto expr_of = [&](const std::string& name) -> common::Result<Operand> {
     auto it = state->operands.find(name);
-    if (it == state->operands.end()) {
-      const common::Tensor* c = graph.constant(name);
-      if (!c) return graph.error("output '" + name + "' is never computed");
-      std::string attr = state->attrs.make("const", true);
-      state->module.buffers.push_back(Buffer{attr, *c});
-      it = state->operands.emplace(name, Operand{"self." + attr, false}).first;
+    if (it != state->operands.end()) return it->second;
+    const common::Tensor* c = graph.constant(name);
+    if (!c) return graph.error("output '" + name + "' is never computed");
+    std::string attr = state->attrs.make("const", true);
+    module.buffers.push_back(Buffer{attr, *c});
+    return state->operands.emplace(name, Operand{"self." + attr, false}).first->second;
+  };
+  for (const common::PackedPort& port : interface_ports(graph.packed_outputs, graph.outputs)) {
+    std::vector<std::string> exprs;
+    for (const std::string& t : port.tensors) {
+      ASSIGN_OR_RETURN(Operand o, expr_of(t));
+      exprs.push_back(o.expr);
+      if (port.kind == common::PortKind::kTensor)
+        module.output_ports.push_back(make_port(graph, t, o.batched));
     }
-    module.outputs.push_back(it->second.expr);
-    module.output_ports.push_back(make_port(graph, name, it->second.batched));
+    if (port.kind == common::PortKind::kTensor) {
+      module.outputs.push_back(exprs.at(0));
+      continue;
+    }
+    module.output_ports.push_back(composite_port(graph, port));
+    if (!port.present) {
+      module.outputs.push_back("None");
+    } else if (port.kind == common::PortKind::kOptional) {
+      module.outputs.push_back(exprs.at(0));
+    } else {
+      module.outputs.push_back("[" + join(exprs) + "]");
+    }
   }
   remove_dead_code(module);
   return std::move(module);

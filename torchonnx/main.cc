@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 #include "common/cli.h"
 #include "common/cli_app.h"
@@ -19,6 +20,8 @@ struct Args {
   bool no_slim = false;
   int64_t batch_size = 1;
   std::vector<std::string> input_shapes;
+  std::vector<std::string> sequence_lengths;
+  std::vector<std::string> absent;
   bool stats = false;
   bool list_ops = false;
 };
@@ -51,6 +54,25 @@ bool convert_one(const Args& args, const torchonnx::ConvertOptions& options,
   return true;
 }
 
+// Parses every --sequence-length NAME=N (the name may itself contain '=').
+common::Result<std::map<std::string, int64_t>> parse_sequence_lengths(
+    const std::vector<std::string>& texts) {
+  std::map<std::string, int64_t> out;
+  for (const std::string& t : texts) {
+    const size_t eq = t.rfind('=');
+    const std::string count = eq == std::string::npos ? "" : t.substr(eq + 1);
+    const bool digits = !count.empty() && count.size() <= 9 &&
+                        count.find_first_not_of("0123456789") == std::string::npos;
+    if (eq == 0 || !digits) {
+      return common::Error{"", "", "", "--sequence-length expects NAME=N, got '" + t + "'"};
+    }
+    if (!out.emplace(t.substr(0, eq), std::stoll(count)).second) {
+      return common::Error{"", "", "", "--sequence-length given twice for '" + t.substr(0, eq) + "'"};
+    }
+  }
+  return out;
+}
+
 int run(const Args& args) {
   if (!torchonnx::is_valid_class_name(args.class_name)) {
     return common::report_error(
@@ -59,6 +81,8 @@ int run(const Args& args) {
   }
   auto shapes = common::parse_input_shapes(args.input_shapes);
   if (!shapes.ok()) return common::report_error("torchonnx", shapes.error());
+  auto lengths = parse_sequence_lengths(args.sequence_lengths);
+  if (!lengths.ok()) return common::report_error("torchonnx", lengths.error());
   std::error_code ec;
   if (std::filesystem::exists(args.out_dir, ec) &&
       !std::filesystem::is_directory(args.out_dir, ec)) {
@@ -69,6 +93,8 @@ int run(const Args& args) {
   options.slim = !args.no_slim;
   options.batch_size = args.batch_size;
   options.input_shapes = *shapes;
+  options.sequence_lengths = *lengths;
+  options.absent_inputs.insert(args.absent.begin(), args.absent.end());
   torchonnx::StemAllocator stems;
   bool ok = true;
   for (const std::string& input : args.inputs) {
@@ -94,6 +120,11 @@ int main(int argc, char** argv) {
                  "name of the generated nn.Module class (default Model); also the stem for -");
   app.add_flag("--no-slim", args.no_slim, "skip slimonnx's simplifications");
   common::add_shape_options(app, args.batch_size, args.input_shapes);
+  app.add_option("--sequence-length", args.sequence_lengths,
+                 "NAME=N: a sequence input holds N tensors (of its declared element shape, or "
+                 "--input-shape NAME=...); forward takes it as a list");
+  app.add_option("--absent", args.absent,
+                 "NAME: an optional input that holds no value (forward takes None there)");
   app.add_flag("--stats", args.stats,
                "print one JSON line {\"model\", \"nodes\", \"ms\"} per model on stderr");
   app.add_flag("--list-ops", args.list_ops, "print the ONNX op types torchonnx compiles and exit");

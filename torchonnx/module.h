@@ -54,6 +54,10 @@ struct Port {
   std::string dtype;      ///< ONNX spelling ("float")
   std::vector<int64_t> dims;
   bool batched = false;  ///< dim 0 is a batch dimension of any size
+  /// "" for a tensor; "list" (an ONNX sequence: a Python list of `elements`), "optional" (one
+  /// element) or "none" (an absent optional, Python None).
+  std::string kind;
+  std::vector<Port> elements;
 };
 
 struct Module {

@@ -13,6 +13,8 @@
 #include "common/cli.h"
 #include "common/onnx_io.h"
 #include "common/testing.h"
+#include "common/proto_convert.h"
+#include "onnx/onnx-data.pb.h"
 #include "onnx/onnx_pb.h"
 #include "shapeonnx/rules.h"
 #include "torchonnx/convert.h"
@@ -71,11 +73,77 @@ const std::map<std::string, std::string>& skip_list() {
       // epsilon at its default 1e-6 (ONNX's own apply_adam with 1e-2 gives the stored 0.75913626,
       // with 1e-6 0.75595933).
       {"test_adam_multiple", "expected outputs computed with a different epsilon than the node's"},
-      // Forms not lowered yet.
-      {"test_identity_opt", "optional type"},
-      {"test_identity_sequence", "sequence type"},
   };
   return skips;
+}
+
+// What a sequence or optional input of a test data set holds: its tensors (none for an absent
+// optional).
+struct Held {
+  std::vector<common::Tensor> tensors;
+  bool present = true;
+};
+
+common::Result<Held> read_held(const std::string& path, common::PortKind kind) {
+  ASSIGN_OR_RETURN(std::string bytes, common::read_input(path));
+  onnx::SequenceProto seq;
+  Held held;
+  if (kind == common::PortKind::kOptional || kind == common::PortKind::kOptionalSequence) {
+    onnx::OptionalProto opt;
+    if (!opt.ParseFromString(bytes)) return common::Error{path, "", "", "bad OptionalProto"};
+    if (opt.has_tensor_value()) {
+      ASSIGN_OR_RETURN(common::Tensor t, common::tensor_from_proto(opt.tensor_value()));
+      held.tensors.push_back(std::move(t));
+      return held;
+    }
+    held.present = opt.has_sequence_value();
+    seq = opt.sequence_value();
+  } else if (!seq.ParseFromString(bytes)) {
+    return common::Error{path, "", "", "bad SequenceProto"};
+  }
+  for (const onnx::TensorProto& tp : seq.tensor_values()) {
+    ASSIGN_OR_RETURN(common::Tensor t, common::tensor_from_proto(tp));
+    held.tensors.push_back(std::move(t));
+  }
+  return held;
+}
+
+std::string input_path(const std::string& dir, size_t i) {
+  return dir + "/test_data_set_0/input_" + std::to_string(i) + ".pb";
+}
+
+// A sequence or optional input frozen to its data: initializers, and SequenceConstruct (or
+// SequenceEmpty) and/or Optional nodes at the front of the graph.
+void freeze_port(common::Graph& graph, const std::string& name, common::PortKind kind,
+                 const Held& held) {
+  auto node = [&](const std::string& op, std::vector<std::string> inputs,
+                  const std::string& output) {
+    common::Node n;
+    n.name = output + "/frozen";
+    n.op_type = op;
+    n.inputs = std::move(inputs);
+    n.outputs = {output};
+    return n;
+  };
+  std::vector<std::string> tensors;
+  for (size_t k = 0; k < held.tensors.size(); ++k) {
+    tensors.push_back(name + "/frozen" + std::to_string(k));
+    graph.initializers[tensors.back()] = held.tensors[k];
+  }
+  std::vector<common::Node> nodes;
+  if (kind == common::PortKind::kSequence) {
+    nodes.push_back(node(tensors.empty() ? "SequenceEmpty" : "SequenceConstruct", tensors, name));
+  } else if (!held.present) {
+    nodes.push_back(node("Optional", {}, name));
+  } else if (kind == common::PortKind::kOptional) {
+    nodes.push_back(node("Optional", tensors, name));
+  } else {
+    const std::string seq = name + "/frozen_sequence";
+    nodes.push_back(node(tensors.empty() ? "SequenceEmpty" : "SequenceConstruct", tensors, seq));
+    nodes.push_back(node("Optional", {seq}, name));
+  }
+  graph.nodes.insert(graph.nodes.begin(), nodes.begin(), nodes.end());
+  graph.port_types.erase(name);
 }
 
 // Node tests pass shape-defining operands (axes, pads, target shapes, K, weights) as graph
@@ -88,7 +156,13 @@ common::Status freeze_inputs(common::Graph& graph, const std::string& dir, size_
       kept.push_back(graph.inputs[i]);
       continue;
     }
-    auto bytes = common::read_input(dir + "/test_data_set_0/input_" + std::to_string(i) + ".pb");
+    if (auto port = graph.port_types.find(graph.inputs[i]); port != graph.port_types.end()) {
+      const common::PortKind kind = port->second.kind;
+      ASSIGN_OR_RETURN(Held held, read_held(input_path(dir, i), kind));
+      freeze_port(graph, graph.inputs[i], kind, held);
+      continue;
+    }
+    auto bytes = common::read_input(input_path(dir, i));
     if (!bytes.ok()) return bytes.status();
     onnx::TensorProto proto;
     if (!proto.ParseFromString(*bytes)) return common::Error{dir, "", "", "bad input .pb"};
@@ -98,6 +172,30 @@ common::Status freeze_inputs(common::Graph& graph, const std::string& dir, size_
   }
   graph.inputs = kept;
   graph.rebuild_index();
+  return {};
+}
+
+// Sequence and optional inputs that stay fed: their lengths, element shapes and presence come
+// from test_data_set_0.
+common::Status describe_ports(const common::Graph& graph, const std::string& dir,
+                              ConvertOptions& options) {
+  for (size_t i = 0; i < graph.inputs.size(); ++i) {
+    const std::string& name = graph.inputs[i];
+    auto port = graph.port_types.find(name);
+    if (port == graph.port_types.end()) continue;
+    ASSIGN_OR_RETURN(Held held, read_held(input_path(dir, i), port->second.kind));
+    if (!held.present) {
+      options.absent_inputs.insert(name);
+      continue;
+    }
+    std::vector<common::Dims> shapes;
+    for (const common::Tensor& t : held.tensors) shapes.push_back(t.dims);
+    if (port->second.kind == common::PortKind::kOptional) {
+      options.input_shapes[name] = shapes.at(0);
+    } else {
+      options.sequence_inputs[name] = shapes;
+    }
+  }
   return {};
 }
 
@@ -119,6 +217,7 @@ Conversion convert_node_test(const std::string& dir) {
     c.fed = graph->inputs.size();
     ConvertOptions options;
     options.slim = false;
+    if (auto s = describe_ports(*graph, dir, options); !s.ok()) return {s, 0};
     c.result = convert(std::move(*graph), options);
     if (c.result.ok()) return c;
     if (keep == SIZE_MAX) first = std::move(c);
@@ -148,11 +247,12 @@ bool all_ops_supported(const onnx::GraphProto& g) {
 }
 
 bool all_ops_supported(const common::Graph& graph) {
-  // Sequence, optional (and map) inputs or outputs: the generated forward takes and returns
-  // tensors only.
+  // Map and other non-tensor inputs or outputs: forward takes tensors, lists of them (ONNX
+  // sequences) and None (absent optionals) only.
   for (const auto* names : {&graph.inputs, &graph.outputs}) {
     for (const std::string& name : *names) {
       const common::Value* v = graph.find(name);
+      if (graph.port_types.count(name)) continue;
       if (!v || v->dtype == common::DType::kUndefined) return false;
     }
   }

@@ -241,15 +241,60 @@ def test_loop_body_with_hostile_names_and_malformed_loops(tmp_path):
     assert not os.path.exists(tmp_path / "err")
 
 
-def test_sequence_input_of_the_model_is_a_one_line_error(tmp_path):
-    """Sequences built inside a model compile; one that comes in as a graph input has no static length."""
-    seq = helper.make_tensor_sequence_value_info("s", TensorProto.FLOAT, [2])
-    node = helper.make_node("SequenceAt", ["s", "i"], ["y"], name="pick")
-    graph = helper.make_graph([node], "g", [seq], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
-                              [numpy_helper.from_array(np.array(0, np.int64), "i")])
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(tmp_path / "seq.onnx"))
-    r = run(tmp_path / "seq.onnx", "-o", tmp_path / "out")
-    assert r.returncode == 2
-    assert r.stderr.decode() == (f"torchonnx: {tmp_path}/seq.onnx: node 'pick' (SequenceAt): sequence 's' is not "
-                                 "built inside the model (a graph input or a loop-carried sequence)\n")
-    assert not os.path.exists(tmp_path / "out")
+def sequence_model(path):
+    """s: sequence of float[2], o: optional float[2], x: float[2] -> (z, t) with
+    z = s[-1] + o when o holds a value, else s[-1]; t = s with x appended."""
+    F = TensorProto.FLOAT
+    then = helper.make_graph([helper.make_node("OptionalGetElement", ["o"], ["v"]),
+                              helper.make_node("Add", ["last", "v"], ["sum"])], "then", [],
+                             [helper.make_tensor_value_info("sum", F, [2])])
+    other = helper.make_graph([helper.make_node("Identity", ["last"], ["same"])], "else", [],
+                              [helper.make_tensor_value_info("same", F, [2])])
+    nodes = [helper.make_node("SequenceAt", ["s", "minus1"], ["last"], name="pick"),
+             helper.make_node("OptionalHasElement", ["o"], ["has"], name="has"),
+             helper.make_node("If", ["has"], ["z"], name="maybe add", then_branch=then, else_branch=other),
+             helper.make_node("SequenceInsert", ["s", "x"], ["t"], name="append")]
+    opt = helper.make_value_info("o", helper.make_optional_type_proto(helper.make_tensor_type_proto(F, [2])))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_sequence_value_info("s", F, [2]), opt,
+                                           helper.make_tensor_value_info("x", F, [2])],
+                              [helper.make_tensor_value_info("z", F, [2]),
+                               helper.make_tensor_sequence_value_info("t", F, [2])],
+                              [numpy_helper.from_array(np.array(-1, np.int64), "minus1")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), str(path))
+
+
+def test_sequence_and_optional_inputs_and_outputs(tmp_path):
+    """A sequence input is a list of --sequence-length tensors, an optional input a tensor or
+    (--absent) None; a sequence output is a list. Without the length: a one-line error."""
+    sequence_model(tmp_path / "seq.onnx")
+    sequence_model(tmp_path / "seq_absent.onnx")  # another stem: modules are cached by name
+    r = run(tmp_path / "seq.onnx", "-o", tmp_path / "out", "--sequence-length", "s=3")
+    assert r.returncode == 0, r.stderr
+    r = run(tmp_path / "seq_absent.onnx", "-o", tmp_path / "out", "--sequence-length", "s=3", "--absent", "o")
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / "out" / "seq.py").read_text()
+    assert "#   s: list of 3 (float [2], float [2], float [2])" in text
+    assert "#   t: list of 4 (float [2], float [2], float [2], float [2])" in text
+    torch.manual_seed(0)
+    s, o, x = [torch.randn(2) for _ in range(3)], torch.randn(2), torch.randn(2)
+    z, t = load(tmp_path / "out", "seq")(s, o, x)
+    assert torch.equal(z, s[2] + o)
+    assert isinstance(t, list) and len(t) == 4 and all(torch.equal(a, b) for a, b in zip(t, s + [x]))
+    z, t = load(tmp_path / "out", "seq_absent")(s, None, x)
+    assert torch.equal(z, s[2]) and all(torch.equal(a, b) for a, b in zip(t, s + [x]))
+    from functorch import vmap
+    model = load(tmp_path / "out", "seq")
+    ss, os_, xs = [torch.randn(8, 2) for _ in range(3)], torch.randn(8, 2), torch.randn(8, 2)
+    zb, tb = vmap(model)(ss, os_, xs)
+    for k in range(8):
+        zk, tk = model([e[k] for e in ss], os_[k], xs[k])
+        assert torch.equal(zb[k], zk) and all(torch.equal(a[k], b) for a, b in zip(tb, tk))
+
+    for args, message in (([], "input 's' is a sequence: its length must be given (--sequence-length s=N)"),
+                          (["--sequence-length", "s=3", "--absent", "x"],
+                           "input 'x' is given no value but is not optional"),
+                          (["--sequence-length", "s=three"], "--sequence-length expects NAME=N, got 's=three'")):
+        r = run(tmp_path / "seq.onnx", "-o", tmp_path / "err", *args)
+        lines = r.stderr.decode().splitlines()
+        assert r.returncode == 2 and len(lines) == 1 and lines[0].endswith(message), lines
+    assert not os.path.exists(tmp_path / "err")

@@ -5,7 +5,7 @@
 MANIFEST is a JSON list of {"name", "test_dir", "py", "pth", "fed"}: the generated files for the
 node test in test_dir (model.onnx + test_data_set_*/input_*.pb, output_*.pb); the model takes the
 first `fed` inputs (the others were frozen into it from data set 0, so only that set runs).
-Every data set is run;
+Sequence inputs and outputs are lists of tensors, absent optionals None. Every data set is run;
 floats compare like ONNX's backend tests (rtol 1e-3, atol 1e-7 by default; NaN equals NaN),
 other types exactly. Prints "FAIL <name>: <reason>" per failure and a last line
 "node tests: P passed, F failed"; exit status 1 when any failed.
@@ -23,11 +23,30 @@ import torch
 from onnx import numpy_helper
 
 
-def _read(path):
-    tensor = onnx.TensorProto()
+def _read(path, kind="tensor_type"):
+    """A test data file: an array, a list of arrays (sequence) or None/array/list (optional)."""
+    proto = {"sequence_type": onnx.SequenceProto,
+             "optional_type": onnx.OptionalProto}.get(kind, onnx.TensorProto)()
     with open(path, "rb") as f:
-        tensor.ParseFromString(f.read())
-    return numpy_helper.to_array(tensor)
+        proto.ParseFromString(f.read())
+    if kind == "sequence_type":
+        return numpy_helper.to_list(proto)
+    if kind == "optional_type":
+        return numpy_helper.to_optional(proto)
+    return numpy_helper.to_array(proto)
+
+
+def _kinds(ports):
+    return [p.type.WhichOneof("value") for p in ports]
+
+
+def _torch(value):
+    """Arrays as tensors, lists as lists of tensors, None as None (what forward takes)."""
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return [_torch(v) for v in value]
+    return torch.from_numpy(np.array(value))
 
 
 def _load(entry):
@@ -59,21 +78,41 @@ def run(entry, rtol, atol):
     fed = entry.get("fed", len(inputs_of))
     if fed < len(inputs_of):
         sets = sets[:1]  # the other inputs were frozen to data set 0's values
+    graph = onnx.load(os.path.join(entry["test_dir"], "model.onnx")).graph
+    in_kinds, out_kinds = _kinds(graph.input), _kinds(graph.output)
+    by_index = lambda p: int(p.rsplit("_", 1)[1][:-3])  # noqa: E731
     for data in sets:
-        inputs = [_read(p) for p in sorted(glob.glob(os.path.join(data, "input_*.pb")),
-                                           key=lambda p: int(p.rsplit("_", 1)[1][:-3]))][:fed]
-        wants = [_read(p) for p in sorted(glob.glob(os.path.join(data, "output_*.pb")),
-                                          key=lambda p: int(p.rsplit("_", 1)[1][:-3]))]
+        inputs = [_read(p, in_kinds[by_index(p)])
+                  for p in sorted(glob.glob(os.path.join(data, "input_*.pb")), key=by_index)][:fed]
+        wants = [_read(p, out_kinds[by_index(p)])
+                 for p in sorted(glob.glob(os.path.join(data, "output_*.pb")), key=by_index)]
         with torch.no_grad():
-            got = model(*[torch.from_numpy(np.array(x)) for x in inputs])
+            got = model(*[_torch(x) for x in inputs])
         got = list(got) if isinstance(got, tuple) else [got]
         if len(got) != len(wants):
             return f"{len(got)} outputs, expected {len(wants)}"
         for i, (g, w) in enumerate(zip(got, wants)):
-            why = _compare(g.numpy(), w, rtol, atol)
+            why = _compare_value(g, w, rtol, atol)
             if why:
                 return f"{os.path.basename(data)} output {i}: {why}"
     return None
+
+
+def _compare_value(got, want, rtol, atol):
+    """Like _compare, for lists (element by element) and None as well."""
+    if want is None or got is None:
+        return None if got is None and want is None else f"{got!r:.40} where {want!r:.40} is expected"
+    if isinstance(want, list):
+        if not isinstance(got, list):
+            return f"a {type(got).__name__} where a list is expected"
+        if len(got) != len(want):
+            return f"{len(got)} elements, expected {len(want)}"
+        for k, (g, w) in enumerate(zip(got, want)):
+            why = _compare_value(g, w, rtol, atol)
+            if why:
+                return f"element {k}: {why}"
+        return None
+    return _compare(got.numpy(), want, rtol, atol)
 
 
 def main(argv):
