@@ -139,3 +139,21 @@ def test_unroll_flag_expands_control_flow_and_keeps_the_function(tool, tmp_path)
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout)
     assert result["outputs"] == 2 and result["max_error"] <= 1e-6, result
+
+
+@pytest.mark.parametrize("tool", [t for t in ("shapeonnx", "slimonnx") if t in available_tools()])
+def test_sequence_graph_input_is_one_line_error(tool, tmp_path):
+    """Only torchonnx packs sequence and optional inputs again (as lists and None); the ONNX tools
+    keep the model's interface, so such a port is an error there, with or without --unroll."""
+    import onnx
+    from onnx import TensorProto, helper
+    node = helper.make_node("SequenceLength", ["s"], ["n"], name="count")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_sequence_value_info("s", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("n", TensorProto.INT64, [])])
+    src, out = tmp_path / "seq.onnx", tmp_path / "out.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(src))
+    for extra in ([], ["--unroll"]):
+        r = run(tool, [str(src), "-o", str(out), *extra])
+        assert r.returncode == 2 and not out.exists()
+        assert r.stderr.decode() == (f"{tool}: {src}: graph input or output 's' is a sequence; only tensors are "
+                                     "supported here (torchonnx converts sequences and optionals)\n")

@@ -89,28 +89,25 @@ def run(entry, rtol, atol):
         with torch.no_grad():
             got = model(*[_torch(x) for x in inputs])
         got = list(got) if isinstance(got, tuple) else [got]
-        if len(got) != len(wants):
-            return f"{len(got)} outputs, expected {len(wants)}"
-        for i, (g, w) in enumerate(zip(got, wants)):
-            why = _compare_value(g, w, rtol, atol)
-            if why:
-                return f"{os.path.basename(data)} output {i}: {why}"
+        why = _compare_value(got, wants, rtol, atol, "output")
+        if why:
+            return f"{os.path.basename(data)} {why}"
     return None
 
 
-def _compare_value(got, want, rtol, atol):
-    """Like _compare, for lists (element by element) and None as well."""
+def _compare_value(got, want, rtol, atol, part="element"):
+    """Like _compare, for lists (`part` by `part`: the outputs, a sequence's elements) and None."""
     if want is None or got is None:
         return None if got is None and want is None else f"{got!r:.40} where {want!r:.40} is expected"
     if isinstance(want, list):
         if not isinstance(got, list):
             return f"a {type(got).__name__} where a list is expected"
         if len(got) != len(want):
-            return f"{len(got)} elements, expected {len(want)}"
+            return f"{len(got)} {part}s, expected {len(want)}"
         for k, (g, w) in enumerate(zip(got, want)):
             why = _compare_value(g, w, rtol, atol)
             if why:
-                return f"element {k}: {why}"
+                return f"{part} {k}: {why}"
         return None
     return _compare(got.numpy(), want, rtol, atol)
 
