@@ -104,6 +104,20 @@ Status conv(Context& ctx) {
   std::vector<Param> params{{"weight", std::move(weight)}};
   if (has_bias) params.push_back({"bias", std::move(bias)});
   const std::string attr = ctx.layer("conv", ctor, std::move(params));
+  // A kernel that covers the whole unpadded input leaves one output position: the convolution is
+  // a matrix product, and F.linear over the flattened input computes it without a convolution
+  // call's per-call cost (oneDNN weight reorders at small batch sizes on the CPU).
+  const bool whole_input = g.group == 1 && g.kernel == in &&
+                           g.begin == std::vector<int64_t>(n, 0) && symmetric &&
+                           g.dilations == std::vector<int64_t>(n, 1);
+  if (whole_input) {
+    const std::string self = "self." + attr;
+    std::string expr = "F.linear(" + x + ".flatten(1), " + self + ".weight.flatten(1)" +
+                       (has_bias ? ", " + self + ".bias" : "") + ").reshape(-1, " +
+                       std::to_string(ws[0]);
+    for (size_t d = 0; d < n; ++d) expr += ", 1";
+    return ctx.emit(expr + ")", "conv", ctx.batched(0));
+  }
   return ctx.emit("self." + attr + "(" + x + ")", "conv", ctx.batched(0));
 }
 

@@ -326,6 +326,12 @@ def conv_runtime_weights():
                       pads=[1, 0, 2, 1], dilations=[1, 2], group=2)]
     cases.append(conv_case("ct2d_w_no_bias", rng, "ConvTranspose", (1, 2, 4, 4), (2, 3, 3, 3), "w",
                            bias=False, strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1]))
+    # Kernels covering the whole input (torchonnx computes them as one matrix product), and one
+    # whose padding leaves more than one output position (a convolution again).
+    cases += [conv_case("cv1d_whole", rng, "Conv", (2, 3, 7), (4, 3, 7), ""),
+              conv_case("cv2d_whole_no_bias", rng, "Conv", (3, 2, 5, 4), (6, 2, 5, 4), "", bias=False),
+              conv_case("cv3d_whole", rng, "Conv", (1, 2, 3, 2, 4), (3, 2, 3, 2, 4), ""),
+              conv_case("cv2d_whole_padded", rng, "Conv", (1, 2, 3, 3), (2, 2, 3, 3), "", pads=[1, 0, 1, 0])]
     return cases
 
 
