@@ -1,6 +1,9 @@
 #include "shapeonnx/infer.h"
 
+#include <onnx/defs/schema.h>
+
 #include <algorithm>
+#include <limits>
 
 #include "common/eval.h"
 #include "shapeonnx/affine.h"
@@ -132,10 +135,62 @@ Status infer_data_dependent_slice(Graph& graph, const Node& node, ShapeRule rule
   return s;
 }
 
+// Input and output counts against the op's ONNX schema for the model's opset: too few, too many,
+// or a required input left empty. For opsets newer than the ONNX library knows, only the newest
+// known schema's minimum input count is checked (ops gain inputs over versions, they do not lose
+// required ones); the rules and handlers check the rest of what they read.
+Status check_arity(const Graph& graph, const Node& node) {
+  const std::string domain = node.domain == "ai.onnx" ? "" : node.domain;
+  const int version = static_cast<int>(graph.opset(domain));
+  const auto& known = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  auto range = known.find(domain);
+  if (range == known.end() || version < 1) return {};
+  const bool newer = version > range->second.second;
+  const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(
+      node.op_type, newer ? range->second.second : version, domain);
+  if (!schema) return {};
+  auto present = [](const std::vector<std::string>& names) {
+    size_t n = names.size();
+    while (n > 0 && names[n - 1].empty()) --n;  // trailing empty names: omitted optionals
+    return static_cast<int>(n);
+  };
+  auto count_text = [](int lo, int hi) {
+    if (lo == hi) return std::to_string(lo);
+    return hi == std::numeric_limits<int>::max() ? "at least " + std::to_string(lo)
+                                                 : std::to_string(lo) + " to " + std::to_string(hi);
+  };
+  const int inputs = present(node.inputs), outputs = present(node.outputs);
+  if (newer && inputs < schema->min_input()) {
+    return graph.error(node, "takes at least " + std::to_string(schema->min_input()) +
+                                 " inputs, got " + std::to_string(inputs));
+  }
+  if (newer) {
+    // (the required-input check below still applies)
+  } else if (inputs < schema->min_input() || inputs > schema->max_input()) {
+    return graph.error(node, "takes " + count_text(schema->min_input(), schema->max_input()) +
+                                 " inputs (opset " + std::to_string(version) + "), got " +
+                                 std::to_string(inputs));
+  }
+  if (!newer && (outputs < schema->min_output() || outputs > schema->max_output())) {
+    return graph.error(node, "has " + count_text(schema->min_output(), schema->max_output()) +
+                                 " outputs (opset " + std::to_string(version) + "), got " +
+                                 std::to_string(outputs));
+  }
+  const auto& formal = schema->inputs();
+  for (size_t i = 0; i < static_cast<size_t>(inputs) && i < formal.size(); ++i) {
+    if (node.inputs[i].empty() && formal[i].GetOption() == onnx::OpSchema::Single) {
+      return graph.error(node, "required input " + std::to_string(i) + " ('" +
+                                   formal[i].GetName() + "') is missing");
+    }
+  }
+  return {};
+}
+
 Status infer_node(Graph& graph, const Node& node, const AffineValues& affine) {
   if (!node.domain.empty() && !is_training_op(node.domain, node.op_type)) {
     return graph.error(node, "unsupported domain '" + node.domain + "'");
   }
+  RETURN_IF_ERROR(check_arity(graph, node));
   ShapeRule rule = find_rule(node.op_type);
   if (!rule) return graph.error(node, "unsupported op (no shape rule)");
   RETURN_IF_ERROR(check_inputs_static(graph, node));

@@ -111,8 +111,31 @@ Status gather_nd_rule(InferContext& ctx) {
   return {};
 }
 
-// Scatter, ScatterElements, ScatterND: the data's shape.
-Status scatter_rule(InferContext& ctx) { return same_as_input(ctx); }
+// Scatter, ScatterElements: the data's shape; indices and updates match each other and the
+// data's rank.
+Status scatter_rule(InferContext& ctx) {
+  if (ctx.num_inputs() < 3) return ctx.error("expects data, indices and updates");
+  const Dims& data = ctx.shape(0);
+  if (ctx.shape(1) != ctx.shape(2) || ctx.shape(1).size() != data.size()) {
+    return ctx.error("indices and updates must have the same shape, of the data's rank");
+  }
+  return same_as_input(ctx);
+}
+
+// ScatterND: the data's shape; indices [..., k] with k <= rank(data) and updates of shape
+// indices[:-1] + data[k:].
+Status scatter_nd_rule(InferContext& ctx) {
+  if (ctx.num_inputs() < 3) return ctx.error("expects data, indices and updates");
+  const Dims& data = ctx.shape(0);
+  const Dims& idx = ctx.shape(1);
+  if (idx.empty() || idx.back() < 1 || idx.back() > static_cast<int64_t>(data.size())) {
+    return ctx.error("indices must have rank >= 1 and a last dim between 1 and the data's rank");
+  }
+  Dims updates(idx.begin(), idx.end() - 1);
+  updates.insert(updates.end(), data.begin() + idx.back(), data.end());
+  if (ctx.shape(2) != updates) return ctx.error("updates do not have the shape indices[:-1] + data[k:]");
+  return same_as_input(ctx);
+}
 
 // Split sizes: from the `split` input (opset >= 13) or attribute, else `num_outputs` (opset 18,
 // the last chunk may be smaller), else equal parts, one per output.
@@ -199,6 +222,9 @@ Status tfidf_rule(InferContext& ctx) {
   if (indexes.empty()) return ctx.error("TfIdfVectorizer needs ngram_indexes");
   if (ctx.rank(0) < 1 || ctx.rank(0) > 2)
     return ctx.error("TfIdfVectorizer input must be 1-D or 2-D");
+  for (int64_t i : indexes) {
+    if (i < 0 || i >= (int64_t{1} << 24)) return ctx.error("ngram_indexes out of range");
+  }
   const int64_t size = *std::max_element(indexes.begin(), indexes.end()) + 1;
   Dims out{size};
   if (ctx.rank(0) == 2) out.insert(out.begin(), ctx.shape(0)[0]);
@@ -258,7 +284,7 @@ void register_index_rules(RuleTable& table) {
   table.add("GatherND", &gather_nd_rule);
   table.add("Scatter", &scatter_rule);
   table.add("ScatterElements", &scatter_rule);
-  table.add("ScatterND", &scatter_rule);
+  table.add("ScatterND", &scatter_nd_rule);
   table.add("Split", &split_rule);
   table.add("OneHot", &one_hot_rule);
   table.add("NonZero", &non_zero_rule);

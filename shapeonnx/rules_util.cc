@@ -154,13 +154,20 @@ Result<Window> read_window(const InferContext& ctx, size_t spatial,
       w.auto_pad != "VALID") {
     return ctx.error("unknown auto_pad '" + w.auto_pad + "'");
   }
+  // Windows and padding beyond 2^24 per axis are malformed, not models (and their extents would
+  // overflow the arithmetic below).
+  constexpr int64_t kMaxWindow = int64_t{1} << 24;
   for (size_t i = 0; i < spatial; ++i) {
     if (w.kernel[i] < 1 || w.strides[i] < 1 || w.dilations[i] < 1) {
       return ctx.error("kernel, strides and dilations must be positive");
     }
+    if (w.kernel[i] > kMaxWindow || w.strides[i] > kMaxWindow || w.dilations[i] > kMaxWindow) {
+      return ctx.error("kernel, strides or dilations larger than 2^24");
+    }
   }
   for (int64_t p : w.pads) {
     if (p < 0) return ctx.error("negative pads");
+    if (p > kMaxWindow) return ctx.error("pads larger than 2^24");
   }
   return w;
 }

@@ -152,9 +152,13 @@ bool Affine::has_shift() const {
 }
 
 std::optional<Affine> as_affine(const Editor& ed, const Node& n) {
-  if (!is_onnx(n)) return std::nullopt;
+  if (!is_onnx(n) || n.outputs.empty()) return std::nullopt;
   auto it = affine_rules().find(n.op_type);
   if (it == affine_rules().end()) return std::nullopt;
+  // s and t are held at the data's full shape (that of the output): larger maps are left alone.
+  const Dims* out = ed.shape(n.outputs[0]);
+  const int64_t size = out ? common::num_elements(*out) : -1;
+  if (size < 0 || size > kMaxAffineElements) return std::nullopt;
   return it->second(ed, n);
 }
 

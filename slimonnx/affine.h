@@ -20,6 +20,9 @@ struct Affine {
   bool has_shift() const;
 };
 
+/// Largest map as_affine builds (elements of the data; two doubles each).
+constexpr int64_t kMaxAffineElements = int64_t{1} << 23;
+
 /// The node as an elementwise affine map of one non-constant input whose shape equals the
 /// output's, or nullopt.
 std::optional<Affine> as_affine(const Editor& ed, const common::Node& n);

@@ -35,8 +35,25 @@ def cases():
     shape = helper.make_tensor("shape", TensorProto.INT64, [2], [2**40, 2**40])
     overflow = _model([helper.make_node("Expand", ["x", "shape"], ["y"], name="expander")],
                       initializers=[shape])
+    # Found by mutating the ONNX backend node tests (operand counts, attribute values): each once
+    # crashed or hung a tool.
+    one_input_less = _model([helper.make_node("Less", ["x"], ["y"], name="less")], opset=11)
+    missing_indices = _model([helper.make_node("ScatterND", ["x", "", "x"], ["y"], name="scatter")],
+                             opset=18)
+    bad_ngram = _model([helper.make_node("TfIdfVectorizer", ["x"], ["y"], name="tfidf", mode="TF",
+                                         min_gram_length=1, max_gram_length=1, max_skip_count=0,
+                                         ngram_counts=[0], ngram_indexes=[0, -5], pool_int64s=[2, 3])],
+                       opset=9)
+    huge_kernel = _model([helper.make_node("Unsqueeze", ["x"], ["x3"], name="to3d", axes=[0]),
+                          helper.make_node("AveragePool", ["x3"], ["y"], name="pool",
+                                           kernel_shape=[2**33], auto_pad="SAME_LOWER")], opset=11)
     return [
         ("empty.onnx", b"", ["empty input"]),
+        ("arity.onnx", _bytes(one_input_less), ["'less'", "(Less)", "takes 2 inputs (opset 11), got 1"]),
+        ("emptyinput.onnx", _bytes(missing_indices),
+         ["'scatter'", "(ScatterND)", "required input 1 ('indices') is missing"]),
+        ("ngram.onnx", _bytes(bad_ngram), ["'tfidf'", "(TfIdfVectorizer)", "ngram_indexes out of range"]),
+        ("hugekernel.onnx", _bytes(huge_kernel), ["'pool'", "(AveragePool)", "larger than 2^24"]),
         ("truncated.onnx", good[: len(good) // 2], ["not a valid ONNX model"]),
         ("notproto.onnx", b"\xff\xfe this is not a protobuf\n", ["not a"]),
         ("notonnx.onnx.gz", gzip.compress(b"plain text in a gzip file\n" * 10), ["not a"]),

@@ -61,6 +61,10 @@ bool Context::output_used(size_t i) const {
 }
 
 std::string Context::in(size_t i) {
+  if (!has_input(i)) {
+    if (!missing_input_) missing_input_ = i;
+    return "None";
+  }
   const std::string& name = node_.inputs[i];
   auto it = state_.operands.find(name);
   if (it != state_.operands.end()) return it->second.expr;

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -55,8 +56,11 @@ class Context {
   /// Whether output i is used by a later node or the graph's outputs.
   bool output_used(size_t i) const;
 
-  /// Tensor expression for input i (constants become buffers).
+  /// Tensor expression for input i (constants become buffers). A missing input yields "None"
+  /// and is recorded: the driver then fails the node (see missing_input).
   std::string in(size_t i);
+  /// The first input a handler read with `in` that the node does not have, if any.
+  std::optional<size_t> missing_input() const { return missing_input_; }
   /// Like `in`, but a constant with one element that does not widen the result's rank is inlined
   /// as a Python number (for arithmetic with broadcasting).
   std::string scalar_or_in(size_t i);
@@ -102,6 +106,7 @@ class Context {
   LowerState& state_;
   const common::Node& node_;
   const common::Node* fused_ = nullptr;
+  std::optional<size_t> missing_input_;
 };
 
 using Handler = common::Status (*)(Context&);

@@ -118,7 +118,11 @@ common::Status lower_node(LowerState& state, int index) {
       return ctx.error("input '" + node.inputs[i] + "' has no static shape");
     }
   }
-  return handler(ctx);
+  RETURN_IF_ERROR(handler(ctx));
+  if (auto missing = ctx.missing_input()) {
+    return ctx.error("input " + std::to_string(*missing) + " is missing");
+  }
+  return {};
 }
 
 // Every input and output must have a PyTorch element type.

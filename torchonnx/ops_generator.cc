@@ -49,6 +49,7 @@ Status eye_like(Context& ctx) {
   const common::Dims& s = ctx.shape(0);
   if (s.size() != 2) return ctx.error("input must be 2-D");
   const int64_t k = ctx.node().attr_int("k", 0);
+  if (s[0] * s[1] > (int64_t{1} << 24)) return ctx.error("output too large for a constant");
   std::vector<double> v(s[0] * s[1], 0.0);
   for (int64_t r = 0; r < s[0]; ++r) {
     if (r + k >= 0 && r + k < s[1]) v[r * s[1] + r + k] = 1.0;

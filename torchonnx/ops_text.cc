@@ -32,10 +32,17 @@ Status tfidf_vectorizer(Context& ctx) {
   const std::vector<int64_t> starts = node.attr_ints("ngram_counts", {});
   const std::vector<int64_t> slots = node.attr_ints("ngram_indexes", {});
   const std::vector<float> weights = node.attr_floats("weights", {});
-  if (slots.empty() || min_n < 1 || max_n < min_n || max_skip < 0) {
+  const bool slots_ok = std::all_of(slots.begin(), slots.end(),
+                                    [](int64_t s) { return s >= 0 && s < (int64_t{1} << 24); });
+  if (slots.empty() || !slots_ok || min_n < 1 || max_n < min_n || max_skip < 0 ||
+      (!weights.empty() && weights.size() != slots.size())) {
     return ctx.error("inconsistent n-gram attributes");
   }
   const int64_t length = ctx.shape(0).back();
+  const int64_t skips = std::min(max_skip, length);  // longer skips fit no n-gram of n >= 2
+  if (length > (int64_t{1} << 20) || (skips + 1) * length * max_n > (int64_t{1} << 26)) {
+    return ctx.error("input too long for the n-gram position tables");
+  }
   const int64_t outputs = *std::max_element(slots.begin(), slots.end()) + 1;
   const std::string x = ctx.in(0) + (ctx.dtype(0) == DType::kInt64 ? "" : ".to(torch.int64)");
   std::vector<std::string> counts;  // per n: [..., pool n-grams of length n]
@@ -54,7 +61,7 @@ Status tfidf_vectorizer(Context& ctx) {
     if (n < min_n || n > max_n || grams == 0) continue;
     // Positions of every n-gram of the input: one row per (skip, start); unigrams once.
     std::vector<int64_t> positions;
-    for (int64_t skip = 0; skip <= (n == 1 ? 0 : max_skip); ++skip) {
+    for (int64_t skip = 0; skip <= (n == 1 ? 0 : skips); ++skip) {
       for (int64_t i = 0; i + (n - 1) * (skip + 1) < length; ++i) {
         for (int64_t k = 0; k < n; ++k) positions.push_back(i + k * (skip + 1));
       }
@@ -66,6 +73,7 @@ Status tfidf_vectorizer(Context& ctx) {
     const std::string table = ctx.buffer(Tensor::from_int64(wanted, {grams, n}), "pool");
     counts.push_back(ctx.local(
         "(" + x + "[..., " + pos + "].unsqueeze(-2) == " + table + ").all(-1).sum(-2)", "counts"));
+    if (grams * outputs > (int64_t{1} << 26)) return ctx.error("n-gram table too large");
     for (int64_t g = 0; g < grams; ++g) {
       if (first + g >= static_cast<int64_t>(slots.size())) {
         return ctx.error("ngram_indexes is shorter than the pool");
