@@ -216,7 +216,9 @@ Status depth_to_space_rule(InferContext& ctx) {
   const Dims& in = ctx.shape(0);
   const int64_t b = ctx.node().attr_int("blocksize", 0);
   if (in.size() != 4) return ctx.error("DepthToSpace needs a rank-4 input");
-  if (b <= 0 || in[1] % (b * b) != 0) return ctx.error("channels not divisible by blocksize^2");
+  if (b <= 0 || b > in[1] || in[1] % (b * b) != 0) {  // (b <= C keeps b * b from overflowing)
+    return ctx.error("channels not divisible by blocksize^2");
+  }
   ASSIGN_OR_RETURN(int64_t h, checked_mul(ctx, in[2], b));
   ASSIGN_OR_RETURN(int64_t w, checked_mul(ctx, in[3], b));
   ctx.set_output(0, ctx.dtype(0), {in[0], in[1] / (b * b), h, w});
@@ -231,7 +233,8 @@ Status space_to_depth_rule(InferContext& ctx) {
   if (b <= 0 || in[2] % b != 0 || in[3] % b != 0) {
     return ctx.error("spatial dims not divisible by blocksize");
   }
-  ASSIGN_OR_RETURN(int64_t c, checked_mul(ctx, in[1], b * b));
+  ASSIGN_OR_RETURN(int64_t b2, checked_mul(ctx, b, b));
+  ASSIGN_OR_RETURN(int64_t c, checked_mul(ctx, in[1], b2));
   ctx.set_output(0, ctx.dtype(0), {in[0], c, in[2] / b, in[3] / b});
   return {};
 }
