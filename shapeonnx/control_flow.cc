@@ -78,6 +78,36 @@ const char* kind_name(common::PortKind kind) {
   return "a tensor";
 }
 
+// The shapes of the tensors a present sequence or optional input holds: one for an optional
+// (--input-shape, else declared), per element for a sequence (given one by one, or its length
+// times the element shape).
+Result<std::vector<common::Dims>> held_shapes(const Graph& graph, const std::string& name,
+                                              const common::PortType& type,
+                                              const Options& options) {
+  auto given = options.input_shapes.find(name);
+  const bool has_given = given != options.input_shapes.end();
+  if (type.kind == common::PortKind::kOptional) {
+    if (!has_given && !type.shape) {
+      return graph.error("optional input '" + name + "' has no declared shape; give one");
+    }
+    return std::vector<common::Dims>{has_given ? given->second : *type.shape};
+  }
+  if (auto each = options.sequence_inputs.find(name); each != options.sequence_inputs.end()) {
+    return each->second;
+  }
+  auto length = options.sequence_lengths.find(name);
+  if (length == options.sequence_lengths.end() || length->second < 0) {
+    return graph.error("input '" + name + "' is " + kind_name(type.kind) +
+                       ": its length must be given (--sequence-length " + name + "=N)");
+  }
+  if (!has_given && !type.shape) {
+    return graph.error("sequence input '" + name +
+                       "' declares no element shape; give one (--input-shape)");
+  }
+  return std::vector<common::Dims>(static_cast<size_t>(length->second),
+                                   has_given ? given->second : *type.shape);
+}
+
 // What sequence and optional graph inputs hold once unpack_ports has run.
 void seed_inputs(const Graph& graph, detail::Sequences& sequences) {
   for (const common::PackedPort& p : graph.packed_inputs) {
@@ -210,33 +240,9 @@ Status unpack_ports(Graph& graph, const Options& options) {
         type.kind != common::PortKind::kOptionalSequence) {
       return graph.error("input '" + name + "' is given no value but is not optional");
     }
-    std::vector<common::Dims> shapes;
-    if (!port.present) {
-      // holds nothing
-    } else if (type.kind == common::PortKind::kOptional) {
-      auto given = options.input_shapes.find(name);
-      if (given != options.input_shapes.end()) {
-        shapes = {given->second};
-      } else if (type.shape) {
-        shapes = {*type.shape};
-      } else {
-        return graph.error("optional input '" + name + "' has no declared shape; give one");
-      }
-    } else if (auto each = options.sequence_inputs.find(name); each != options.sequence_inputs.end()) {
-      shapes = each->second;
-    } else {
-      auto length = options.sequence_lengths.find(name);
-      if (length == options.sequence_lengths.end() || length->second < 0) {
-        return graph.error("input '" + name + "' is " + kind_name(type.kind) +
-                           ": its length must be given (--sequence-length " + name + "=N)");
-      }
-      auto given = options.input_shapes.find(name);
-      if (given == options.input_shapes.end() && !type.shape) {
-        return graph.error("sequence input '" + name +
-                           "' declares no element shape; give one (--input-shape)");
-      }
-      shapes.assign(static_cast<size_t>(length->second),
-                    given != options.input_shapes.end() ? given->second : *type.shape);
+    std::vector<common::Dims> shapes;  // none for an absent optional
+    if (port.present) {
+      ASSIGN_OR_RETURN(shapes, held_shapes(graph, name, type, options));
     }
     for (size_t i = 0; i < shapes.size(); ++i) {
       for (int64_t d : shapes[i]) {

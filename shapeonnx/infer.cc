@@ -160,21 +160,22 @@ Status check_arity(const Graph& graph, const Node& node) {
                                                  : std::to_string(lo) + " to " + std::to_string(hi);
   };
   const int inputs = present(node.inputs), outputs = present(node.outputs);
-  if (newer && inputs < schema->min_input()) {
-    return graph.error(node, "takes at least " + std::to_string(schema->min_input()) +
-                                 " inputs, got " + std::to_string(inputs));
-  }
-  if (newer) {
-    // (the required-input check below still applies)
-  } else if (inputs < schema->min_input() || inputs > schema->max_input()) {
-    return graph.error(node, "takes " + count_text(schema->min_input(), schema->max_input()) +
-                                 " inputs (opset " + std::to_string(version) + "), got " +
-                                 std::to_string(inputs));
-  }
-  if (!newer && (outputs < schema->min_output() || outputs > schema->max_output())) {
-    return graph.error(node, "has " + count_text(schema->min_output(), schema->max_output()) +
-                                 " outputs (opset " + std::to_string(version) + "), got " +
-                                 std::to_string(outputs));
+  if (newer) {  // only the lower bound holds across versions
+    if (inputs < schema->min_input()) {
+      return graph.error(node, "takes at least " + std::to_string(schema->min_input()) +
+                                   " inputs, got " + std::to_string(inputs));
+    }
+  } else {
+    if (inputs < schema->min_input() || inputs > schema->max_input()) {
+      return graph.error(node, "takes " + count_text(schema->min_input(), schema->max_input()) +
+                                   " inputs (opset " + std::to_string(version) + "), got " +
+                                   std::to_string(inputs));
+    }
+    if (outputs < schema->min_output() || outputs > schema->max_output()) {
+      return graph.error(node, "has " + count_text(schema->min_output(), schema->max_output()) +
+                                   " outputs (opset " + std::to_string(version) + "), got " +
+                                   std::to_string(outputs));
+    }
   }
   const auto& formal = schema->inputs();
   for (size_t i = 0; i < static_cast<size_t>(inputs) && i < formal.size(); ++i) {
