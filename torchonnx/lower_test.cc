@@ -42,6 +42,51 @@ TEST(Lower, ConvFollowedByBatchNormIsOneLayer) {
             "conv1 = self.conv1(x)\nreturn conv1\n");
 }
 
+// An ONNX-text model of one Conv over x with initializer weights (all 0.5) and optional bias.
+std::string conv_model(const std::string& x, const std::vector<int64_t>& w, bool bias,
+                       const std::string& attrs) {
+  auto values = [](int64_t n) {
+    std::string v;
+    for (int64_t i = 0; i < n; ++i) v += i ? ", 0.5" : "0.5";
+    return "{" + v + "}";
+  };
+  int64_t count = 1;
+  std::string dims;
+  for (int64_t d : w) {
+    count *= d;
+    dims += (dims.empty() ? "" : ",") + std::to_string(d);
+  }
+  return "<ir_version: 8, opset_import: [\"\" : 13]>\n g (float[" + x +
+         "] x) => (float y) <float[" + dims + "] w = " + values(count) +
+         (bias ? ", float[" + std::to_string(w[0]) + "] b = " + values(w[0]) : "") +
+         "> {\n y = Conv " + attrs + " (x, w" + (bias ? ", b" : "") + ")\n}";
+}
+
+// A kernel that tiles its input (stride = kernel) is one F.linear over the tiles; one that covers
+// the whole input, F.linear over the flattened input; a remainder keeps the convolution.
+TEST(Lower, ConvolutionsOverTilesAreLinear) {
+  EXPECT_EQ(body_of(conv_model("1,3,8,12", {6, 3, 4, 3}, true, "<strides = [4, 3]>")),
+            "conv1 = F.linear(x.reshape(-1, 3, 2, 4, 4, 3).permute(0, 2, 4, 1, 3, 5).flatten(3), "
+            "self.conv1.weight.flatten(1), self.conv1.bias).permute(0, 3, 1, 2)\nreturn conv1\n");
+  EXPECT_EQ(body_of(conv_model("2,3,12", {5, 3, 4}, false, "<strides = [4]>")),
+            "conv1 = F.linear(x.reshape(-1, 3, 3, 4).permute(0, 2, 1, 3).flatten(2), "
+            "self.conv1.weight.flatten(1)).permute(0, 2, 1)\nreturn conv1\n");
+  EXPECT_EQ(body_of(conv_model("1,3,7", {5, 3, 7}, false, "")),
+            "conv1 = F.linear(x.flatten(1), self.conv1.weight.flatten(1)).reshape(-1, 5, 1)\n"
+            "return conv1\n");
+  EXPECT_EQ(body_of(conv_model("1,3,9,12", {6, 3, 4, 3}, true, "<strides = [4, 3]>")),
+            "conv1 = self.conv1(x)\nreturn conv1\n");
+  EXPECT_EQ(body_of(conv_model("1,3,8,12", {6, 3, 4, 3}, true,
+                               "<strides = [4, 3], pads = [0, 0, 0, 0]>")),
+            "conv1 = F.linear(x.reshape(-1, 3, 2, 4, 4, 3).permute(0, 2, 4, 1, 3, 5).flatten(3), "
+            "self.conv1.weight.flatten(1), self.conv1.bias).permute(0, 3, 1, 2)\nreturn conv1\n");
+  EXPECT_EQ(body_of(conv_model("1,3,8,12", {6, 3, 4, 3}, true,
+                               "<strides = [4, 3], pads = [1, 0, 1, 0]>")),
+            "conv1 = self.conv1(x)\nreturn conv1\n");
+  EXPECT_EQ(body_of(conv_model("1,3,8,12", {6, 3, 1, 1}, true, "")),
+            "conv1 = self.conv1(x)\nreturn conv1\n");
+}
+
 TEST(Lower, MatMulPlusBiasIsLinearAndBatchIsFree) {
   // Reshape to a hard-coded [1, 6] keeps the batch: written as -1.
   EXPECT_EQ(body_of(R"(

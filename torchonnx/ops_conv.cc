@@ -104,19 +104,41 @@ Status conv(Context& ctx) {
   std::vector<Param> params{{"weight", std::move(weight)}};
   if (has_bias) params.push_back({"bias", std::move(bias)});
   const std::string attr = ctx.layer("conv", ctor, std::move(params));
-  // A kernel that covers the whole unpadded input leaves one output position: the convolution is
-  // a matrix product, and F.linear over the flattened input computes it without a convolution
-  // call's per-call cost (oneDNN weight reorders at small batch sizes on the CPU).
-  const bool whole_input = g.group == 1 && g.kernel == in &&
-                           g.begin == std::vector<int64_t>(n, 0) && symmetric &&
-                           g.dilations == std::vector<int64_t>(n, 1);
-  if (whole_input) {
+  // A kernel that tiles the unpadded input exactly (stride = kernel, ViT's patch embedding) is a
+  // matrix product per tile: F.linear over the tiles computes it without a convolution call's
+  // per-call cost (oneDNN weight reorders at small batch sizes on the CPU). A kernel that covers
+  // the whole input is the one-tile case, where flattening the input is enough.
+  const bool plain = g.group == 1 && symmetric && g.begin == std::vector<int64_t>(n, 0) &&
+                     g.dilations == std::vector<int64_t>(n, 1);
+  const bool one_tile = plain && g.kernel == in;
+  // (A 1x1 kernel "tiles" every input too, but that pointwise convolution is no gain.)
+  bool tiles = plain && g.strides == g.kernel && g.kernel != std::vector<int64_t>(n, 1);
+  for (size_t d = 0; tiles && d < n; ++d) tiles = g.kernel[d] > 0 && in[d] % g.kernel[d] == 0;
+  if (one_tile || tiles) {
     const std::string self = "self." + attr;
-    std::string expr = "F.linear(" + x + ".flatten(1), " + self + ".weight.flatten(1)" +
-                       (has_bias ? ", " + self + ".bias" : "") + ").reshape(-1, " +
-                       std::to_string(ws[0]);
-    for (size_t d = 0; d < n; ++d) expr += ", 1";
-    return ctx.emit(expr + ")", "conv", ctx.batched(0));
+    const std::string w_b =
+        ", " + self + ".weight.flatten(1)" + (has_bias ? ", " + self + ".bias" : "") + ")";
+    if (one_tile) {
+      std::string shape = "(-1, " + std::to_string(ws[0]);
+      for (size_t d = 0; d < n; ++d) shape += ", 1";
+      return ctx.emit("F.linear(" + x + ".flatten(1)" + w_b + ".reshape" + shape + ")", "conv",
+                      ctx.batched(0));
+    }
+    // [N, C, T1*K1, ...] -> [N, C, T1, K1, ...] -> [N, T1, ..., C, K1, ...] -> [N, T1, ...,
+    // C*K1*...]
+    std::vector<int64_t> split{-1, ws[1]}, tile_first{0}, out_order{0, static_cast<int64_t>(n) + 1};
+    for (size_t d = 0; d < n; ++d) {
+      split.push_back(in[d] / g.kernel[d]);
+      split.push_back(g.kernel[d]);
+      tile_first.push_back(static_cast<int64_t>(2 * d + 2));
+      out_order.push_back(static_cast<int64_t>(d + 1));
+    }
+    tile_first.push_back(1);
+    for (size_t d = 0; d < n; ++d) tile_first.push_back(static_cast<int64_t>(2 * d + 3));
+    return ctx.emit("F.linear(" + x + ".reshape" + py_tuple(split) + ".permute" +
+                        py_tuple(tile_first) + ".flatten(" + std::to_string(n + 1) + ")" + w_b +
+                        ".permute" + py_tuple(out_order),
+                    "conv", ctx.batched(0));
   }
   return ctx.emit("self." + attr + "(" + x + ")", "conv", ctx.batched(0));
 }

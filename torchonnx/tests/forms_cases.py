@@ -332,6 +332,14 @@ def conv_runtime_weights():
               conv_case("cv2d_whole_no_bias", rng, "Conv", (3, 2, 5, 4), (6, 2, 5, 4), "", bias=False),
               conv_case("cv3d_whole", rng, "Conv", (1, 2, 3, 2, 4), (3, 2, 3, 2, 4), ""),
               conv_case("cv2d_whole_padded", rng, "Conv", (1, 2, 3, 3), (2, 2, 3, 3), "", pads=[1, 0, 1, 0])]
+    # Kernels that tile the input (stride = kernel: one matrix product per tile), and one whose
+    # tiles leave a remainder (a convolution again).
+    cases += [conv_case("cv1d_tiles", rng, "Conv", (2, 3, 12), (5, 3, 4), "", strides=[4]),
+              conv_case("cv2d_tiles", rng, "Conv", (2, 3, 8, 12), (6, 3, 4, 3), "", strides=[4, 3]),
+              conv_case("cv2d_tiles_no_bias", rng, "Conv", (1, 2, 6, 6), (4, 2, 2, 3), "", bias=False,
+                        strides=[2, 3]),
+              conv_case("cv3d_tiles", rng, "Conv", (1, 2, 4, 6, 4), (3, 2, 2, 3, 2), "", strides=[2, 3, 2]),
+              conv_case("cv2d_tiles_remainder", rng, "Conv", (1, 2, 7, 6), (3, 2, 2, 2), "", strides=[2, 2])]
     return cases
 
 
