@@ -87,6 +87,29 @@ TEST(Lower, ConvolutionsOverTilesAreLinear) {
             "conv1 = self.conv1(x)\nreturn conv1\n");
 }
 
+// LayerNormalization with constant scale and bias over the normalized dims is an nn.LayerNorm;
+// a scale given at run time (or broadcast over other dims) is applied after F.layer_norm.
+TEST(Lower, LayerNormWithConstantScaleIsALayer) {
+  EXPECT_EQ(body_of(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[2,3,4] x) => (float[2,3,4] y) <float[4] s = {1, 2, 3, 4}, float[4] b = {0, 1, 0, 1}> {
+      y = LayerNormalization <axis = -1> (x, s, b)
+    })"),
+            "layer_norm1 = self.layer_norm1(x)\nreturn layer_norm1\n");
+  EXPECT_EQ(body_of(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[2,3,4] x) => (float[2,3,4] y) <float[1,3,4] s = {1,2,3,4,5,6,7,8,9,10,11,12}> {
+      y = LayerNormalization <axis = 1, epsilon = 0.001> (x, s)
+    })"),
+            "layer_norm1 = self.layer_norm1(x)\nreturn layer_norm1\n");
+  EXPECT_EQ(body_of(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[2,3,4] x, float[4] s) => (float[2,3,4] y) {
+      y = LayerNormalization <axis = -1> (x, s)
+    })"),
+            "layer_norm1 = F.layer_norm(x, (4,), eps=1e-05) * s\nreturn layer_norm1\n");
+}
+
 TEST(Lower, MatMulPlusBiasIsLinearAndBatchIsFree) {
   // Reshape to a hard-coded [1, 6] keeps the batch: written as -1.
   EXPECT_EQ(body_of(R"(

@@ -52,6 +52,31 @@ Status instance_norm(Context& ctx) {
   return ctx.emit(expr, "instance_norm", ctx.batched(0));
 }
 
+// Constant float scale (and bias) shaped like the normalized dims, as exporters write them: an
+// nn.LayerNorm layer (a missing bias is zeros). Empty when the node does not have that form.
+std::string layer_norm_module(Context& ctx, const common::Dims& normalized) {
+  const Tensor* scale = ctx.constant(1);
+  const Tensor* bias = ctx.has_input(2) ? ctx.constant(2) : nullptr;
+  auto fits = [&](const Tensor* t) {
+    if (!t || t->dtype != common::DType::kFloat || t->dims.size() < normalized.size()) return false;
+    const size_t lead = t->dims.size() - normalized.size();
+    for (size_t d = 0; d < lead; ++d) {
+      if (t->dims[d] != 1) return false;
+    }
+    return common::Dims(t->dims.begin() + lead, t->dims.end()) == normalized;
+  };
+  if (!fits(scale) || (ctx.has_input(2) && !fits(bias))) return "";
+  Tensor weight = *scale;
+  Tensor shift = bias ? *bias : Tensor::zeros(common::DType::kFloat, normalized);
+  weight.dims = shift.dims = normalized;
+  const std::string shape =
+      normalized.size() == 1 ? std::to_string(normalized[0]) : py_tuple(normalized);
+  const std::string attr =
+      ctx.layer("layer_norm", "nn.LayerNorm(" + shape + eps_kwarg(ctx, 1e-5f) + ")",
+                {{"weight", std::move(weight)}, {"bias", std::move(shift)}});
+  return "self." + attr + "(" + ctx.in(0) + ")";
+}
+
 // Outputs: Y, and optionally Mean and InvStdDev over the normalized dims (kept as size 1).
 Status layer_norm(Context& ctx) {
   const int64_t rank = ctx.rank(0);
@@ -61,10 +86,12 @@ Status layer_norm(Context& ctx) {
   const common::Dims normalized(s.begin() + axis, s.end());
   const std::string x = ctx.in(0);
   const std::string eps = py_float(ctx.node().attr_float("epsilon", 1e-5f));
-  // Scale and bias broadcast like numpy, so they are applied after normalizing.
-  std::string y =
-      "F.layer_norm(" + x + ", " + py_tuple(normalized) + ", eps=" + eps + ") * " + ctx.in(1);
-  if (ctx.has_input(2)) y += " + " + ctx.in(2);
+  std::string y = layer_norm_module(ctx, normalized);
+  if (y.empty()) {
+    // Scale and bias broadcast like numpy, so they are applied after normalizing.
+    y = "F.layer_norm(" + x + ", " + py_tuple(normalized) + ", eps=" + eps + ") * " + ctx.in(1);
+    if (ctx.has_input(2)) y += " + " + ctx.in(2);
+  }
   const bool batched = ctx.batched(0) && axis != 0;
   if (!ctx.output_used(1) && !ctx.output_used(2)) return ctx.emit(y, "layer_norm", batched);
   std::vector<int64_t> dims;
