@@ -1,5 +1,5 @@
-// Chains of layout ops collapsed into one: Reshape/Flatten/Squeeze/Unsqueeze chains, Transpose
-// pairs.
+// Chains of layout ops collapsed into one: Reshape/Flatten/Squeeze/Unsqueeze chains (with the
+// activations between them moved out of the way), Transpose pairs.
 #include <cstring>
 #include <set>
 #include <string_view>
@@ -49,6 +49,43 @@ common::Result<int64_t> merge_reshape_chains(common::Graph& g) {
     ed.remove_node(i);
     ed.remove_node(inner);
     ed.add_node(std::move(merged));
+    ed.count();
+  }
+  return ed.finish();
+}
+
+// Elementwise ops of one tensor (parameters in attributes): they commute with reshapes.
+bool is_unary_elementwise(const Node& n) {
+  static const std::set<std::string_view> ops = {
+      "Relu", "LeakyRelu", "Sigmoid",    "HardSigmoid", "Tanh", "Elu",   "Selu",
+      "Celu", "Softplus",  "Softsign",   "HardSwish",   "Abs",  "Neg",   "Exp",
+      "Log",  "Sqrt",      "Reciprocal", "Floor",       "Ceil", "Round", "Sign",
+      "Erf",  "Sin",       "Cos",        "Not"};
+  return is_onnx(n) && ops.count(n.op_type) != 0 && n.inputs.size() == 1 && n.outputs.size() == 1;
+}
+
+// Unary(R(X)) -> R(Unary(X))   R reshape-like with Unary its only user. Moves activations out of
+// reshape pairs (Gemm -> Reshape -> Relu -> Reshape back) so that the pair meets, merges and, when
+// it restores the shape, disappears.
+common::Result<int64_t> unary_before_reshape(common::Graph& g) {
+  Editor ed(g);
+  for (int i = 0; i < static_cast<int>(ed.size()); ++i) {
+    if (!ed.live(i) || !is_unary_elementwise(ed.node(i))) continue;
+    const int r = reshape_feeding(ed, ed.node(i));
+    if (r < 0) continue;
+    const std::string x = ed.node(r).inputs[0];
+    const common::Dims* x_shape = ed.shape(x);
+    if (x_shape == nullptr) continue;
+    Node unary = ed.node(i);
+    Node reshape = ed.node(r);
+    unary.inputs[0] = x;
+    unary.outputs[0] = ed.add_value(unary.name, ed.dtype(unary.outputs[0]), *x_shape);
+    reshape.inputs[0] = unary.outputs[0];
+    reshape.outputs[0] = ed.node(i).outputs[0];
+    ed.remove_node(i);
+    ed.remove_node(r);
+    ed.add_node(std::move(unary));
+    ed.add_node(std::move(reshape));
     ed.count();
   }
   return ed.finish();
@@ -129,6 +166,9 @@ common::Result<int64_t> swap_constant_matmuls(common::Graph& g) {
 void register_reshape_passes(PassTable& table) {
   table.add("reshape-chain", "merge chains of Reshape/Flatten/Squeeze/Unsqueeze into one Reshape",
             merge_reshape_chains);
+  table.add("unary-before-reshape",
+            "move elementwise activations above a Reshape/Flatten/Squeeze/Unsqueeze feeding them",
+            unary_before_reshape);
   table.add("transpose-chain", "merge Transpose(Transpose(X)) into one Transpose",
             merge_transposes);
   table.add("transpose-matmul",
