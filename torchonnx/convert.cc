@@ -46,6 +46,7 @@ common::Result<Converted> convert(common::Graph graph, const ConvertOptions& opt
   // Lowering needs static structure: control flow is always unrolled.
   RETURN_IF_ERROR(shapeonnx::infer_with_control_flow(graph, shape_options, /*unroll=*/true));
   if (options.slim) RETURN_IF_ERROR(slim(graph, shape_options));
+  out.nodes_after = static_cast<int64_t>(graph.nodes.size());
   LowerOptions lower_options;
   lower_options.class_name = options.class_name;
   ASSIGN_OR_RETURN(out.module, lower(graph, lower_options));

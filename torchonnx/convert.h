@@ -28,9 +28,10 @@ struct ConvertOptions {
 };
 
 struct Converted {
-  std::string python;  ///< text of <stem>.py
-  Module module;       ///< layers and buffers (the weights)
-  int64_t nodes = 0;   ///< nodes of the loaded model
+  std::string python;       ///< text of <stem>.py
+  Module module;            ///< layers and buffers (the weights)
+  int64_t nodes = 0;        ///< nodes of the loaded model
+  int64_t nodes_after = 0;  ///< nodes after shape inference and slimming (what is lowered)
 };
 
 /// True when this build links slimonnx.

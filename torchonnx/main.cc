@@ -47,9 +47,9 @@ bool convert_one(const Args& args, const torchonnx::ConvertOptions& options,
   }
   std::cout << input << " -> " << args.out_dir << "/" << stem << ".py" << std::endl;
   if (args.stats) {
-    std::fprintf(stderr, "{\"model\": %s, \"nodes\": %lld, \"ms\": %.3f}\n",
+    std::fprintf(stderr, "{\"model\": %s, \"nodes\": %lld, \"nodes_after\": %lld, \"ms\": %.3f}\n",
                  common::json_string(input).c_str(), static_cast<long long>(converted->nodes),
-                 common::now_ms() - start);
+                 static_cast<long long>(converted->nodes_after), common::now_ms() - start);
   }
   return true;
 }
@@ -67,7 +67,8 @@ common::Result<std::map<std::string, int64_t>> parse_sequence_lengths(
       return common::Error{"", "", "", "--sequence-length expects NAME=N, got '" + t + "'"};
     }
     if (!out.emplace(t.substr(0, eq), std::stoll(count)).second) {
-      return common::Error{"", "", "", "--sequence-length given twice for '" + t.substr(0, eq) + "'"};
+      return common::Error{"", "", "",
+                           "--sequence-length given twice for '" + t.substr(0, eq) + "'"};
     }
   }
   return out;
@@ -125,8 +126,9 @@ int main(int argc, char** argv) {
                  "--input-shape NAME=...); forward takes it as a list");
   app.add_option("--absent", args.absent,
                  "NAME: an optional input that holds no value (forward takes None there)");
-  app.add_flag("--stats", args.stats,
-               "print one JSON line {\"model\", \"nodes\", \"ms\"} per model on stderr");
+  app.add_flag(
+      "--stats", args.stats,
+      "print one JSON line {\"model\", \"nodes\", \"nodes_after\", \"ms\"} per model on stderr");
   app.add_flag("--list-ops", args.list_ops, "print the ONNX op types torchonnx compiles and exit");
   app.set_version_flag("--version", std::string("torchonnx ") + SUITE_VERSION);
   if (auto code = common::parse_command_line(app, argc, argv)) return *code;

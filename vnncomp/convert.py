@@ -119,7 +119,7 @@ class Converter:
             link = links[index]
             py, pth = _outputs(out_dir, os.path.basename(link)[:-len(_suffix(entry.path))])
             s = stats.get(os.path.abspath(link)) or stats.get(os.path.realpath(link)) or {}
-            results[index] = Converted(py, pth, s.get("nodes"), s.get("ms"))
+            results[index] = Converted(py, pth, s.get("nodes_after"), s.get("ms"))
         return results
 
 

@@ -85,6 +85,7 @@ def test_stdin_named_by_class_name_and_stats(tmp_path):
     assert r.returncode == 0, r.stderr
     stats = [json.loads(line) for line in r.stderr.decode().splitlines()]
     assert len(stats) == 1 and stats[0]["model"] == "-" and stats[0]["nodes"] == 4
+    assert stats[0]["nodes_after"] == 3  # MatMul + Add slimmed into one Gemm
     assert isinstance(stats[0]["ms"], float)
     model = load(tmp_path / "out", "Net", "Net")
     assert model(torch.zeros(1, 2, 3)).shape == (1, 4)

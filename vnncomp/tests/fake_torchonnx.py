@@ -123,7 +123,8 @@ def main():
         torch.save(state, os.path.join(args.out, stem(path) + ".pth"))
         if args.stats:
             ms = (time.monotonic() - start) * 1000
-            print(json.dumps({"model": path, "nodes": nodes, "ms": round(ms, 3)}), file=sys.stderr)
+            print(json.dumps({"model": path, "nodes": nodes, "nodes_after": nodes, "ms": round(ms, 3)}),
+                  file=sys.stderr)
     return code
 
 
