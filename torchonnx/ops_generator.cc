@@ -18,30 +18,32 @@ Status unfolded(Context& ctx) {
   return ctx.error("value was not computed by shape inference (static shapes are required)");
 }
 
+// Reached when the output is too large to store (smaller ones were folded into buffers): the fill
+// value is a one-element buffer, expanded without copying. Being a buffer, it lives on the
+// module's device, as a tensor made in forward would not.
 Status constant_of_shape(Context& ctx) {
   const Tensor* value = ctx.node().attr_tensor("value");
-  const DType dtype = ctx.out_dtype();
-  auto td = torch_dtype(dtype);
-  if (!td.ok()) return ctx.error(td.error().message);
-  const std::string fill = value && value->numel() == 1 ? py_scalar(*value) : "0";
-  const std::string shape = py_tuple(ctx.out_shape());
-  const std::string dt = dtype == DType::kFloat ? "" : ", dtype=" + *td;
-  if (fill == "0" || fill == "0.0" || fill == "False") {
-    return ctx.emit("torch.zeros(" + shape + dt + ")", "zeros", false);
-  }
-  return ctx.emit("torch.full(" + shape + ", " + fill + dt + ")", "full", false);
+  if (!torch_dtype(ctx.out_dtype()).ok()) return ctx.error("unsupported output type");
+  Tensor fill = value && value->numel() == 1 ? *value : Tensor::zeros(DType::kFloat, {});
+  fill.dims = {};
+  const std::string buffer = ctx.buffer(std::move(fill), "fill");
+  const common::Dims& shape = ctx.out_shape();
+  return ctx.emit(shape.empty() ? buffer : buffer + ".expand" + py_tuple(shape), "full", false);
 }
 
 // start + arange(n) * delta with n from shape inference: no Python scalars are read from tensors.
+// The start operand (a buffer when constant) gives the device.
 Status range(Context& ctx) {
   auto td = torch_dtype(ctx.out_dtype());
   if (!td.ok()) return ctx.error(td.error().message);
   const int64_t n = ctx.out_shape().empty() ? 0 : ctx.out_shape()[0];
-  std::string expr = "torch.arange(" + std::to_string(n) + ", dtype=" + *td + ")";
+  const std::string start = ctx.in(0);
+  std::string expr =
+      "torch.arange(" + std::to_string(n) + ", dtype=" + *td + ", device=" + start + ".device)";
   const Tensor* delta = ctx.constant(2);
   if (!delta || delta->double_at(0) != 1.0) expr += " * " + ctx.scalar_or_in(2);
-  const Tensor* start = ctx.constant(0);
-  if (!start || start->double_at(0) != 0.0) expr = ctx.scalar_or_in(0) + " + " + expr;
+  const Tensor* first = ctx.constant(0);
+  if (!first || first->double_at(0) != 0.0) expr = start + " + " + expr;
   return ctx.emit(expr, "range", false);
 }
 

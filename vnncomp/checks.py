@@ -3,6 +3,7 @@
 Every check returns a small dict; exceptions are turned into one-line messages by the caller.
 """
 
+import copy
 import importlib.util
 import inspect
 import math
@@ -180,6 +181,18 @@ def batch_check(model, specs, feeds, loop, size=8):
             return math.inf, why
         worst = max(worst, err)
     return worst, None
+
+
+def meta_check(model, specs, feeds):
+    """A copy of the model on the meta device (shapes, no data) run on the first feed. A tensor
+    that forward makes on the CPU instead of the module's device then meets a meta tensor and
+    raises, as it would on a GPU, so this finds such code without one. Raises what forward raised
+    (also for ops that have no meta kernel in this torch; the caller tells those apart)."""
+    meta = copy.deepcopy(model).to("meta")
+    with torch.no_grad():
+        outs = as_list(meta(*tensors(feeds[0], specs, "meta")))
+    off = sorted({o.device.type for o in outs if isinstance(o, torch.Tensor)} - {"meta"})
+    return (math.inf, f"an output is on {off[0]}, not the module's device") if off else (0.0, None)
 
 
 def trace_check(model, specs, feeds):

@@ -106,6 +106,21 @@ def _vmap(row, checks, key, model, specs, many, loop, tol, device):
     row.problem("fail", f"{key}: {why or f'max error {err:.3g} > {tol:g}'}")
 
 
+def _meta(row, checks, model, specs, feeds):
+    """checks.meta_check: a device mismatch fails the row; an op that cannot run on the meta
+    device (no meta kernel, or data-dependent) leaves "n/a"."""
+    try:
+        err, why = checks.meta_check(model, specs, feeds)
+    except Exception as e:  # noqa: BLE001 - the generated code may raise anything
+        if "device" not in str(e).lower():
+            row["meta_device"] = "n/a"
+            return
+        err, why = math.inf, one_line(e)
+    row["meta_device"] = "ok" if err == 0.0 else "fail"
+    if why:
+        row.problem("fail", f"meta_device: {why}")
+
+
 def _accuracy(row, key, fn, tol):
     try:
         err, why = fn()
@@ -171,6 +186,7 @@ def _cpu_checks(row, checks, model, specs, feeds, refs, many, loop, tol, scratch
         if all(s.batched for s in specs):
             row.check("batch", lambda: checks.batch_check(model, specs, many, loop), tol, False)
     row.check("trace", lambda: checks.trace_check(model, specs, feeds), tol)
+    _meta(row, checks, model, specs, feeds)
     # A new name per model: onnxruntime sessions are cached by path, size and mtime.
     path = os.path.join(scratch or "/tmp", f"export_{os.getpid()}_{next(_exports)}.onnx")
     row.check("export", lambda: checks.export_check(model, specs, feeds, refs, path), tol)

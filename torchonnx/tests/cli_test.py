@@ -299,3 +299,37 @@ def test_sequence_and_optional_inputs_and_outputs(tmp_path):
         lines = r.stderr.decode().splitlines()
         assert r.returncode == 2 and len(lines) == 1 and lines[0].endswith(message), lines
     assert not os.path.exists(tmp_path / "err")
+
+
+def made_tensors_model(path, n):
+    """y = x * ConstantOfShape(Shape(x), 2.5) + Range(0.5, n + 0.5, 1) for x [1, n]."""
+    fill = numpy_helper.from_array(np.array([2.5], np.float32), "fill")
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("ConstantOfShape", ["s"], ["c"], value=fill),
+             helper.make_node("Range", ["start", "limit", "delta"], ["r"]),
+             helper.make_node("Mul", ["x", "c"], ["m"]),
+             helper.make_node("Add", ["m", "r"], ["y"])]
+    inits = [numpy_helper.from_array(np.array(v, np.float32), name)
+             for name, v in (("start", 0.5), ("limit", n + 0.5), ("delta", 1.0))]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, n])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, n])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+
+
+def test_tensors_made_in_forward_follow_the_module_device(tmp_path):
+    """Fills and ranges too large to store as constants are made in forward, on the module's
+    device. Checked on torch's meta device, where a CPU tensor meeting a meta one raises as it
+    would meeting a CUDA one."""
+    n = 10000  # above what shape inference keeps as a known value, so nothing is folded
+    made_tensors_model(tmp_path / "made.onnx", n)
+    r = run(tmp_path / "made.onnx", "-o", tmp_path / "out", "--no-slim")
+    assert r.returncode == 0, r.stderr
+    code = (tmp_path / "out" / "made.py").read_text()
+    assert ".expand(1, 10000)" in code and "torch.arange(10000" in code  # made, not stored
+    model = load(tmp_path / "out", "made")
+    x = np.random.default_rng(0).standard_normal((1, n)).astype(np.float32)
+    with torch.no_grad():
+        y = model(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(y, x * 2.5 + (np.arange(n) + 0.5), rtol=1e-6)
+    with torch.no_grad():
+        assert model.to("meta")(torch.zeros(1, n, device="meta")).device.type == "meta"

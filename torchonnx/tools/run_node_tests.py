@@ -7,7 +7,9 @@ node test in test_dir (model.onnx + test_data_set_*/input_*.pb, output_*.pb); th
 first `fed` inputs (the others were frozen into it from data set 0, so only that set runs).
 Sequence inputs and outputs are lists of tensors, absent optionals None. Every data set is run;
 floats compare like ONNX's backend tests (rtol 1e-3, atol 1e-7 by default; NaN equals NaN),
-other types exactly. Prints "FAIL <name>: <reason>" per failure and a last line
+other types exactly. Then each model runs once more on torch's meta device, where a tensor made
+on the CPU instead of the module's device fails as it would on a GPU. Prints "FAIL <name>:
+<reason>" per failure and a last line
 "node tests: P passed, F failed"; exit status 1 when any failed.
 """
 
@@ -92,7 +94,29 @@ def run(entry, rtol, atol):
         why = _compare_value(got, wants, rtol, atol, "output")
         if why:
             return f"{os.path.basename(data)} {why}"
-    return None
+    return _on_meta_device(model, inputs)
+
+
+def _on_meta_device(model, inputs):
+    """The model again on torch's meta device (shapes, no data): a tensor that forward makes on
+    the CPU instead of the module's device meets a meta tensor and raises, as it would meeting a
+    CUDA one. Ops that cannot run there (no meta kernel, or data-dependent) are not failures."""
+    def meta(value):
+        if value is None:
+            return None
+        return [meta(v) for v in value] if isinstance(value, list) else _torch(value).to("meta")
+    def devices(value):
+        if isinstance(value, (list, tuple)):
+            return set().union(*[devices(v) for v in value]) if value else set()
+        return {value.device.type} if isinstance(value, torch.Tensor) else set()
+    try:
+        with torch.no_grad():
+            got = model.to("meta")(*[meta(x) for x in inputs])
+    except Exception as e:  # noqa: BLE001 - only a device mismatch is a failure here
+        message = " ".join(str(e).split())
+        return f"on the meta device: {message[:200]}" if "device" in message.lower() else None
+    off = devices(got) - {"meta"}
+    return f"on the meta device, an output is on {sorted(off)[0]}" if off else None
 
 
 def _compare_value(got, want, rtol, atol, part="element"):

@@ -92,3 +92,42 @@ def test_real_vmap_bug_fails_in_float64_too():
     row = real(CountsCalls().eval())
     assert row["vmap"] == "fail" and row["vmap_error"] > 1
     assert row["vmap_float64_error"] > 0.1
+
+
+class MakesCpuTensor(Linear):
+    """Adds a tensor made inside forward without a device: right on the CPU, a crash on a GPU."""
+
+    def forward(self, x):
+        return super().forward(x) + torch.ones(3)
+
+
+class OneHotOfArgmax(Linear):
+    """one_hot must read its input's values to size its output: no meta kernel can run it."""
+
+    def forward(self, x):
+        return torch.nn.functional.one_hot(super().forward(x).argmax(1))
+
+
+def meta_row(model):
+    specs = [onnxinfo.InputSpec("x", (1, 4), np.dtype(np.float32), True)]
+    feeds = numerics.make_points(specs, None, None, 1, 0)
+    row = worker.Row(status="pass", error="")
+    worker._meta(row, checks, model, specs, feeds)
+    assert next(model.parameters()).device.type == "cpu"  # the check works on a copy
+    return row
+
+
+def test_meta_device_passes_a_model_that_keeps_to_its_device():
+    row = meta_row(Linear().eval())
+    assert (row["meta_device"], row["status"]) == ("ok", "pass")
+
+
+def test_meta_device_fails_a_tensor_made_on_the_cpu_in_forward():
+    row = meta_row(MakesCpuTensor().eval())
+    assert (row["meta_device"], row["status"]) == ("fail", "fail")
+    assert row["error"].startswith("meta_device:") and "device" in row["error"]
+
+
+def test_meta_device_is_not_applicable_to_data_dependent_ops():
+    row = meta_row(OneHotOfArgmax().eval())
+    assert (row["meta_device"], row["status"]) == ("n/a", "pass")
