@@ -210,6 +210,42 @@ def trace_check(model, specs, feeds):
     return worst, None
 
 
+def _capture(model, args):
+    """The model as a captured graph: torch.export (torch 2.1+), else make_fx over fake tensors
+    (torch 1.13's form of the same capture: tensors without data, so any Python that reads a
+    tensor's value raises). Returns a function of the input tensors."""
+    try:
+        import torch.export as torch_export
+    except ImportError:
+        torch_export = None
+    with torch.no_grad():
+        if torch_export is not None and hasattr(torch_export, "export"):
+            program = torch_export.export(model, args).module()
+            return lambda *a: program(*a)
+        from torch.fx.experimental.proxy_tensor import make_fx
+        from torch.nn.utils.stateless import functional_call
+        state = dict(model.named_parameters())
+        state.update(model.named_buffers())
+        graph = make_fx(lambda s, *a: functional_call(model, s, a),
+                        tracing_mode="fake")(state, *args)
+        return lambda *a: graph(state, *a)
+
+
+def torch_export_check(model, specs, feeds):
+    """Graph capture as torch.export does it (see _capture) on the first feed; the captured graph
+    against eager on every feed."""
+    captured = _capture(model, tuple(tensors(feeds[0], specs)))
+    worst = 0.0
+    for feed in feeds:
+        with torch.no_grad():
+            got = to_numpy(captured(*tensors(feed, specs)))
+        err, why = numerics.compare(got, run(model, feed, specs))
+        if why:
+            return math.inf, why
+        worst = max(worst, err)
+    return worst, None
+
+
 def export_check(model, specs, feeds, refs, path, opset=17):
     """torch.onnx.export of the generated model, run by onnxruntime, vs the original's outputs."""
     kwargs = {}

@@ -3,17 +3,20 @@
 JSON: {"results": [row, ...], "summary": {"passed", "failed", "errors", "skipped"}, "meta": {...}}
 A row: benchmark, model, status (pass | fail | error | skipped), error (first problem, one line),
 nodes_before, nodes_after, convert_ms, max_error_cpu, max_error_gpu, vmap, vmap_gpu, trace, export,
-meta_device, batch, device, box, validate_s; a row whose max_error_cpu exceeds the tolerance also has
-reference_error: onnxruntime's error against the generated model run in float64 (null if it
-cannot run so), which shows when the reference itself is that far from the exact result.
-vmap_error (and vmap_gpu_error) is the float32 vmap-vs-loop error; when it exceeds the tolerance,
-vmap_float64_error and vmap_float32_noise record the same check in float64 and the float32 loop's
-own error against float64 (the check passes as float32 rounding when the first is <= 1e-9 and the
-error is at most twice the second; worker._vmap). Check fields are "ok", "fail" or null (not run).
-`meta_device` runs the model on torch's meta device (shapes without data), where a tensor made on
-the CPU inside forward fails as it would on a GPU; it is "n/a" when an op has no meta kernel.
-`batch` (the batch dimension grown to 64 vs the per-sample loop, for inputs that have one) is
-informational and does not decide the status. `skipped` rows are models named in instances.csv that are not on disk.
+torch_export, meta_device, batch, device, box, validate_s; a row whose max_error_cpu exceeds the
+tolerance also has reference_error: onnxruntime's error against the generated model run in float64
+(null if it cannot run so), which shows when the reference itself is that far from the exact
+result. vmap_error (and vmap_gpu_error) is the float32 vmap-vs-loop error; when it exceeds the
+tolerance, vmap_float64_error and vmap_float32_noise record the same check in float64 and the
+float32 loop's own error against float64 (the check passes as float32 rounding when the first is
+<= 1e-9 and the error is at most twice the second; worker._vmap). Check fields are "ok", "fail" or
+null (not run). `export` is torch.onnx.export run by onnxruntime; `torch_export` is graph capture
+as torch.export does it (torch.export itself on torch 2.1+, make_fx over fake tensors on torch
+1.13), the captured graph compared with eager. `meta_device` runs the model on torch's meta device
+(shapes without data), where a tensor made on the CPU inside forward fails as it would on a GPU;
+it is "n/a" when an op has no meta kernel. `batch` (the batch dimension grown to 64 vs the
+per-sample loop, for inputs that have one) is informational and does not decide the status.
+`skipped` rows are models named in instances.csv that are not on disk.
 The last line printed by a run is summary_line(): "N passed, M failed", M = fails + errors.
 """
 
@@ -22,8 +25,8 @@ import math
 from collections import OrderedDict
 
 FIELDS = ("benchmark", "model", "status", "error", "nodes_before", "nodes_after", "convert_ms",
-          "max_error_cpu", "max_error_gpu", "vmap", "vmap_gpu", "trace", "export", "meta_device", "batch",
-          "device", "box", "validate_s")
+          "max_error_cpu", "max_error_gpu", "vmap", "vmap_gpu", "trace", "export", "torch_export",
+          "meta_device", "batch", "device", "box", "validate_s")
 STATUSES = ("pass", "fail", "error", "skipped")
 
 

@@ -186,6 +186,7 @@ def _cpu_checks(row, checks, model, specs, feeds, refs, many, loop, tol, scratch
         if all(s.batched for s in specs):
             row.check("batch", lambda: checks.batch_check(model, specs, many, loop), tol, False)
     row.check("trace", lambda: checks.trace_check(model, specs, feeds), tol)
+    row.check("torch_export", lambda: checks.torch_export_check(model, specs, feeds), tol)
     _meta(row, checks, model, specs, feeds)
     # A new name per model: onnxruntime sessions are cached by path, size and mtime.
     path = os.path.join(scratch or "/tmp", f"export_{os.getpid()}_{next(_exports)}.onnx")

@@ -131,3 +131,30 @@ def test_meta_device_fails_a_tensor_made_on_the_cpu_in_forward():
 def test_meta_device_is_not_applicable_to_data_dependent_ops():
     row = meta_row(OneHotOfArgmax().eval())
     assert (row["meta_device"], row["status"]) == ("n/a", "pass")
+
+
+class BranchesOnValue(Linear):
+    """Python control flow on a tensor's value: eager and jit.trace run it, graph capture cannot."""
+
+    def forward(self, x):
+        y = super().forward(x)
+        return y * 2 if y.sum() > 0 else y
+
+
+def export_row(model):
+    specs = [onnxinfo.InputSpec("x", (1, 4), np.dtype(np.float32), True)]
+    feeds = numerics.make_points(specs, None, None, 3, 0)
+    row = worker.Row(status="pass", error="")
+    row.check("torch_export", lambda: checks.torch_export_check(model, specs, feeds), TOL)
+    return row
+
+
+def test_torch_export_captures_a_functional_model():
+    row = export_row(Linear().eval())
+    assert (row["torch_export"], row["status"]) == ("ok", "pass")
+
+
+def test_torch_export_fails_python_branching_on_values():
+    row = export_row(BranchesOnValue().eval())
+    assert (row["torch_export"], row["status"]) == ("fail", "fail")
+    assert row["error"].startswith("torch_export:")
