@@ -58,6 +58,8 @@ class ConvLayer : public Layer {
     return true;
   }
 
+  bool writable(const Editor&, int) const override { return true; }
+
   bool write(Editor& ed, int i) const override {
     Node node = ed.node(i);
     node.inputs.resize(3);

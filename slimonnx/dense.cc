@@ -151,13 +151,19 @@ int bias_sink(const Editor& ed, const std::string& value, int64_t n, common::DTy
 
 }  // namespace
 
-bool DenseLayer::write(Editor& ed, int i) const {
+bool DenseLayer::writable(const Editor& ed, int i) const {
   const Dims* xs = ed.shape(x());
   if (xs == nullptr) return false;
-  const bool gemm = xs->size() == 2 && !b.empty();
+  if (b.empty() || xs->size() == 2) return true;  // no bias, or a Gemm that holds it
+  int add = -1;
+  return bias_sink(ed, ed.node(i).outputs[0], n, dtype, &add) >= 0 && add != doomed();
+}
+
+bool DenseLayer::write(Editor& ed, int i) const {
+  if (!writable(ed, i)) return false;
+  const bool gemm = ed.shape(x())->size() == 2 && !b.empty();
   int add = -1;
   const int sink = gemm || b.empty() ? -1 : bias_sink(ed, ed.node(i).outputs[0], n, dtype, &add);
-  if (!gemm && !b.empty() && (sink < 0 || add == doomed())) return false;
   if (sink >= 0) {  // MatMul(X, W) + c  with the bias moved into c
     const Tensor& c = *ed.initializer(ed.node(add).inputs[sink]);
     std::vector<double> sum = c.to_double();

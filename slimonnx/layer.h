@@ -28,6 +28,8 @@ class Layer {
   /// Replaces node i by this layer (same name and outputs). False (nothing changed) if the
   /// layer cannot be written, e.g. a bias on a MatMul of rank > 2.
   virtual bool write(Editor& ed, int i) const = 0;
+  /// Whether write(ed, i) would succeed now.
+  virtual bool writable(const Editor& ed, int i) const = 0;
   /// A node that is about to be removed: write must not hand anything (a bias) to it.
   void set_doomed(int node) { doomed_ = node; }
   int doomed() const { return doomed_; }
@@ -52,6 +54,7 @@ class DenseLayer : public Layer {
   bool fold_after(const AxisAffine& a) override;
   bool fold_before(const Affine& a) override;
   bool write(Editor& ed, int i) const override;
+  bool writable(const Editor& ed, int i) const override;
 };
 std::unique_ptr<DenseLayer> as_dense(const Editor& ed, const common::Node& n);
 

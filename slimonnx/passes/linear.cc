@@ -1,5 +1,6 @@
 // Folding elementwise affine maps and BatchNormalization into neighbouring linear layers, and
 // merging chains of linear layers.
+#include <algorithm>
 #include <set>
 #include <string_view>
 
@@ -77,6 +78,47 @@ bool fold_before(Editor& ed, int i, const OpSet& affine_ops) {
   return true;
 }
 
+// Layer_k(Layout*(Affine(X))) -> Layer_k'(Layout*(X))   for every k, when the map's value (after
+// single-use layout ops) is read by several layers and nothing else, each taking it as its data
+// input: e.g. a BatchNormalization read by the query, key and value products of attention.
+// All or nothing: every layer is folded and checked before the graph changes.
+bool fold_before_shared(Editor& ed, int ap) {
+  std::optional<Affine> a = as_affine(ed, ed.node(ap));
+  if (!a) return false;
+  const std::string x = a->x;
+  std::vector<int> ops;  // nearest to the map first
+  std::string v = ed.node(ap).outputs[0];
+  for (;;) {
+    const std::vector<int> users = ed.consumers(v);
+    if (!ed.single_use(v) || !is_layout_op(ed.node(users[0]))) break;
+    ops.push_back(users[0]);
+    v = ed.node(users[0]).outputs[0];
+  }
+  const std::vector<int> users = ed.consumers(v);
+  if (users.size() < 2 || ed.is_graph_output(v)) return false;
+  for (int op : ops) {
+    if (!through_layout(ed, ed.node(op), true, *a)) return false;
+  }
+  std::vector<std::unique_ptr<Layer>> layers;
+  for (int u : users) {
+    const Node& n = ed.node(u);
+    if (!in(kLayers, n) || std::count(n.inputs.begin(), n.inputs.end(), v) != 1 ||
+        n.inputs[0] != v) {
+      return false;
+    }
+    std::unique_ptr<Layer> layer = as_layer(ed, n);
+    if (!layer || !layer->fold_before(*a)) return false;
+    if (ops.empty()) layer->set_x(x);
+    if (!layer->writable(ed, u)) return false;
+    layers.push_back(std::move(layer));
+  }
+  for (size_t k = 0; k < users.size(); ++k) layers[k]->write(ed, users[k]);
+  if (!ops.empty()) ed.set_input(ops.front(), 0, x);
+  ed.remove_node(ap);
+  ed.count();
+  return true;
+}
+
 common::Result<int64_t> sweep_after(common::Graph& g, const OpSet& affine_ops,
                                     const OpSet& layers) {
   Editor ed(g);
@@ -90,6 +132,9 @@ common::Result<int64_t> sweep_before(common::Graph& g, const OpSet& affine_ops) 
   Editor ed(g);
   for (int i = 0; i < static_cast<int>(ed.size()); ++i) {
     if (ed.live(i) && in(kLayers, ed.node(i))) fold_before(ed, i, affine_ops);
+  }
+  for (int i = 0; i < static_cast<int>(ed.size()); ++i) {
+    if (ed.live(i) && in(affine_ops, ed.node(i))) fold_before_shared(ed, i);
   }
   return ed.finish();
 }
