@@ -195,19 +195,24 @@ def meta_check(model, specs, feeds):
     return (math.inf, f"an output is on {off[0]}, not the module's device") if off else (0.0, None)
 
 
-def trace_check(model, specs, feeds):
-    """torch.jit.trace on the first feed, then traced vs eager on the others."""
-    with torch.no_grad():
-        traced = torch.jit.trace(model, tuple(tensors(feeds[0], specs)), check_trace=False)
+def _against_eager(fn, model, specs, feeds):
+    """(worst error, reason) of fn(*inputs) against the model run eagerly, over the feeds."""
     worst = 0.0
-    for feed in feeds[1:] or feeds:
+    for feed in feeds:
         with torch.no_grad():
-            got = to_numpy(traced(*tensors(feed, specs)))
+            got = to_numpy(fn(*tensors(feed, specs)))
         err, why = numerics.compare(got, run(model, feed, specs))
         if why:
             return math.inf, why
         worst = max(worst, err)
     return worst, None
+
+
+def trace_check(model, specs, feeds):
+    """torch.jit.trace on the first feed, then traced vs eager on the others."""
+    with torch.no_grad():
+        traced = torch.jit.trace(model, tuple(tensors(feeds[0], specs)), check_trace=False)
+    return _against_eager(traced, model, specs, feeds[1:] or feeds)
 
 
 def _capture(model, args):
@@ -234,16 +239,7 @@ def _capture(model, args):
 def torch_export_check(model, specs, feeds):
     """Graph capture as torch.export does it (see _capture) on the first feed; the captured graph
     against eager on every feed."""
-    captured = _capture(model, tuple(tensors(feeds[0], specs)))
-    worst = 0.0
-    for feed in feeds:
-        with torch.no_grad():
-            got = to_numpy(captured(*tensors(feed, specs)))
-        err, why = numerics.compare(got, run(model, feed, specs))
-        if why:
-            return math.inf, why
-        worst = max(worst, err)
-    return worst, None
+    return _against_eager(_capture(model, tuple(tensors(feeds[0], specs))), model, specs, feeds)
 
 
 def export_check(model, specs, feeds, refs, path, opset=17):

@@ -108,11 +108,16 @@ class OneHotOfArgmax(Linear):
         return torch.nn.functional.one_hot(super().forward(x).argmax(1))
 
 
-def meta_row(model):
+def checked_row(check, points):
+    """The row after check(row, specs, feeds) on the centre and `points` points of a [1, 4] box."""
     specs = [onnxinfo.InputSpec("x", (1, 4), np.dtype(np.float32), True)]
-    feeds = numerics.make_points(specs, None, None, 1, 0)
     row = worker.Row(status="pass", error="")
-    worker._meta(row, checks, model, specs, feeds)
+    check(row, specs, numerics.make_points(specs, None, None, points, 0))
+    return row
+
+
+def meta_row(model):
+    row = checked_row(lambda row, specs, feeds: worker._meta(row, checks, model, specs, feeds), 1)
     assert next(model.parameters()).device.type == "cpu"  # the check works on a copy
     return row
 
@@ -142,11 +147,8 @@ class BranchesOnValue(Linear):
 
 
 def export_row(model):
-    specs = [onnxinfo.InputSpec("x", (1, 4), np.dtype(np.float32), True)]
-    feeds = numerics.make_points(specs, None, None, 3, 0)
-    row = worker.Row(status="pass", error="")
-    row.check("torch_export", lambda: checks.torch_export_check(model, specs, feeds), TOL)
-    return row
+    return checked_row(lambda row, specs, feeds: row.check(
+        "torch_export", lambda: checks.torch_export_check(model, specs, feeds), TOL), 3)
 
 
 def test_torch_export_captures_a_functional_model():
