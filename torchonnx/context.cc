@@ -163,8 +163,16 @@ void Context::emit_tuple(std::string expr, std::string_view hint, bool batched) 
   add_statement(std::move(expr), hint, batched, (fused_ ? fused_ : &node_)->outputs.size());
 }
 
+void Context::check_batch(bool output_batched) {
+  if (!output_batched && state_.batch > 0 && state_.batch_lost.empty() && any_batched()) {
+    state_.batch_lost =
+        node_.name.empty() ? node_.op_type : node_.name + " (" + node_.op_type + ")";
+  }
+}
+
 void Context::add_statement(std::string expr, std::string_view hint, bool batched, size_t count) {
   const common::Node& owner = fused_ ? *fused_ : node_;
+  check_batch(batched);
   Statement st;
   st.expr = std::move(expr);
   st.comment = comment();
@@ -195,6 +203,7 @@ std::string Context::local(std::string expr, std::string_view hint) {
 
 void Context::alias(size_t i, Operand operand) {
   const common::Node& owner = fused_ ? *fused_ : node_;
+  check_batch(operand.batched);
   state_.operands[owner.outputs[i]] = std::move(operand);
 }
 

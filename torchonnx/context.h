@@ -32,6 +32,10 @@ struct LowerState {
   std::vector<bool> done;                   ///< node absorbed into an earlier statement
   std::set<std::string, std::less<>> live;  ///< values the graph outputs depend on
   int64_t batch = -1;                       ///< static size of the batch dim (-1: model has none)
+  /// The first node with a batched input whose output does not have the batch in dim 0 (generated
+  /// code for other batch sizes would then be wrong), or empty.
+  std::string batch_lost;
+  bool rnn_modules = false;  ///< LowerOptions::rnn_modules
 };
 
 /// The lowering of one node.
@@ -40,6 +44,7 @@ class Context {
   Context(LowerState& state, int node_index);
 
   const common::Node& node() const { return node_; }
+  bool rnn_modules() const { return state_.rnn_modules; }
   const common::Graph& graph() const { return *state_.graph; }
   int64_t opset() const { return graph().opset(""); }
   size_t num_inputs() const { return node_.inputs.size(); }
@@ -102,6 +107,8 @@ class Context {
   /// The statement comment: the node's name, and the fused consumer's.
   std::string comment() const;
   void add_statement(std::string expr, std::string_view hint, bool batched, size_t count);
+  /// Records the node in batch_lost when it has a batched input and this output is not batched.
+  void check_batch(bool output_batched);
 
   LowerState& state_;
   const common::Node& node_;

@@ -49,6 +49,7 @@ common::Result<Converted> convert(common::Graph graph, const ConvertOptions& opt
   out.nodes_after = static_cast<int64_t>(graph.nodes.size());
   LowerOptions lower_options;
   lower_options.class_name = options.class_name;
+  lower_options.rnn_modules = options.rnn_modules;
   ASSIGN_OR_RETURN(out.module, lower(graph, lower_options));
   ASSIGN_OR_RETURN(out.python, emit_python(out.module));
   return out;

@@ -16,7 +16,8 @@ namespace torchonnx {
 
 struct ConvertOptions {
   std::string class_name = "Model";
-  bool slim = true;  ///< run slimonnx before lowering (when it is built)
+  bool slim = true;          ///< run slimonnx before lowering (when it is built)
+  bool rnn_modules = false;  ///< LowerOptions::rnn_modules
   int64_t batch_size = 1;
   std::map<std::string, common::Dims> input_shapes;
   /// Sequence inputs: their lengths (element shapes from input_shapes or the declaration), or

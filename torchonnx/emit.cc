@@ -72,6 +72,10 @@ void header(const Module& m, std::string& out) {
   bool batched = false;
   for (const Port& p : m.input_ports) batched = batched || p.batched;
   if (batched) out += "# N: batch size, any value.\n";
+  if (!m.fixed_batch.empty()) {
+    out += "# Sizes as declared: " + common::python_comment_text(m.fixed_batch) +
+           " does not keep the batch in dim 0; batch with vmap.\n";
+  }
 }
 
 void imports(const Module& m, std::string& out) {

@@ -243,22 +243,24 @@ std::vector<common::PackedPort> interface_ports(const std::vector<common::Packed
 Port composite_port(const Graph& graph, const common::PackedPort& p) {
   Port port{p.name, "", {}, false, "list", {}};
   for (const std::string& t : p.tensors) port.elements.push_back(make_port(graph, t, false));
-  if (!p.present) port.kind = "none";
-  else if (p.kind == common::PortKind::kOptional) port.kind = "optional";
+  if (!p.present)
+    port.kind = "none";
+  else if (p.kind == common::PortKind::kOptional)
+    port.kind = "optional";
   return port;
 }
 
-}  // namespace
-
-common::Result<Module> lower(const Graph& graph, const LowerOptions& options) {
+// Lowers with `batch` as the size of the batch dim (-1: none); `state` keeps what happened.
+common::Result<Module> lower_with(const Graph& graph, const LowerOptions& options, int64_t batch,
+                                  LowerState* state) {
   RETURN_IF_ERROR(check_port_types(graph));
-  auto state = std::make_unique<LowerState>();
   state->graph = &graph;
   state->module.class_name = options.class_name;
   state->module.source = graph.source;
   state->done.assign(graph.nodes.size(), false);
   state->live = live_values(graph);
-  state->batch = batch_size(graph);
+  state->batch = batch;
+  state->rnn_modules = options.rnn_modules;
   Module& module = state->module;
   for (const common::PackedPort& port : interface_ports(graph.packed_inputs, graph.inputs)) {
     std::string param = state->locals.make(port.name.empty() ? "x" : port.name);
@@ -319,6 +321,22 @@ common::Result<Module> lower(const Graph& graph, const LowerOptions& options) {
   }
   remove_dead_code(module);
   return std::move(module);
+}
+
+}  // namespace
+
+common::Result<Module> lower(const Graph& graph, const LowerOptions& options) {
+  const int64_t batch = batch_size(graph);
+  auto state = std::make_unique<LowerState>();
+  ASSIGN_OR_RETURN(Module module, lower_with(graph, options, batch, state.get()));
+  if (state->batch_lost.empty()) return module;
+  // The batch leaves dim 0 somewhere (e.g. a transpose to sequence-first): code written for a
+  // variable batch would be wrong there, so the inputs keep their declared batch size.
+  const std::string lost = state->batch_lost;
+  state = std::make_unique<LowerState>();
+  ASSIGN_OR_RETURN(module, lower_with(graph, options, -1, state.get()));
+  module.fixed_batch = lost;
+  return module;
 }
 
 }  // namespace torchonnx

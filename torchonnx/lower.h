@@ -12,6 +12,10 @@ namespace torchonnx {
 
 struct LowerOptions {
   std::string class_name = "Model";
+  /// RNN/GRU/LSTM as nn.RNN/nn.GRU/nn.LSTM layers where PyTorch computes the same thing (faster,
+  /// cuDNN on a GPU, but vmap has no batching rule for them); otherwise a helper method that loops
+  /// over the time steps with plain tensor ops.
+  bool rnn_modules = false;
 };
 
 /// Lowers a graph whose values all have static shapes (run shapeonnx::infer first). Fails with

@@ -18,6 +18,7 @@ struct Args {
   std::string out_dir;
   std::string class_name = "Model";
   bool no_slim = false;
+  bool rnn_modules = false;
   int64_t batch_size = 1;
   std::vector<std::string> input_shapes;
   std::vector<std::string> sequence_lengths;
@@ -92,6 +93,7 @@ int run(const Args& args) {
   torchonnx::ConvertOptions options;
   options.class_name = args.class_name;
   options.slim = !args.no_slim;
+  options.rnn_modules = args.rnn_modules;
   options.batch_size = args.batch_size;
   options.input_shapes = *shapes;
   options.sequence_lengths = *lengths;
@@ -120,6 +122,9 @@ int main(int argc, char** argv) {
   app.add_option("--class-name", args.class_name,
                  "name of the generated nn.Module class (default Model); also the stem for -");
   app.add_flag("--no-slim", args.no_slim, "skip slimonnx's simplifications");
+  app.add_flag("--rnn-modules", args.rnn_modules,
+               "RNN/GRU/LSTM as nn.RNN/nn.GRU/nn.LSTM layers where they compute the same (faster, "
+               "but torch.vmap cannot batch them); default: a method looping over the time steps");
   common::add_shape_options(app, args.batch_size, args.input_shapes);
   app.add_option("--sequence-length", args.sequence_lengths,
                  "NAME=N: a sequence input holds N tensors (of its declared element shape, or "

@@ -62,6 +62,9 @@ struct Port {
 
 struct Module {
   std::string class_name = "Model";
+  /// Why inputs keep their declared batch size although the model has a batch dimension (the
+  /// node where the batch leaves dim 0), or empty.
+  std::string fixed_batch;
   std::string source;  ///< input file named in the header
   std::vector<Port> input_ports, output_ports;
   std::vector<std::string> inputs;  ///< forward's parameter names, in graph order

@@ -119,10 +119,13 @@ Status gemm(Context& ctx) {
   return ctx.emit(expr, "fc", batched);
 }
 
+// Dim 0 of the product is the batch when it comes from a batched operand's dim 0: a leading
+// (broadcast) dim of A or of B, or A's row dim of a matrix-vector product.
 bool matmul_batched(const Context& ctx) {
-  const size_t out_rank = ctx.out_shape().size();
-  return (ctx.batched(0) && ctx.rank(0) >= 2 && static_cast<size_t>(ctx.rank(0)) == out_rank) ||
-         (ctx.batched(1) && ctx.rank(1) >= 3 && static_cast<size_t>(ctx.rank(1)) == out_rank);
+  const int64_t a = ctx.rank(0), b = ctx.rank(1);
+  const int64_t out = static_cast<int64_t>(ctx.out_shape().size());
+  return (ctx.batched(0) && a >= 2 && (a == out || b == 1)) ||
+         (ctx.batched(1) && b >= 3 && (b == out || a == 1));
 }
 
 Status matmul(Context& ctx) {

@@ -1,6 +1,7 @@
-// Recurrent ops (RNN, GRU, LSTM) over a sequence of static length. Forms that PyTorch computes
-// become nn.RNN / nn.GRU / nn.LSTM layers, ONNX's gate order rearranged into PyTorch's; the
-// others go to lower_steps (ops_recurrent_steps.cc).
+// Recurrent ops (RNN, GRU, LSTM) over a sequence of static length: lower_steps
+// (ops_recurrent_steps.cc), plain tensor ops that vmap can batch; with --rnn-modules, forms that
+// PyTorch computes become nn.RNN / nn.GRU / nn.LSTM layers, ONNX's gate order rearranged into
+// PyTorch's.
 #include "torchonnx/ops_recurrent.h"
 
 #include <algorithm>
@@ -208,7 +209,7 @@ Status recurrent(Context& ctx) {
   if (ctx.num_outputs() > static_cast<size_t>(s.gates == 4 ? 3 : 2)) {
     return ctx.error("too many outputs");
   }
-  return layer_computes(s) ? lower_layer(ctx, s) : lower_steps(ctx, s);
+  return ctx.rnn_modules() && layer_computes(s) ? lower_layer(ctx, s) : lower_steps(ctx, s);
 }
 
 }  // namespace

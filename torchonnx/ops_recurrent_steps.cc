@@ -1,4 +1,4 @@
-// The general lowering of RNN, GRU and LSTM (GRU with linear_before_reset=0, peepholes, other
+// The lowering of RNN, GRU and LSTM (every form: GRU with linear_before_reset=0, peepholes, other
 // activations, clip, sequence_lens): a helper method of the generated class that loops over the
 // static time steps, with the directions batched on a dim of their own:
 //     def rnn_steps1(self, x, h):

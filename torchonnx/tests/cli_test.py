@@ -23,6 +23,14 @@ def run(*args, stdin=None):
     return subprocess.run([EXE, *map(str, args)], input=stdin, capture_output=True)
 
 
+def vmap(fn):
+    """torch.vmap (torch 2.x) or functorch.vmap (torch 1.13)."""
+    if hasattr(torch, "vmap"):
+        return torch.vmap(fn)
+    from functorch import vmap as functorch_vmap
+    return functorch_vmap(fn)
+
+
 def mlp_model(path):
     """x[1,2,3] -> Reshape([1, 6]) -> MatMul(w) + b -> Relu: batch 1 hard-coded in the reshape."""
     rng = np.random.default_rng(0)
@@ -333,3 +341,57 @@ def test_tensors_made_in_forward_follow_the_module_device(tmp_path):
     np.testing.assert_allclose(y, x * 2.5 + (np.arange(n) + 0.5), rtol=1e-6)
     with torch.no_grad():
         assert model.to("meta")(torch.zeros(1, n, device="meta")).device.type == "meta"
+
+
+def transposed_batch_model(path):
+    """x [N, 3, 4] -> Transpose(1, 0, 2) -> Relu -> Transpose(1, 0, 2): the batch leaves dim 0."""
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0, 2], name="to_seq_first"),
+             helper.make_node("Relu", ["t"], ["r"]),
+             helper.make_node("Transpose", ["r"], ["y"], perm=[1, 0, 2])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3, 4])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+
+
+def test_batch_that_leaves_dim_0_keeps_the_declared_size(tmp_path):
+    transposed_batch_model(tmp_path / "t.onnx")
+    r = run(tmp_path / "t.onnx", "-o", tmp_path / "out")
+    assert r.returncode == 0, r.stderr
+    code = (tmp_path / "out" / "t.py").read_text()
+    assert "#   x: float [1, 3, 4]\n" in code and "# N:" not in code
+    assert "# Sizes as declared: to_seq_first (Transpose) does not keep the batch in dim 0" in code
+    model = load(tmp_path / "out", "t")
+    x = torch.randn(5, 1, 3, 4)
+    with torch.no_grad():
+        assert torch.equal(model(x[0]), x[0].relu())
+        assert torch.equal(vmap(model)(x), x.relu())
+
+
+def lstm_model(path):
+    """LSTM over X [4 steps, 1, 2 inputs], hidden 3, default gates; outputs Y and Y_h."""
+    rng = np.random.default_rng(3)
+    inits = [numpy_helper.from_array(rng.uniform(-1, 1, shape).astype(np.float32), name)
+             for name, shape in (("W", (1, 12, 2)), ("R", (1, 12, 3)), ("B", (1, 24)))]
+    node = helper.make_node("LSTM", ["x", "W", "R", "B"], ["y", "y_h"], hidden_size=3)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 1, 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 1, 1, 3]),
+                               helper.make_tensor_value_info("y_h", TensorProto.FLOAT, [1, 1, 3])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), str(path))
+
+
+def test_recurrent_ops_are_time_step_loops_that_vmap_unless_modules_are_asked_for(tmp_path):
+    lstm_model(tmp_path / "lstm_steps.onnx")
+    lstm_model(tmp_path / "lstm_layer.onnx")
+    assert run(tmp_path / "lstm_steps.onnx", "-o", tmp_path / "out").returncode == 0
+    assert run(tmp_path / "lstm_layer.onnx", "-o", tmp_path / "out", "--rnn-modules").returncode == 0
+    steps_code = (tmp_path / "out" / "lstm_steps.py").read_text()
+    assert "def lstm_steps1(self, x, h, c):" in steps_code and "nn.LSTM" not in steps_code
+    assert "self.lstm1 = nn.LSTM(2, 3)" in (tmp_path / "out" / "lstm_layer.py").read_text()
+    steps, layer = load(tmp_path / "out", "lstm_steps"), load(tmp_path / "out", "lstm_layer")
+    x = torch.randn(6, 4, 1, 2)
+    with torch.no_grad():
+        batched = vmap(steps)(x)
+        for i in range(len(x)):
+            for got, loop, other in zip(batched, steps(x[i]), layer(x[i])):
+                assert torch.allclose(got[i], loop, atol=1e-6)
+                assert torch.allclose(loop, other, atol=1e-6)

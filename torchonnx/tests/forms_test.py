@@ -1,6 +1,7 @@
 """Op forms that the ONNX backend node tests barely cover, checked against independently computed outputs:
 MaxPool with Indices, LpPool, GlobalLpPool, GatherND batch_dims, Resize tf_crop_and_resize,
-Conv/ConvTranspose whose weight or bias is a graph input, the attribute forms of RNN/GRU/LSTM, and
+Conv/ConvTranspose whose weight or bias is a graph input, the attribute forms of RNN/GRU/LSTM (as
+time-step loops, and with --rnn-modules as PyTorch's recurrent layers where they apply), and
 If/Loop/Scan. The cases live in forms_cases.py, forms_recurrent.py and forms_control.py; each family is converted with
 torchonnx --no-slim and run by tools/run_node_tests.py.
 
@@ -20,7 +21,8 @@ import forms_recurrent
 
 EXE = os.environ.get("TORCHONNX")
 FAMILIES = {**forms_cases.FAMILIES, "recurrent": forms_recurrent.recurrent,
-            "control_flow": forms_control.control_flow}
+            "recurrent_modules": forms_recurrent.recurrent, "control_flow": forms_control.control_flow}
+FLAGS = {"recurrent_modules": ["--rnn-modules"]}  # the same cases as nn.RNN/nn.GRU/nn.LSTM layers
 RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "run_node_tests.py")
 
 
@@ -30,11 +32,12 @@ def need_exe():
         pytest.skip("TORCHONNX does not name a built torchonnx")
 
 
-def convert(case, root):
+def convert(case, root, flags=()):
     """Writes the case under root/cases, converts it into root/out; a manifest entry, or the error text."""
     test_dir, out = root / "cases" / case.name, root / "out" / case.name
     forms_cases.write_case(case, test_dir)
-    r = subprocess.run([EXE, "--no-slim", test_dir / "model.onnx", "-o", out], capture_output=True, text=True)
+    r = subprocess.run([EXE, "--no-slim", *flags, test_dir / "model.onnx", "-o", out], capture_output=True,
+                       text=True)
     if r.returncode:
         return r.stderr.strip() or f"exit {r.returncode}"
     return {"name": case.name, "test_dir": str(test_dir), "py": str(out / "model.py"),
@@ -44,7 +47,7 @@ def convert(case, root):
 @pytest.mark.parametrize("family", FAMILIES)
 def test_family_matches_reference(family, tmp_path):
     cases = FAMILIES[family]()
-    results = {case.name: convert(case, tmp_path) for case in cases}
+    results = {case.name: convert(case, tmp_path, FLAGS.get(family, ())) for case in cases}
     failed = [f"{name}: {why}" for name, why in results.items() if isinstance(why, str)]
     assert not failed, "conversion failed:\n" + "\n".join(failed)
 
