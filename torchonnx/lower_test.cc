@@ -110,6 +110,31 @@ TEST(Lower, LayerNormWithConstantScaleIsALayer) {
             "layer_norm1 = F.layer_norm(x, (4,), eps=1e-05) * s\nreturn layer_norm1\n");
 }
 
+// Einsum keeps the batch when every input is batched and dim 0 keeps its label; otherwise the
+// model keeps its declared sizes (the reshape below writes the batch size 1 out).
+TEST(Lower, EinsumKeepsTheBatchWhenItsLabelLeads) {
+  const std::string model = R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,2,3] x, float[1,3,4] y) => (float[1,8] z) <int64[2] shape = {1, 8}> {
+      e = Einsum <equation = "EQUATION"> (x, y)
+      z = Reshape(e, shape)
+    })";
+  auto with = [&](const std::string& equation) {
+    std::string text = model;
+    text.replace(text.find("EQUATION"), 8, equation);
+    return body_of(text);
+  };
+  EXPECT_EQ(with("bij,bjk->bik"),
+            "einsum1 = torch.einsum(\"bij,bjk->bik\", x, y)\nreshape1 = einsum1.reshape(-1, 8)\n"
+            "return reshape1\n");
+  EXPECT_EQ(with("...ij,...jk->...ik"),
+            "einsum1 = torch.einsum(\"...ij,...jk->...ik\", x, y)\n"
+            "reshape1 = einsum1.reshape(-1, 8)\nreturn reshape1\n");
+  EXPECT_EQ(with("bij,cjk->cik"),
+            "einsum1 = torch.einsum(\"bij,cjk->cik\", x, y)\nreshape1 = einsum1.reshape(1, 8)\n"
+            "return reshape1\n");
+}
+
 TEST(Lower, MatMulPlusBiasIsLinearAndBatchIsFree) {
   // Reshape to a hard-coded [1, 6] keeps the batch: written as -1.
   EXPECT_EQ(body_of(R"(
