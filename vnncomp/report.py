@@ -119,8 +119,9 @@ def to_markdown(doc):
     lines += _bench_table(rows)
     lines += ["", "## Models", "",
               "| benchmark | model | nodes before | nodes after | convert ms | status | "
-              "max error CPU | max error GPU | vmap | trace | export | device | error |",
-              "|---|---|---:|---:|---:|---|---:|---:|---|---|---|---|---|"]
+              "max error CPU | max error GPU | vmap | trace | export | torch.export | meta device | "
+              "device | error |",
+              "|---|---|---:|---:|---:|---|---:|---:|---|---|---|---|---|---|---|"]
     for r in rows:
         if r["status"] == "skipped":
             continue
@@ -129,7 +130,8 @@ def to_markdown(doc):
             vmap = f"{vmap}/{r['vmap_gpu']} (gpu)"
         cells = [r["benchmark"], r["model"], r.get("nodes_before"), r.get("nodes_after"),
                  r.get("convert_ms"), r["status"], r.get("max_error_cpu"), r.get("max_error_gpu"),
-                 vmap, r.get("trace"), r.get("export"), r.get("device"), r.get("error")]
+                 vmap, r.get("trace"), r.get("export"), r.get("torch_export"), r.get("meta_device"),
+                 r.get("device"), r.get("error")]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     skipped = [r for r in rows if r["status"] == "skipped"]
     if skipped:

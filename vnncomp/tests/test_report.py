@@ -7,7 +7,8 @@ def rows():
          Entry("b2", "m3|x.onnx", "/x/m3.onnx"), Entry("b2", "gone.onnx", "/x/g.onnx")]
     return [report.make_row(e[1], status="fail", error="vmap: max error 1 > 1e-05", vmap="fail"),
             report.make_row(e[0], status="pass", max_error_cpu=1e-7, nodes_before=5,
-                            nodes_after=3, convert_ms=2.5, vmap="ok", trace="ok", export="ok"),
+                            nodes_after=3, convert_ms=2.5, vmap="ok", trace="ok", export="ok",
+                            torch_export="ok", meta_device="n/a"),
             report.make_row(e[2], status="error", error="timeout after 5 s"),
             report.make_row(e[3], status="skipped", error="missing")]
 
@@ -28,7 +29,7 @@ def test_markdown_has_totals_and_escapes():
     assert "| b2 | 2 | 0 | 0 | 1 | 1 | 0 | 0.0 |" in md
     assert "| **total** | 4 | 1 | 1 | 1 | 1 | 2 | 0.0 |" in md
     assert "| b2 | m3\\|x.onnx |" in md
-    assert "| b1 | m1.onnx | 5 | 3 | 2.5 | pass | 1.00e-07 |  | ok | ok | ok |" in md
+    assert "| b1 | m1.onnx | 5 | 3 | 2.5 | pass | 1.00e-07 |  | ok | ok | ok | ok | n/a |" in md
     assert "Skipped (1, listed in instances.csv but not on disk): b2/gone.onnx" in md
 
 
