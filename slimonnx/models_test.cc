@@ -33,7 +33,7 @@ std::string spec_for(const fs::path& bench, const fs::path& model) {
       continue;
     }
     std::string spec = line.substr(comma + 1, line.find(',', comma + 1) - comma - 1);
-    for (const fs::path p : {bench / spec, bench / (spec + ".gz")}) {
+    for (const fs::path& p : {bench / spec, bench / (spec + ".gz")}) {
       if (fs::exists(p)) return p.string();
     }
   }
