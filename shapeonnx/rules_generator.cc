@@ -72,6 +72,10 @@ Status constant_of_shape_rule(InferContext& ctx) {
   }
   RETURN_IF_ERROR(checked_product(ctx, dims, 0, dims.size()));
   const Tensor* value = ctx.node().attr_tensor("value");
+  if (value != nullptr && value->numel() != 1) {
+    return ctx.error("ConstantOfShape value must hold one element, not " +
+                     std::to_string(value->numel()));
+  }
   ctx.set_output(0, value != nullptr ? value->dtype : DType::kFloat, std::move(dims));
   return {};
 }

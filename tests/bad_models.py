@@ -47,8 +47,12 @@ def cases():
     huge_kernel = _model([helper.make_node("Unsqueeze", ["x"], ["x3"], name="to3d", axes=[0]),
                           helper.make_node("AveragePool", ["x3"], ["y"], name="pool",
                                            kernel_shape=[2**33], auto_pad="SAME_LOWER")], opset=11)
+    two_values = _model([helper.make_node("Shape", ["x"], ["s"], name="shape"),
+                         helper.make_node("ConstantOfShape", ["s"], ["y"], name="fill",
+                                          value=helper.make_tensor("v", TensorProto.FLOAT, [2], [1, 2]))])
     return [
         ("empty.onnx", b"", ["empty input"]),
+        ("fillvalue.onnx", _bytes(two_values), ["'fill'", "(ConstantOfShape)", "one element, not 2"]),
         ("arity.onnx", _bytes(one_input_less), ["'less'", "(Less)", "takes 2 inputs (opset 11), got 1"]),
         ("emptyinput.onnx", _bytes(missing_indices),
          ["'scatter'", "(ScatterND)", "required input 1 ('indices') is missing"]),
