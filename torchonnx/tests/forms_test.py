@@ -2,8 +2,8 @@
 MaxPool with Indices, LpPool, GlobalLpPool, GatherND batch_dims, Resize tf_crop_and_resize,
 Conv/ConvTranspose whose weight or bias is a graph input, the attribute forms of RNN/GRU/LSTM (as
 time-step loops, and with --rnn-modules as PyTorch's recurrent layers where they apply), and
-If/Loop/Scan. The cases live in forms_cases.py, forms_recurrent.py and forms_control.py; each family is converted with
-torchonnx --no-slim and run by tools/run_node_tests.py.
+If/Loop/Scan. The cases live in forms_cases.py, forms_conv.py, forms_recurrent.py and
+forms_control.py; each family is converted with torchonnx --no-slim and run by tools/run_node_tests.py.
 
     TORCHONNX=build/torchonnx/torchonnx /usr/bin/python3 -m pytest torchonnx/tests/forms_test.py
 """
@@ -17,10 +17,12 @@ import pytest
 
 import forms_cases
 import forms_control
+import forms_conv
 import forms_recurrent
 
 EXE = os.environ.get("TORCHONNX")
-FAMILIES = {**forms_cases.FAMILIES, "recurrent": forms_recurrent.recurrent,
+FAMILIES = {**forms_cases.FAMILIES, "conv_runtime_weights": forms_conv.conv_runtime_weights,
+            "recurrent": forms_recurrent.recurrent,
             "recurrent_modules": forms_recurrent.recurrent, "control_flow": forms_control.control_flow}
 FLAGS = {"recurrent_modules": ["--rnn-modules"]}  # the same cases as nn.RNN/nn.GRU/nn.LSTM layers
 RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "run_node_tests.py")
