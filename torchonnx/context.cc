@@ -91,6 +91,29 @@ bool Context::batched(size_t i) const {
   return it != state_.operands.end() && it->second.batched;
 }
 
+Operand Context::operand(size_t i) {
+  const int axis = batch_axis(i);
+  return Operand{in(i), axis == 0, axis > 0 ? axis : -1};
+}
+
+int Context::batch_axis(size_t i) const {
+  if (!has_input(i)) return -1;
+  auto it = state_.operands.find(node_.inputs[i]);
+  if (it == state_.operands.end()) return -1;
+  return it->second.batched ? 0 : it->second.moved;
+}
+
+int Context::probed_axis(size_t i) const {
+  const common::Node& owner = fused_ ? *fused_ : node_;
+  if (!state_.batch_axes || i >= owner.outputs.size()) return -2;
+  auto it = state_.batch_axes->find(owner.outputs[i]);
+  const common::Value* v = graph().find(owner.outputs[i]);
+  // A value slimonnx rewrote under the same name may have another shape: trust the probe only
+  // where the shapes agree.
+  if (it == state_.batch_axes->end() || !v || !v->shape || *v->shape != it->second.dims) return -2;
+  return it->second.axis;
+}
+
 bool Context::any_batched() const {
   for (size_t i = 0; i < num_inputs(); ++i) {
     if (batched(i)) return true;
@@ -155,24 +178,54 @@ common::Status Context::emit(std::string expr, std::string_view hint, bool batch
   for (size_t i = 1; i < (fused_ ? fused_ : &node_)->outputs.size(); ++i) {
     if (output_used(i)) return error("optional output " + std::to_string(i) + " is not supported");
   }
-  add_statement(std::move(expr), hint, batched, 1);
+  add_statement(std::move(expr), hint, batched ? 0 : -1, 1, false);
   return {};
 }
 
 void Context::emit_tuple(std::string expr, std::string_view hint, bool batched) {
-  add_statement(std::move(expr), hint, batched, (fused_ ? fused_ : &node_)->outputs.size());
+  add_statement(std::move(expr), hint, batched ? 0 : -1, (fused_ ? fused_ : &node_)->outputs.size(),
+                false);
 }
 
-void Context::check_batch(bool output_batched) {
-  if (!output_batched && state_.batch > 0 && state_.batch_lost.empty() && any_batched()) {
+common::Status Context::emit_at(std::string expr, std::string_view hint, int axis) {
+  for (size_t i = 1; i < (fused_ ? fused_ : &node_)->outputs.size(); ++i) {
+    if (output_used(i)) return error("optional output " + std::to_string(i) + " is not supported");
+  }
+  add_statement(std::move(expr), hint, axis, 1, true);
+  return {};
+}
+
+void Context::emit_tuple_at(std::string expr, std::string_view hint, int axis) {
+  add_statement(std::move(expr), hint, axis, (fused_ ? fused_ : &node_)->outputs.size(), true);
+}
+
+void Context::check_batch(int axis, bool aware) {
+  if (state_.batch <= 0 || !state_.batch_lost.empty()) return;
+  bool carried = false, moved = false;
+  for (size_t i = 0; i < num_inputs(); ++i) {
+    const int a = batch_axis(i);
+    carried = carried || a >= 0;
+    moved = moved || a > 0;
+  }
+  // A fused consumer's other inputs count too (a bias added to a batched product).
+  if (fused_) {
+    for (const std::string& in : fused_->inputs) {
+      auto it = state_.operands.find(in);
+      if (!in.empty() && it != state_.operands.end() && it->second.moved > 0) moved = true;
+    }
+  }
+  // A batch outside dim 0 must be where the model's own shapes put it.
+  const int probed = axis > 0 ? probed_axis() : axis;
+  if ((carried && axis < 0) || (moved && !aware) || (probed != -2 && probed != axis)) {
     state_.batch_lost =
         node_.name.empty() ? node_.op_type : node_.name + " (" + node_.op_type + ")";
   }
 }
 
-void Context::add_statement(std::string expr, std::string_view hint, bool batched, size_t count) {
+void Context::add_statement(std::string expr, std::string_view hint, int axis, size_t count,
+                            bool aware) {
   const common::Node& owner = fused_ ? *fused_ : node_;
-  check_batch(batched);
+  check_batch(axis, aware);
   Statement st;
   st.expr = std::move(expr);
   st.comment = comment();
@@ -182,7 +235,8 @@ void Context::add_statement(std::string expr, std::string_view hint, bool batche
       continue;
     }
     std::string name = state_.locals.make(hint, true);
-    state_.operands[owner.outputs[i]] = Operand{name, batched && state_.batch > 0};
+    Operand o{name, axis == 0 && state_.batch > 0, axis > 0 && state_.batch > 0 ? axis : -1};
+    state_.operands[owner.outputs[i]] = std::move(o);
     st.targets.push_back(std::move(name));
   }
   state_.module.body.push_back(std::move(st));
@@ -203,7 +257,7 @@ std::string Context::local(std::string expr, std::string_view hint) {
 
 void Context::alias(size_t i, Operand operand) {
   const common::Node& owner = fused_ ? *fused_ : node_;
-  check_batch(operand.batched);
+  check_batch(operand.batched ? 0 : operand.moved, operand.moved >= 0);
   state_.operands[owner.outputs[i]] = std::move(operand);
 }
 

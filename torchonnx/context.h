@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/graph.h"
 #include "common/names.h"
+#include "torchonnx/batch_probe.h"
 #include "torchonnx/module.h"
 
 namespace torchonnx {
@@ -19,7 +20,8 @@ namespace torchonnx {
 /// How generated code refers to a value.
 struct Operand {
   std::string expr;      ///< identifier, `self.<buffer>` or a literal
-  bool batched = false;  ///< dim 0 is the (variable) batch dimension
+  bool batched = false;  ///< dim 0 is the (variable) batch dimension, alone or merged with others
+  int moved = -1;        ///< the dim that carries the batch when it is not dim 0 (batched false)
 };
 
 /// Module-wide lowering state shared by all handlers.
@@ -36,6 +38,7 @@ struct LowerState {
   /// code for other batch sizes would then be wrong), or empty.
   std::string batch_lost;
   bool rnn_modules = false;  ///< LowerOptions::rnn_modules
+  const BatchAxes* batch_axes = nullptr;  ///< LowerOptions::batch_axes (null without a batch)
 };
 
 /// The lowering of one node.
@@ -73,6 +76,13 @@ class Context {
   bool inlinable(size_t i) const;
   bool batched(size_t i) const;
   bool any_batched() const;
+  /// Input i as it stands: `in(i)` with its batch dim (for outputs that are the input itself).
+  Operand operand(size_t i);
+  /// The dim of input i that carries the batch (0 when batched), or -1.
+  int batch_axis(size_t i) const;
+  /// The dim of output i that carries the batch by the model's shapes at two batch sizes: -1 none,
+  /// -2 not known (no probe, a value slimonnx made, or no single dim that scales).
+  int probed_axis(size_t i = 0) const;
   /// Model-wide static batch size (-1: no batch dim).
   int64_t batch() const { return state_.batch; }
 
@@ -95,6 +105,11 @@ class Context {
   /// Emits `<out0>, <out1>, ... = expr` for an expression yielding one value per output
   /// ("_" for unused ones).
   void emit_tuple(std::string expr, std::string_view hint, bool batched);
+  /// `emit` and `emit_tuple` for handlers that follow a batch in any dim: `axis` is the output's
+  /// batch dim (-1: none). Plain `emit` of a node with an input batched outside dim 0 gives the
+  /// batch up (batch_lost).
+  common::Status emit_at(std::string expr, std::string_view hint, int axis);
+  void emit_tuple_at(std::string expr, std::string_view hint, int axis);
   /// Emits `<name> = expr` for an intermediate value of this node's lowering (an index computed
   /// once and read several times) and returns the new local's name.
   std::string local(std::string expr, std::string_view hint);
@@ -106,9 +121,11 @@ class Context {
  private:
   /// The statement comment: the node's name, and the fused consumer's.
   std::string comment() const;
-  void add_statement(std::string expr, std::string_view hint, bool batched, size_t count);
-  /// Records the node in batch_lost when it has a batched input and this output is not batched.
-  void check_batch(bool output_batched);
+  void add_statement(std::string expr, std::string_view hint, int axis, size_t count, bool aware);
+  /// Records the node in batch_lost when an input carries the batch and this output (batch dim
+  /// `axis`) does not, or when a handler that only follows dim 0 (`aware` false) gets an input
+  /// batched elsewhere.
+  void check_batch(int axis, bool aware);
 
   LowerState& state_;
   const common::Node& node_;

@@ -5,6 +5,7 @@
 #include "common/onnx_io.h"
 #include "shapeonnx/control_flow.h"
 #include "shapeonnx/infer.h"
+#include "torchonnx/batch_probe.h"
 #include "torchonnx/emit.h"
 #include "torchonnx/lower.h"
 #include "torchonnx/weights.h"
@@ -43,13 +44,17 @@ common::Result<Converted> convert(common::Graph graph, const ConvertOptions& opt
   shape_options.sequence_lengths = options.sequence_lengths;
   shape_options.sequence_inputs = options.sequence_inputs;
   shape_options.absent_inputs = options.absent_inputs;
+  // The probe infers a copy of the graph as loaded at twice the batch size.
+  common::Graph original = graph;
   // Lowering needs static structure: control flow is always unrolled.
   RETURN_IF_ERROR(shapeonnx::infer_with_control_flow(graph, shape_options, /*unroll=*/true));
+  const BatchAxes batch_axes = probe_batch_axes(std::move(original), graph, shape_options);
   if (options.slim) RETURN_IF_ERROR(slim(graph, shape_options));
   out.nodes_after = static_cast<int64_t>(graph.nodes.size());
   LowerOptions lower_options;
   lower_options.class_name = options.class_name;
   lower_options.rnn_modules = options.rnn_modules;
+  lower_options.batch_axes = &batch_axes;
   ASSIGN_OR_RETURN(out.module, lower(graph, lower_options));
   ASSIGN_OR_RETURN(out.python, emit_python(out.module));
   return out;

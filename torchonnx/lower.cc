@@ -60,28 +60,6 @@ std::set<std::string, std::less<>> live_values(const Graph& graph) {
   return live;
 }
 
-// A leading dim is a batch dim when it is symbolic or 1 on an input of rank >= 2. The model's
-// batch size is that of its first such input; inputs of another size are not batched.
-int64_t batch_size(const Graph& graph) {
-  std::set<std::string, std::less<>> plain;  // tensor ports (elements of lists are not batched)
-  for (const common::PackedPort& p : graph.packed_inputs) {
-    if (p.kind == common::PortKind::kTensor) plain.insert(p.name);
-  }
-  for (const std::string& name : graph.inputs) {
-    if (!graph.packed_inputs.empty() && !plain.count(name)) continue;
-    const common::Value* v = graph.find(name);
-    if (!v || !v->shape || v->shape->size() < 2) continue;
-    const bool symbolic = !v->dim_params.empty() && !v->dim_params[0].empty();
-    if (symbolic || (*v->shape)[0] == 1) return (*v->shape)[0];
-  }
-  return -1;
-}
-
-bool is_input_batched(const Graph& graph, const std::string& name, int64_t batch) {
-  const common::Value* v = graph.find(name);
-  return batch > 0 && v && v->shape && v->shape->size() >= 2 && (*v->shape)[0] == batch;
-}
-
 Port make_port(const Graph& graph, const std::string& name, bool batched) {
   Port port{name, "", {}, batched};
   if (const common::Value* v = graph.find(name)) {
@@ -261,6 +239,7 @@ common::Result<Module> lower_with(const Graph& graph, const LowerOptions& option
   state->live = live_values(graph);
   state->batch = batch;
   state->rnn_modules = options.rnn_modules;
+  state->batch_axes = batch > 0 ? options.batch_axes : nullptr;
   Module& module = state->module;
   for (const common::PackedPort& port : interface_ports(graph.packed_inputs, graph.inputs)) {
     std::string param = state->locals.make(port.name.empty() ? "x" : port.name);
@@ -303,8 +282,10 @@ common::Result<Module> lower_with(const Graph& graph, const LowerOptions& option
     for (const std::string& t : port.tensors) {
       ASSIGN_OR_RETURN(Operand o, expr_of(t));
       exprs.push_back(o.expr);
-      if (port.kind == common::PortKind::kTensor)
-        module.output_ports.push_back(make_port(graph, t, o.batched));
+      if (port.kind != common::PortKind::kTensor) continue;
+      // An output whose batch is not in dim 0 would need its own batch note: keep sizes fixed.
+      if (o.moved >= 0 && state->batch_lost.empty()) state->batch_lost = "output '" + t + "'";
+      module.output_ports.push_back(make_port(graph, t, o.batched));
     }
     if (port.kind == common::PortKind::kTensor) {
       module.outputs.push_back(exprs.at(0));

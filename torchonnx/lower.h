@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "common/graph.h"
+#include "torchonnx/batch_probe.h"
 #include "torchonnx/module.h"
 
 namespace torchonnx {
@@ -16,6 +17,9 @@ struct LowerOptions {
   /// cuDNN on a GPU, but vmap has no batching rule for them); otherwise a helper method that loops
   /// over the time steps with plain tensor ops.
   bool rnn_modules = false;
+  /// Where the batch lives in each value (probe_batch_axes), so that reshapes and transposes that
+  /// move it out of dim 0 keep the batch free; null: only a batch kept in dim 0 stays free.
+  const BatchAxes* batch_axes = nullptr;
 };
 
 /// Lowers a graph whose values all have static shapes (run shapeonnx::infer first). Fails with

@@ -135,6 +135,54 @@ TEST(Lower, EinsumKeepsTheBatchWhenItsLabelLeads) {
             "return reshape1\n");
 }
 
+// Sequence-first attention (as nn.MultiheadAttention exports): the batch moves to dim 1, merges
+// with the heads (Reshape to [seq, batch * heads, d]) and comes back. Inference at twice the batch
+// size shows where it is, so every reshape writes -1 there and the batch stays free.
+constexpr const char* kSeqFirstAttention = R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[N,3,4] x) => (float[N,3,4] y) <int64[3] heads = {3, TARGET, 2}, int64[3] back = {3, -1, 4}> {
+      t = Transpose <perm = [1, 0, 2]> (x)
+      h = Reshape(t, heads)
+      p = Transpose <perm = [1, 0, 2]> (h)
+      a = Softmax <axis = -1> (p)
+      q = Transpose <perm = [1, 0, 2]> (a)
+      r = Reshape(q, back)
+      y = Transpose <perm = [1, 0, 2]> (r)
+    })";
+
+common::Result<Converted> convert_attention(const std::string& target) {
+  std::string text = kSeqFirstAttention;
+  text.replace(text.find("TARGET"), 6, target);
+  auto g = common::testing::parse_text(text, "m.onnx");
+  if (!g.ok()) return g.error();
+  ConvertOptions options;
+  options.slim = false;
+  return convert(std::move(*g), options);
+}
+
+TEST(Lower, BatchMovedByTransposesAndMergedByReshapesStaysFree) {
+  auto c = convert_attention("-1");
+  ASSERT_TRUE(c.ok()) << c.error().str();
+  EXPECT_EQ(c->module.fixed_batch, "");
+  std::string body;
+  for (const Statement& s : c->module.body) body += s.targets[0] + " = " + s.expr + "\n";
+  EXPECT_EQ(body,
+            "permute1 = x.permute(1, 0, 2)\nreshape1 = permute1.reshape(3, -1, 2)\n"
+            "permute2 = reshape1.permute(1, 0, 2)\nsoftmax1 = F.softmax(permute2, -1)\n"
+            "permute3 = softmax1.permute(1, 0, 2)\nreshape2 = permute3.reshape(3, -1, 4)\n"
+            "permute4 = reshape2.permute(1, 0, 2)\n");
+  EXPECT_NE(c->python.find("# N: batch size, any value."), std::string::npos);
+}
+
+TEST(Lower, BatchHardCodedInAMovedReshapeKeepsTheDeclaredSizes) {
+  // [3, 2, 2] only fits batch 1: at batch 2 the model does not infer, so nothing tells where the
+  // batch went, and the code keeps the declared sizes.
+  auto c = convert_attention("2");
+  ASSERT_TRUE(c.ok()) << c.error().str();
+  EXPECT_EQ(c->module.fixed_batch, "Reshape_1 (Reshape)");
+  EXPECT_NE(c->python.find("reshape(3, 2, 2)"), std::string::npos);
+}
+
 TEST(Lower, MatMulPlusBiasIsLinearAndBatchIsFree) {
   // Reshape to a hard-coded [1, 6] keeps the batch: written as -1.
   EXPECT_EQ(body_of(R"(

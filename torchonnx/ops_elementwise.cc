@@ -54,7 +54,7 @@ const std::map<std::string_view, Spec>& unary_specs() {
 
 Status unary(Context& ctx) {
   const Spec& spec = unary_specs().at(ctx.node().op_type);
-  return ctx.emit(fill(spec.pattern, {ctx.in(0)}), spec.hint, ctx.batched(0));
+  return ctx.emit_at(fill(spec.pattern, {ctx.in(0)}), spec.hint, ctx.batch_axis(0));
 }
 
 const std::map<std::string_view, Spec>& binary_specs() {
@@ -92,7 +92,7 @@ Status binary(Context& ctx) {
   if (op == "Div" && is_int) spec.pattern = "torch.div($0, $1, rounding_mode=\"trunc\")";
   const bool literal_ok = spec.pattern[0] == '$';
   auto args = binary_operands(ctx, literal_ok);
-  return ctx.emit(fill(spec.pattern, args), spec.hint, broadcast_batched(ctx));
+  return ctx.emit_at(fill(spec.pattern, args), spec.hint, broadcast_batch_axis(ctx));
 }
 
 Status pow_op(Context& ctx) {
@@ -147,7 +147,7 @@ Status clip(Context& ctx) {
     if (ctx.node().has_attr("max")) hi = py_float(ctx.node().attr_float("max", 0));
   }
   if (lo.empty() && hi.empty()) {
-    ctx.alias(0, Operand{ctx.in(0), ctx.batched(0)});
+    ctx.alias(0, ctx.operand(0));
     return {};
   }
   std::string expr = "torch.clamp(" + ctx.in(0);
@@ -158,7 +158,7 @@ Status clip(Context& ctx) {
 
 Status cast(Context& ctx) {
   if (ctx.out_dtype() == ctx.dtype(0)) {
-    ctx.alias(0, Operand{ctx.in(0), ctx.batched(0)});
+    ctx.alias(0, ctx.operand(0));
     return {};
   }
   auto dtype = torch_dtype(ctx.out_dtype());
@@ -195,7 +195,7 @@ Status where(Context& ctx) {
 }
 
 Status identity(Context& ctx) {
-  ctx.alias(0, Operand{ctx.in(0), ctx.batched(0)});
+  ctx.alias(0, ctx.operand(0));
   for (size_t i = 1; i < ctx.num_outputs(); ++i) {
     if (ctx.output_used(i)) return ctx.error("the training-mode mask output is not supported");
   }

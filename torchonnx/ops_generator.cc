@@ -93,7 +93,7 @@ Status pad(Context& ctx) {
   int64_t first = 0;  // outermost padded dim
   while (first < rank && begin[first] == 0 && end[first] == 0) ++first;
   if (first == rank) {
-    ctx.alias(0, Operand{ctx.in(0), ctx.batched(0)});
+    ctx.alias(0, ctx.operand(0));
     return {};
   }
   std::vector<int64_t> tp;

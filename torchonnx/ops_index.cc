@@ -119,7 +119,7 @@ Status slice(Context& ctx) {
   const Dims& in = ctx.shape(0);
   std::vector<std::string> parts(in.size(), ":");
   std::vector<int64_t> flips;
-  bool batched = ctx.batched(0);
+  int batch_axis = ctx.batch_axis(0);  // kept unless the slice cuts or flips that dim
   for (size_t j = 0; j < s.axes.size(); ++j) {
     const int64_t axis = s.axes[j], dim = in[axis], step = s.steps[j];
     const int64_t len = ctx.out_shape()[axis];
@@ -135,16 +135,16 @@ Status slice(Context& ctx) {
       parts[axis] = slice_text(mirrored, mirrored + (len - 1) * -step + 1, -step, dim);
     }
     if (len == 0) parts[axis] = "0:0";
-    if (axis == 0 && parts[axis] != ":") batched = false;
+    if (axis == batch_axis && (parts[axis] != ":" || step < 0)) batch_axis = -1;
   }
   std::string expr = ctx.in(0);
   if (!flips.empty()) expr += ".flip(" + int_or_tuple(flips, flips.size() == 1) + ")";
   const std::string suffix = index_suffix(parts);
   if (suffix.empty() && flips.empty()) {
-    ctx.alias(0, Operand{expr, batched});
+    ctx.alias(0, Operand{expr, batch_axis == 0, batch_axis > 0 ? batch_axis : -1});
     return {};
   }
-  return ctx.emit(expr + suffix, "slice", batched);
+  return ctx.emit_at(expr + suffix, "slice", batch_axis);
 }
 
 Status gather(Context& ctx) {
@@ -158,14 +158,22 @@ Status gather(Context& ctx) {
   if (!idx) return ctx.emit(index_at(x, axis, as_long(ctx, 1, ctx.in(1))), "gather", batched);
   Tensor wrapped = wrapped_indices(*idx, dim);
   const std::vector<int64_t> v = wrapped.to_int64();
+  // Constant indices keep the data's batch in any other dim; the index dims replace `axis`.
+  const int in_axis = ctx.batch_axis(0);
+  const int rank_change = static_cast<int>(idx->dims.size()) - 1;
+  const int out_axis = in_axis < 0 || in_axis == axis ? -1
+                       : in_axis < axis              ? in_axis
+                                                     : in_axis + rank_change;
   if (idx->dims.empty())
-    return ctx.emit(index_at(x, axis, std::to_string(v[0])), "gather", batched);
+    return ctx.emit_at(index_at(x, axis, std::to_string(v[0])), "gather", out_axis);
   bool contiguous = idx->dims.size() == 1 && !v.empty();
   for (size_t i = 1; contiguous && i < v.size(); ++i) contiguous = v[i] == v[i - 1] + 1;
   if (contiguous) {
-    return ctx.emit(index_at(x, axis, slice_text(v[0], v.back() + 1, 1, dim)), "gather", batched);
+    return ctx.emit_at(index_at(x, axis, slice_text(v[0], v.back() + 1, 1, dim)), "gather",
+                       out_axis);
   }
-  return ctx.emit(index_at(x, axis, ctx.buffer(std::move(wrapped), "indices")), "gather", batched);
+  return ctx.emit_at(index_at(x, axis, ctx.buffer(std::move(wrapped), "indices")), "gather",
+                     out_axis);
 }
 
 Status gather_elements(Context& ctx) {

@@ -151,7 +151,10 @@ Status matmul(Context& ctx) {
   const bool has_bias = params.size() == 2;
   const std::string attr =
       ctx.layer("fc", linear_ctor(k, n, has_bias, b->dtype), std::move(params));
-  return ctx.emit(linear_call(attr, ctx.in(0), has_bias), "fc", matmul_batched(ctx));
+  // A product with a constant matrix keeps the batch in any dim but the contracted last one.
+  const int in_axis = ctx.batch_axis(0);
+  const int axis = in_axis >= 0 && in_axis < ctx.rank(0) - 1 ? in_axis : -1;
+  return ctx.emit_at(linear_call(attr, ctx.in(0), has_bias), "fc", axis);
 }
 
 // The output's dim 0 is the batch when it is labelled like dim 0 of every input and every input

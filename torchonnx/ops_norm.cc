@@ -92,8 +92,10 @@ Status layer_norm(Context& ctx) {
     y = "F.layer_norm(" + x + ", " + py_tuple(normalized) + ", eps=" + eps + ") * " + ctx.in(1);
     if (ctx.has_input(2)) y += " + " + ctx.in(2);
   }
-  const bool batched = ctx.batched(0) && axis != 0;
-  if (!ctx.output_used(1) && !ctx.output_used(2)) return ctx.emit(y, "layer_norm", batched);
+  // The batch stays where it is unless it is among the normalized dims.
+  const int in_axis = ctx.batch_axis(0);
+  const int batch_axis = in_axis < axis ? in_axis : -1;
+  if (!ctx.output_used(1) && !ctx.output_used(2)) return ctx.emit_at(y, "layer_norm", batch_axis);
   std::vector<int64_t> dims;
   for (int64_t d = axis; d < rank; ++d) dims.push_back(d);
   const std::string ds = py_tuple(dims);
@@ -103,7 +105,7 @@ Status layer_norm(Context& ctx) {
                                            ", unbiased=False, keepdim=True) + " + eps + ")"
                                      : "None");
   parts.resize(ctx.num_outputs());
-  ctx.emit_tuple("(" + join(parts) + ")", "layer_norm", batched);
+  ctx.emit_tuple_at("(" + join(parts) + ")", "layer_norm", batch_axis);
   return {};
 }
 

@@ -53,7 +53,7 @@ Status reduce(Context& ctx) {
                    ints_from(ctx, axes_input ? 1 : 99, "axes", &present));
   const int64_t rank = ctx.rank(0);
   if (axes.empty() && ctx.node().attr_int("noop_with_empty_axes", 0) != 0) {
-    ctx.alias(0, Operand{ctx.in(0), ctx.batched(0)});
+    ctx.alias(0, ctx.operand(0));
     return {};
   }
   if (axes.empty()) {

@@ -30,15 +30,25 @@ bool keeps_batch(const Context& ctx) {
          product(in.begin() + 1, in.end()) == product(out.begin() + 1, out.end());
 }
 
+// The output's batch dim: where the probe at twice the batch size finds it (a batch moved out of
+// dim 0 or merged with another dim), else dim 0 when the reshape keeps it there; -1 gives it up.
+int reshaped_batch_axis(const Context& ctx) {
+  const int in_axis = ctx.batch_axis(0);
+  if (in_axis < 0) return -1;
+  const int probed = ctx.probed_axis();
+  if (probed >= 0) return probed;
+  return in_axis == 0 && keeps_batch(ctx) ? 0 : -1;
+}
+
 Status reshape_to_output(Context& ctx, std::string_view hint) {
   const Dims& out = ctx.out_shape();
-  if (out == ctx.shape(0)) {
-    ctx.alias(0, Operand{ctx.in(0), ctx.batched(0)});
+  const int axis = reshaped_batch_axis(ctx);
+  if (out == ctx.shape(0) && axis == ctx.batch_axis(0)) {
+    ctx.alias(0, ctx.operand(0));
     return {};
   }
-  const bool batched = keeps_batch(ctx);
-  const std::string args = out.empty() ? "()" : shape_args(out, batched);
-  return ctx.emit(ctx.in(0) + ".reshape(" + args + ")", hint, batched);
+  const std::string args = out.empty() ? "()" : shape_args_at(out, axis);
+  return ctx.emit_at(ctx.in(0) + ".reshape(" + args + ")", hint, axis);
 }
 
 Status reshape(Context& ctx) { return reshape_to_output(ctx, "reshape"); }
@@ -49,10 +59,11 @@ Status flatten(Context& ctx) {
   if (axis < 0) axis += rank;
   if (axis == 1 && rank >= 2) {
     if (rank == 2) {
-      ctx.alias(0, Operand{ctx.in(0), ctx.batched(0)});
+      ctx.alias(0, ctx.operand(0));
       return {};
     }
-    return ctx.emit(ctx.in(0) + ".flatten(1)", "flatten", ctx.batched(0));
+    if (ctx.batch_axis(0) <= 0)
+      return ctx.emit(ctx.in(0) + ".flatten(1)", "flatten", ctx.batched(0));
   }
   return reshape_to_output(ctx, "flatten");
 }
@@ -132,11 +143,16 @@ Status transpose(Context& ctx) {
   bool identity = true;
   for (size_t d = 0; d < perm.size(); ++d) identity = identity && perm[d] == int64_t(d);
   if (identity) {
-    ctx.alias(0, Operand{ctx.in(0), ctx.batched(0)});
+    ctx.alias(0, ctx.operand(0));
     return {};
   }
-  const bool batched = ctx.batched(0) && perm[0] == 0;
-  return ctx.emit(ctx.in(0) + ".permute" + py_tuple(perm), "permute", batched);
+  // The batch dim moves with its dim.
+  const int in_axis = ctx.batch_axis(0);
+  int axis = -1;
+  for (size_t d = 0; d < perm.size() && in_axis >= 0; ++d) {
+    if (perm[d] == in_axis) axis = static_cast<int>(d);
+  }
+  return ctx.emit_at(ctx.in(0) + ".permute" + py_tuple(perm), "permute", axis);
 }
 
 // Inputs that are not batched but have size 1 in dim 0 are expanded to the batch.
@@ -199,21 +215,22 @@ Status split(Context& ctx) {
   const int64_t axis = norm_axis(ctx.node().attr_int("axis", 0), rank);
   if (axis < 0) return ctx.error("axis out of range");
   if (ctx.num_outputs() == 1) {
-    ctx.alias(0, Operand{ctx.in(0), ctx.batched(0)});
+    ctx.alias(0, ctx.operand(0));
     return {};
   }
   std::vector<int64_t> sizes;
   for (size_t i = 0; i < ctx.num_outputs(); ++i) sizes.push_back(ctx.out_shape(i)[axis]);
-  ctx.emit_tuple(
+  const int in_axis = ctx.batch_axis(0);
+  ctx.emit_tuple_at(
       "torch.split(" + ctx.in(0) + ", " + py_list(sizes) + ", " + std::to_string(axis) + ")",
-      "split", ctx.batched(0) && axis != 0);
+      "split", in_axis == axis ? -1 : in_axis);
   return {};
 }
 
 Status expand(Context& ctx) {
   const Dims& out = ctx.out_shape();
   if (out == ctx.shape(0)) {
-    ctx.alias(0, Operand{ctx.in(0), ctx.batched(0)});
+    ctx.alias(0, ctx.operand(0));
     return {};
   }
   // A size-1 dim 0 expanded to a larger size is not a batch dim any more.

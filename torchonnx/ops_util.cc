@@ -15,6 +15,28 @@ bool broadcast_batched(const Context& ctx) {
   return false;
 }
 
+int broadcast_batch_axis(const Context& ctx) {
+  const common::Dims& out = ctx.out_shape();
+  const int rank = static_cast<int>(out.size());
+  int axis = -1;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    const int a = ctx.batch_axis(i);
+    if (a < 0) continue;
+    const common::Dims& in = ctx.shape(i);
+    const int aligned = a + rank - static_cast<int>(in.size());
+    if (in[a] != out[aligned] || (axis >= 0 && axis != aligned)) return -1;
+    axis = aligned;
+  }
+  // An operand without the batch must not span the batch dim (it broadcasts there with size 1).
+  for (size_t i = 0; i < ctx.num_inputs() && axis >= 0; ++i) {
+    if (!ctx.has_input(i) || ctx.batch_axis(i) >= 0) continue;
+    const common::Dims& in = ctx.shape(i);
+    const int d = axis - (rank - static_cast<int>(in.size()));
+    if (d >= 0 && in[d] != 1) return -1;
+  }
+  return axis;
+}
+
 common::Result<std::vector<int64_t>> ints_from(Context& ctx, size_t i, std::string_view attr,
                                                bool* present) {
   if (present) *present = true;

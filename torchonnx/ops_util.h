@@ -10,6 +10,9 @@
 
 namespace torchonnx {
 
+/// The output's batch dim under numpy broadcasting: where the batched inputs' batch dims line up
+/// (-1 when they do not, or when an operand without the batch spans that dim with size > 1).
+int broadcast_batch_axis(const Context& ctx);
 /// Output 0 keeps a batch dim when some batched input has the output's rank and dim 0 (numpy
 /// broadcasting aligns trailing dims, so that input's dim 0 is the output's dim 0; a size-1 dim 0
 /// broadcast to a larger one is not a batch dim any more).

@@ -97,8 +97,12 @@ std::string py_list(const std::vector<int64_t>& values) {
 }
 
 std::string shape_args(const std::vector<int64_t>& dims, bool batched) {
+  return shape_args_at(dims, batched ? 0 : -1);
+}
+
+std::string shape_args_at(const std::vector<int64_t>& dims, int axis) {
   std::vector<std::string> parts = to_strings(dims);
-  if (batched && !parts.empty()) parts[0] = "-1";
+  if (axis >= 0 && axis < static_cast<int>(parts.size())) parts[axis] = "-1";
   return join(parts);
 }
 

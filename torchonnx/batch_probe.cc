@@ -1,0 +1,58 @@
+#include "torchonnx/batch_probe.h"
+
+#include <set>
+#include <utility>
+
+#include "shapeonnx/control_flow.h"
+
+namespace torchonnx {
+
+int64_t batch_size(const common::Graph& graph) {
+  std::set<std::string, std::less<>> plain;  // tensor ports (elements of lists are not batched)
+  for (const common::PackedPort& p : graph.packed_inputs) {
+    if (p.kind == common::PortKind::kTensor) plain.insert(p.name);
+  }
+  for (const std::string& name : graph.inputs) {
+    if (!graph.packed_inputs.empty() && !plain.count(name)) continue;
+    const common::Value* v = graph.find(name);
+    if (!v || !v->shape || v->shape->size() < 2) continue;
+    const bool symbolic = !v->dim_params.empty() && !v->dim_params[0].empty();
+    if (symbolic || (*v->shape)[0] == 1) return (*v->shape)[0];
+  }
+  return -1;
+}
+
+bool is_input_batched(const common::Graph& graph, const std::string& name, int64_t batch) {
+  const common::Value* v = graph.find(name);
+  return batch > 0 && v && v->shape && v->shape->size() >= 2 && (*v->shape)[0] == batch;
+}
+
+BatchAxes probe_batch_axes(common::Graph original, const common::Graph& inferred,
+                           shapeonnx::Options options) {
+  const int64_t batch = batch_size(inferred);
+  if (batch <= 0) return {};
+  options.batch_size = 2 * batch;
+  for (const std::string& name : inferred.inputs) {
+    if (!is_input_batched(inferred, name, batch)) continue;
+    common::Dims dims = *inferred.find(name)->shape;
+    dims[0] = 2 * batch;
+    options.input_shapes[name] = std::move(dims);
+  }
+  if (!shapeonnx::infer_with_control_flow(original, options, /*unroll=*/true).ok()) return {};
+  BatchAxes axes;
+  for (const auto& [name, v] : inferred.values) {
+    if (!v.shape || !v.is_static() || inferred.is_initializer(name)) continue;
+    const common::Value* w = original.find(name);
+    if (!w || !w->shape || !w->is_static() || w->shape->size() != v.shape->size()) continue;
+    ProbedAxis probed{*v.shape, -1};
+    for (size_t d = 0; d < v.shape->size(); ++d) {
+      const int64_t a = (*v.shape)[d], b = (*w->shape)[d];
+      if (a == b) continue;
+      probed.axis = probed.axis == -1 && b == 2 * a ? static_cast<int>(d) : -2;
+    }
+    axes.emplace(name, std::move(probed));
+  }
+  return axes;
+}
+
+}  // namespace torchonnx

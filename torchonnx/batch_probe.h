@@ -1,0 +1,36 @@
+// Where the batch lives in each value: shape inference run again at twice the batch size shows
+// which dim scales with it, also after transposes and reshapes that move it out of dim 0 or merge
+// it with another dim (attention's [seq, batch * heads, dim]).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "common/graph.h"
+#include "shapeonnx/infer.h"
+
+namespace torchonnx {
+
+/// The model's batch size: the leading dim of its first tensor input of rank >= 2 whose leading dim
+/// is symbolic or 1 (after inference), or -1 when it has none.
+int64_t batch_size(const common::Graph& graph);
+/// Whether input `name` has `batch` (> 0) as its leading dim.
+bool is_input_batched(const common::Graph& graph, const std::string& name, int64_t batch);
+
+/// One value's batch dim as the probe saw it.
+struct ProbedAxis {
+  common::Dims dims;  ///< the value's shape at the model's batch size
+  int axis = -1;      ///< the one dim that doubles with the batch; -1: none; -2: not one clean dim
+};
+using BatchAxes = std::map<std::string, ProbedAxis, std::less<>>;
+
+/// Runs inference on `original` (the graph before inference) with every batched input of
+/// `inferred` at twice its batch size and compares each value's shape with `inferred`'s. Empty
+/// when the model has no batch or the doubled model does not infer (a Reshape target that
+/// hard-codes the batch).
+BatchAxes probe_batch_axes(common::Graph original, const common::Graph& inferred,
+                           shapeonnx::Options options);
+
+}  // namespace torchonnx
