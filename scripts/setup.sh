@@ -9,6 +9,8 @@ PACKAGES=(
   libeigen3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev
   python3 python3-numpy python3-onnx python3-torch python3-pytest python3-pyflakes
+  # torchvision architectures exported to ONNX are one of the harness's tests (vnncomp/tests/test_exported.py).
+  python3-torchvision
   libonnx-testdata
   # Optimized BLAS for Debian's torch, which links libblas.so.3 through update-alternatives: with the reference
   # BLAS the generated models' matrix products and im2col convolutions run 2-4x slower (benchmarks/RESULTS.md).

@@ -103,15 +103,23 @@ int Context::batch_axis(size_t i) const {
   return it->second.batched ? 0 : it->second.moved;
 }
 
-int Context::probed_axis(size_t i) const {
-  const common::Node& owner = fused_ ? *fused_ : node_;
-  if (!state_.batch_axes || i >= owner.outputs.size()) return -2;
-  auto it = state_.batch_axes->find(owner.outputs[i]);
-  const common::Value* v = graph().find(owner.outputs[i]);
+int Context::probed(const std::string& value) const {
+  if (!state_.batch_axes) return -2;
+  auto it = state_.batch_axes->find(value);
+  const common::Value* v = graph().find(value);
   // A value slimonnx rewrote under the same name may have another shape: trust the probe only
   // where the shapes agree.
   if (it == state_.batch_axes->end() || !v || !v->shape || *v->shape != it->second.dims) return -2;
   return it->second.axis;
+}
+
+int Context::probed_axis(size_t i) const {
+  const common::Node& owner = fused_ ? *fused_ : node_;
+  return i < owner.outputs.size() ? probed(owner.outputs[i]) : -2;
+}
+
+int Context::probed_input_axis(size_t i) const {
+  return has_input(i) ? probed(node_.inputs[i]) : -2;
 }
 
 bool Context::any_batched() const {
@@ -178,28 +186,34 @@ common::Status Context::emit(std::string expr, std::string_view hint, bool batch
   for (size_t i = 1; i < (fused_ ? fused_ : &node_)->outputs.size(); ++i) {
     if (output_used(i)) return error("optional output " + std::to_string(i) + " is not supported");
   }
-  add_statement(std::move(expr), hint, batched ? 0 : -1, 1, false);
+  add_statement(std::move(expr), hint, {batched ? 0 : -1}, 1, false);
   return {};
 }
 
 void Context::emit_tuple(std::string expr, std::string_view hint, bool batched) {
-  add_statement(std::move(expr), hint, batched ? 0 : -1, (fused_ ? fused_ : &node_)->outputs.size(),
-                false);
+  add_statement(std::move(expr), hint, {batched ? 0 : -1},
+                (fused_ ? fused_ : &node_)->outputs.size(), false);
 }
 
 common::Status Context::emit_at(std::string expr, std::string_view hint, int axis) {
   for (size_t i = 1; i < (fused_ ? fused_ : &node_)->outputs.size(); ++i) {
     if (output_used(i)) return error("optional output " + std::to_string(i) + " is not supported");
   }
-  add_statement(std::move(expr), hint, axis, 1, true);
+  add_statement(std::move(expr), hint, {axis}, 1, true);
   return {};
 }
 
 void Context::emit_tuple_at(std::string expr, std::string_view hint, int axis) {
-  add_statement(std::move(expr), hint, axis, (fused_ ? fused_ : &node_)->outputs.size(), true);
+  add_statement(std::move(expr), hint, {axis}, (fused_ ? fused_ : &node_)->outputs.size(), true);
 }
 
-void Context::check_batch(int axis, bool aware) {
+void Context::emit_tuple_axes(std::string expr, std::string_view hint, std::vector<int> axes) {
+  const size_t count = (fused_ ? fused_ : &node_)->outputs.size();
+  axes.resize(count, -1);
+  add_statement(std::move(expr), hint, std::move(axes), count, true);
+}
+
+void Context::check_batch(int axis, bool aware, size_t out) {
   if (state_.batch <= 0 || !state_.batch_lost.empty()) return;
   bool carried = false, moved = false;
   for (size_t i = 0; i < num_inputs(); ++i) {
@@ -215,17 +229,16 @@ void Context::check_batch(int axis, bool aware) {
     }
   }
   // A batch outside dim 0 must be where the model's own shapes put it.
-  const int probed = axis > 0 ? probed_axis() : axis;
+  const int probed = axis > 0 ? probed_axis(out) : axis;
   if ((carried && axis < 0) || (moved && !aware) || (probed != -2 && probed != axis)) {
     state_.batch_lost =
         node_.name.empty() ? node_.op_type : node_.name + " (" + node_.op_type + ")";
   }
 }
 
-void Context::add_statement(std::string expr, std::string_view hint, int axis, size_t count,
-                            bool aware) {
+void Context::add_statement(std::string expr, std::string_view hint, std::vector<int> axes,
+                            size_t count, bool aware) {
   const common::Node& owner = fused_ ? *fused_ : node_;
-  check_batch(axis, aware);
   Statement st;
   st.expr = std::move(expr);
   st.comment = comment();
@@ -234,6 +247,8 @@ void Context::add_statement(std::string expr, std::string_view hint, int axis, s
       st.targets.push_back("_");
       continue;
     }
+    const int axis = axes.size() == 1 ? axes[0] : axes[i];
+    check_batch(axis, aware, i);
     std::string name = state_.locals.make(hint, true);
     Operand o{name, axis == 0 && state_.batch > 0, axis > 0 && state_.batch > 0 ? axis : -1};
     state_.operands[owner.outputs[i]] = std::move(o);
@@ -257,7 +272,7 @@ std::string Context::local(std::string expr, std::string_view hint) {
 
 void Context::alias(size_t i, Operand operand) {
   const common::Node& owner = fused_ ? *fused_ : node_;
-  check_batch(operand.batched ? 0 : operand.moved, operand.moved >= 0);
+  check_batch(operand.batched ? 0 : operand.moved, operand.moved >= 0, i);
   state_.operands[owner.outputs[i]] = std::move(operand);
 }
 

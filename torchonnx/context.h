@@ -83,6 +83,8 @@ class Context {
   /// The dim of output i that carries the batch by the model's shapes at two batch sizes: -1 none,
   /// -2 not known (no probe, a value slimonnx made, or no single dim that scales).
   int probed_axis(size_t i = 0) const;
+  /// `probed_axis` for input i (a constant folded from the batch's shape keeps its probe).
+  int probed_input_axis(size_t i) const;
   /// Model-wide static batch size (-1: no batch dim).
   int64_t batch() const { return state_.batch; }
 
@@ -110,6 +112,8 @@ class Context {
   /// batch up (batch_lost).
   common::Status emit_at(std::string expr, std::string_view hint, int axis);
   void emit_tuple_at(std::string expr, std::string_view hint, int axis);
+  /// `emit_tuple_at` with each output's own batch dim.
+  void emit_tuple_axes(std::string expr, std::string_view hint, std::vector<int> axes);
   /// Emits `<name> = expr` for an intermediate value of this node's lowering (an index computed
   /// once and read several times) and returns the new local's name.
   std::string local(std::string expr, std::string_view hint);
@@ -121,11 +125,14 @@ class Context {
  private:
   /// The statement comment: the node's name, and the fused consumer's.
   std::string comment() const;
-  void add_statement(std::string expr, std::string_view hint, int axis, size_t count, bool aware);
-  /// Records the node in batch_lost when an input carries the batch and this output (batch dim
+  /// `axes`: one batch dim for every output, or one per output.
+  void add_statement(std::string expr, std::string_view hint, std::vector<int> axes, size_t count,
+                     bool aware);
+  /// Records the node in batch_lost when an input carries the batch and output `out` (batch dim
   /// `axis`) does not, or when a handler that only follows dim 0 (`aware` false) gets an input
   /// batched elsewhere.
-  void check_batch(int axis, bool aware);
+  void check_batch(int axis, bool aware, size_t out);
+  int probed(const std::string& value) const;
 
   LowerState& state_;
   const common::Node& node_;

@@ -110,6 +110,14 @@ common::Result<Spec> spec(Context& ctx) {
       if (len != s.steps) s.lens = lens->to_int64();
     }
   }
+  if (!s.batch_first) {
+    // Sequence-first: the batch is X's dim 1. It stays free unless a constant sequence_lens or an
+    // initial state of the declared batch size fixes it.
+    auto free = [&](size_t i) {
+      return !ctx.has_input(i) || ctx.batch_axis(i) == 1 || batch_sized_zeros(ctx, i);
+    };
+    s.dynamic_batch = ctx.batch_axis(kX) == 1 && s.lens.empty() && free(kH0) && free(kC0);
+  }
   if (ctx.has_input(kP)) {
     const Tensor* p = ctx.constant(kP);
     if (!p) return ctx.error("P must be a constant");
@@ -187,21 +195,15 @@ Status lower_layer(Context& ctx, const Spec& s) {
     if (!s.batch_first) y_post += ".transpose(1, 2)";
   }
   const std::string state_post = s.batch_first ? ".transpose(0, 1)" : "";
-  const bool batched = s.dynamic_batch;
-  if (ctx.num_outputs() == 1) return ctx.emit(call + "[0]" + y_post, "y", batched);
-  if (s.gates != 4 && !ctx.output_used(0) && state_post.empty()) {
-    ctx.emit_tuple(call, "y", batched);
-    return {};
-  }
+  if (ctx.num_outputs() == 1) return emit_outputs(ctx, s, call + "[0]" + y_post);
+  if (s.gates != 4 && !ctx.output_used(0) && state_post.empty()) return emit_outputs(ctx, s, call);
   if (s.gates != 4) {
-    ctx.emit_tuple("(lambda y, h: (y" + y_post + ", h" + state_post + "))(*" + call + ")", "y",
-                   batched);
-    return {};
+    return emit_outputs(ctx, s,
+                        "(lambda y, h: (y" + y_post + ", h" + state_post + "))(*" + call + ")");
   }
   std::string parts = "y" + y_post + ", state[0]" + state_post;
   if (ctx.num_outputs() > 2) parts += ", state[1]" + state_post;
-  ctx.emit_tuple("(lambda y, state: (" + parts + "))(*" + call + ")", "y", batched);
-  return {};
+  return emit_outputs(ctx, s, "(lambda y, state: (" + parts + "))(*" + call + ")");
 }
 
 Status recurrent(Context& ctx) {
@@ -226,8 +228,30 @@ std::vector<double> blocks(const Tensor& t, const Spec& s, int64_t d, int64_t of
   return out;
 }
 
+std::vector<int> output_axes(const Spec& s) {
+  if (!s.dynamic_batch) return {-1, -1, -1};
+  return s.batch_first ? std::vector<int>{0, 0, 0} : std::vector<int>{2, 1, 1};
+}
+
+Status emit_outputs(Context& ctx, const Spec& s, std::string expr) {
+  if (ctx.num_outputs() == 1) return ctx.emit_at(std::move(expr), "y", output_axes(s)[0]);
+  ctx.emit_tuple_axes(std::move(expr), "y", output_axes(s));
+  return {};
+}
+
+bool batch_sized_zeros(const Context& ctx, size_t i) {
+  const Tensor* t = ctx.constant(i);
+  if (!t || ctx.probed_input_axis(i) != 1) return false;
+  for (double v : t->to_double()) {
+    if (v != 0) return false;
+  }
+  return true;
+}
+
 std::string initial_state(Context& ctx, const Spec& s, size_t i) {
-  if (!ctx.has_input(i)) return "";
+  // Zeros made for the batch (exporters build them from X's shape) are the default state, which
+  // the code makes for the batch it is given.
+  if (!ctx.has_input(i) || (s.dynamic_batch && batch_sized_zeros(ctx, i))) return "";
   return ctx.in(i) + (s.batch_first ? ".transpose(0, 1)" : "");
 }
 

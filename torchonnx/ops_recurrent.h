@@ -51,7 +51,15 @@ struct Spec {
 /// (`offset` 0 or gates * hidden, cols 1), concatenated.
 std::vector<double> blocks(const common::Tensor& t, const Spec& s, int64_t d, int64_t offset,
                            int64_t cols, const std::vector<int>& order);
-/// The initial state input i as [dirs, batch, hidden] (PyTorch's layout), or "" when absent.
+/// The batch dim of each output (Y, Y_h, Y_c): dim 0 with layout 1, dims 2, 1, 1 with layout 0;
+/// all -1 without a dynamic batch.
+std::vector<int> output_axes(const Spec& s);
+/// Emits `expr` for the node's outputs (one value, or a tuple when there are several).
+common::Status emit_outputs(Context& ctx, const Spec& s, std::string expr);
+/// Whether input i is a constant of zeros whose dim 1 scales with the batch (probe_batch_axes).
+bool batch_sized_zeros(const Context& ctx, size_t i);
+/// The initial state input i as [dirs, batch, hidden] (PyTorch's layout), or "" when absent or
+/// batch-sized zeros under a dynamic batch.
 std::string initial_state(Context& ctx, const Spec& s, size_t i);
 /// Emits the node as a call of a helper method that loops over the time steps.
 common::Status lower_steps(Context& ctx, const Spec& s);

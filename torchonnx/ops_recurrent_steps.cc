@@ -146,7 +146,8 @@ std::string lower_case(std::string text) {
 }
 
 std::string zeros_state(Context& ctx, const Spec& s) {
-  const std::string batch = s.dynamic_batch ? ctx.in(kX) + ".shape[0]" : std::to_string(s.batch);
+  const std::string batch = !s.dynamic_batch ? std::to_string(s.batch)
+                            : ctx.in(kX) + (s.batch_first ? ".shape[0]" : ".shape[1]");
   return ctx.in(kX) + ".new_zeros(" + std::to_string(s.dirs) + ", " + batch + ", " +
          std::to_string(s.hidden) + ")";
 }
@@ -208,15 +209,14 @@ Status lower_steps(Context& ctx, const Spec& s) {
   results.resize(std::min<size_t>(ctx.num_outputs(), s.gates == 4 ? 3 : 2));
   lines.push_back("return " + join(results));
   const std::string zeros = zeros_state(ctx, s);
-  std::vector<std::string> args{st.x, ctx.has_input(kH0) ? initial_state(ctx, s, kH0) : zeros};
-  if (s.gates == 4) args.push_back(ctx.has_input(kC0) ? initial_state(ctx, s, kC0) : zeros);
+  const std::string h0 = initial_state(ctx, s, kH0), c0 = initial_state(ctx, s, kC0);
+  std::vector<std::string> args{st.x, h0.empty() ? zeros : h0};
+  if (s.gates == 4) args.push_back(c0.empty() ? zeros : c0);
   const std::string doc = s.op + " over " + std::to_string(s.steps) + " time step" +
                           (s.steps == 1 ? "" : "s") + ", directions on dim 1.";
   const std::string fn = ctx.method(lower_case(s.op) + "_steps", params, doc, std::move(lines));
   const std::string expr = fn + "(" + join(args) + ")";
-  if (results.size() == 1) return ctx.emit(expr, "y", s.dynamic_batch);
-  ctx.emit_tuple(expr, "y", s.dynamic_batch);
-  return {};
+  return emit_outputs(ctx, s, expr);
 }
 
 }  // namespace torchonnx::recurrent

@@ -125,10 +125,20 @@ Status squeeze_like(Context& ctx) {
     const Dims& shorter = unsqueeze ? in : out;
     size_t axis = 0;
     while (axis < shorter.size() && shorter[axis] == longer[axis]) ++axis;
-    const bool batched = ctx.batched(0) && axis != 0;
+    // Size-1 dims make that ambiguous (a batch of 1 among them): the node's own axis decides.
+    bool present = false;
+    auto axes = ints_from(ctx, 1, "axes", &present);
+    if (axes.ok() && axes->size() == 1) {
+      const int64_t a = norm_axis((*axes)[0], static_cast<int64_t>(longer.size()));
+      if (a >= 0) axis = static_cast<size_t>(a);
+    }
+    const int in_axis = ctx.batch_axis(0), at = static_cast<int>(axis);
+    const int batch_axis = in_axis < 0 || (!unsqueeze && in_axis == at) ? -1
+                           : in_axis < at                              ? in_axis
+                                                                       : in_axis + (unsqueeze ? 1 : -1);
     const std::string fn = unsqueeze ? ".unsqueeze(" : ".squeeze(";
-    return ctx.emit(ctx.in(0) + fn + std::to_string(axis) + ")",
-                    unsqueeze ? "unsqueeze" : "squeeze", batched);
+    return ctx.emit_at(ctx.in(0) + fn + std::to_string(axis) + ")",
+                       unsqueeze ? "unsqueeze" : "squeeze", batch_axis);
   }
   return reshape_to_output(ctx, unsqueeze ? "unsqueeze" : "squeeze");
 }

@@ -1,0 +1,124 @@
+"""The harness with the real torchonnx on architectures exported by torch.onnx.export with a dynamic
+batch: attention (nn.MultiheadAttention, nn.TransformerEncoder, torchvision's ViT and Swin), batch-first
+recurrent layers, and torchvision convolutional networks. Every check must pass, and the generated code
+must take any batch size directly (the harness's `batch` check), not only through vmap.
+
+The torchvision models are skipped when python3-torchvision is not installed; the torch.nn ones need
+only torch. Weights are random (seeded); batch-norm statistics are randomized so that folds matter.
+"""
+
+import json
+import os
+import subprocess
+
+import pytest
+import torch
+from torch import nn
+
+from vnncomp.tests.conftest import REPO
+
+pytestmark = pytest.mark.usefixtures("need_ort")
+
+
+class SelfAttention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(16, 4, batch_first=True)
+
+    def forward(self, x):
+        return self.attn(x, x, x, need_weights=False)[0]
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+
+    def forward(self, x):
+        return self.encoder(x)
+
+
+class Recurrent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(6, 8, batch_first=True)
+        self.lstm = nn.LSTM(8, 5, batch_first=True, bidirectional=True)
+
+    def forward(self, x):
+        return self.lstm(self.gru(x)[0])[0]
+
+
+def torch_nn_models():
+    return {"self_attention": (SelfAttention(), torch.randn(1, 7, 16)),
+            "encoder": (Encoder(), torch.randn(1, 7, 16)),
+            "recurrent": (Recurrent(), torch.randn(1, 5, 6))}
+
+
+def torchvision_models():
+    tv = pytest.importorskip("torchvision")
+    from torchvision.models.swin_transformer import SwinTransformer
+    from torchvision.models.vision_transformer import VisionTransformer
+    vit = VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=4, hidden_dim=64,
+                            mlp_dim=128, num_classes=10)
+    nn.init.normal_(vit.heads.head.weight)  # torchvision starts the head at zero
+    swin = SwinTransformer(patch_size=[4, 4], embed_dim=32, depths=[2, 2], num_heads=[2, 4],
+                           window_size=[4, 4], num_classes=10)
+    image = torch.randn(1, 3, 32, 32)
+    return {"vit": (vit, image), "swin": (swin, image),
+            "resnet18": (tv.models.resnet18(num_classes=10), image),
+            "mobilenet_v3_small": (tv.models.mobilenet_v3_small(num_classes=10), image),
+            "shufflenet_v2": (tv.models.shufflenet_v2_x0_5(num_classes=10), image)}
+
+
+def export(models, folder):
+    os.makedirs(folder, exist_ok=True)
+    for name, (model, x) in models.items():
+        model.eval()
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.5, 0.5)
+                m.running_var.uniform_(0.5, 1.5)
+        torch.onnx.export(model, (x,), os.path.join(folder, name + ".onnx"), opset_version=17,
+                          input_names=["x"], dynamic_axes={"x": {0: "batch"}})
+
+
+@pytest.fixture
+def torchonnx():
+    exe = os.environ.get("TORCHONNX", os.path.join(REPO, "build", "torchonnx", "torchonnx"))
+    if not os.access(exe, os.X_OK):
+        pytest.skip(f"torchonnx not built ({exe})")
+    return exe
+
+
+def harness(torchonnx, benchmarks, out):
+    report = os.path.join(out, "report.json")
+    cmd = [os.path.join(REPO, "scripts", "vnncomp.sh"), "--benchmarks", benchmarks, "--device", "cpu",
+           "--json", report]
+    proc = subprocess.run(cmd, env=dict(os.environ, TORCHONNX=torchonnx), capture_output=True, text=True,
+                          timeout=1800)
+    print(proc.stdout[-5000:], proc.stderr[-5000:])
+    with open(report) as f:
+        return [r for r in json.load(f)["results"] if r["status"] != "skipped"]
+
+
+def check_rows(rows, names):
+    assert sorted(os.path.basename(r["model"])[:-5] for r in rows) == sorted(names)
+    for r in rows:
+        assert r["status"] == "pass", (r["model"], r["error"])
+        for check in ("vmap", "trace", "export", "torch_export", "meta_device", "batch"):
+            assert r[check] == "ok", (r["model"], check, r[check])
+
+
+def test_torch_nn_attention_and_recurrent_layers(torchonnx, tmp_path):
+    torch.manual_seed(0)
+    models = torch_nn_models()
+    export(models, str(tmp_path / "b" / "torch_nn" / "onnx"))
+    check_rows(harness(torchonnx, str(tmp_path / "b"), str(tmp_path)), models)
+
+
+def test_torchvision_architectures(torchonnx, tmp_path):
+    torch.manual_seed(0)
+    models = torchvision_models()
+    export(models, str(tmp_path / "b" / "torchvision" / "onnx"))
+    check_rows(harness(torchonnx, str(tmp_path / "b"), str(tmp_path)), models)
