@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "common/testing.h"
+#include "shapeonnx/infer.h"
+#include "torchonnx/batch_probe.h"
 #include "torchonnx/convert.h"
 #include "torchonnx/emit.h"
 #include "torchonnx/pyfmt.h"
@@ -181,6 +183,36 @@ TEST(Lower, BatchHardCodedInAMovedReshapeKeepsTheDeclaredSizes) {
   ASSERT_TRUE(c.ok()) << c.error().str();
   EXPECT_EQ(c->module.fixed_batch, "Reshape_1 (Reshape)");
   EXPECT_NE(c->python.find("reshape(3, 2, 2)"), std::string::npos);
+}
+
+// The probe names the dim that doubles with the batch: dim 1 after the transpose and inside
+// [seq, batch * heads, d], dim 0 again after the transpose back; -2 where a dim grows by another
+// rule (N + 1 rows after appending a token).
+TEST(BatchProbe, FindsTheDimThatDoublesWithTheBatch) {
+  std::string text = kSeqFirstAttention;
+  text.replace(text.find("TARGET"), 6, "-1");
+  auto parsed = common::testing::parse_text(text, "m.onnx");
+  ASSERT_TRUE(parsed.ok());
+  common::Graph inferred = *parsed;
+  ASSERT_TRUE(shapeonnx::infer(inferred).ok());
+  const BatchAxes axes = probe_batch_axes(*parsed, inferred, {});
+  auto axis = [&](const char* v) { return axes.count(v) ? axes.at(v).axis : -99; };
+  EXPECT_EQ(axis("t"), 1);
+  EXPECT_EQ(axis("h"), 1);
+  EXPECT_EQ(axis("p"), 0);
+  EXPECT_EQ(axis("r"), 1);
+  EXPECT_EQ(axis("y"), 0);
+  EXPECT_EQ(axes.at("h").dims, (common::Dims{3, 2, 2}));
+
+  auto token = common::testing::parse_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[N,3] x) => (float[M,3] y) <float[1,3] t = {1, 2, 3}> {
+      y = Concat <axis = 0> (x, t)
+    })", "t.onnx");
+  ASSERT_TRUE(token.ok());
+  common::Graph token_inferred = *token;
+  ASSERT_TRUE(shapeonnx::infer(token_inferred).ok());
+  EXPECT_EQ(probe_batch_axes(*token, token_inferred, {}).at("y").axis, -2);
 }
 
 TEST(Lower, MatMulPlusBiasIsLinearAndBatchIsFree) {
