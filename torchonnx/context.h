@@ -37,7 +37,7 @@ struct LowerState {
   /// The first node with a batched input whose output does not have the batch in dim 0 (generated
   /// code for other batch sizes would then be wrong), or empty.
   std::string batch_lost;
-  bool rnn_modules = false;  ///< LowerOptions::rnn_modules
+  bool rnn_modules = false;               ///< LowerOptions::rnn_modules
   const BatchAxes* batch_axes = nullptr;  ///< LowerOptions::batch_axes (null without a batch)
 };
 

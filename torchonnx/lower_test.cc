@@ -208,7 +208,8 @@ TEST(BatchProbe, FindsTheDimThatDoublesWithTheBatch) {
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[N,3] x) => (float[M,3] y) <float[1,3] t = {1, 2, 3}> {
       y = Concat <axis = 0> (x, t)
-    })", "t.onnx");
+    })",
+                                           "t.onnx");
   ASSERT_TRUE(token.ok());
   common::Graph token_inferred = *token;
   ASSERT_TRUE(shapeonnx::infer(token_inferred).ok());

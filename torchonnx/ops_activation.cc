@@ -29,24 +29,25 @@ Status tanh(Context& ctx) {
 
 Status leaky_relu(Context& ctx) {
   return ctx.emit_at("F.leaky_relu(" + ctx.in(0) + ", " + attr_float(ctx, "alpha", 0.01f) + ")",
-                  "leaky_relu", ctx.batch_axis(0));
+                     "leaky_relu", ctx.batch_axis(0));
 }
 
 Status elu(Context& ctx) {
   return ctx.emit_at("F.elu(" + ctx.in(0) + ", " + attr_float(ctx, "alpha", 1.0f) + ")", "elu",
-                  ctx.batch_axis(0));
+                     ctx.batch_axis(0));
 }
 
 Status celu(Context& ctx) {
   return ctx.emit_at("F.celu(" + ctx.in(0) + ", " + attr_float(ctx, "alpha", 1.0f) + ")", "celu",
-                  ctx.batch_axis(0));
+                     ctx.batch_axis(0));
 }
 
 // selu(x) = gamma * elu(x, alpha)
 Status selu(Context& ctx) {
   const std::string alpha = attr_float(ctx, "alpha", 1.67326319217681884765625f);
   const std::string gamma = attr_float(ctx, "gamma", 1.05070102214813232421875f);
-  return ctx.emit_at(gamma + " * F.elu(" + ctx.in(0) + ", " + alpha + ")", "selu", ctx.batch_axis(0));
+  return ctx.emit_at(gamma + " * F.elu(" + ctx.in(0) + ", " + alpha + ")", "selu",
+                     ctx.batch_axis(0));
 }
 
 Status softplus(Context& ctx) {
@@ -62,20 +63,22 @@ Status hard_sigmoid(Context& ctx) {
   const std::string alpha = attr_float(ctx, "alpha", 0.2f);
   const std::string beta = attr_float(ctx, "beta", 0.5f);
   return ctx.emit_at("torch.clamp(" + ctx.in(0) + " * " + alpha + " + " + beta + ", 0.0, 1.0)",
-                  "hard_sigmoid", ctx.batch_axis(0));
+                     "hard_sigmoid", ctx.batch_axis(0));
 }
 
 Status hard_swish(Context& ctx) {
   return ctx.emit_at("F.hardswish(" + ctx.in(0) + ")", "hard_swish", ctx.batch_axis(0));
 }
 
-Status mish(Context& ctx) { return ctx.emit_at("F.mish(" + ctx.in(0) + ")", "mish", ctx.batch_axis(0)); }
+Status mish(Context& ctx) {
+  return ctx.emit_at("F.mish(" + ctx.in(0) + ")", "mish", ctx.batch_axis(0));
+}
 
 Status thresholded_relu(Context& ctx) {
   const std::string x = ctx.in(0);
   return ctx.emit_at("torch.where(" + x + " > " + attr_float(ctx, "alpha", 1.0f) + ", " + x +
-                      ", torch.zeros_like(" + x + "))",
-                  "thresholded_relu", ctx.batch_axis(0));
+                         ", torch.zeros_like(" + x + "))",
+                     "thresholded_relu", ctx.batch_axis(0));
 }
 
 // Before opset 7 a 1-D slope holds one value per channel (dim 1): it is reshaped to [C, 1, ...].

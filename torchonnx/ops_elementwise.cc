@@ -103,13 +103,14 @@ Status pow_op(Context& ctx) {
   }
   DType promoted = common::is_floating(ctx.dtype(1)) ? ctx.dtype(1) : ctx.dtype(0);
   if (common::is_floating(ctx.dtype(0))) promoted = ctx.dtype(0);
-  return ctx.emit(cast_to_output(ctx, expr, promoted), "pow", broadcast_batched(ctx));
+  return ctx.emit_at(cast_to_output(ctx, expr, promoted), "pow", broadcast_batch_axis(ctx));
 }
 
 Status mod_op(Context& ctx) {
   const bool fmod = ctx.node().attr_int("fmod", 0) != 0;
   const std::string fn = fmod ? "torch.fmod(" : "torch.remainder(";
-  return ctx.emit(fn + ctx.in(0) + ", " + ctx.scalar_or_in(1) + ")", "mod", broadcast_batched(ctx));
+  return ctx.emit_at(fn + ctx.in(0) + ", " + ctx.scalar_or_in(1) + ")", "mod",
+                     broadcast_batch_axis(ctx));
 }
 
 // Max, Min, Sum, Mean over any number of inputs.
@@ -118,7 +119,7 @@ Status variadic(Context& ctx) {
   std::vector<std::string> args;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) args.push_back(ctx.in(i));
   if (args.size() == 1 && op != "Mean") {
-    ctx.alias(0, Operand{args[0], ctx.batched(0)});
+    ctx.alias(0, ctx.operand(0));
     return {};
   }
   std::string expr = args[0];
@@ -129,7 +130,7 @@ Status variadic(Context& ctx) {
   }
   if (op == "Mean") expr = "(" + expr + ") / " + std::to_string(args.size());
   std::string hint = op == "Max" ? "max" : op == "Min" ? "min" : op == "Sum" ? "sum" : "mean";
-  return ctx.emit(expr, hint, broadcast_batched(ctx));
+  return ctx.emit_at(expr, hint, broadcast_batch_axis(ctx));
 }
 
 Status clip(Context& ctx) {
@@ -153,7 +154,7 @@ Status clip(Context& ctx) {
   std::string expr = "torch.clamp(" + ctx.in(0);
   if (!lo.empty()) expr += ", min=" + lo;
   if (!hi.empty()) expr += ", max=" + hi;
-  return ctx.emit(expr + ")", "clip", ctx.batched(0));
+  return ctx.emit_at(expr + ")", "clip", broadcast_batch_axis(ctx));
 }
 
 Status cast(Context& ctx) {
@@ -163,7 +164,7 @@ Status cast(Context& ctx) {
   }
   auto dtype = torch_dtype(ctx.out_dtype());
   if (!dtype.ok()) return ctx.error(dtype.error().message);
-  return ctx.emit(ctx.in(0) + ".to(" + *dtype + ")", "cast", ctx.batched(0));
+  return ctx.emit_at(ctx.in(0) + ".to(" + *dtype + ")", "cast", ctx.batch_axis(0));
 }
 
 // y = x + bias where x < -lambd, x - bias where x > lambd, else 0.
@@ -190,8 +191,8 @@ Status trilu(Context& ctx) {
 }
 
 Status where(Context& ctx) {
-  return ctx.emit("torch.where(" + ctx.in(0) + ", " + ctx.in(1) + ", " + ctx.in(2) + ")", "where",
-                  broadcast_batched(ctx));
+  return ctx.emit_at("torch.where(" + ctx.in(0) + ", " + ctx.in(1) + ", " + ctx.in(2) + ")",
+                     "where", broadcast_batch_axis(ctx));
 }
 
 Status identity(Context& ctx) {

@@ -162,8 +162,8 @@ Status gather(Context& ctx) {
   const int in_axis = ctx.batch_axis(0);
   const int rank_change = static_cast<int>(idx->dims.size()) - 1;
   const int out_axis = in_axis < 0 || in_axis == axis ? -1
-                       : in_axis < axis              ? in_axis
-                                                     : in_axis + rank_change;
+                       : in_axis < axis               ? in_axis
+                                                      : in_axis + rank_change;
   if (idx->dims.empty())
     return ctx.emit_at(index_at(x, axis, std::to_string(v[0])), "gather", out_axis);
   bool contiguous = idx->dims.size() == 1 && !v.empty();

@@ -146,8 +146,9 @@ std::string lower_case(std::string text) {
 }
 
 std::string zeros_state(Context& ctx, const Spec& s) {
-  const std::string batch = !s.dynamic_batch ? std::to_string(s.batch)
-                            : ctx.in(kX) + (s.batch_first ? ".shape[0]" : ".shape[1]");
+  const std::string batch = !s.dynamic_batch
+                                ? std::to_string(s.batch)
+                                : ctx.in(kX) + (s.batch_first ? ".shape[0]" : ".shape[1]");
   return ctx.in(kX) + ".new_zeros(" + std::to_string(s.dirs) + ", " + batch + ", " +
          std::to_string(s.hidden) + ")";
 }

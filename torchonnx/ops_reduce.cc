@@ -82,8 +82,14 @@ Status reduce(Context& ctx) {
   if (common::is_integer(t) && t != DType::kInt64 && r.fn != "amax" && r.fn != "amin") {
     expr = cast_to_output(ctx, expr, DType::kInt64);
   }
-  const bool batched = ctx.batched(0) && axes[0] != 0;
-  return ctx.emit(expr, r.hint, batched);
+  // The batch dim survives unless reduced; without keepdims it moves down past reduced dims.
+  const int in_axis = ctx.batch_axis(0);
+  int batch_axis = in_axis;
+  for (int64_t a : axes) {
+    if (a == in_axis) batch_axis = -1;
+    if (a < in_axis && batch_axis >= 0 && !keep) --batch_axis;
+  }
+  return ctx.emit_at(expr, r.hint, batch_axis);
 }
 
 Status cumsum(Context& ctx) {
@@ -101,7 +107,8 @@ Status cumsum(Context& ctx) {
   if (reverse) expr = "(" + expr + ").flip(" + ax + ")";
   const DType t = ctx.dtype(0);
   if (common::is_integer(t) && t != DType::kInt64) expr = cast_to_output(ctx, expr, DType::kInt64);
-  return ctx.emit(expr, "cumsum", ctx.batched(0) && axis != 0);
+  const int in_axis = ctx.batch_axis(0);
+  return ctx.emit_at(expr, "cumsum", in_axis == axis ? -1 : in_axis);
 }
 
 }  // namespace

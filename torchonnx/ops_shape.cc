@@ -134,8 +134,8 @@ Status squeeze_like(Context& ctx) {
     }
     const int in_axis = ctx.batch_axis(0), at = static_cast<int>(axis);
     const int batch_axis = in_axis < 0 || (!unsqueeze && in_axis == at) ? -1
-                           : in_axis < at                              ? in_axis
-                                                                       : in_axis + (unsqueeze ? 1 : -1);
+                           : in_axis < at                               ? in_axis
+                                          : in_axis + (unsqueeze ? 1 : -1);
     const std::string fn = unsqueeze ? ".unsqueeze(" : ".squeeze(";
     return ctx.emit_at(ctx.in(0) + fn + std::to_string(axis) + ")",
                        unsqueeze ? "unsqueeze" : "squeeze", batch_axis);
@@ -200,6 +200,17 @@ Status concat(Context& ctx) {
   const int64_t axis = norm_axis(ctx.node().attr_int("axis", 0), rank);
   if (axis < 0) return ctx.error("axis out of range");
   if (is_stack(ctx.graph(), ctx.node())) return stack(ctx, axis);
+  // Inputs that all carry the batch in the same dim other than dim 0 and `axis` join as they are.
+  const int first = ctx.batch_axis(0);
+  bool same = first > 0 && first != axis;
+  std::vector<std::string> all;
+  for (size_t i = 0; i < ctx.num_inputs() && same; ++i) {
+    same = ctx.batch_axis(i) == first;
+    all.push_back(ctx.in(i));
+  }
+  if (same)
+    return ctx.emit_at("torch.cat([" + join(all) + "], " + std::to_string(axis) + ")", "cat",
+                       first);
   const bool batched = ctx.any_batched() && axis != 0;
   std::string batch_ref;
   for (size_t i = 0; i < ctx.num_inputs() && batched; ++i) {

@@ -1,10 +1,10 @@
 #include "torchonnx/pyfmt.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 
 namespace torchonnx {
 
