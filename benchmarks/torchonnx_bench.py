@@ -9,6 +9,8 @@
    thread, all graph optimizations; benchmarks/torchonnx_bench.js), as the ratio torch / ort.
    The two are measured alternately, --rounds times each, and each keeps its fastest median, so
    a change in machine load during the run affects both sides alike.
+3. Unless --no-traced: the same module through torch.jit.trace + torch.jit.freeze (TorchScript, no
+   Python between ops), measured in the same rounds, as a second ratio traced / ort.
 Prints one row per model and a summary (median, geometric mean and max ratio).
 """
 
@@ -41,6 +43,8 @@ def parse_args(argv):
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--max-runs", type=int, default=2000)
     p.add_argument("--json")
+    p.add_argument("--no-traced", dest="traced", action="store_false",
+                   help="skip the torch.jit.trace + freeze measurement")
     return p.parse_args(argv)
 
 
@@ -110,17 +114,37 @@ class OrtTimer:
         self.proc.wait()
 
 
-def interleaved(model, xs, job, ort, args):
-    """Fastest median of each side over args.rounds alternating measurements."""
-    best_torch, best_ort = math.inf, math.inf
+def traced_module(model, xs):
+    """The module through torch.jit.trace + torch.jit.freeze, or an error text."""
+    try:
+        with torch.no_grad():
+            return torch.jit.freeze(torch.jit.trace(model, tuple(xs), strict=False, check_trace=False))
+    except Exception as e:  # noqa: BLE001 - reported in the row
+        return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+
+
+def interleaved(model, xs, job, ort, args, traced=None):
+    """Fastest median of each side over args.rounds alternating measurements: (torch, ort, traced)."""
+    best_torch, best_ort, best_traced = math.inf, math.inf, math.inf
     with torch.no_grad():
         for _ in range(args.rounds):
             best_torch = min(best_torch, median_us(lambda: model(*xs), args.min_seconds, args.max_runs))
+            if traced is not None and not isinstance(traced, str):
+                best_traced = min(best_traced,
+                                  median_us(lambda: traced(*xs), args.min_seconds, args.max_runs))
             us = ort.time(job)
             if not isinstance(us, (int, float)):
-                return best_torch, us
+                return best_torch, us, None
             best_ort = min(best_ort, us)
-    return best_torch, best_ort
+    if traced is None:
+        return best_torch, best_ort, None
+    return best_torch, best_ort, traced if isinstance(traced, str) else best_traced
+
+
+def summary(label, ratios):
+    geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+    print(f"ratio {label}/ort over {len(ratios)} models: median {statistics.median(ratios):.2f}, "
+          f"geometric mean {geo:.2f}, max {max(ratios):.2f}, <= 2x: {sum(r <= 2 for r in ratios)}")
 
 
 def main(argv=None):
@@ -133,9 +157,10 @@ def main(argv=None):
     print(f"conversion: {len(stems)}/{len(models)} models in one process, {total:.2f} s wall, "
           f"{cpu_s:.2f} s CPU (user + system)")
     rng = np.random.default_rng(0)
-    rows, ratios = [], []
+    rows, ratios, traced_ratios = [], [], []
     ort = OrtTimer()
-    print(f"{'model':70s} {'torch us':>10s} {'ort us':>10s} {'ratio':>7s}")
+    print(f"{'model':70s} {'torch us':>10s} {'ort us':>10s} {'ratio':>7s}"
+          + (f" {'traced us':>10s} {'ratio':>7s}" if args.traced else ""))
     for path in models:
         if path not in stems:
             continue
@@ -151,25 +176,35 @@ def main(argv=None):
         row = {"model": os.path.relpath(path, args.benchmarks), "convert_ms": conv_ms.get(path)}
         try:
             model, xs = load_model(stems[path], specs, feed)
-            row["torch_us"], row["ort_us"] = interleaved(model, xs, job, ort, args)
+            traced = traced_module(model, xs) if args.traced else None
+            row["torch_us"], row["ort_us"], traced_us = interleaved(model, xs, job, ort, args, traced)
+            if args.traced:
+                row["traced_us"] = traced_us
         except Exception as e:  # noqa: BLE001 - report and go on
             row["torch_us"], row["ort_us"] = f"{type(e).__name__}: {e}", None
         checks.unload_all()
         ok = isinstance(row["torch_us"], float) and isinstance(row["ort_us"], (int, float))
         row["ratio"] = row["torch_us"] / row["ort_us"] if ok else None
         rows.append(row)
+        traced_ok = ok and isinstance(row.get("traced_us"), float)
+        if traced_ok:
+            row["traced_ratio"] = row["traced_us"] / row["ort_us"]
+            traced_ratios.append(row["traced_ratio"])
         if ok:
             ratios.append(row["ratio"])
+            extra = ""
+            if args.traced:
+                extra = (f" {row['traced_us']:10.1f} {row['traced_ratio']:7.2f}" if traced_ok
+                         else f" {row.get('traced_us')}")
             print(f"{row['model'][:70]:70s} {row['torch_us']:10.1f} {row['ort_us']:10.1f} "
-                  f"{row['ratio']:7.2f}", flush=True)
+                  f"{row['ratio']:7.2f}{extra}", flush=True)
         else:
             print(f"{row['model'][:70]:70s} {row['torch_us']} {row['ort_us']}", flush=True)
     ort.close()
     if ratios:
-        geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
-        print(f"ratio torch/ort over {len(ratios)} models: median {statistics.median(ratios):.2f}, "
-              f"geometric mean {geo:.2f}, max {max(ratios):.2f}, "
-              f"<= 2x: {sum(r <= 2 for r in ratios)}")
+        summary("torch", ratios)
+    if traced_ratios:
+        summary("traced", traced_ratios)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"conversion_s": total, "conversion_cpu_s": cpu_s, "rows": rows}, f, indent=1)
