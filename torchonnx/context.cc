@@ -129,9 +129,9 @@ bool Context::any_batched() const {
   return false;
 }
 
-std::string Context::buffer(Tensor tensor, std::string_view hint) {
+std::string Context::buffer(Tensor tensor, std::string_view hint, bool parameter) {
   std::string attr = state_.attrs.make(hint, true);
-  state_.module.buffers.push_back(Buffer{attr, std::move(tensor)});
+  state_.module.buffers.push_back(Buffer{attr, std::move(tensor), parameter});
   return "self." + attr;
 }
 

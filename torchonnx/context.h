@@ -88,8 +88,8 @@ class Context {
   /// Model-wide static batch size (-1: no batch dim).
   int64_t batch() const { return state_.batch; }
 
-  /// Registers a constant buffer and returns `self.<name>`.
-  std::string buffer(common::Tensor tensor, std::string_view hint);
+  /// Registers a constant buffer (a weight: an nn.Parameter) and returns `self.<name>`.
+  std::string buffer(common::Tensor tensor, std::string_view hint, bool parameter = false);
   /// Registers `self.<kind>N = ctor` and returns the attribute name.
   std::string layer(std::string_view kind, std::string ctor, std::vector<Param> params);
 

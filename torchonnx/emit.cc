@@ -91,6 +91,10 @@ common::Status init(const Module& m, std::string& out) {
     ASSIGN_OR_RETURN(std::string dtype, torch_dtype(b.tensor.dtype));
     std::string args = py_tuple(b.tensor.dims);
     if (b.tensor.dtype != common::DType::kFloat) args += ", dtype=" + dtype;
+    if (b.parameter) {
+      out += "        self." + b.attr + " = nn.Parameter(torch.empty(" + args + "))\n";
+      continue;
+    }
     out += "        self.register_buffer(" + common::python_string_literal(b.attr) +
            ", torch.empty(" + args + "))\n";
   }

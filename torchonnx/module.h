@@ -28,6 +28,8 @@ struct Layer {
 struct Buffer {
   std::string attr;
   common::Tensor tensor;
+  /// A weight (nn.Parameter, in parameters()) rather than a buffer; same state_dict entry.
+  bool parameter = false;
 };
 
 /// One line of forward: `<targets> = <expr>  # <comment>`. `targets` holds one identifier, or

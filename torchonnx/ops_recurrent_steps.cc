@@ -46,7 +46,7 @@ std::string apply(const Spec& s, int k, const std::string& arg) {
   return out;
 }
 
-// Direction-major [dirs, cols, n] transposed gate blocks of W or R, as a buffer.
+// Direction-major [dirs, cols, n] transposed gate blocks of W or R, as a parameter.
 std::string gate_matrix(Context& ctx, const Spec& s, const Tensor& m, int64_t cols,
                         const std::vector<int>& gates, std::string_view hint) {
   const int64_t n = static_cast<int64_t>(gates.size()) * s.hidden;
@@ -57,7 +57,7 @@ std::string gate_matrix(Context& ctx, const Spec& s, const Tensor& m, int64_t co
       for (int64_t j = 0; j < cols; ++j) v[(d * cols + j) * n + i] = rows[i * cols + j];
     }
   }
-  return ctx.buffer(Tensor::from_double(v, {s.dirs, cols, n}, s.dtype), hint);
+  return ctx.buffer(Tensor::from_double(v, {s.dirs, cols, n}, s.dtype), hint, true);
 }
 
 // [dirs, 1, n] sum of the bias halves in `halves` (0: W's, 1: R's) for `gates`, or "".
@@ -72,7 +72,7 @@ std::string gate_bias(Context& ctx, const Spec& s, const std::vector<int>& halve
       for (int64_t i = 0; i < n; ++i) v[d * n + i] += part[i];
     }
   }
-  return ctx.buffer(Tensor::from_double(v, {s.dirs, 1, n}, s.dtype), hint);
+  return ctx.buffer(Tensor::from_double(v, {s.dirs, 1, n}, s.dtype), hint, true);
 }
 
 std::string plus(const std::string& bias) { return bias.empty() ? "" : " + " + bias; }
@@ -84,7 +84,7 @@ std::string peephole(Context& ctx, const Spec& s, int k, std::string_view hint) 
   for (int64_t d = 0; d < s.dirs; ++d) {
     v.insert(v.end(), p.begin() + (d * 3 + k) * s.hidden, p.begin() + (d * 3 + k + 1) * s.hidden);
   }
-  return ctx.buffer(Tensor::from_double(v, {s.dirs, 1, s.hidden}, s.dtype), hint);
+  return ctx.buffer(Tensor::from_double(v, {s.dirs, 1, s.hidden}, s.dtype), hint, true);
 }
 
 // The time-major input with a direction dim, the buffers that reorder the steps, and the mask.

@@ -147,6 +147,10 @@ def test_recurrent_ops_are_time_step_loops_that_vmap_unless_modules_are_asked_fo
     assert "def lstm_steps1(self, x, h, c):" in steps_code and "nn.LSTM" not in steps_code
     assert "self.lstm1 = nn.LSTM(2, 3)" in (tmp_path / "out" / "lstm_layer.py").read_text()
     steps, layer = load(tmp_path / "out", "lstm_steps"), load(tmp_path / "out", "lstm_layer")
+    # The loop's gate weights are parameters, as the layer's are: W (12 x 2) and R (12 x 3) and one
+    # bias of 12 (the ONNX bias halves summed), where nn.LSTM keeps both halves.
+    assert sum(p.numel() for p in steps.parameters()) == 12 * 2 + 12 * 3 + 12
+    assert sum(p.numel() for p in layer.parameters()) == 12 * 2 + 12 * 3 + 2 * 12
     x = torch.randn(6, 4, 1, 2)
     with torch.no_grad():
         batched = vmap(steps)(x)
