@@ -228,8 +228,8 @@ void Context::check_batch(int axis, bool aware, size_t out) {
       if (!in.empty() && it != state_.operands.end() && it->second.moved > 0) moved = true;
     }
   }
-  // A batch outside dim 0 must be where the model's own shapes put it.
-  const int probed = axis > 0 ? probed_axis(out) : axis;
+  // A batch dim must be where the model's own shapes put it (when the probe knows).
+  const int probed = axis >= 0 ? probed_axis(out) : -2;
   if ((carried && axis < 0) || (moved && !aware) || (probed != -2 && probed != axis)) {
     state_.batch_lost =
         node_.name.empty() ? node_.op_type : node_.name + " (" + node_.op_type + ")";
