@@ -27,6 +27,17 @@ bool is_input_batched(const common::Graph& graph, const std::string& name, int64
   return batch > 0 && v && v->shape && v->shape->size() >= 2 && (*v->shape)[0] == batch;
 }
 
+bool may_have_batch(const common::Graph& loaded) {
+  for (const std::string& name : loaded.inputs) {
+    const common::Value* v = loaded.find(name);
+    if (!v || !v->shape) return true;
+    if (v->shape->size() < 2) continue;
+    const bool symbolic = !v->dim_params.empty() && !v->dim_params[0].empty();
+    if (symbolic || (*v->shape)[0] <= 1) return true;
+  }
+  return false;
+}
+
 BatchAxes probe_batch_axes(common::Graph original, const common::Graph& inferred,
                            shapeonnx::Options options) {
   const int64_t batch = batch_size(inferred);

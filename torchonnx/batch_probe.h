@@ -19,6 +19,10 @@ int64_t batch_size(const common::Graph& graph);
 /// Whether input `name` has `batch` (> 0) as its leading dim.
 bool is_input_batched(const common::Graph& graph, const std::string& name, int64_t batch);
 
+/// Whether the graph as loaded may have a batch (an input of rank >= 2, or of unknown rank, whose
+/// leading dim is symbolic, unknown or 1): only then is a probe worth a copy of the graph.
+bool may_have_batch(const common::Graph& loaded);
+
 /// One value's batch dim as the probe saw it.
 struct ProbedAxis {
   common::Dims dims;  ///< the value's shape at the model's batch size

@@ -183,11 +183,7 @@ void Context::fuse(const common::Node& consumer) {
 }
 
 common::Status Context::emit(std::string expr, std::string_view hint, bool batched) {
-  for (size_t i = 1; i < (fused_ ? fused_ : &node_)->outputs.size(); ++i) {
-    if (output_used(i)) return error("optional output " + std::to_string(i) + " is not supported");
-  }
-  add_statement(std::move(expr), hint, {batched ? 0 : -1}, 1, false);
-  return {};
+  return emit_one(std::move(expr), hint, batched ? 0 : -1, false);
 }
 
 void Context::emit_tuple(std::string expr, std::string_view hint, bool batched) {
@@ -196,10 +192,14 @@ void Context::emit_tuple(std::string expr, std::string_view hint, bool batched) 
 }
 
 common::Status Context::emit_at(std::string expr, std::string_view hint, int axis) {
+  return emit_one(std::move(expr), hint, axis, true);
+}
+
+common::Status Context::emit_one(std::string expr, std::string_view hint, int axis, bool aware) {
   for (size_t i = 1; i < (fused_ ? fused_ : &node_)->outputs.size(); ++i) {
     if (output_used(i)) return error("optional output " + std::to_string(i) + " is not supported");
   }
-  add_statement(std::move(expr), hint, {axis}, 1, true);
+  add_statement(std::move(expr), hint, {axis}, 1, aware);
   return {};
 }
 

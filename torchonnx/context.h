@@ -125,6 +125,8 @@ class Context {
  private:
   /// The statement comment: the node's name, and the fused consumer's.
   std::string comment() const;
+  /// `<output 0> = expr` (the other outputs must be unused) with batch dim `axis`.
+  common::Status emit_one(std::string expr, std::string_view hint, int axis, bool aware);
   /// `axes`: one batch dim for every output, or one per output.
   void add_statement(std::string expr, std::string_view hint, std::vector<int> axes, size_t count,
                      bool aware);

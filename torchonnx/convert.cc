@@ -1,5 +1,6 @@
 #include "torchonnx/convert.h"
 
+#include <optional>
 #include <utility>
 
 #include "common/onnx_io.h"
@@ -45,10 +46,12 @@ common::Result<Converted> convert(common::Graph graph, const ConvertOptions& opt
   shape_options.sequence_inputs = options.sequence_inputs;
   shape_options.absent_inputs = options.absent_inputs;
   // The probe infers a copy of the graph as loaded at twice the batch size.
-  common::Graph original = graph;
+  std::optional<common::Graph> original;
+  if (may_have_batch(graph)) original = graph;
   // Lowering needs static structure: control flow is always unrolled.
   RETURN_IF_ERROR(shapeonnx::infer_with_control_flow(graph, shape_options, /*unroll=*/true));
-  const BatchAxes batch_axes = probe_batch_axes(std::move(original), graph, shape_options);
+  const BatchAxes batch_axes =
+      original ? probe_batch_axes(std::move(*original), graph, shape_options) : BatchAxes{};
   if (options.slim) RETURN_IF_ERROR(slim(graph, shape_options));
   out.nodes_after = static_cast<int64_t>(graph.nodes.size());
   LowerOptions lower_options;
