@@ -1,6 +1,8 @@
 """Shared fixtures of the vnncomp tests (run with /usr/bin/python3 -m pytest vnncomp/tests)."""
 
+import json
 import os
+import subprocess
 import sys
 
 import pytest
@@ -40,3 +42,24 @@ def fake_torchonnx(tmp_path):
     exe.write_text(f'#!/bin/sh\nexec /usr/bin/python3 "{script}" "$@"\n')
     exe.chmod(0o755)
     return str(exe)
+
+
+@pytest.fixture
+def torchonnx():
+    """The real torchonnx binary (TORCHONNX, else the build tree's); skips when it is not built."""
+    exe = os.environ.get("TORCHONNX", os.path.join(REPO, "build", "torchonnx", "torchonnx"))
+    if not os.access(exe, os.X_OK):
+        pytest.skip(f"torchonnx not built ({exe})")
+    return exe
+
+
+def run_harness(torchonnx, out_dir, *args):
+    """scripts/vnncomp.sh with `torchonnx` and `args`, reports in out_dir: (process, JSON report)."""
+    env = dict(os.environ, TORCHONNX=torchonnx)
+    json_path = os.path.join(out_dir, "vnncomp_report.json")
+    cmd = [os.path.join(REPO, "scripts", "vnncomp.sh"), *args, "--json", json_path,
+           "--markdown", os.path.join(out_dir, "vnncomp_report.md")]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3000)
+    print(proc.stderr[-20000:])
+    with open(json_path) as f:
+        return proc, json.load(f)

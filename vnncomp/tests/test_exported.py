@@ -7,15 +7,13 @@ The torchvision models are skipped when python3-torchvision is not installed; th
 only torch. Weights are random (seeded); batch-norm statistics are randomized so that folds matter.
 """
 
-import json
 import os
-import subprocess
 
 import pytest
 import torch
 from torch import nn
 
-from vnncomp.tests.conftest import REPO
+from vnncomp.tests.conftest import run_harness
 
 pytestmark = pytest.mark.usefixtures("need_ort")
 
@@ -83,23 +81,9 @@ def export(models, folder):
                           input_names=["x"], dynamic_axes={"x": {0: "batch"}})
 
 
-@pytest.fixture
-def torchonnx():
-    exe = os.environ.get("TORCHONNX", os.path.join(REPO, "build", "torchonnx", "torchonnx"))
-    if not os.access(exe, os.X_OK):
-        pytest.skip(f"torchonnx not built ({exe})")
-    return exe
-
-
 def harness(torchonnx, benchmarks, out):
-    report = os.path.join(out, "report.json")
-    cmd = [os.path.join(REPO, "scripts", "vnncomp.sh"), "--benchmarks", benchmarks, "--device", "cpu",
-           "--json", report]
-    proc = subprocess.run(cmd, env=dict(os.environ, TORCHONNX=torchonnx), capture_output=True, text=True,
-                          timeout=1800)
-    print(proc.stdout[-5000:], proc.stderr[-5000:])
-    with open(report) as f:
-        return [r for r in json.load(f)["results"] if r["status"] != "skipped"]
+    _, doc = run_harness(torchonnx, out, "--benchmarks", benchmarks, "--device", "cpu")
+    return [r for r in doc["results"] if r["status"] != "skipped"]
 
 
 def check_rows(rows, names):
