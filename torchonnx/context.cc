@@ -44,14 +44,17 @@ const common::Dims& Context::out_shape(size_t i) const {
 }
 
 const Tensor* Context::constant(size_t i) const {
-  if (!has_input(i)) return nullptr;
-  auto it = state_.operands.find(node_.inputs[i]);
-  if (it != state_.operands.end() && !graph().is_initializer(node_.inputs[i])) {
+  return has_input(i) ? constant_value(node_.inputs[i]) : nullptr;
+}
+
+const Tensor* Context::constant_value(const std::string& name) const {
+  auto it = state_.operands.find(name);
+  if (it != state_.operands.end() && !graph().is_initializer(name)) {
     // Produced by an emitted statement: not a compile-time constant even if propagated.
-    const common::Value* v = graph().find(node_.inputs[i]);
+    const common::Value* v = graph().find(name);
     if (!v || !v->known) return nullptr;
   }
-  return graph().constant(node_.inputs[i]);
+  return graph().constant(name);
 }
 
 bool Context::output_used(size_t i) const {
@@ -182,6 +185,31 @@ void Context::fuse(const common::Node& consumer) {
   fused_ = &consumer;
 }
 
+void Context::absorb(const common::Node& node, const common::Node* consumer) {
+  state_.done[&node - graph().nodes.data()] = true;
+  if (consumer) state_.done[consumer - graph().nodes.data()] = true;
+  absorbed_.push_back(consumer ? node.name + " + " + consumer->name : node.name);
+}
+
+void Context::emit_values(std::string expr, std::string_view hint,
+                          const std::vector<std::string>& values, int axis) {
+  Statement st;
+  st.expr = std::move(expr);
+  st.comment = comment();
+  for (const std::string& value : values) {
+    if (!live(value)) {
+      st.targets.push_back("_");
+      continue;
+    }
+    check_batch(axis, true, value);
+    std::string name = state_.locals.make(hint, true);
+    state_.operands[value] =
+        Operand{name, axis == 0 && state_.batch > 0, axis > 0 && state_.batch > 0 ? axis : -1};
+    st.targets.push_back(std::move(name));
+  }
+  state_.module.body.push_back(std::move(st));
+}
+
 common::Status Context::emit(std::string expr, std::string_view hint, bool batched) {
   return emit_one(std::move(expr), hint, batched ? 0 : -1, false);
 }
@@ -213,7 +241,7 @@ void Context::emit_tuple_axes(std::string expr, std::string_view hint, std::vect
   add_statement(std::move(expr), hint, std::move(axes), count, true);
 }
 
-void Context::check_batch(int axis, bool aware, size_t out) {
+void Context::check_batch(int axis, bool aware, const std::string& out) {
   if (state_.batch <= 0 || !state_.batch_lost.empty()) return;
   bool carried = false, moved = false;
   for (size_t i = 0; i < num_inputs(); ++i) {
@@ -229,8 +257,8 @@ void Context::check_batch(int axis, bool aware, size_t out) {
     }
   }
   // A batch dim must be where the model's own shapes put it (when the probe knows).
-  const int probed = axis >= 0 ? probed_axis(out) : -2;
-  if ((carried && axis < 0) || (moved && !aware) || (probed != -2 && probed != axis)) {
+  const int expected = axis >= 0 ? probed(out) : -2;
+  if ((carried && axis < 0) || (moved && !aware) || (expected != -2 && expected != axis)) {
     state_.batch_lost =
         node_.name.empty() ? node_.op_type : node_.name + " (" + node_.op_type + ")";
   }
@@ -248,7 +276,7 @@ void Context::add_statement(std::string expr, std::string_view hint, std::vector
       continue;
     }
     const int axis = axes.size() == 1 ? axes[0] : axes[i];
-    check_batch(axis, aware, i);
+    check_batch(axis, aware, owner.outputs[i]);
     std::string name = state_.locals.make(hint, true);
     Operand o{name, axis == 0 && state_.batch > 0, axis > 0 && state_.batch > 0 ? axis : -1};
     state_.operands[owner.outputs[i]] = std::move(o);
@@ -258,7 +286,9 @@ void Context::add_statement(std::string expr, std::string_view hint, std::vector
 }
 
 std::string Context::comment() const {
-  return fused_ ? node_.name + " + " + fused_->name : node_.name;
+  std::string text = fused_ ? node_.name + " + " + fused_->name : node_.name;
+  for (const std::string& a : absorbed_) text += ", " + a;
+  return text;
 }
 
 std::string Context::local(std::string expr, std::string_view hint) {
@@ -272,7 +302,7 @@ std::string Context::local(std::string expr, std::string_view hint) {
 
 void Context::alias(size_t i, Operand operand) {
   const common::Node& owner = fused_ ? *fused_ : node_;
-  check_batch(operand.batched ? 0 : operand.moved, operand.moved >= 0, i);
+  check_batch(operand.batched ? 0 : operand.moved, operand.moved >= 0, owner.outputs[i]);
   state_.operands[owner.outputs[i]] = std::move(operand);
 }
 

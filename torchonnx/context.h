@@ -61,6 +61,12 @@ class Context {
   const common::Dims& out_shape(size_t i = 0) const;
   /// Compile-time content of input i (initializer or propagated), or null.
   const common::Tensor* constant(size_t i) const;
+  /// `constant` for any value of the graph by name.
+  const common::Tensor* constant_value(const std::string& name) const;
+  /// Whether `index` is a node no statement has computed or absorbed yet.
+  bool pending(int index) const { return !state_.done[index]; }
+  /// Whether an ONNX value is used by a later node or the graph's outputs.
+  bool live(const std::string& value) const { return state_.live.count(value) != 0; }
   /// Whether output i is used by a later node or the graph's outputs.
   bool output_used(size_t i) const;
 
@@ -101,6 +107,9 @@ class Context {
   const common::Node* sole_consumer(size_t i = 0) const;
   /// Absorbs `consumer` into this node's statement: the statement's outputs become its outputs.
   void fuse(const common::Node& consumer);
+  /// Absorbs another node (with its fused consumer, if any) whose result the statement computes
+  /// alongside this node's, e.g. a sibling product of the same input; see emit_values.
+  void absorb(const common::Node& node, const common::Node* consumer = nullptr);
 
   /// Emits `<output 0> = expr`; `hint` names the variable. Other outputs must be unused.
   common::Status emit(std::string expr, std::string_view hint, bool batched);
@@ -114,6 +123,11 @@ class Context {
   void emit_tuple_at(std::string expr, std::string_view hint, int axis);
   /// `emit_tuple_at` with each output's own batch dim.
   void emit_tuple_axes(std::string expr, std::string_view hint, std::vector<int> axes);
+  /// Emits `<v0>, <v1>, ... = expr` for an expression yielding one tensor per ONNX value in
+  /// `values` (outputs of this node, its fused consumer or absorbed nodes), each with batch dim
+  /// `axis`; "_" for values nothing reads.
+  void emit_values(std::string expr, std::string_view hint, const std::vector<std::string>& values,
+                   int axis);
   /// Emits `<name> = expr` for an intermediate value of this node's lowering (an index computed
   /// once and read several times) and returns the new local's name.
   std::string local(std::string expr, std::string_view hint);
@@ -133,12 +147,13 @@ class Context {
   /// Records the node in batch_lost when an input carries the batch and output `out` (batch dim
   /// `axis`) does not, or when a handler that only follows dim 0 (`aware` false) gets an input
   /// batched elsewhere.
-  void check_batch(int axis, bool aware, size_t out);
+  void check_batch(int axis, bool aware, const std::string& out);
   int probed(const std::string& value) const;
 
   LowerState& state_;
   const common::Node& node_;
   const common::Node* fused_ = nullptr;
+  std::vector<std::string> absorbed_;  ///< comment text of absorbed nodes
   std::optional<size_t> missing_input_;
 };
 

@@ -284,6 +284,39 @@ TEST(Lower, NodesReadingTheSameWeightsShareOneLayer) {
             "fc3 = F.linear(tanh2, self.fc2.weight, self.fc2.bias)\nreturn fc3\n");
 }
 
+TEST(Lower, ThreeProductsOfOneInputAreOneLinearAndASplit) {
+  // Gemm, MatMul + Add and a bare MatMul of x: one nn.Linear with their rows stacked (the bare
+  // product's bias rows are zero). A pair of products of r is left as two calls.
+  const std::string model = R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,2] x) => (float[1,1] a, float[1,2] b, float[1,1] c, float[1,1] d, float[1,1] e)
+    <float[1,2] w1 = {1, 2}, float[1] b1 = {5}, float[2,2] w2 = {1, 2, 3, 4}, float[2] b2 = {6, 7},
+     float[2,1] w3 = {8, 9}, float[2,1] w4 = {1, 1}, float[2,1] w5 = {2, 2}> {
+      a = Gemm<transB = 1>(x, w1, b1)
+      m = MatMul(x, w2)
+      b = Add(m, b2)
+      c = MatMul(x, w3)
+      r = Relu(x)
+      d = MatMul(r, w4)
+      e = MatMul(r, w5)
+    })";
+  EXPECT_EQ(body_of(model),
+            "fc1, fc2, fc3 = F.linear(x, self.fc1.weight, self.fc1.bias).split([1, 2, 1], -1)\n"
+            "relu1 = x.relu()\nfc4 = F.linear(relu1, self.fc2.weight)\n"
+            "fc5 = F.linear(relu1, self.fc3.weight)\n"
+            "return fc1\nreturn fc2\nreturn fc3\nreturn fc4\nreturn fc5\n");
+  auto g = common::testing::parse_text(model, "m.onnx");
+  ASSERT_TRUE(g.ok());
+  ConvertOptions options;
+  options.slim = false;
+  auto c = convert(std::move(*g), options);
+  ASSERT_TRUE(c.ok());
+  const Layer& fc1 = c->module.layers.at(0);
+  EXPECT_EQ(fc1.ctor, "nn.Linear(2, 4)");
+  EXPECT_EQ(fc1.params.at(0).tensor.to_double(), (std::vector<double>{1, 2, 1, 3, 2, 4, 8, 9}));
+  EXPECT_EQ(fc1.params.at(1).tensor.to_double(), (std::vector<double>{5, 6, 7, 0}));
+}
+
 TEST(Lower, ScalarConstantsAreInlinedAndNegativeStepsFlip) {
   EXPECT_EQ(body_of(R"(
     <ir_version: 8, opset_import: ["" : 13]>

@@ -1,8 +1,10 @@
 // Gemm and MatMul as nn.Linear when the right operand is a constant matrix (a following bias
-// Add is fused), torch.matmul otherwise; Einsum.
+// Add is fused; three or more such products of one input share one layer), torch.matmul
+// otherwise; Einsum.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "common/names.h"
@@ -85,7 +87,172 @@ bool is_row_bias(const Tensor* c, int64_t n, size_t out_rank) {
   return c->dims.empty() ? n == 1 : c->dims.back() == n;
 }
 
+// A node's product of its input 0 with a constant matrix, as nn.Linear parameters.
+struct LinearForm {
+  const common::Node* node = nullptr;
+  const common::Node* add = nullptr;  ///< a MatMul's bias Add, fused into the product
+  Tensor weight;                      ///< [n, k]
+  std::optional<Tensor> bias;         ///< [n]
+  std::string value;                  ///< the ONNX value the product (plus bias) defines
+};
+
+const common::Dims* value_shape(const Context& ctx, const std::string& name) {
+  const common::Value* v = ctx.graph().find(name);
+  return v && v->shape ? &*v->shape : nullptr;
+}
+
+// The one use of `value` when it is not a graph output and not lowered yet.
+const common::Node* only_consumer(const Context& ctx, const std::string& value) {
+  const common::Value* v = ctx.graph().find(value);
+  if (!v || v->consumers.size() != 1 || !ctx.pending(v->consumers[0])) return nullptr;
+  const auto& outs = ctx.graph().outputs;
+  if (std::find(outs.begin(), outs.end(), value) != outs.end()) return nullptr;
+  return &ctx.graph().nodes[v->consumers[0]];
+}
+
+// `node` as F.linear of its input 0: Gemm without transA whose C is absent or a row bias, or
+// MatMul (with a following row-bias Add). Null when the right operand is not a constant matrix.
+std::optional<LinearForm> linear_form(const Context& ctx, const common::Node& node) {
+  if (node.inputs.size() < 2 || node.outputs.size() != 1) return std::nullopt;
+  const Tensor* b = ctx.constant_value(node.inputs[1]);
+  if (!b || b->dims.size() != 2 || !common::is_floating(b->dtype)) return std::nullopt;
+  const common::Dims* out = value_shape(ctx, node.outputs[0]);
+  if (!out) return std::nullopt;
+  LinearForm form{&node, nullptr, {}, std::nullopt, node.outputs[0]};
+  if (node.op_type == "Gemm") {
+    if (node.attr_int("transA", 0) != 0) return std::nullopt;
+    const double alpha = node.attr_float("alpha", 1.0f), beta = node.attr_float("beta", 1.0f);
+    form.weight = node.attr_int("transB", 0) != 0 ? (alpha == 1.0 ? *b : scaled(*b, alpha, b->dims))
+                                                  : transpose2d(*b, alpha);
+    if (node.has_input(2)) {
+      const Tensor* c = ctx.constant_value(node.inputs[2]);
+      if (!is_row_bias(c, form.weight.dims[0], 2)) return std::nullopt;
+      form.bias = scaled(*c, beta, {form.weight.dims[0]});
+    }
+    return form;
+  }
+  if (node.op_type != "MatMul") return std::nullopt;
+  const common::Dims* a = value_shape(ctx, node.inputs[0]);
+  if (!a || a->empty()) return std::nullopt;
+  form.weight = transpose2d(*b, 1.0);
+  const int64_t n = b->dims[1];
+  const common::Node* add = only_consumer(ctx, node.outputs[0]);
+  if (add && add->op_type == "Add" && add->inputs.size() == 2) {
+    const std::string& other = add->inputs[add->inputs[0] == node.outputs[0] ? 1 : 0];
+    const Tensor* bias = ctx.graph().constant(other);
+    const common::Dims* sum = value_shape(ctx, add->outputs[0]);
+    if (is_row_bias(bias, n, out->size()) && bias->dtype == b->dtype && sum && *sum == *out) {
+      form.bias = Tensor{bias->dtype, {n}, bias->raw};
+      form.add = add;
+      form.value = add->outputs[0];
+    }
+  }
+  return form;
+}
+
+// Whether the node's weight initializer is read by it alone (a shared weight stays one layer).
+bool own_weight(const Context& ctx, const common::Node& node) {
+  const common::Value* w = ctx.graph().find(node.inputs[1]);
+  return w && w->consumers.size() == 1;
+}
+
+// The most output features a merged product may have. PyTorch's CPU product at batch 1 (through
+// OpenBLAS 0.3.21's gemm) slows down 4-6x per element past about 1100 output features, which
+// would cost more than the calls a merge saves (benchmarks/RESULTS.md).
+constexpr int64_t kMaxMergedFeatures = 1024;
+
+// Other products of the same input with their own constant matrices of the same dtype and
+// inner size, not lowered yet: computed together with `lead` as one wider F.linear.
+std::vector<LinearForm> sibling_products(const Context& ctx, const LinearForm& lead) {
+  std::vector<LinearForm> out;
+  int64_t features = lead.weight.dims[0];
+  const common::Value* x = ctx.graph().find(lead.node->inputs[0]);
+  if (!x || !own_weight(ctx, *lead.node)) return out;
+  std::vector<int> seen;
+  for (int c : x->consumers) {
+    const common::Node& node = ctx.graph().nodes[c];
+    if (&node == lead.node || !ctx.pending(c) || std::count(seen.begin(), seen.end(), c)) continue;
+    seen.push_back(c);
+    if (node.inputs.empty() || node.outputs.empty() || node.inputs[0] != lead.node->inputs[0] ||
+        !ctx.live(node.outputs[0])) {
+      continue;
+    }
+    const common::Value* v = ctx.graph().find(node.outputs[0]);
+    if (!v || v->known) continue;
+    std::optional<LinearForm> form = linear_form(ctx, node);
+    if (form && own_weight(ctx, node) && form->weight.dtype == lead.weight.dtype &&
+        form->weight.dims[1] == lead.weight.dims[1] &&
+        features + form->weight.dims[0] <= kMaxMergedFeatures) {
+      features += form->weight.dims[0];
+      out.push_back(std::move(*form));
+    }
+  }
+  return out;
+}
+
+// Rows of the forms' weights (and biases, zeros where a form has none) stacked in order.
+std::vector<Param> stacked_params(const std::vector<LinearForm>& forms) {
+  Tensor weight{forms[0].weight.dtype, {0, forms[0].weight.dims[1]}, ""};
+  bool any_bias = false;
+  for (const LinearForm& f : forms) {
+    weight.dims[0] += f.weight.dims[0];
+    weight.raw += f.weight.raw;
+    any_bias = any_bias || f.bias;
+  }
+  std::vector<Param> params{{"weight", std::move(weight)}};
+  if (!any_bias) return params;
+  const size_t es = common::dtype_size(forms[0].weight.dtype);
+  Tensor bias{forms[0].weight.dtype, {0}, ""};
+  for (const LinearForm& f : forms) {
+    bias.dims[0] += f.weight.dims[0];
+    bias.raw += f.bias ? f.bias->raw : std::string(f.weight.dims[0] * es, '\0');
+  }
+  params.push_back({"bias", std::move(bias)});
+  return params;
+}
+
+// F.linear for `lead` (this node). Sibling products of the same input join it: one nn.Linear
+// holding every weight and one call whose result is split, instead of a call each (the q/k/v
+// projections of attention, the parallel heads of a controller).
+Status emit_linear(Context& ctx, LinearForm lead) {
+  // A product with a constant matrix keeps the batch in any dim but the contracted last one.
+  const int in_axis = ctx.batch_axis(0);
+  const int axis = in_axis >= 0 && in_axis < ctx.rank(0) - 1 ? in_axis : -1;
+  const int64_t k = lead.weight.dims[1];
+  const DType dtype = lead.weight.dtype;
+  std::vector<LinearForm> forms = sibling_products(ctx, lead);
+  if (lead.add) ctx.fuse(*lead.add);
+  // Two products merged save one call but add the split's: a wash. Three or more gain.
+  if (forms.size() < 2) {
+    const bool has_bias = lead.bias.has_value();
+    std::vector<Param> params{{"weight", std::move(lead.weight)}};
+    if (has_bias) params.push_back({"bias", std::move(*lead.bias)});
+    const int64_t n = params[0].tensor.dims[0];
+    const std::string attr = ctx.layer("fc", linear_ctor(k, n, has_bias, dtype), std::move(params));
+    return ctx.emit_at(linear_call(attr, ctx.in(0), has_bias), "fc", axis);
+  }
+  forms.insert(forms.begin(), std::move(lead));
+  std::vector<int64_t> sizes;
+  std::vector<std::string> values;
+  for (const LinearForm& f : forms) {
+    sizes.push_back(f.weight.dims[0]);
+    values.push_back(f.value);
+    if (f.node != forms[0].node) ctx.absorb(*f.node, f.add);
+  }
+  std::vector<Param> params = stacked_params(forms);
+  const bool has_bias = params.size() == 2;
+  const int64_t n = params[0].tensor.dims[0];
+  const std::string attr = ctx.layer("fc", linear_ctor(k, n, has_bias, dtype), std::move(params));
+  ctx.emit_values(linear_call(attr, ctx.in(0), has_bias) + ".split(" + py_list(sizes) + ", -1)",
+                  "fc", values, axis);
+  return {};
+}
+
 Status gemm(Context& ctx) {
+  if (std::optional<LinearForm> form = linear_form(ctx, ctx.node())) {
+    return emit_linear(ctx, std::move(*form));
+  }
+  // transA, or a C that is not a row bias.
   const common::Node& node = ctx.node();
   const double alpha = node.attr_float("alpha", 1.0f), beta = node.attr_float("beta", 1.0f);
   const bool ta = node.attr_int("transA", 0) != 0, tb = node.attr_int("transB", 0) != 0;
@@ -129,32 +296,11 @@ bool matmul_batched(const Context& ctx) {
 }
 
 Status matmul(Context& ctx) {
-  const Tensor* b = ctx.constant(1);
-  if (!b || b->dims.size() != 2 || !common::is_floating(b->dtype) || ctx.rank(0) < 1) {
-    return ctx.emit("torch.matmul(" + ctx.in(0) + ", " + ctx.in(1) + ")", "matmul",
-                    matmul_batched(ctx));
+  if (std::optional<LinearForm> form = linear_form(ctx, ctx.node())) {
+    return emit_linear(ctx, std::move(*form));
   }
-  const int64_t k = b->dims[0], n = b->dims[1];
-  std::vector<Param> params{{"weight", transpose2d(*b, 1.0)}};
-  // MatMul + Add(constant row bias) -> one nn.Linear with bias.
-  const common::Node* add = ctx.sole_consumer();
-  if (add && add->op_type == "Add" && add->inputs.size() == 2) {
-    const std::string& other = add->inputs[add->inputs[0] == ctx.node().outputs[0] ? 1 : 0];
-    const Tensor* bias = ctx.graph().constant(other);
-    const common::Value* sum = ctx.graph().find(add->outputs[0]);
-    if (is_row_bias(bias, n, ctx.out_shape().size()) && bias->dtype == b->dtype && sum &&
-        sum->shape == ctx.out_shape()) {
-      params.push_back({"bias", Tensor{bias->dtype, {n}, bias->raw}});
-      ctx.fuse(*add);
-    }
-  }
-  const bool has_bias = params.size() == 2;
-  const std::string attr =
-      ctx.layer("fc", linear_ctor(k, n, has_bias, b->dtype), std::move(params));
-  // A product with a constant matrix keeps the batch in any dim but the contracted last one.
-  const int in_axis = ctx.batch_axis(0);
-  const int axis = in_axis >= 0 && in_axis < ctx.rank(0) - 1 ? in_axis : -1;
-  return ctx.emit_at(linear_call(attr, ctx.in(0), has_bias), "fc", axis);
+  return ctx.emit("torch.matmul(" + ctx.in(0) + ", " + ctx.in(1) + ")", "matmul",
+                  matmul_batched(ctx));
 }
 
 // The output's dim 0 is the batch when it is labelled like dim 0 of every input and every input

@@ -307,7 +307,44 @@ def tfidf():
     return cases
 
 
+def linear_siblings():
+    """Products of one input with constant matrices, which torchonnx computes as one wider F.linear
+    and a split when there are three or more: Gemm with transB, alpha and beta, MatMul with and
+    without a bias Add, a weight shared with a product of another input (kept apart), and a pair."""
+    rng = np.random.default_rng(11)
+    f32 = np.float32
+    x = rng.standard_normal((3, 6)).astype(f32)
+    w1, b1 = rng.standard_normal((4, 6)).astype(f32), rng.standard_normal(4).astype(f32)
+    w2, b2 = rng.standard_normal((6, 3)).astype(f32), rng.standard_normal(3).astype(f32)
+    w3, ws = rng.standard_normal((6, 5)).astype(f32), rng.standard_normal((6, 2)).astype(f32)
+    nodes = [helper.make_node("Gemm", ["x", "w1", "b1"], ["a"], transB=1, alpha=0.5, beta=2.0),
+             helper.make_node("MatMul", ["x", "w2"], ["m2"]),
+             helper.make_node("Add", ["m2", "b2"], ["a2"]),
+             helper.make_node("MatMul", ["x", "w3"], ["a3"]),
+             helper.make_node("MatMul", ["x", "ws"], ["s1"]),
+             helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("MatMul", ["r", "ws"], ["s2"]),
+             helper.make_node("MatMul", ["r", "w3b"], ["p1"]),
+             helper.make_node("MatMul", ["r", "w3c"], ["p2"])]
+    w3b, w3c = rng.standard_normal((6, 2)).astype(f32), rng.standard_normal((6, 3)).astype(f32)
+    x64, r64 = x.astype(np.float64), np.maximum(x, 0).astype(np.float64)
+    outputs = [("a", 0.5 * x64 @ w1.T.astype(np.float64) + 2.0 * b1), ("a2", x64 @ w2 + b2),
+               ("a3", x64 @ w3), ("s1", x64 @ ws), ("s2", r64 @ ws), ("p1", r64 @ w3b), ("p2", r64 @ w3c)]
+    outputs = [(n, a.astype(f32)) for n, a in outputs]
+    inits = [("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2), ("w3", w3), ("ws", ws), ("w3b", w3b),
+             ("w3c", w3c)]
+
+    def info(n, a):
+        return helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, a.shape)
+
+    graph = helper.make_graph(nodes, "linear_siblings", [info("x", x)], [info(n, a) for n, a in outputs],
+                              [numpy_helper.from_array(a, n) for n, a in inits])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return [Case("linear_siblings", model, [([x], [a for _, a in outputs])])]
+
+
 FAMILIES = {"maxpool_indices": maxpool_indices, "lppool": lppool, "global_lppool": global_lppool,
             "gathernd_batch_dims": gathernd, "resize_tf_crop_and_resize": resize_crop,
-            "tfidf_vectorizer": tfidf}
+            "tfidf_vectorizer": tfidf, "linear_siblings": linear_siblings}
 
