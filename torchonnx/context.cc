@@ -99,6 +99,22 @@ Operand Context::operand(size_t i) {
   return Operand{in(i), axis == 0, axis > 0 ? axis : -1};
 }
 
+View Context::input_view(size_t i) {
+  if (has_input(i)) {
+    auto it = state_.views.find(node_.inputs[i]);
+    if (it != state_.views.end()) return it->second;
+  }
+  View v{in(i), shape(i), {}};
+  for (int64_t d : v.dims) v.ranges.push_back({0, 1, d, false});
+  return v;
+}
+
+void Context::set_view(size_t i, View view) {
+  const common::Node& owner = fused_ ? *fused_ : node_;
+  if (i < owner.outputs.size() && !owner.outputs[i].empty())
+    state_.views[owner.outputs[i]] = std::move(view);
+}
+
 int Context::batch_axis(size_t i) const {
   if (!has_input(i)) return -1;
   auto it = state_.operands.find(node_.inputs[i]);

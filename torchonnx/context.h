@@ -24,6 +24,19 @@ struct Operand {
   int moved = -1;        ///< the dim that carries the batch when it is not dim 0 (batched false)
 };
 
+/// A value that is a basic-indexing view of another tensor (made by Slice with positive steps,
+/// Gather at one index or a contiguous range, Split): for each dim of `base`, the elements it
+/// keeps. Indexing a view indexes its base, so a chain of such nodes is one subscript.
+struct View {
+  struct Range {
+    int64_t start = 0, step = 1, len = 0;
+    bool selected = false;  ///< one element, the dim dropped (`start` is its index)
+  };
+  std::string base;           ///< the indexed expression (an input, a local or a buffer)
+  common::Dims dims;          ///< the base's shape
+  std::vector<Range> ranges;  ///< one per dim of the base
+};
+
 /// Module-wide lowering state shared by all handlers.
 struct LowerState {
   const common::Graph* graph = nullptr;
@@ -39,6 +52,7 @@ struct LowerState {
   std::string batch_lost;
   bool rnn_modules = false;               ///< LowerOptions::rnn_modules
   const BatchAxes* batch_axes = nullptr;  ///< LowerOptions::batch_axes (null without a batch)
+  std::map<std::string, View, std::less<>> views;  ///< ONNX value -> the view it is, if any
 };
 
 /// The lowering of one node.
@@ -84,6 +98,12 @@ class Context {
   bool any_batched() const;
   /// Input i as it stands: `in(i)` with its batch dim (for outputs that are the input itself).
   Operand operand(size_t i);
+  /// Input i as a view: the view it was made as by earlier indexing, else all of `in(i)`.
+  View input_view(size_t i);
+  /// Whether input i was made as a view by earlier indexing.
+  bool has_view(size_t i) const { return has_input(i) && state_.views.count(node_.inputs[i]) != 0; }
+  /// Records output i as `view` (see View).
+  void set_view(size_t i, View view);
   /// The dim of input i that carries the batch (0 when batched), or -1.
   int batch_axis(size_t i) const;
   /// The dim of output i that carries the batch by the model's shapes at two batch sizes: -1 none,

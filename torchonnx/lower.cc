@@ -171,6 +171,13 @@ void remove_dead_code(Module& m) {
     const bool live = std::any_of(it->targets.begin(), it->targets.end(),
                                   [&](const std::string& t) { return used.count(t) != 0; });
     if (!live) continue;
+    // A part of a tuple that nothing reads any more (its readers indexed the part's base
+    // instead, see View) is unpacked into "_".
+    if (it->targets.size() > 1) {
+      for (std::string& t : it->targets) {
+        if (!used.count(t)) t = "_";
+      }
+    }
     collect_names(it->expr, used);
     kept.push_back(std::move(*it));
   }

@@ -317,6 +317,24 @@ TEST(Lower, ThreeProductsOfOneInputAreOneLinearAndASplit) {
   EXPECT_EQ(fc1.params.at(1).tensor.to_double(), (std::vector<double>{5, 6, 7, 0}));
 }
 
+TEST(Lower, ChainsOfSlicesGathersAndSplitsAreOneSubscript) {
+  // Slice -> Split -> Slice (-> Gather) index x once. The Split stays for its part p, a graph
+  // output; its other part is read by nothing now and unpacks into "_".
+  EXPECT_EQ(body_of(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,12,9] x) => (float[1,4,9] p, float[1,2,9] y, float[1,2] z)
+    <int64[1] s = {2}, int64[1] e = {11}, int64[1] one = {1}, int64[2] sizes = {4, 5},
+     int64[1] s2 = {1}, int64[1] e2 = {3}, int64 k = {7}> {
+      a = Slice(x, s, e, one)
+      p, q = Split<axis = 1>(a, sizes)
+      y = Slice(p, s2, e2, one, s2)
+      b = Slice(q, s2, e2, one)
+      z = Gather<axis = 2>(b, k)
+    })"),
+            "split1, _ = torch.split(x[:, 2:11], [4, 5], 1)\nslice2 = x[:, 3:5]\n"
+            "gather1 = x[:, 7:9, 7]\nreturn split1\nreturn slice2\nreturn gather1\n");
+}
+
 TEST(Lower, ScalarConstantsAreInlinedAndNegativeStepsFlip) {
   EXPECT_EQ(body_of(R"(
     <ir_version: 8, opset_import: ["" : 13]>

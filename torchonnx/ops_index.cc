@@ -137,14 +137,27 @@ Status slice(Context& ctx) {
     if (len == 0) parts[axis] = "0:0";
     if (axis == batch_axis && (parts[axis] != ":" || step < 0)) batch_axis = -1;
   }
-  std::string expr = ctx.in(0);
-  if (!flips.empty()) expr += ".flip(" + int_or_tuple(flips, flips.size() == 1) + ")";
   const std::string suffix = index_suffix(parts);
   if (suffix.empty() && flips.empty()) {
-    ctx.alias(0, Operand{expr, batch_axis == 0, batch_axis > 0 ? batch_axis : -1});
+    ctx.alias(0, Operand{ctx.in(0), batch_axis == 0, batch_axis > 0 ? batch_axis : -1});
+    if (ctx.has_view(0)) ctx.set_view(0, ctx.input_view(0));
     return {};
   }
-  return ctx.emit_at(expr + suffix, "slice", batch_axis);
+  if (!flips.empty()) {
+    const std::string flipped = ctx.in(0) + ".flip(" + int_or_tuple(flips, flips.size() == 1) + ")";
+    return ctx.emit_at(flipped + suffix, "slice", batch_axis);
+  }
+  // Forward steps only: a view of the input, and so of whatever the input is a view of.
+  View view = ctx.input_view(0);
+  for (size_t j = 0; j < s.axes.size(); ++j) {
+    const int64_t axis = s.axes[j], dim = in[axis], len = ctx.out_shape()[axis];
+    const int64_t start =
+        std::clamp<int64_t>(s.starts[j] < 0 ? s.starts[j] + dim : s.starts[j], 0, dim);
+    view_slice(view, axis, len == 0 ? 0 : start, s.steps[j], len);
+  }
+  RETURN_IF_ERROR(ctx.emit_at(view_expr(view), "slice", batch_axis));
+  ctx.set_view(0, std::move(view));
+  return {};
 }
 
 Status gather(Context& ctx) {
@@ -164,13 +177,19 @@ Status gather(Context& ctx) {
   const int out_axis = in_axis < 0 || in_axis == axis ? -1
                        : in_axis < axis               ? in_axis
                                                       : in_axis + rank_change;
-  if (idx->dims.empty())
-    return ctx.emit_at(index_at(x, axis, std::to_string(v[0])), "gather", out_axis);
   bool contiguous = idx->dims.size() == 1 && !v.empty();
   for (size_t i = 1; contiguous && i < v.size(); ++i) contiguous = v[i] == v[i - 1] + 1;
-  if (contiguous) {
-    return ctx.emit_at(index_at(x, axis, slice_text(v[0], v.back() + 1, 1, dim)), "gather",
-                       out_axis);
+  if (idx->dims.empty() || contiguous) {
+    // One element, or a range: a view of the input (and of what the input is a view of).
+    View view = ctx.input_view(0);
+    if (idx->dims.empty()) {
+      view_select(view, axis, v[0]);
+    } else {
+      view_slice(view, axis, v[0], 1, static_cast<int64_t>(v.size()));
+    }
+    RETURN_IF_ERROR(ctx.emit_at(view_expr(view), "gather", out_axis));
+    ctx.set_view(0, std::move(view));
+    return {};
   }
   return ctx.emit_at(index_at(x, axis, ctx.buffer(std::move(wrapped), "indices")), "gather",
                      out_axis);

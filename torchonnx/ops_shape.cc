@@ -237,14 +237,25 @@ Status split(Context& ctx) {
   if (axis < 0) return ctx.error("axis out of range");
   if (ctx.num_outputs() == 1) {
     ctx.alias(0, ctx.operand(0));
+    if (ctx.has_view(0)) ctx.set_view(0, ctx.input_view(0));
     return {};
   }
   std::vector<int64_t> sizes;
   for (size_t i = 0; i < ctx.num_outputs(); ++i) sizes.push_back(ctx.out_shape(i)[axis]);
   const int in_axis = ctx.batch_axis(0);
+  // Each part is a view of the input (and of what the input is a view of): indexing it later
+  // indexes that base directly.
+  const View view = ctx.input_view(0);
   ctx.emit_tuple_at(
-      "torch.split(" + ctx.in(0) + ", " + py_list(sizes) + ", " + std::to_string(axis) + ")",
+      "torch.split(" + view_expr(view) + ", " + py_list(sizes) + ", " + std::to_string(axis) + ")",
       "split", in_axis == axis ? -1 : in_axis);
+  int64_t offset = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    View part = view;
+    view_slice(part, axis, offset, 1, sizes[i]);
+    offset += sizes[i];
+    ctx.set_view(i, std::move(part));
+  }
   return {};
 }
 

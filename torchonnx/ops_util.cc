@@ -62,6 +62,46 @@ std::string index_suffix(std::vector<std::string> parts) {
   return "[" + join(parts) + "]";
 }
 
+namespace {
+
+View::Range& kept_range(View& view, int64_t axis) {
+  for (View::Range& r : view.ranges) {
+    if (!r.selected && axis-- == 0) return r;
+  }
+  return view.ranges.back();  // callers pass axes of the view's rank
+}
+
+}  // namespace
+
+void view_slice(View& view, int64_t axis, int64_t start, int64_t step, int64_t len) {
+  View::Range& r = kept_range(view, axis);
+  r.start += start * r.step;
+  r.step *= step;
+  r.len = len;
+}
+
+void view_select(View& view, int64_t axis, int64_t index) {
+  View::Range& r = kept_range(view, axis);
+  r.start += index * r.step;
+  r.selected = true;
+}
+
+std::string view_expr(const View& view) {
+  std::vector<std::string> parts;
+  for (size_t d = 0; d < view.ranges.size(); ++d) {
+    const View::Range& r = view.ranges[d];
+    if (r.selected) {
+      parts.push_back(std::to_string(r.start));
+    } else if (r.len == 0) {
+      parts.push_back("0:0");
+    } else {
+      parts.push_back(
+          slice_text(r.start, r.start + (r.len - 1) * r.step + 1, r.step, view.dims[d]));
+    }
+  }
+  return view.base + index_suffix(std::move(parts));
+}
+
 std::string slice_text(int64_t start, int64_t stop, int64_t step, int64_t dim) {
   std::string s = start == 0 ? "" : std::to_string(start);
   s += ":";

@@ -26,6 +26,13 @@ std::string cast_to_output(const Context& ctx, std::string expr, common::DType f
 /// An indexing suffix "[:, :, a:b]" selecting `parts[d]` on each dim; trailing ":" dropped;
 /// empty when every part is ":".
 std::string index_suffix(std::vector<std::string> parts);
+/// Restricts dim `axis` of the view (counting the dims it keeps) to `len` elements from `start`
+/// (relative to that dim) by `step` > 0.
+void view_slice(View& view, int64_t axis, int64_t start, int64_t step, int64_t len);
+/// Selects element `index` of the view's dim `axis`, dropping the dim.
+void view_select(View& view, int64_t axis, int64_t index);
+/// The view as a subscript of its base ("x[:, 3:9, 2]"; the base alone when it keeps everything).
+std::string view_expr(const View& view);
 /// Python slice text "a:b:s" with defaults omitted for a dim of size `dim`.
 std::string slice_text(int64_t start, int64_t stop, int64_t step, int64_t dim);
 /// Ints as a Python argument: "3" when `values` has one element and `scalar_ok`, else a tuple.

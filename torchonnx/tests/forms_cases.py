@@ -344,7 +344,40 @@ def linear_siblings():
     return [Case("linear_siblings", model, [([x], [a for _, a in outputs])])]
 
 
+def view_chains():
+    """Slice, Gather and Split of the results of Slice, Gather and Split, which torchonnx writes as
+    one subscript of the first input; a negative step in the chain (a flip) ends the composition."""
+    x = np.arange(2 * 10 * 9, dtype=np.float32).reshape(2, 10, 9)
+    i64 = np.int64
+    inits = [("st1", np.array([1], i64)), ("en1", np.array([9], i64)), ("ax1", np.array([1], i64)),
+             ("sp1", np.array([2], i64)), ("two", np.array(2, i64)), ("sizes", np.array([3, 6], i64)),
+             ("st2", np.array([-4], i64)), ("en2", np.array([100], i64)), ("ax2", np.array([2], i64)),
+             ("sp2", np.array([3], i64)), ("rows", np.array([1, 2, 3], i64)),
+             ("st3", np.array([-1], i64)), ("en3", np.array([-10], i64)), ("sp3", np.array([-1], i64))]
+    nodes = [helper.make_node("Slice", ["x", "st1", "en1", "ax1", "sp1"], ["s1"]),
+             helper.make_node("Gather", ["s1", "two"], ["g"], axis=2),
+             helper.make_node("Split", ["s1", "sizes"], ["a", "b"], axis=2),
+             helper.make_node("Slice", ["b", "st2", "en2", "ax2", "sp2"], ["s2"]),
+             helper.make_node("Gather", ["s2", "rows"], ["g2"], axis=1),
+             helper.make_node("Slice", ["s1", "st3", "en3", "ax1", "sp3"], ["f"]),
+             helper.make_node("Gather", ["f", "two"], ["g3"], axis=1)]
+    s1 = x[:, 1:9:2]
+    b = s1[:, :, 3:]
+    outputs = [("g", s1[:, :, 2]), ("a", s1[:, :, :3]), ("g2", b[:, :, -4::3][:, 1:4]),
+               ("g3", s1[:, ::-1][:, 2])]
+
+    def info(n, a):
+        return helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, a.shape)
+
+    graph = helper.make_graph(nodes, "view_chains", [info("x", x)], [info(n, a) for n, a in outputs],
+                              [numpy_helper.from_array(a, n) for n, a in inits])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return [Case("view_chains", model, [([x], [np.ascontiguousarray(a) for _, a in outputs])])]
+
+
 FAMILIES = {"maxpool_indices": maxpool_indices, "lppool": lppool, "global_lppool": global_lppool,
             "gathernd_batch_dims": gathernd, "resize_tf_crop_and_resize": resize_crop,
-            "tfidf_vectorizer": tfidf, "linear_siblings": linear_siblings}
+            "tfidf_vectorizer": tfidf, "linear_siblings": linear_siblings,
+            "view_chains": view_chains}
 
