@@ -31,7 +31,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
-from vnncomp import checks, onnxinfo  # noqa: E402
+from vnncomp import checks, onnxinfo, ortref  # noqa: E402
 
 
 def parse_args(argv):
@@ -96,9 +96,10 @@ def make_feed(specs, rng):
 class OrtTimer:
     """One long-lived torchonnx_bench.js process; time(job) returns microseconds or an error text."""
 
-    def __init__(self):
+    def __init__(self, scratch):
         self.proc = subprocess.Popen(["node", os.path.join(HERE, "torchonnx_bench.js")],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                     env=ortref.node_env(scratch))
 
     def time(self, job):
         self.proc.stdin.write(json.dumps(job) + "\n")
@@ -152,13 +153,19 @@ def main(argv=None):
     torch.set_num_threads(1)
     models = sorted(p for p in glob.glob(os.path.join(args.benchmarks, "**", "*.onnx*"), recursive=True)
                     if args.filter in p and p.endswith((".onnx", ".onnx.gz")))
-    work = tempfile.mkdtemp(prefix="torchonnx_bench_")
+    # The generated code and weights of all models (1.3 GB for the 146) go when the run ends.
+    with tempfile.TemporaryDirectory(prefix="torchonnx_bench_") as work:
+        return measure(args, models, work)
+
+
+def measure(args, models, work):
+    """Converts `models` into `work`, times each against onnxruntime, prints and writes the rows."""
     total, cpu_s, stems, conv_ms = convert_all(args.torchonnx, models, work)
     print(f"conversion: {len(stems)}/{len(models)} models in one process, {total:.2f} s wall, "
           f"{cpu_s:.2f} s CPU (user + system)")
     rng = np.random.default_rng(0)
     rows, ratios, traced_ratios = [], [], []
-    ort = OrtTimer()
+    ort = OrtTimer(work)
     print(f"{'model':70s} {'torch us':>10s} {'ort us':>10s} {'ratio':>7s}"
           + (f" {'traced us':>10s} {'ratio':>7s}" if args.traced else ""))
     for path in models:

@@ -8,6 +8,8 @@
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
+#include <vector>
 
 #include "common/onnx_io.h"
 
@@ -84,12 +86,37 @@ std::string text_to_bytes(const std::string& text) {
   return status.IsOK() ? model.SerializeAsString() : std::string();
 }
 
+namespace {
+
+// Folders made by temp_dir, removed when the test process exits.
+class TempDirs {
+ public:
+  ~TempDirs() {
+    for (const fs::path& p : paths_) {
+      std::error_code ec;
+      fs::remove_all(p, ec);
+    }
+  }
+  void add(fs::path p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    paths_.push_back(std::move(p));
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<fs::path> paths_;
+};
+
+}  // namespace
+
 std::string temp_dir(const std::string& tag) {
   static std::atomic<int> counter{0};
+  static TempDirs made;
   fs::path p = fs::temp_directory_path() / ("onnxverify_" + tag + "_" + std::to_string(::getpid()) +
                                             "_" + std::to_string(counter++));
   fs::remove_all(p);
   fs::create_directories(p);
+  made.add(p);
   return p.string();
 }
 

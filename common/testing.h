@@ -23,7 +23,7 @@ std::vector<std::string> node_tests();
 Result<Graph> parse_text(const std::string& text, const std::string& source = "test.onnx");
 /// A model in ONNX text syntax serialized as protobuf bytes.
 std::string text_to_bytes(const std::string& text);
-/// A fresh empty temporary folder for one test.
+/// A fresh empty temporary folder for one test; removed with its contents when the process exits.
 std::string temp_dir(const std::string& tag);
 
 }  // namespace common::testing

@@ -12,6 +12,7 @@ with onnx.version_converter (into a temporary file) and run again.
 import atexit
 import gzip
 import os
+import shutil
 import struct
 import subprocess
 import tempfile
@@ -97,15 +98,27 @@ class _Reader:
         return np.frombuffer(data, dtype=dtype).reshape(dims).copy()
 
 
+def node_env(scratch):
+    """The environment for a node process that loads onnxruntime-node. Its library writes a log
+    file per process into TMPDIR (`mat-debug-<pid>.log`), so TMPDIR is `scratch`, a folder the
+    caller removes."""
+    env = dict(os.environ)
+    env["TMPDIR"] = scratch
+    return env
+
+
 class NodeClient:
     """One ort_server.js process; restarted when it dies."""
 
     def __init__(self):
         self.proc = None
+        self.scratch = None
         self.lock = threading.Lock()
 
     def _start(self):
-        env = dict(os.environ)
+        if self.scratch is None:
+            self.scratch = tempfile.mkdtemp(prefix="ortref_")
+        env = node_env(self.scratch)
         env.setdefault("ORTREF_THREADS", "1")
         self.proc = subprocess.Popen([NODE, SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, env=env)
@@ -145,6 +158,9 @@ class NodeClient:
             self.proc.stdin.close()
             self.proc.wait(timeout=10)
         self.proc = None
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None
 
 
 class PythonClient:
