@@ -8,6 +8,7 @@ only torch. Weights are random (seeded); batch-norm statistics are randomized so
 """
 
 import os
+import subprocess
 
 import pytest
 import torch
@@ -47,8 +48,25 @@ class Recurrent(nn.Module):
         return self.lstm(self.gru(x)[0])[0]
 
 
+class ProjectedAttention(nn.Module):
+    """Attention written out by hand with separate q, k and v projections (as BERT-style code has
+    them), a residual, and the output cut by two slices in a row."""
+
+    def __init__(self):
+        super().__init__()
+        self.q, self.k, self.v, self.out = (nn.Linear(16, 16) for _ in range(4))
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        q, k, v = (p(x).reshape(b, t, 4, 4).transpose(1, 2) for p in (self.q, self.k, self.v))
+        a = torch.softmax(q @ k.transpose(-1, -2) / 2.0, -1) @ v
+        y = x + self.out(a.transpose(1, 2).reshape(b, t, 16))
+        return y[:, 1:][:, :, 2:10]
+
+
 def torch_nn_models():
     return {"self_attention": (SelfAttention(), torch.randn(1, 7, 16)),
+            "projected_attention": (ProjectedAttention(), torch.randn(1, 7, 16)),
             "encoder": (Encoder(), torch.randn(1, 7, 16)),
             "recurrent": (Recurrent(), torch.randn(1, 5, 6))}
 
@@ -97,8 +115,16 @@ def check_rows(rows, names):
 def test_torch_nn_attention_and_recurrent_layers(torchonnx, tmp_path):
     torch.manual_seed(0)
     models = torch_nn_models()
-    export(models, str(tmp_path / "b" / "torch_nn" / "onnx"))
+    folder = tmp_path / "b" / "torch_nn" / "onnx"
+    export(models, str(folder))
     check_rows(harness(torchonnx, str(tmp_path / "b"), str(tmp_path)), models)
+    # Lowered without slimonnx (which folds these products into larger linear maps), q, k and v
+    # are one product and the two slices one subscript.
+    subprocess.run([torchonnx, "--no-slim", str(folder / "projected_attention.onnx"), "-o",
+                    str(tmp_path / "code")], check=True, capture_output=True)
+    code = (tmp_path / "code" / "projected_attention.py").read_text()
+    assert "nn.Linear(16, 48)" in code and ".split([16, 16, 16], -1)" in code, code
+    assert "[:, 1:, 2:10]" in code, code
 
 
 def test_torchvision_architectures(torchonnx, tmp_path):
