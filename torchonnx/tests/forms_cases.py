@@ -307,6 +307,18 @@ def tfidf():
     return cases
 
 
+def graph_case(name, nodes, x, outputs, initializers):
+    """A case of several nodes over one float32 input "x"; outputs: (name, float32 array) in graph order."""
+    def info(n, a):
+        return helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, a.shape)
+
+    graph = helper.make_graph(nodes, name, [info("x", x)], [info(n, a) for n, a in outputs],
+                              [numpy_helper.from_array(a, n) for n, a in initializers])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return Case(name, model, [([x], [np.ascontiguousarray(a) for _, a in outputs])])
+
+
 def linear_siblings():
     """Products of one input with constant matrices, which torchonnx computes as one wider F.linear
     and a split when there are three or more: Gemm with transB, alpha and beta, MatMul with and
@@ -333,15 +345,7 @@ def linear_siblings():
     outputs = [(n, a.astype(f32)) for n, a in outputs]
     inits = [("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2), ("w3", w3), ("ws", ws), ("w3b", w3b),
              ("w3c", w3c)]
-
-    def info(n, a):
-        return helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, a.shape)
-
-    graph = helper.make_graph(nodes, "linear_siblings", [info("x", x)], [info(n, a) for n, a in outputs],
-                              [numpy_helper.from_array(a, n) for n, a in inits])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8
-    return [Case("linear_siblings", model, [([x], [a for _, a in outputs])])]
+    return [graph_case("linear_siblings", nodes, x, outputs, inits)]
 
 
 def view_chains():
@@ -365,15 +369,7 @@ def view_chains():
     b = s1[:, :, 3:]
     outputs = [("g", s1[:, :, 2]), ("a", s1[:, :, :3]), ("g2", b[:, :, -4::3][:, 1:4]),
                ("g3", s1[:, ::-1][:, 2])]
-
-    def info(n, a):
-        return helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, a.shape)
-
-    graph = helper.make_graph(nodes, "view_chains", [info("x", x)], [info(n, a) for n, a in outputs],
-                              [numpy_helper.from_array(a, n) for n, a in inits])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8
-    return [Case("view_chains", model, [([x], [np.ascontiguousarray(a) for _, a in outputs])])]
+    return [graph_case("view_chains", nodes, x, outputs, inits)]
 
 
 FAMILIES = {"maxpool_indices": maxpool_indices, "lppool": lppool, "global_lppool": global_lppool,
