@@ -5,6 +5,9 @@
 #include <array>
 #include <cstdio>
 
+#include "common/testing.h"
+#include "torchonnx/convert.h"
+
 namespace torchonnx::testing {
 
 int run_command(const std::string& command, std::string* output) {
@@ -26,6 +29,23 @@ std::string shell_quote(const std::string& text) {
   std::string out = "'";
   for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
+}
+
+std::string body_of(const std::string& text, bool slim) {
+  auto g = common::testing::parse_text(text, "m.onnx");
+  if (!g.ok()) return "parse: " + g.error().str();
+  ConvertOptions options;
+  options.slim = slim;
+  auto c = convert(std::move(*g), options);
+  if (!c.ok()) return "error: " + c.error().str();
+  std::string out;
+  for (const Statement& s : c->module.body) {
+    std::string targets;
+    for (const std::string& t : s.targets) targets += (targets.empty() ? "" : ", ") + t;
+    out += targets + " = " + s.expr + "\n";
+  }
+  for (const std::string& o : c->module.outputs) out += "return " + o + "\n";
+  return out;
 }
 
 }  // namespace torchonnx::testing

@@ -1,4 +1,4 @@
-// Helpers for torchonnx's tests: running the generated Python.
+// Helpers for torchonnx's tests: running the generated Python, reading the generated forward.
 #pragma once
 
 #include <string>
@@ -14,5 +14,9 @@ std::string python();
 std::string tools_dir();
 /// `text` quoted for a POSIX shell.
 std::string shell_quote(const std::string& text);
+/// The forward body generated for a model in ONNX text syntax (`<targets> = <expr>` per statement,
+/// `return <expr>` per output, no comments), or "parse: ..." / "error: ..." with the message.
+/// slimonnx runs only when `slim`.
+std::string body_of(const std::string& text, bool slim = false);
 
 }  // namespace torchonnx::testing
