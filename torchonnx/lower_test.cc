@@ -24,7 +24,7 @@ TEST(Lower, ConvFollowedByBatchNormIsOneLayer) {
       c = Conv(x, w)
       y = BatchNormalization(c, s, b, m, v)
     })"),
-            "conv1 = self.conv1(x)\nreturn conv1\n");
+            "conv1 = F.conv2d(x, self.conv1.weight, self.conv1.bias)\nreturn conv1\n");
 }
 
 // An ONNX-text model of one Conv over x with initializer weights (all 0.5) and optional bias.
@@ -48,7 +48,8 @@ std::string conv_model(const std::string& x, const std::vector<int64_t>& w, bool
 }
 
 // A kernel that tiles its input (stride = kernel) is one F.linear over the tiles; one that covers
-// the whole input, F.linear over the flattened input; a remainder keeps the convolution.
+// the whole input, F.linear over the flattened input; a remainder keeps the convolution (F.conv2d
+// with the nn.Conv2d layer's parameters).
 TEST(Lower, ConvolutionsOverTilesAreLinear) {
   EXPECT_EQ(body_of(conv_model("1,3,8,12", {6, 3, 4, 3}, true, "<strides = [4, 3]>")),
             "conv1 = F.linear(x.reshape(-1, 3, 2, 4, 4, 3).permute(0, 2, 4, 1, 3, 5).flatten(3), "
@@ -59,17 +60,19 @@ TEST(Lower, ConvolutionsOverTilesAreLinear) {
   EXPECT_EQ(body_of(conv_model("1,3,7", {5, 3, 7}, false, "")),
             "conv1 = F.linear(x.flatten(1), self.conv1.weight.flatten(1)).reshape(-1, 5, 1)\n"
             "return conv1\n");
-  EXPECT_EQ(body_of(conv_model("1,3,9,12", {6, 3, 4, 3}, true, "<strides = [4, 3]>")),
-            "conv1 = self.conv1(x)\nreturn conv1\n");
+  EXPECT_EQ(
+      body_of(conv_model("1,3,9,12", {6, 3, 4, 3}, true, "<strides = [4, 3]>")),
+      "conv1 = F.conv2d(x, self.conv1.weight, self.conv1.bias, stride=(4, 3))\nreturn conv1\n");
   EXPECT_EQ(body_of(conv_model("1,3,8,12", {6, 3, 4, 3}, true,
                                "<strides = [4, 3], pads = [0, 0, 0, 0]>")),
             "conv1 = F.linear(x.reshape(-1, 3, 2, 4, 4, 3).permute(0, 2, 4, 1, 3, 5).flatten(3), "
             "self.conv1.weight.flatten(1), self.conv1.bias).permute(0, 3, 1, 2)\nreturn conv1\n");
   EXPECT_EQ(body_of(conv_model("1,3,8,12", {6, 3, 4, 3}, true,
                                "<strides = [4, 3], pads = [1, 0, 1, 0]>")),
-            "conv1 = self.conv1(x)\nreturn conv1\n");
+            "conv1 = F.conv2d(x, self.conv1.weight, self.conv1.bias, stride=(4, 3), padding=(1, "
+            "0))\nreturn conv1\n");
   EXPECT_EQ(body_of(conv_model("1,3,8,12", {6, 3, 1, 1}, true, "")),
-            "conv1 = self.conv1(x)\nreturn conv1\n");
+            "conv1 = F.conv2d(x, self.conv1.weight, self.conv1.bias)\nreturn conv1\n");
 }
 
 // LayerNormalization with constant scale and bias over the normalized dims is an nn.LayerNorm;

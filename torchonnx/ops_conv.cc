@@ -140,7 +140,13 @@ Status conv(Context& ctx) {
                         ".permute" + py_tuple(out_order),
                     "conv", ctx.batched(0));
   }
-  return ctx.emit("self." + attr + "(" + x + ")", "conv", ctx.batched(0));
+  // F.convNd with the layer's parameters rather than the module call, as for nn.Linear: the same
+  // computation without nn.Module's call overhead (benchmarks/RESULTS.md, stop 15).
+  const std::string self = "self." + attr;
+  return ctx.emit("F.conv" + std::to_string(n) + "d(" + x + ", " + self + ".weight" +
+                      (has_bias ? ", " + self + ".bias" : "") +
+                      conv_kwargs(g, symmetric ? g.begin : std::vector<int64_t>(n, 0)) + ")",
+                  "conv", ctx.batched(0));
 }
 
 // Padding for torch's ConvTranspose (which pads symmetrically) plus a crop that yields ONNX's
