@@ -100,7 +100,10 @@ bool ort_available() {
 
 std::optional<double> ort_max_error(const std::string& a, const std::string& b,
                                     const std::string& vnnlib, std::string* why) {
-  std::string cmd = "node " + quote(script()) + " " + quote(a) + " " + quote(b);
+  // onnxruntime-node writes a log file per process into TMPDIR: keep them in a test folder.
+  static const std::string scratch = common::testing::temp_dir("ort");
+  std::string cmd =
+      "TMPDIR=" + quote(scratch) + " node " + quote(script()) + " " + quote(a) + " " + quote(b);
   if (!vnnlib.empty()) cmd += " --vnnlib " + quote(vnnlib);
   int status = 0;
   const std::string out = run_command(cmd + " 2>&1", &status);

@@ -135,7 +135,8 @@ def test_unroll_flag_expands_control_flow_and_keeps_the_function(tool, tmp_path)
         pytest.skip("node / onnxruntime-node not installed")
     import json
     r = subprocess.run(["node", script, str(src), str(out), "--points", "8"], capture_output=True,
-                       env={**os.environ, "ORT_NODE_MODULES": modules}, timeout=120)
+                       env={**os.environ, "ORT_NODE_MODULES": modules, "TMPDIR": str(tmp_path)},
+                       timeout=120)
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout)
     assert result["outputs"] == 2 and result["max_error"] <= 1e-6, result
