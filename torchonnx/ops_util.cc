@@ -64,26 +64,30 @@ std::string index_suffix(std::vector<std::string> parts) {
 
 namespace {
 
-View::Range& kept_range(View& view, int64_t axis) {
+// The base dim behind the view's dim `axis`, or null past the view's rank (callers pass axes
+// that shape inference checked).
+View::Range* kept_range(View& view, int64_t axis) {
   for (View::Range& r : view.ranges) {
-    if (!r.selected && axis-- == 0) return r;
+    if (!r.selected && axis-- == 0) return &r;
   }
-  return view.ranges.back();  // callers pass axes of the view's rank
+  return nullptr;
 }
 
 }  // namespace
 
 void view_slice(View& view, int64_t axis, int64_t start, int64_t step, int64_t len) {
-  View::Range& r = kept_range(view, axis);
-  r.start += start * r.step;
-  r.step *= step;
-  r.len = len;
+  if (View::Range* r = kept_range(view, axis)) {
+    r->start += start * r->step;
+    r->step *= step;
+    r->len = len;
+  }
 }
 
 void view_select(View& view, int64_t axis, int64_t index) {
-  View::Range& r = kept_range(view, axis);
-  r.start += index * r.step;
-  r.selected = true;
+  if (View::Range* r = kept_range(view, axis)) {
+    r->start += index * r->step;
+    r->selected = true;
+  }
 }
 
 std::string view_expr(const View& view) {
