@@ -209,21 +209,7 @@ void Context::absorb(const common::Node& node, const common::Node* consumer) {
 
 void Context::emit_values(std::string expr, std::string_view hint,
                           const std::vector<std::string>& values, int axis) {
-  Statement st;
-  st.expr = std::move(expr);
-  st.comment = comment();
-  for (const std::string& value : values) {
-    if (!live(value)) {
-      st.targets.push_back("_");
-      continue;
-    }
-    check_batch(axis, true, value);
-    std::string name = state_.locals.make(hint, true);
-    state_.operands[value] =
-        Operand{name, axis == 0 && state_.batch > 0, axis > 0 && state_.batch > 0 ? axis : -1};
-    st.targets.push_back(std::move(name));
-  }
-  state_.module.body.push_back(std::move(st));
+  add_statement(std::move(expr), hint, {axis}, values, true);
 }
 
 common::Status Context::emit(std::string expr, std::string_view hint, bool batched) {
@@ -231,8 +217,7 @@ common::Status Context::emit(std::string expr, std::string_view hint, bool batch
 }
 
 void Context::emit_tuple(std::string expr, std::string_view hint, bool batched) {
-  add_statement(std::move(expr), hint, {batched ? 0 : -1},
-                (fused_ ? fused_ : &node_)->outputs.size(), false);
+  add_statement(std::move(expr), hint, {batched ? 0 : -1}, outputs(), false);
 }
 
 common::Status Context::emit_at(std::string expr, std::string_view hint, int axis) {
@@ -243,18 +228,18 @@ common::Status Context::emit_one(std::string expr, std::string_view hint, int ax
   for (size_t i = 1; i < (fused_ ? fused_ : &node_)->outputs.size(); ++i) {
     if (output_used(i)) return error("optional output " + std::to_string(i) + " is not supported");
   }
-  add_statement(std::move(expr), hint, {axis}, 1, aware);
+  add_statement(std::move(expr), hint, {axis}, outputs(1), aware);
   return {};
 }
 
 void Context::emit_tuple_at(std::string expr, std::string_view hint, int axis) {
-  add_statement(std::move(expr), hint, {axis}, (fused_ ? fused_ : &node_)->outputs.size(), true);
+  add_statement(std::move(expr), hint, {axis}, outputs(), true);
 }
 
 void Context::emit_tuple_axes(std::string expr, std::string_view hint, std::vector<int> axes) {
-  const size_t count = (fused_ ? fused_ : &node_)->outputs.size();
-  axes.resize(count, -1);
-  add_statement(std::move(expr), hint, std::move(axes), count, true);
+  const std::vector<std::string> values = outputs();
+  axes.resize(values.size(), -1);
+  add_statement(std::move(expr), hint, std::move(axes), values, true);
 }
 
 void Context::check_batch(int axis, bool aware, const std::string& out) {
@@ -280,22 +265,26 @@ void Context::check_batch(int axis, bool aware, const std::string& out) {
   }
 }
 
-void Context::add_statement(std::string expr, std::string_view hint, std::vector<int> axes,
-                            size_t count, bool aware) {
+std::vector<std::string> Context::outputs(size_t count) const {
   const common::Node& owner = fused_ ? *fused_ : node_;
+  return {owner.outputs.begin(), owner.outputs.begin() + std::min(count, owner.outputs.size())};
+}
+
+void Context::add_statement(std::string expr, std::string_view hint, std::vector<int> axes,
+                            const std::vector<std::string>& values, bool aware) {
   Statement st;
   st.expr = std::move(expr);
   st.comment = comment();
-  for (size_t i = 0; i < count; ++i) {
-    if (!output_used(i)) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!live(values[i])) {
       st.targets.push_back("_");
       continue;
     }
     const int axis = axes.size() == 1 ? axes[0] : axes[i];
-    check_batch(axis, aware, owner.outputs[i]);
+    check_batch(axis, aware, values[i]);
     std::string name = state_.locals.make(hint, true);
-    Operand o{name, axis == 0 && state_.batch > 0, axis > 0 && state_.batch > 0 ? axis : -1};
-    state_.operands[owner.outputs[i]] = std::move(o);
+    state_.operands[values[i]] =
+        Operand{name, axis == 0 && state_.batch > 0, axis > 0 && state_.batch > 0 ? axis : -1};
     st.targets.push_back(std::move(name));
   }
   state_.module.body.push_back(std::move(st));

@@ -80,7 +80,9 @@ class Context {
   /// Whether `index` is a node no statement has computed or absorbed yet.
   bool pending(int index) const { return !state_.done[index]; }
   /// Whether an ONNX value is used by a later node or the graph's outputs.
-  bool live(const std::string& value) const { return state_.live.count(value) != 0; }
+  bool live(const std::string& value) const {
+    return !value.empty() && state_.live.count(value) != 0;
+  }
   /// Whether output i is used by a later node or the graph's outputs.
   bool output_used(size_t i) const;
 
@@ -161,9 +163,12 @@ class Context {
   std::string comment() const;
   /// `<output 0> = expr` (the other outputs must be unused) with batch dim `axis`.
   common::Status emit_one(std::string expr, std::string_view hint, int axis, bool aware);
-  /// `axes`: one batch dim for every output, or one per output.
-  void add_statement(std::string expr, std::string_view hint, std::vector<int> axes, size_t count,
-                     bool aware);
+  /// The first `count` outputs of this node (of the fused consumer when there is one).
+  std::vector<std::string> outputs(size_t count = SIZE_MAX) const;
+  /// `<targets> = expr`, one target per ONNX value in `values` ("_" for values nothing reads);
+  /// `axes`: one batch dim for every value, or one per value.
+  void add_statement(std::string expr, std::string_view hint, std::vector<int> axes,
+                     const std::vector<std::string>& values, bool aware);
   /// Records the node in batch_lost when an input carries the batch and output `out` (batch dim
   /// `axis`) does not, or when a handler that only follows dim 0 (`aware` false) gets an input
   /// batched elsewhere.

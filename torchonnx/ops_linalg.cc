@@ -81,6 +81,12 @@ std::string linear_call(const std::string& attr, const std::string& x, bool bias
          ")";
 }
 
+// Gemm's B (transposed when `tb`) times alpha as an nn.Linear weight: [n, k].
+Tensor gemm_weight(const Tensor& b, double alpha, bool tb) {
+  if (!tb) return transpose2d(b, alpha);
+  return alpha == 1.0 ? b : scaled(b, alpha, b.dims);
+}
+
 // A bias for nn.Linear: the constant broadcasts along the last axis only.
 bool is_row_bias(const Tensor* c, int64_t n, size_t out_rank) {
   if (!c || c->numel() != n || c->dims.size() > out_rank) return false;
@@ -122,8 +128,7 @@ std::optional<LinearForm> linear_form(const Context& ctx, const common::Node& no
   if (node.op_type == "Gemm") {
     if (node.attr_int("transA", 0) != 0) return std::nullopt;
     const double alpha = node.attr_float("alpha", 1.0f), beta = node.attr_float("beta", 1.0f);
-    form.weight = node.attr_int("transB", 0) != 0 ? (alpha == 1.0 ? *b : scaled(*b, alpha, b->dims))
-                                                  : transpose2d(*b, alpha);
+    form.weight = gemm_weight(*b, alpha, node.attr_int("transB", 0) != 0);
     if (node.has_input(2)) {
       const Tensor* c = ctx.constant_value(node.inputs[2]);
       if (!is_row_bias(c, form.weight.dims[0], 2)) return std::nullopt;
@@ -267,7 +272,7 @@ Status gemm(Context& ctx) {
       expr += " + " + (beta == 1.0 ? ctx.in(2) : ctx.in(2) + " * " + py_float(beta));
     return ctx.emit(expr, "gemm", batched);
   }
-  Tensor weight = tb ? (alpha == 1.0 ? *b : scaled(*b, alpha, b->dims)) : transpose2d(*b, alpha);
+  Tensor weight = gemm_weight(*b, alpha, tb);
   const int64_t n = weight.dims[0], k = weight.dims[1];
   const bool row_bias = is_row_bias(c, n, 2);
   std::vector<Param> params{{"weight", std::move(weight)}};
