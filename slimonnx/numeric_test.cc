@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <random>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "common/onnx_io.h"
 #include "common/testing.h"
@@ -240,6 +243,70 @@ TEST(Numeric, LinearRegionThroughConvTranspose) {
               "C = ConvTranspose<strides = [2,2]>(R, K, kb)\n"
               "Y = Pad(C, pads)"),
         2);
+}
+// The slimmed graph's nodes as "Op(input kinds)", where an input kind is "c" for a constant and
+// the producing op's type otherwise ("in" for a graph input).
+std::vector<std::string> node_forms(const common::Graph& g) {
+  std::map<std::string, std::string> producer;
+  for (const common::Node& n : g.nodes) {
+    for (const std::string& out : n.outputs) producer[out] = n.op_type;
+  }
+  std::vector<std::string> forms;
+  for (const common::Node& n : g.nodes) {
+    std::string form = n.op_type + "(";
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      const std::string& in = n.inputs[k];
+      form += (k ? "," : "") + (g.initializer(in) ? std::string("c")
+                                : producer.count(in) ? producer[in]
+                                                     : std::string("in"));
+    }
+    forms.push_back(form + ")");
+  }
+  return forms;
+}
+
+// A class token concatenated in front of computed tokens, then a position embedding of lower
+// rank added: the Add moves onto the computed part (with the embedding's rows for it) and the
+// token's sum is folded.
+TEST(Numeric, AddAfterConcatWithAConstantPartMovesOntoTheComputedPart) {
+  Weights w;
+  const std::string text = model("g (float[1,4,6] X) => (float[1,5,6] Y)",
+                                 w("cls", {1, 1, 6}) + ", " + w("pos", {5, 6}),
+                                 "R = Relu(X)\n"
+                                 "C = Concat<axis = 1>(cls, R)\n"
+                                 "Y = Add(C, pos)");
+  EXPECT_EQ(node_forms(testing::slim_text(text)),
+            (std::vector<std::string>{"Relu(in)", "Add(Relu,c)", "Concat(c,Add)"}));
+  check(text, 3);
+}
+
+// The constant on the left of a Sub, broadcast along the Concat's (negative) axis, and the
+// computed part last: the order of the operands and of the parts is kept.
+TEST(Numeric, SubFromAConstantOverAConcatKeepsTheOperandOrder) {
+  Weights w;
+  const std::string text = model("g (float[2,3] X) => (float[2,5] Y)",
+                                 w("k", {2, 2}) + ", " + w("c", {2, 1}),
+                                 "R = Relu(X)\n"
+                                 "C = Concat<axis = -1>(k, R)\n"
+                                 "Y = Sub(c, C)");
+  EXPECT_EQ(node_forms(testing::slim_text(text)),
+            (std::vector<std::string>{"Relu(in)", "Sub(c,Relu)", "Concat(c,Sub)"}));
+  check(text, 3);
+}
+
+// Two computed parts would need an op each: the graph is left as it is.
+TEST(Numeric, ConcatOfTwoComputedPartsKeepsItsOp) {
+  Weights w;
+  const std::string text = model("g (float[1,4] X) => (float[1,10] Y)",
+                                 w("k", {1, 2}) + ", " + w("c", {10}),
+                                 "R = Relu(X)\n"
+                                 "S = Sigmoid(X)\n"
+                                 "C = Concat<axis = 1>(R, k, S)\n"
+                                 "Y = Mul(C, c)");
+  EXPECT_EQ(node_forms(testing::slim_text(text)),
+            (std::vector<std::string>{"Relu(in)", "Sigmoid(in)", "Concat(Relu,c,Sigmoid)",
+                                      "Mul(Concat,c)"}));
+  check(text, 4);
 }
 
 }  // namespace
