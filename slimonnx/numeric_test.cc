@@ -256,7 +256,7 @@ std::vector<std::string> node_forms(const common::Graph& g) {
     std::string form = n.op_type + "(";
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       const std::string& in = n.inputs[k];
-      form += (k ? "," : "") + (g.initializer(in) ? std::string("c")
+      form += (k ? "," : "") + (g.initializer(in)    ? std::string("c")
                                 : producer.count(in) ? producer[in]
                                                      : std::string("in"));
     }
@@ -270,11 +270,11 @@ std::vector<std::string> node_forms(const common::Graph& g) {
 // token's sum is folded.
 TEST(Numeric, AddAfterConcatWithAConstantPartMovesOntoTheComputedPart) {
   Weights w;
-  const std::string text = model("g (float[1,4,6] X) => (float[1,5,6] Y)",
-                                 w("cls", {1, 1, 6}) + ", " + w("pos", {5, 6}),
-                                 "R = Relu(X)\n"
-                                 "C = Concat<axis = 1>(cls, R)\n"
-                                 "Y = Add(C, pos)");
+  const std::string text =
+      model("g (float[1,4,6] X) => (float[1,5,6] Y)", w("cls", {1, 1, 6}) + ", " + w("pos", {5, 6}),
+            "R = Relu(X)\n"
+            "C = Concat<axis = 1>(cls, R)\n"
+            "Y = Add(C, pos)");
   EXPECT_EQ(node_forms(testing::slim_text(text)),
             (std::vector<std::string>{"Relu(in)", "Add(Relu,c)", "Concat(c,Add)"}));
   check(text, 3);
@@ -284,11 +284,11 @@ TEST(Numeric, AddAfterConcatWithAConstantPartMovesOntoTheComputedPart) {
 // computed part last: the order of the operands and of the parts is kept.
 TEST(Numeric, SubFromAConstantOverAConcatKeepsTheOperandOrder) {
   Weights w;
-  const std::string text = model("g (float[2,3] X) => (float[2,5] Y)",
-                                 w("k", {2, 2}) + ", " + w("c", {2, 1}),
-                                 "R = Relu(X)\n"
-                                 "C = Concat<axis = -1>(k, R)\n"
-                                 "Y = Sub(c, C)");
+  const std::string text =
+      model("g (float[2,3] X) => (float[2,5] Y)", w("k", {2, 2}) + ", " + w("c", {2, 1}),
+            "R = Relu(X)\n"
+            "C = Concat<axis = -1>(k, R)\n"
+            "Y = Sub(c, C)");
   EXPECT_EQ(node_forms(testing::slim_text(text)),
             (std::vector<std::string>{"Relu(in)", "Sub(c,Relu)", "Concat(c,Sub)"}));
   check(text, 3);
@@ -297,12 +297,12 @@ TEST(Numeric, SubFromAConstantOverAConcatKeepsTheOperandOrder) {
 // Two computed parts would need an op each: the graph is left as it is.
 TEST(Numeric, ConcatOfTwoComputedPartsKeepsItsOp) {
   Weights w;
-  const std::string text = model("g (float[1,4] X) => (float[1,10] Y)",
-                                 w("k", {1, 2}) + ", " + w("c", {10}),
-                                 "R = Relu(X)\n"
-                                 "S = Sigmoid(X)\n"
-                                 "C = Concat<axis = 1>(R, k, S)\n"
-                                 "Y = Mul(C, c)");
+  const std::string text =
+      model("g (float[1,4] X) => (float[1,10] Y)", w("k", {1, 2}) + ", " + w("c", {10}),
+            "R = Relu(X)\n"
+            "S = Sigmoid(X)\n"
+            "C = Concat<axis = 1>(R, k, S)\n"
+            "Y = Mul(C, c)");
   EXPECT_EQ(node_forms(testing::slim_text(text)),
             (std::vector<std::string>{"Relu(in)", "Sigmoid(in)", "Concat(Relu,c,Sigmoid)",
                                       "Mul(Concat,c)"}));

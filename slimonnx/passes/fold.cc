@@ -150,8 +150,8 @@ bool distribute_over_concat(Editor& ed, int i) {
     int64_t offset = 0;
     for (size_t k = 0; k < cat_node.inputs.size(); ++k) {
       const int64_t extent = (*ed.shape(cat_node.inputs[k]))[axis];
-      Tensor ck = sliced ? slice_axis(*c, static_cast<size_t>(c_axis), offset, offset + extent)
-                         : *c;
+      Tensor ck =
+          sliced ? slice_axis(*c, static_cast<size_t>(c_axis), offset, offset + extent) : *c;
       offset += extent;
       if (static_cast<int>(k) == computed) {
         values.push_back(std::move(ck));
