@@ -91,10 +91,15 @@ double source_coord(const ResizeSpec& s, int64_t i, int64_t axis, int64_t in, in
                     double scale) {
   const std::string& t = s.transform;
   if (t == "tf_crop_and_resize") {
-    const double start = s.roi_start[axis], end = s.roi_end[axis];
-    const double length = s.scales_given ? in * scale : static_cast<double>(out);
-    if (length == 1.0) return 0.5 * (start + end) * (in - 1);
-    return start * (in - 1) + i * (end - start) * (in - 1) / (length - 1.0);
+    // In float32 and in onnxruntime's order of operations, so that positions that are exactly
+    // halfway (or whole) in float32 round the way onnxruntime rounds them.
+    const float start = static_cast<float>(s.roi_start[axis]);
+    const float end = static_cast<float>(s.roi_end[axis]);
+    const float span = static_cast<float>(in - 1);
+    const float length = static_cast<float>(s.scales_given ? in * scale : static_cast<double>(out));
+    if (length == 1.0f) return static_cast<float>(0.5 * (start + end) * span);
+    const float offset = static_cast<float>(i) * (end - start) * span / (length - 1.0f);
+    return static_cast<float>(start * span + offset);
   }
   if (t == "half_pixel") return (i + 0.5) / scale - 0.5;
   if (t == "pytorch_half_pixel") return out > 1 ? (i + 0.5) / scale - 0.5 : 0.0;

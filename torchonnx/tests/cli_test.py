@@ -149,7 +149,6 @@ def test_any_batch_size_vmap_and_values(tmp_path):
     expected = np.maximum(x.numpy().reshape(5, 6) @ w + b, 0)
     np.testing.assert_allclose(batch.numpy(), expected, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(batch, loop)
-    from functorch import vmap
     torch.testing.assert_close(vmap(model)(x.unsqueeze(1)).squeeze(1), loop)
 
 
@@ -202,7 +201,6 @@ def test_if_on_an_input_becomes_where_and_vmaps(tmp_path):
     x = torch.randn(1, 3)
     assert torch.equal(model(x, torch.tensor(True)), torch.relu(x))
     assert torch.equal(model(x, torch.tensor(False)), torch.sigmoid(x))
-    from functorch import vmap
     torch.manual_seed(0)
     xs, cs = torch.randn(8, 1, 3), torch.arange(8) % 2 == 0
     batched = vmap(model)(xs, cs)
@@ -291,7 +289,6 @@ def test_sequence_and_optional_inputs_and_outputs(tmp_path):
     assert isinstance(t, list) and len(t) == 4 and all(torch.equal(a, b) for a, b in zip(t, s + [x]))
     z, t = load(tmp_path / "out", "seq_absent")(s, None, x)
     assert torch.equal(z, s[2]) and all(torch.equal(a, b) for a, b in zip(t, s + [x]))
-    from functorch import vmap
     model = load(tmp_path / "out", "seq")
     ss, os_, xs = [torch.randn(8, 2) for _ in range(3)], torch.randn(8, 2), torch.randn(8, 2)
     zb, tb = vmap(model)(ss, os_, xs)

@@ -14,7 +14,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 from onnx.backend.test.case.node.gathernd import gather_nd_impl
-from onnx.backend.test.case.node.resize import cubic_coeffs, interpolate_nd, linear_coeffs, nearest_coeffs
+from onnx.backend.test.case.node.resize import cubic_coeffs, interpolate_nd, linear_coeffs
 
 
 class Case(NamedTuple):
@@ -23,10 +23,17 @@ class Case(NamedTuple):
     sets: List[tuple]  # (inputs, outputs), each a list of arrays in graph order
 
 
+def tensor_type(dtype):
+    """ONNX element type of a numpy dtype (onnx.mapping is deprecated from onnx 1.13 on)."""
+    if hasattr(helper, "np_dtype_to_tensor_dtype"):
+        return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    return onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[np.dtype(dtype)]
+
+
 def make_case(name, node, inputs, outputs, initializers=(), opset=13):
     """inputs, outputs, initializers: lists of (name, array); one data set."""
     def info(n, a):
-        return helper.make_tensor_value_info(n, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[a.dtype], a.shape)
+        return helper.make_tensor_value_info(n, tensor_type(a.dtype), a.shape)
 
     graph = helper.make_graph([node], name, [info(n, a) for n, a in inputs],
                               [info(n, a) for n, a in outputs],
@@ -198,6 +205,29 @@ def gathernd():
 
 # ---- Resize with coordinate_transformation_mode tf_crop_and_resize -------------------------------------
 
+def crop_nearest(x, roi, sizes, nearest_mode, extrapolation):
+    """Resize nearest / tf_crop_and_resize to `sizes` by the operator's formula
+    x_original = start * (in - 1) + i * (end - start) * (in - 1) / (out - 1), evaluated in float32 as
+    onnxruntime does. (onnx's numpy reference evaluates it in float64, and onnx versions disagree on
+    positions that are halfway in float32.) Positions outside [0, in - 1] take `extrapolation`."""
+    y, inside = x, np.ones([1] * x.ndim, bool)
+    f32 = np.float32
+    for axis, (n_in, n_out) in enumerate(zip(x.shape, sizes)):
+        start, end, span = f32(roi[axis]), f32(roi[axis + x.ndim]), f32(n_in - 1)
+        i = np.arange(n_out, dtype=f32)
+        if n_out > 1:
+            pos = start * span + i * (end - start) * span / f32(n_out - 1)
+        else:
+            pos = np.full(1, 0.5 * (float(start) + float(end)) * float(span), f32)
+        rounded = {"floor": np.floor(pos), "ceil": np.ceil(pos), "round_prefer_ceil": np.floor(pos + f32(0.5)),
+                   "round_prefer_floor": np.ceil(pos - f32(0.5))}[nearest_mode]
+        y = np.take(y, np.clip(rounded, 0, n_in - 1).astype(np.int64), axis=axis)
+        shape = [1] * x.ndim
+        shape[axis] = n_out
+        inside = inside & ((pos >= 0) & (pos <= span)).reshape(shape)
+    return np.where(inside, y, np.asarray(extrapolation).astype(x.dtype))
+
+
 def resize_case(name, rng, shape, roi, sizes=None, scales=None, axes=None, mode="linear", nearest_mode=None,
                 extrapolation=None, dtype=np.float32, opset=13):
     x = rng.standard_normal(shape).astype(np.float32) * 5
@@ -214,12 +244,14 @@ def resize_case(name, rng, shape, roi, sizes=None, scales=None, axes=None, mode=
         for j, a in enumerate(axes):
             starts[a], ends[a], full_sizes[a] = roi[j], roi[j + len(axes)], sizes[j]
         full_roi = np.array(starts + ends, np.float32)
-    coeffs = {"linear": linear_coeffs, "cubic": cubic_coeffs,
-              "nearest": lambda r: nearest_coeffs(r, mode=nearest_mode or "round_prefer_floor")}[mode]
-    y = interpolate_nd(x, coeffs, output_size=full_sizes,
-                       scale_factors=None if scales is None else np.array(scales), roi=full_roi,
-                       coordinate_transformation_mode="tf_crop_and_resize",
-                       extrapolation_value=attrs.get("extrapolation_value", 0.0))
+    if mode == "nearest":
+        y = crop_nearest(x, full_roi, full_sizes, nearest_mode or "round_prefer_floor",
+                         attrs.get("extrapolation_value", 0.0))
+    else:
+        y = interpolate_nd(x, {"linear": linear_coeffs, "cubic": cubic_coeffs}[mode], output_size=full_sizes,
+                           scale_factors=None if scales is None else np.array(scales), roi=full_roi,
+                           coordinate_transformation_mode="tf_crop_and_resize",
+                           extrapolation_value=attrs.get("extrapolation_value", 0.0))
     inits = [("roi", np.array(roi, np.float32))]
     if sizes is None:
         inits.append(("scales", np.array(scales, np.float32)))

@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import forms_cases
@@ -59,3 +60,19 @@ def test_family_matches_reference(family, tmp_path):
     report = r.stdout + r.stderr
     assert r.returncode == 0, report
     assert r.stdout.splitlines()[-1] == f"node tests: {len(cases)} passed, 0 failed", report
+
+
+def test_resize_crop_expectations_agree_with_onnxruntime(tmp_path):
+    """The tf_crop_and_resize family's expected outputs (numpy: onnx's reference, or crop_nearest for
+    nearest) are what onnxruntime computes, including the cases whose positions fall halfway."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    from vnncomp import ortref
+    if not ortref.available():
+        pytest.skip("onnxruntime is not installed")
+    for case in forms_cases.resize_crop():
+        forms_cases.write_case(case, tmp_path / case.name)
+        inputs, outputs = case.sets[0]
+        got = ortref.run(str(tmp_path / case.name / "model.onnx"), {"x": inputs[0]})[0]
+        assert got.shape == outputs[0].shape, case.name
+        tolerance = 0 if "nearest" in case.name else 1e-5 * max(1.0, float(np.abs(outputs[0]).max()))
+        assert np.abs(got.astype(np.float64) - outputs[0]).max() <= tolerance, case.name
