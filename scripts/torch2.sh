@@ -8,6 +8,8 @@
 #   3. with --benchmarks DIR, the VNN-COMP harness on every model (report: --json FILE).
 #
 #   scripts/torch2.sh [--root DIR] [--benchmarks DIR] [--json FILE]
+#   scripts/torch2.sh [--root DIR] [--benchmarks DIR] --run 'COMMAND'   (instead of 1-3, in the checkout,
+#       with TORCHONNX set; e.g. --run '/usr/bin/python3 benchmarks/torchonnx_bench.py')
 #
 # Needs root (debootstrap, chroot, mount), Debian's archive, and scripts/setup.sh + scripts/build.sh
 # done. The chroot (default /var/tmp/torchonnx-trixie, about 2 GB) is kept for the next run; its
@@ -16,12 +18,13 @@
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 root=/var/tmp/torchonnx-trixie
-benchmarks="" json=""
+benchmarks="" json="" run=""
 while (($#)); do
   case "$1" in
     --root) root="$2"; shift 2 ;;
     --benchmarks) benchmarks="$(realpath "$2")"; shift 2 ;;
     --json) json="$(realpath -m "$2")"; shift 2 ;;
+    --run) run="$2"; shift 2 ;;
     -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "torch2.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -38,7 +41,7 @@ if [[ ! -f $root/.torchonnx-ready ]]; then
   cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
   chroot "$root" sh -c 'export DEBIAN_FRONTEND=noninteractive; apt-get update -q &&
     apt-get install -y -q --no-install-recommends python3-torch python3-onnx python3-numpy \
-      python3-pytest python3-pyflakes nodejs'
+      python3-pytest python3-pyflakes nodejs libopenblas0-serial'
   touch "$root/.torchonnx-ready"
 fi
 
@@ -76,6 +79,11 @@ chmod +x "$root/usr/local/bin/host-run" "$root/usr/local/bin/torchonnx"
 
 inside() { chroot "$root" env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root TMPDIR=/tmp "$@"; }
 inside python3 -c 'import torch, onnx, numpy; print(f"torch {torch.__version__}, onnx {onnx.__version__}, numpy {numpy.__version__}")'
+
+if [[ -n $run ]]; then
+  inside sh -c "cd '$repo' && TORCHONNX=/usr/local/bin/torchonnx $run"
+  exit
+fi
 
 status=0
 echo "== node tests (generated Python under torch 2.x)"

@@ -2,7 +2,7 @@
 MaxPool with Indices, LpPool, GlobalLpPool, GatherND batch_dims, Resize tf_crop_and_resize,
 Conv/ConvTranspose whose weight or bias is a graph input, the attribute forms of RNN/GRU/LSTM (as
 time-step loops, and with --rnn-modules as PyTorch's recurrent layers where they apply), and
-If/Loop/Scan. The cases live in forms_cases.py, forms_conv.py, forms_recurrent.py and
+If/Loop/Scan. The cases live in forms_cases.py, forms_resize.py, forms_conv.py, forms_recurrent.py and
 forms_control.py; each family is converted with torchonnx --no-slim and run by tools/run_node_tests.py.
 
     TORCHONNX=build/torchonnx/torchonnx /usr/bin/python3 -m pytest torchonnx/tests/forms_test.py
@@ -20,9 +20,11 @@ import forms_cases
 import forms_control
 import forms_conv
 import forms_recurrent
+import forms_resize
 
 EXE = os.environ.get("TORCHONNX")
-FAMILIES = {**forms_cases.FAMILIES, "conv_runtime_weights": forms_conv.conv_runtime_weights,
+FAMILIES = {**forms_cases.FAMILIES, "resize_tf_crop_and_resize": forms_resize.resize_crop,
+            "conv_runtime_weights": forms_conv.conv_runtime_weights,
             "recurrent": forms_recurrent.recurrent,
             "recurrent_modules": forms_recurrent.recurrent, "control_flow": forms_control.control_flow}
 FLAGS = {"recurrent_modules": ["--rnn-modules"]}  # the same cases as nn.RNN/nn.GRU/nn.LSTM layers
@@ -69,7 +71,7 @@ def test_resize_crop_expectations_agree_with_onnxruntime(tmp_path):
     from vnncomp import ortref
     if not ortref.available():
         pytest.skip("onnxruntime is not installed")
-    for case in forms_cases.resize_crop():
+    for case in forms_resize.resize_crop():
         forms_cases.write_case(case, tmp_path / case.name)
         inputs, outputs = case.sets[0]
         got = ortref.run(str(tmp_path / case.name / "model.onnx"), {"x": inputs[0]})[0]
