@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Python side of the suite under torch 2.x, on this Debian bookworm machine (whose own torch is
-# 1.13): a Debian trixie chroot (python3-torch 2.6, python3-onnx 1.17, numpy 2, nodejs 20) is made
+# 1.13): a Debian trixie chroot (python3-torch 2.6, torchvision, onnx 1.17, numpy 2, nodejs 20) is made
 # with debootstrap, this checkout is bound into it at the same path, and there, with the torchonnx
 # built here (run by this machine's loader and libraries):
 #   1. the ONNX backend node tests' generated Python (torchonnx_test NodeTests.*),
@@ -41,7 +41,7 @@ if [[ ! -f $root/.torchonnx-ready ]]; then
   cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
   chroot "$root" sh -c 'export DEBIAN_FRONTEND=noninteractive; apt-get update -q &&
     apt-get install -y -q --no-install-recommends python3-torch python3-onnx python3-numpy \
-      python3-pytest python3-pyflakes nodejs libopenblas0-serial'
+      python3-torchvision python3-pytest python3-pyflakes nodejs libopenblas0-serial'
   touch "$root/.torchonnx-ready"
 fi
 

@@ -3,6 +3,7 @@
 Every check returns a small dict; exceptions are turned into one-line messages by the caller.
 """
 
+import contextlib
 import copy
 import importlib.util
 import inspect
@@ -208,11 +209,21 @@ def _against_eager(fn, model, specs, feeds):
     return worst, None
 
 
+def _trace_fuser():
+    """The TorchScript fuser setting for running traced graphs. Where torch was built with LLVM
+    (Debian's torch 2.x), the CPU fuser (NNC) compiles fusion groups, and it stalls for more than
+    ten minutes on ordinary graphs (torchvision's MobileNetV3, a torch.cat result meeting a tensor in
+    an element-wise op); there the traced graph runs unfused. Elsewhere torch's default applies."""
+    llvm = getattr(torch._C, "_llvm_enabled", lambda: False)()
+    return torch.jit.fuser("none") if llvm else contextlib.nullcontext()
+
+
 def trace_check(model, specs, feeds):
     """torch.jit.trace on the first feed, then traced vs eager on the others."""
     with torch.no_grad():
         traced = torch.jit.trace(model, tuple(tensors(feeds[0], specs)), check_trace=False)
-    return _against_eager(traced, model, specs, feeds[1:] or feeds)
+    with _trace_fuser():
+        return _against_eager(traced, model, specs, feeds[1:] or feeds)
 
 
 def _capture(model, args):
