@@ -3,13 +3,18 @@
 A request that takes longer than the per-model timeout kills the worker's process group (the
 worker and its onnxruntime-node server) and yields an error row; so does a worker that dies while
 validating (its last stderr line is the reason). The next request starts a fresh worker.
+
+Each worker runs with its own TMPDIR, removed when the worker ends however it ends: a killed
+worker cannot clean up after itself (onnxruntime-node's scratch folder, exported files).
 """
 
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 
 PYTHON = os.environ.get("VNNCOMP_PYTHON", "/usr/bin/python3")
@@ -39,10 +44,13 @@ class Worker:
         self.log_path = log_path
         self.threads = threads
         self.proc = None
+        self.scratch = None
         self.buf = b""
 
     def _start(self):
         env = dict(os.environ)
+        self.scratch = tempfile.mkdtemp(prefix="vnncomp_worker_")
+        env["TMPDIR"] = self.scratch
         env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
         env["VNNCOMP_THREADS"] = str(self.threads)
         env.setdefault("ORTREF_THREADS", "1")
@@ -68,6 +76,9 @@ class Worker:
             self.proc.wait()
             self.proc = None
             self.log.close()
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None
 
     def _readline(self, deadline):
         """A line, or None on timeout; b'' when the worker exited."""

@@ -16,8 +16,10 @@ pytestmark = pytest.mark.usefixtures("need_ort")
 TIMING = ("convert_ms", "validate_s")
 
 
-def harness(torchonnx, *args, timeout=600):
+def harness(torchonnx, *args, timeout=600, tmpdir=None):
     env = dict(os.environ, TORCHONNX=torchonnx)
+    if tmpdir is not None:
+        env["TMPDIR"] = str(tmpdir)
     proc = subprocess.run([os.path.join(REPO, "scripts", "vnncomp.sh"), *args], env=env,
                           capture_output=True, text=True, timeout=timeout)
     return proc.returncode, proc.stdout, proc.stderr
@@ -47,9 +49,13 @@ def test_error_rows(tmp_path, fake_torchonnx):
     (d / "a" / "corrupt.onnx").write_bytes(b"\x08\x07garbage")
     os.symlink(str(tmp_path / "nowhere.onnx"), str(d / "a" / "missing.onnx"))
     out = tmp_path / "r.json"
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
     code, stdout, _ = harness(fake_torchonnx, "--models", str(d), "--json", str(out),
-                              "--timeout", "8", "--jobs", "2")
+                              "--timeout", "8", "--jobs", "2", tmpdir=scratch)
     assert code == 1
+    # killed and crashed workers leave nothing behind in TMPDIR
+    assert os.listdir(scratch) == []
     assert stdout.splitlines()[-1] == "1 passed, 6 failed"
     doc, rows = rows_by_model(out)
     assert doc["summary"] == {"passed": 1, "failed": 1, "errors": 5, "skipped": 0}
