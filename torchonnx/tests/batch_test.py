@@ -1,5 +1,5 @@
-"""The generated module's batch beyond dim 0, the device of tensors made in forward, and recurrent
-layers under vmap, through torchonnx's command line.
+"""The generated module's batch beyond dim 0, the device of tensors made in forward, recurrent
+layers under vmap, and parameters swapped in from outside, through torchonnx's command line.
 
     TORCHONNX=build/torchonnx/torchonnx /usr/bin/python3 -m pytest torchonnx/tests/batch_test.py
 """
@@ -158,3 +158,57 @@ def test_recurrent_ops_are_time_step_loops_that_vmap_unless_modules_are_asked_fo
             for got, loop, other in zip(batched, steps(x[i]), layer(x[i])):
                 assert torch.allclose(got[i], loop, atol=1e-6)
                 assert torch.allclose(loop, other, atol=1e-6)
+
+
+def conv_bn_gemm_model(path):
+    """x [1, 2, 5, 5] -> Conv 3x3 -> BatchNormalization -> Relu -> Flatten -> Gemm to 4."""
+    rng = np.random.default_rng(7)
+    arrays = {"cw": (3, 2, 3, 3), "cb": (3,), "scale": (3,), "shift": (3,), "mean": (3,), "gw": (4, 27),
+              "gb": (4,)}
+    inits = [numpy_helper.from_array(rng.uniform(-1, 1, shape).astype(np.float32), name)
+             for name, shape in arrays.items()]
+    inits.append(numpy_helper.from_array(rng.uniform(0.5, 2, 3).astype(np.float32), "var"))
+    n = helper.make_node
+    nodes = [n("Conv", ["x", "cw", "cb"], ["c"], name="conv"),
+             n("BatchNormalization", ["c", "scale", "shift", "mean", "var"], ["b"], name="bn"),
+             n("Relu", ["b"], ["r"]), n("Flatten", ["r"], ["f"]),
+             n("Gemm", ["f", "gw", "gb"], ["y"], transB=1, name="fc")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 5, 5])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+
+
+def test_parameters_and_buffers_swapped_in_from_outside_are_the_ones_used(tmp_path):
+    """functional_call and functorch.make_functional substitute parameters through attribute
+    lookup; forward must read every weight and buffer that way, not from a cached reference or the
+    module's internal dictionaries. The oracle is a second instance given the same tensors by
+    load_state_dict."""
+    conv_bn_gemm_model(tmp_path / "cbg.onnx")
+    lstm_model(tmp_path / "lstm.onnx")
+    for stem, args in (("cbg", ["--no-slim"]), ("cbg", []), ("lstm", [])):
+        out = tmp_path / ("out_" + stem + "_".join(args))
+        assert run(tmp_path / (stem + ".onnx"), "-o", out, *args).returncode == 0
+        model = load(out, stem)
+        x = torch.randn(1, 2, 5, 5) if stem == "cbg" else torch.randn(4, 1, 2)
+        gen = torch.Generator().manual_seed(0)
+        state = {k: torch.rand(v.shape, generator=gen) + 0.5 for k, v in model.state_dict().items()}
+        other = load(out, stem)
+        other.load_state_dict(state)
+        if hasattr(torch, "func"):
+            functional_call = torch.func.functional_call
+        else:
+            from torch.nn.utils.stateless import functional_call
+        with torch.no_grad():
+            expected = other(x)
+            assert not torch.allclose(model(x)[0] if stem == "lstm" else model(x),
+                                      expected[0] if stem == "lstm" else expected)
+            torch.testing.assert_close(functional_call(model, state, (x,)), expected)
+        try:
+            from functorch import make_functional_with_buffers
+        except ImportError:  # removed in later torch; functional_call covers it there
+            continue
+        fmodel, params, buffers = make_functional_with_buffers(model)
+        names = [k for k, _ in model.named_parameters()], [k for k, _ in model.named_buffers()]
+        with torch.no_grad():
+            got = fmodel([state[k] for k in names[0]], [state[k] for k in names[1]], x)
+        torch.testing.assert_close(got, expected)
