@@ -189,7 +189,7 @@ common::Result<TransposedPlan> plan_transposed(Context& ctx, const Geometry& g,
 }
 
 // nn.ConvTransposeNd holding the constant weight (and bias), with a following BatchNormalization
-// folded in; returns the layer call on input 0.
+// folded in; returns F.conv_transposeNd on input 0 with the layer's parameters (as for Conv).
 std::string transposed_layer(Context& ctx, const Geometry& g, const TransposedPlan& plan) {
   const common::Dims& ws = ctx.shape(1);
   const size_t n = ws.size() - 2;
@@ -215,8 +215,9 @@ std::string transposed_layer(Context& ctx, const Geometry& g, const TransposedPl
                      (has_bias ? "" : ", bias=False") + dtype_kwarg(w->dtype) + ")";
   std::vector<Param> params{{"weight", std::move(weight)}};
   if (has_bias) params.push_back({"bias", std::move(bias)});
-  const std::string attr = ctx.layer("convt", ctor, std::move(params));
-  return "self." + attr + "(" + ctx.in(0) + ")";
+  const std::string self = "self." + ctx.layer("convt", ctor, std::move(params));
+  return "F.conv_transpose" + std::to_string(n) + "d(" + ctx.in(0) + ", " + self + ".weight" +
+         (has_bias ? ", " + self + ".bias" : "") + kwargs + ")";
 }
 
 // ConvTranspose: torch's symmetric padding and output_padding, then a crop (plan_transposed);
