@@ -2,10 +2,12 @@
 the propdag CLI, random points in a box, and batched evaluation with onnxruntime
 (vnncomp/ortref.py, an executor independent of propdag)."""
 
+import atexit
 import csv
 import gzip
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -53,17 +55,20 @@ def _unlisted(bench, listed, specs):
     return out
 
 
+_boxes = []  # the folder of synthetic_box's files, made on first use, removed at exit
+
+
 def synthetic_box(count, lo=0.0, hi=1.0):
     """A property file holding only the box [lo, hi]^count (for models without a property)."""
-    folder = os.path.join(tempfile.gettempdir(), "propdag_boxes")
-    os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, f"box_{count}.vnnlib")
+    if not _boxes:
+        _boxes.append(tempfile.mkdtemp(prefix="propdag_boxes_"))
+        atexit.register(shutil.rmtree, _boxes[0], True)
+    path = os.path.join(_boxes[0], f"box_{count}_{lo}_{hi}.vnnlib")
     if not os.path.exists(path):
-        with open(path + ".tmp", "w") as f:
+        with open(path, "w") as f:
             for i in range(count):
                 f.write(f"(declare-const X_{i} Real)\n(assert (>= X_{i} {lo}))\n"
                         f"(assert (<= X_{i} {hi}))\n")
-        os.replace(path + ".tmp", path)
     return path
 
 
