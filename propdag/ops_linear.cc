@@ -1,5 +1,5 @@
 // Affine arithmetic: Add/Sub (constant or two variables), Mul/Div by constants, Neg, Gemm,
-// MatMul with a constant operand, BatchNormalization (inference form).
+// MatMul with a constant operand, BatchNormalization (inference form), ReduceSum/ReduceMean.
 #include <cmath>
 #include <functional>
 
@@ -42,10 +42,9 @@ Result<OpOutputs> add_sub(const OpContext& ctx, double sign_b) {
 Result<OpOutputs> add_rule(const OpContext& ctx) { return add_sub(ctx, 1.0); }
 Result<OpOutputs> sub_rule(const OpContext& ctx) { return add_sub(ctx, -1.0); }
 
-// Mul / Div: x * c, c * x, x / c. The product of two variables has no rule.
+// Mul / Div: x * c, c * x, x / c; two variables go to the interval rule (ops_nonlinear.cc).
 Result<OpOutputs> scale_rule(const OpContext& ctx, bool divide) {
-  if (ctx.variable(0) && ctx.variable(1))
-    return ctx.error("no bound rule for the product or quotient of two variable tensors");
+  if (ctx.variable(0) && ctx.variable(1)) return two_variable_product(ctx, divide);
   int var = ctx.variable(0) ? 0 : 1;
   if (divide && var == 1) return ctx.error("no bound rule for division by a variable tensor");
   ASSIGN_OR_RETURN(Dims out, out_shape(ctx));
@@ -130,8 +129,8 @@ Result<OpOutputs> gemm_rule(const OpContext& ctx) {
 }
 
 Result<OpOutputs> matmul_rule(const OpContext& ctx) {
-  if (ctx.variable(0) == ctx.variable(1))
-    return ctx.error("no bound rule for MatMul of two variable tensors");
+  if (ctx.variable(0) && ctx.variable(1)) return two_variable_matmul(ctx);
+  if (!ctx.variable(0) && !ctx.variable(1)) return ctx.error("MatMul of two constants has no rule");
   Dims a = ctx.shape(0), b = ctx.shape(1);
   bool a_vec = a.size() == 1, b_vec = b.size() == 1;
   if (a_vec) a.insert(a.begin(), 1);
@@ -181,6 +180,44 @@ Result<OpOutputs> batchnorm_rule(const OpContext& ctx) {
   return affine_output(std::move(terms), std::move(bias), x);
 }
 
+// ReduceSum / ReduceMean over constant axes (attribute, or input 1 in later opsets).
+Result<OpOutputs> reduce(const OpContext& ctx, bool mean) {
+  if (ctx.variable(1)) return ctx.error("reduction axes must be constant");
+  const Dims& x = ctx.shape(0);
+  const int64_t rank = static_cast<int64_t>(x.size());
+  std::vector<int64_t> axes = ints_input_or_attr(ctx, 1, "axes");
+  std::vector<bool> reduced(rank,
+                            axes.empty() && ctx.node.attr_int("noop_with_empty_axes", 0) == 0);
+  for (int64_t a : axes) {
+    int64_t ax = norm_axis(a, rank);
+    if (ax < 0) return ctx.error("reduction axis out of range");
+    reduced[ax] = true;
+  }
+  const bool keep = ctx.node.attr_int("keepdims", 1) != 0;
+  Dims out, kept;  // kept: x's dims with reduced ones as 1 (the output's elements, row-major)
+  int64_t count = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    kept.push_back(reduced[d] ? 1 : x[d]);
+    if (reduced[d]) count *= x[d];
+    if (!reduced[d] || keep) out.push_back(reduced[d] ? 1 : x[d]);
+  }
+  const int64_t n = num_elements(x);
+  const std::vector<int64_t> xs = strides_of(x), ks = strides_of(kept);
+  std::vector<Eigen::Triplet<double>> entries;
+  entries.reserve(n);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t row = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      if (!reduced[d]) row += (i / xs[d]) % x[d] * ks[d];
+    entries.emplace_back(row, i, mean ? 1.0 / static_cast<double>(count) : 1.0);
+  }
+  std::vector<LinearTerm> terms{sparse_term(0, num_elements(kept), n, entries)};
+  return affine_output(std::move(terms), Vec::Zero(num_elements(kept)), out);
+}
+
+Result<OpOutputs> reduce_sum_rule(const OpContext& ctx) { return reduce(ctx, false); }
+Result<OpOutputs> reduce_mean_rule(const OpContext& ctx) { return reduce(ctx, true); }
+
 }  // namespace
 
 void add_linear_rules(RuleTable& table) {
@@ -191,7 +228,9 @@ void add_linear_rules(RuleTable& table) {
                              {"Neg", neg_rule},
                              {"Gemm", gemm_rule},
                              {"MatMul", matmul_rule},
-                             {"BatchNormalization", batchnorm_rule}});
+                             {"BatchNormalization", batchnorm_rule},
+                             {"ReduceSum", reduce_sum_rule},
+                             {"ReduceMean", reduce_mean_rule}});
 }
 
 }  // namespace propdag

@@ -29,5 +29,9 @@ OpOutputs affine_output(std::vector<LinearTerm> terms, Vec bias, common::Dims sh
 std::vector<double> broadcast_constant(const common::Tensor& t, const common::Dims& out);
 /// Integers of a constant input or of an attribute (for opset-dependent forms).
 std::vector<int64_t> ints_input_or_attr(const OpContext& ctx, size_t input, const char* attr);
+/// Mul / Div of two variable tensors, and MatMul of two variable tensors: interval rules
+/// (ops_nonlinear.cc), reached from the Mul / Div / MatMul rules of ops_linear.cc.
+common::Result<OpOutputs> two_variable_product(const OpContext& ctx, bool divide);
+common::Result<OpOutputs> two_variable_matmul(const OpContext& ctx);
 
 }  // namespace propdag

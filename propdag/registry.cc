@@ -13,6 +13,7 @@ const std::map<std::string, OpRule, std::less<>>& table() {
     add_layer_rules(t);
     add_shape_rules(t);
     add_activation_rules(t);
+    add_nonlinear_rules(t);
     auto* m = new std::map<std::string, OpRule, std::less<>>();
     for (auto& [name, rule] : t) (*m)[std::string(name)] = rule;
     return m;

@@ -19,11 +19,13 @@ def w(*shape):
     return RNG.uniform(-1, 1, size=shape).astype(np.float32)
 
 
-def case(op, inputs, consts=(), attrs=None, outputs=1, opset=13):
+def case(op, inputs, consts=(), attrs=None, outputs=1, opset=13, shift=0.0, scale=1.0):
     """inputs: [(name, shape)] variables; consts: [(name, array)] initializers, in the node's
-    input order given by `order` (variables first unless a name appears in `order`)."""
+    input order given by `order` (variables first unless a name appears in `order`). A name may
+    stand twice (x * x). The random box is centred in shift + scale * [-1, 1] with radius
+    scale * [0.05, 0.5]."""
     return dict(op=op, inputs=inputs, consts=list(consts), attrs=attrs or {}, outputs=outputs,
-                opset=opset)
+                opset=opset, shift=shift, scale=scale)
 
 
 CASES = {
@@ -86,14 +88,27 @@ CASES = {
     "tanh": case("Tanh", [("x", [6])]),
     "sign": case("Sign", [("x", [6])]),
     "softmax": case("Softmax", [("x", [2, 5])], [], dict(axis=1)),
+    "mul_two_variables_broadcast": case("Mul", [("x", [2, 3]), ("y", [3])]),
+    "mul_square": case("Mul", [("x", [6]), ("x", [6])]),
+    "div_two_variables": case("Div", [("x", [2, 3]), ("y", [2, 1])], shift=3.0),
+    "matmul_two_variables": case("MatMul", [("a", [2, 3, 4]), ("b", [4, 2])]),
+    "pow_square": case("Pow", [("x", [6]), ("e", None)], [("e", np.array(2, np.float32))]),
+    "pow_cube": case("Pow", [("x", [6]), ("e", None)], [("e", np.array([3], np.float32))]),
+    "sin_wide": case("Sin", [("x", [8])], scale=4.0),
+    "cos_wide": case("Cos", [("x", [8])], scale=4.0),
+    "floor": case("Floor", [("x", [6])], scale=3.0),
+    "reduce_sum_axes_input": case("ReduceSum", [("x", [2, 3, 4]), ("a", None)],
+                                  [("a", np.array([1, -1], np.int64))], dict(keepdims=0)),
+    "reduce_mean_axes_attribute": case("ReduceMean", [("x", [2, 3, 4])], [],
+                                       dict(axes=[0, 2])),
 }
 
 
 def build(name, spec, folder):
     consts = dict(spec["consts"])
     names = [n for n, _ in spec["inputs"]]
-    graph_inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, s)
-                    for n, s in spec["inputs"] if n not in consts]
+    variables = dict((n, s) for n, s in spec["inputs"] if n not in consts)  # first of a repeat
+    graph_inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in variables.items()]
     for n, _ in spec["consts"]:
         if n not in names:
             names.append(n)
@@ -106,8 +121,7 @@ def build(name, spec, folder):
     model.ir_version = 8
     path = os.path.join(folder, name + ".onnx")
     onnx.save(model, path)
-    count = sum(int(np.prod(s)) for n, s in spec["inputs"] if n not in consts)
-    return path, count
+    return path, sum(int(np.prod(s)) for s in variables.values())
 
 
 def spec_file(folder, lo, hi):
@@ -124,7 +138,8 @@ def test_op(name):
     with tempfile.TemporaryDirectory() as folder:
         model, n = build(name, CASES[name], folder)
         # One point: both methods are exact.
-        x = sampling.inside_float32(RNG.uniform(-2, 2, size=(1, n)), -np.inf, np.inf)
+        x = sampling.inside_float32(CASES[name]["shift"] + RNG.uniform(-2, 2, size=(1, n)),
+                                    -np.inf, np.inf)
         point = x[0].astype(np.float64)
         spec = spec_file(folder, point, point)
         y, _ = sampling.evaluate(model, x)
@@ -133,7 +148,9 @@ def test_op(name):
             np.testing.assert_allclose(lo, y[0], rtol=1e-5, atol=1e-6, err_msg=method)
             np.testing.assert_allclose(hi, y[0], rtol=1e-5, atol=1e-6, err_msg=method)
         # A box: sampled points and corners stay inside.
-        c, r = RNG.uniform(-1, 1, size=n), RNG.uniform(0.05, 0.5, size=n)
+        shift, scale = CASES[name]["shift"], CASES[name]["scale"]
+        c = shift + scale * RNG.uniform(-1, 1, size=n)
+        r = scale * RNG.uniform(0.05, 0.5, size=n)
         spec = spec_file(folder, c - r, c + r)
         points, _, _ = sampling.sample(c - r, c + r, 2000, RNG)
         y, _ = sampling.evaluate(model, points)

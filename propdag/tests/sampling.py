@@ -110,10 +110,12 @@ def bounds(model, spec, method):
     if rc != 0:
         raise RuntimeError(err.strip())
     data = json.loads(out)
+    # JSON has no infinity: propdag prints an unbounded side as null (-inf below, +inf above).
     lo = np.concatenate([np.asarray(o["lower"], dtype=np.float64) for o in data["outputs"]])
     hi = np.concatenate([np.asarray(o["upper"], dtype=np.float64) for o in data["outputs"]])
-    if not (np.isfinite(lo).all() and np.isfinite(hi).all() and (lo <= hi).all()):
-        raise RuntimeError("bounds are not finite and ordered")
+    lo[np.isnan(lo)], hi[np.isnan(hi)] = -np.inf, np.inf
+    if not (lo <= hi).all() or np.isposinf(lo).any() or np.isneginf(hi).any():
+        raise RuntimeError("bounds are not ordered")
     return lo, hi, data["ms"]
 
 

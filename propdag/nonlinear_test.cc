@@ -1,0 +1,144 @@
+// Hand-worked bounds of the nonlinear rules (ops_nonlinear.cc) and the reductions: every expected
+// value below was computed by hand (shown in the comments).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "common/testing.h"
+#include "propdag/engine.h"
+
+namespace propdag {
+namespace {
+
+Model build(const std::string& body, const std::string& inputs, const std::string& outputs) {
+  std::string text = "<ir_version: 8, opset_import: [\"\" : 15]>\n g (" + inputs + ") => (" +
+                     outputs + ")\n" + body;
+  auto g = common::testing::parse_text(text);
+  EXPECT_TRUE(g.ok()) << g.error().str();
+  auto m = Model::build(std::move(g).value());
+  EXPECT_TRUE(m.ok()) << m.error().str();
+  return std::move(m).value();
+}
+
+Interval box(std::vector<double> lo, std::vector<double> hi) {
+  return {Eigen::Map<Vec>(lo.data(), lo.size()), Eigen::Map<Vec>(hi.data(), hi.size())};
+}
+
+std::vector<Interval> run(const Model& m, const Interval& in, Method method, bool intersect) {
+  Options o;
+  o.method = method;
+  o.intersect_ibp = intersect;
+  auto b = output_bounds(m, in, o);
+  EXPECT_TRUE(b.ok()) << b.error().str();
+  return b.ok() ? *b : std::vector<Interval>{};
+}
+
+// x, z in [-1, 2]:
+//   x * x  in [0, 4]      (a square: the product of independent factors would give [-2, 4])
+//   x * z  in [-2, 4]     (corners: 1, -2, -2, 4)
+//   x ^ 2  in [0, 4];  x ^ 3 in [-1, 8]
+TEST(NonlinearTest, ProductsAndPowers) {
+  Model m = build(
+      "<float[1] two = {2}, float[1] three = {3}>\n"
+      "{ s = Mul(x, x)\n p = Mul(x, z)\n q = Pow(x, two)\n c = Pow(x, three) }",
+      "float[1] x, float[1] z", "float[1] s, float[1] p, float[1] q, float[1] c");
+  for (Method method : {Method::kIbp, Method::kCrown}) {
+    auto y = run(m, box({-1, -1}, {2, 2}), method, true);
+    ASSERT_EQ(y.size(), 4u);
+    EXPECT_DOUBLE_EQ(y[0].lo[0], 0);
+    EXPECT_DOUBLE_EQ(y[0].hi[0], 4);
+    EXPECT_DOUBLE_EQ(y[1].lo[0], -2);
+    EXPECT_DOUBLE_EQ(y[1].hi[0], 4);
+    EXPECT_NEAR(y[2].lo[0], 0, 1e-9);
+    EXPECT_NEAR(y[2].hi[0], 4, 1e-9);
+    EXPECT_DOUBLE_EQ(y[3].lo[0], -1);
+    EXPECT_DOUBLE_EQ(y[3].hi[0], 8);
+  }
+}
+
+// y = x^2 - 2x for x in [-1, 2]; true range [-1, 3] (minimum at x = 1, maximum at x = -1).
+// IBP:   x^2 in [0, 4], -2x in [-4, 2]: y in [-4, 6].
+// CROWN: x^2 >= tangent at 0.5: x - 0.25;  x^2 <= chord: x + 2.
+//        y >= (x - 0.25) - 2x = -x - 0.25 >= -2.25;  y <= (x + 2) - 2x = 2 - x <= 3.
+TEST(NonlinearTest, SquareRelaxationBeatsIntervals) {
+  Model m = build(
+      "<float[1] two = {2}, float[1] m2 = {-2}>\n"
+      "{ q = Pow(x, two)\n t = Mul(x, m2)\n y = Add(q, t) }",
+      "float[1] x", "float[1] y");
+  auto ibp = run(m, box({-1}, {2}), Method::kIbp, false);
+  EXPECT_NEAR(ibp[0].lo[0], -4, 1e-9);
+  EXPECT_NEAR(ibp[0].hi[0], 6, 1e-9);
+  auto crown = run(m, box({-1}, {2}), Method::kCrown, false);
+  EXPECT_NEAR(crown[0].lo[0], -2.25, 1e-9);
+  EXPECT_NEAR(crown[0].hi[0], 3, 1e-9);
+}
+
+// x in [0, 4]:   sin in [sin 4, 1] (pi/2 inside, 3 pi/2 = 4.71 not);  cos in [-1, 1] (0, pi).
+// x in [1, 2]:   cos in [cos 2, cos 1] (no extremum inside).
+// x in [-1.5, 2.5]: floor in [-2, 2].
+TEST(NonlinearTest, SinCosFloor) {
+  Model m = build("{ s = Sin(x)\n c = Cos(x)\n f = Floor(x) }", "float[1] x",
+                  "float[1] s, float[1] c, float[1] f");
+  auto a = run(m, box({0}, {4}), Method::kCrown, true);
+  EXPECT_DOUBLE_EQ(a[0].lo[0], std::sin(4.0));
+  EXPECT_DOUBLE_EQ(a[0].hi[0], 1);
+  EXPECT_DOUBLE_EQ(a[1].lo[0], -1);
+  EXPECT_DOUBLE_EQ(a[1].hi[0], 1);
+  auto b = run(m, box({1}, {2}), Method::kIbp, false);
+  EXPECT_DOUBLE_EQ(b[1].lo[0], std::cos(2.0));
+  EXPECT_DOUBLE_EQ(b[1].hi[0], std::cos(1.0));
+  auto c = run(m, box({-1.5}, {2.5}), Method::kIbp, false);
+  EXPECT_DOUBLE_EQ(c[2].lo[0], -2);
+  EXPECT_DOUBLE_EQ(c[2].hi[0], 2);
+}
+
+// x in [1, 2], z in [2, 4]: x / z in [1/4, 1].  z in [-1, 1] contains 0: unbounded.
+TEST(NonlinearTest, Quotient) {
+  Model m = build("{ q = Div(x, z) }", "float[1] x, float[1] z", "float[1] q");
+  auto a = run(m, box({1, 2}, {2, 4}), Method::kCrown, true);
+  EXPECT_DOUBLE_EQ(a[0].lo[0], 0.25);
+  EXPECT_DOUBLE_EQ(a[0].hi[0], 1);
+  auto b = run(m, box({1, -1}, {2, 1}), Method::kIbp, false);
+  EXPECT_EQ(b[0].lo[0], -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(b[0].hi[0], std::numeric_limits<double>::infinity());
+}
+
+// A [1, 2] with entries in [0, 1], B [2, 1] with entries in [-1, 1]: each a_k b_k in [-1, 1], so
+// A B in [-2, 2]; with a_1 in [1, 1] (fixed) and b_1 in [0.5, 1]: a_1 b_1 in [0.5, 1], A B in
+// [-0.5, 2].
+TEST(NonlinearTest, MatMulOfTwoVariables) {
+  Model m = build("{ y = MatMul(a, b) }", "float[1,2] a, float[2,1] b", "float[1,1] y");
+  auto y = run(m, box({0, 0, -1, -1}, {1, 1, 1, 1}), Method::kCrown, true);
+  EXPECT_DOUBLE_EQ(y[0].lo[0], -2);
+  EXPECT_DOUBLE_EQ(y[0].hi[0], 2);
+  y = run(m, box({1, 0, 0.5, -1}, {1, 1, 1, 1}), Method::kIbp, false);
+  EXPECT_DOUBLE_EQ(y[0].lo[0], -0.5);
+  EXPECT_DOUBLE_EQ(y[0].hi[0], 2);
+}
+
+// x [2, 3] row 0 in [1, 2], row 1 in [0, 3]. ReduceSum over axis 1: [3, 6] and [0, 9];
+// ReduceMean over axis 1: [1, 2] and [0, 3]; both exact affine maps (CROWN = IBP here).
+// ReduceMean over all axes (no axes): [0.5, 2.5].
+TEST(NonlinearTest, Reductions) {
+  Model m = build(
+      "<int64[1] ax = {1}>\n"
+      "{ s = ReduceSum<keepdims = 0>(x, ax)\n m = ReduceMean<axes = [1]>(x)\n"
+      " a = ReduceMean<keepdims = 0>(x) }",
+      "float[2,3] x", "float[2] s, float[2,1] m, float[] a");
+  for (Method method : {Method::kIbp, Method::kCrown}) {
+    auto y = run(m, box({1, 1, 1, 0, 0, 0}, {2, 2, 2, 3, 3, 3}), method, false);
+    ASSERT_EQ(y.size(), 3u);
+    EXPECT_NEAR(y[0].lo[0], 3, 1e-12);
+    EXPECT_NEAR(y[0].hi[0], 6, 1e-12);
+    EXPECT_NEAR(y[0].lo[1], 0, 1e-12);
+    EXPECT_NEAR(y[0].hi[1], 9, 1e-12);
+    EXPECT_NEAR(y[1].lo[0], 1, 1e-12);
+    EXPECT_NEAR(y[1].hi[1], 3, 1e-12);
+    EXPECT_NEAR(y[2].lo[0], 0.5, 1e-12);
+    EXPECT_NEAR(y[2].hi[0], 2.5, 1e-12);
+  }
+}
+
+}  // namespace
+}  // namespace propdag

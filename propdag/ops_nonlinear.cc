@@ -1,0 +1,246 @@
+// Nonlinear ops beyond the activations: Pow by a constant integer, Sin, Cos, Floor (elementwise),
+// and the product, quotient and matrix product of two variable tensors (interval arithmetic).
+// Even powers get a linear relaxation (tangent below, chord above); the others are relaxed to
+// their output interval, which CROWN then treats as a fresh input.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numbers>
+
+#include "common/eval.h"
+#include "propdag/ops_util.h"
+#include "propdag/relax.h"
+
+namespace propdag {
+namespace {
+
+using common::Dims;
+using common::num_elements;
+using common::Result;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kTwoPi = 2 * std::numbers::pi;
+
+// The range of f over [l, u] for f = sin(x + shift): 1 at pi/2 + 2k pi - shift, -1 at
+// -pi/2 + 2k pi - shift, otherwise at the ends.
+std::pair<double, double> sine_range(double l, double u, double shift) {
+  if (!(u - l < kTwoPi)) return {-1.0, 1.0};
+  double a = std::sin(l + shift), b = std::sin(u + shift);
+  double lo = std::min(a, b), hi = std::max(a, b);
+  auto hits = [&](double peak) {  // a point peak + 2k pi inside [l, u]
+    double k = std::ceil((l - peak) / kTwoPi);
+    return peak + k * kTwoPi <= u;
+  };
+  if (hits(std::numbers::pi / 2 - shift)) hi = 1.0;
+  if (hits(-std::numbers::pi / 2 - shift)) lo = -1.0;
+  return {lo, hi};
+}
+
+std::pair<double, double> power_range(double l, double u, int64_t p) {
+  double a = std::pow(l, p), b = std::pow(u, p);
+  if (p % 2 == 1) return {a, b};
+  if (l >= 0) return {a, b};
+  if (u <= 0) return {b, a};
+  return {0.0, std::max(a, b)};
+}
+
+// One scalar function per element of input 0.
+class ScalarOp : public BoundOp {
+ public:
+  enum class Fn { kSin, kCos, kFloor, kPow };
+  ScalarOp(Fn fn, int64_t power = 1) : fn_(fn), power_(power) {}
+
+  Interval interval(const std::vector<const Interval*>& in) const override {
+    Interval out{in[0]->lo, in[0]->hi};
+    for (Eigen::Index i = 0; i < out.size(); ++i) {
+      auto [lo, hi] = range(in[0]->lo[i], in[0]->hi[i]);
+      out.lo[i] = lo, out.hi[i] = hi;
+    }
+    return out;
+  }
+
+  Relaxation relax(const std::vector<const Interval*>& in, const Interval& out) const override {
+    if (fn_ != Fn::kPow || power_ % 2 != 0) return {};  // the output interval
+    Relaxation r;
+    r.kind = Relaxation::Kind::kElementwise;
+    Eigen::Index n = in[0]->size();
+    r.lo_slope.resize(n), r.lo_bias.resize(n), r.up_slope.resize(n), r.up_bias.resize(n);
+    for (Eigen::Index i = 0; i < n; ++i) {
+      Lines l = even_power_lines(in[0]->lo[i], in[0]->hi[i], out.lo[i], out.hi[i]);
+      r.lo_slope[i] = l.lo_slope, r.lo_bias[i] = l.lo_bias;
+      r.up_slope[i] = l.up_slope, r.up_bias[i] = l.up_bias;
+    }
+    return r;
+  }
+
+ private:
+  std::pair<double, double> range(double l, double u) const {
+    switch (fn_) {
+      case Fn::kSin:
+        return sine_range(l, u, 0);
+      case Fn::kCos:
+        return sine_range(l, u, std::numbers::pi / 2);
+      case Fn::kFloor:
+        return {std::floor(l), std::floor(u)};
+      case Fn::kPow:
+        return power_range(l, u, power_);
+    }
+    return {-kInf, kInf};
+  }
+
+  // x^p with even p is convex: the chord lies above it on [l, u], the tangent at the midpoint
+  // below. Both are widened by a relative margin so that rounding never makes them cross.
+  Lines even_power_lines(double l, double u, double lo, double hi) const {
+    if (!(u - l > 1e-9) || !std::isfinite(hi)) return constant_lines(lo, hi);
+    double p = static_cast<double>(power_);
+    double chord = (std::pow(u, power_) - std::pow(l, power_)) / (u - l);
+    double m = (l + u) / 2, fm = std::pow(m, power_), slope = p * std::pow(m, power_ - 1);
+    double slack = 1e-12 * (1.0 + std::abs(hi) + std::abs(lo));
+    return {slope, fm - slope * m - slack, chord, std::pow(l, power_) - chord * l + slack};
+  }
+
+  Fn fn_;
+  int64_t power_;
+};
+
+Result<OpOutputs> scalar(const OpContext& ctx, ScalarOp::Fn fn, int64_t power = 1) {
+  OpOutputs out;
+  out.push_back({std::make_unique<ScalarOp>(fn, power), ctx.shape(0)});
+  return out;
+}
+
+Result<OpOutputs> sin_rule(const OpContext& ctx) { return scalar(ctx, ScalarOp::Fn::kSin); }
+Result<OpOutputs> cos_rule(const OpContext& ctx) { return scalar(ctx, ScalarOp::Fn::kCos); }
+Result<OpOutputs> floor_rule(const OpContext& ctx) { return scalar(ctx, ScalarOp::Fn::kFloor); }
+
+Result<OpOutputs> pow_rule(const OpContext& ctx) {
+  if (ctx.variable(1)) return ctx.error("no bound rule for Pow with a variable exponent");
+  std::vector<double> e = ctx.constants[1]->to_double();
+  if (e.empty() || std::any_of(e.begin(), e.end(), [&](double v) { return v != e[0]; }))
+    return ctx.error("Pow needs one exponent for every element");
+  if (e[0] < 1 || e[0] > 64 || e[0] != std::floor(e[0]))
+    return ctx.error("Pow has a bound rule for integer exponents 1..64 only");
+  if (num_elements(ctx.shape(1)) > 1 &&
+      common::broadcast_shapes(ctx.shape(0), ctx.shape(1)) != ctx.shape(0))
+    return ctx.error("Pow exponent broadcasts beyond the base");
+  return scalar(ctx, ScalarOp::Fn::kPow, static_cast<int64_t>(e[0]));
+}
+
+// The range of a * b for a in [al, au], b in [bl, bu].
+std::pair<double, double> product_range(double al, double au, double bl, double bu) {
+  double c[4] = {al * bl, al * bu, au * bl, au * bu};
+  for (double& v : c)
+    if (std::isnan(v)) v = 0;  // 0 * inf: the finite factor is 0 there
+  return {*std::min_element(c, c + 4), *std::max_element(c, c + 4)};
+}
+
+// out = in0 * in1 or in0 / in1, broadcast, both variable. x * x is a square, not a product of
+// independent factors.
+class BilinearOp : public BoundOp {
+ public:
+  BilinearOp(std::vector<int64_t> a, std::vector<int64_t> b, bool divide, bool square)
+      : a_(std::move(a)), b_(std::move(b)), divide_(divide), square_(square) {}
+
+  Interval interval(const std::vector<const Interval*>& in) const override {
+    Eigen::Index n = static_cast<Eigen::Index>(a_.size());
+    Interval out{Vec(n), Vec(n)};
+    for (Eigen::Index i = 0; i < n; ++i) {
+      double al = in[0]->lo[a_[i]], au = in[0]->hi[a_[i]];
+      double bl = in[1]->lo[b_[i]], bu = in[1]->hi[b_[i]];
+      std::pair<double, double> r;
+      if (divide_) {
+        if (square_) {
+          r = {1.0, 1.0};  // x / x (x = 0 gives NaN, which no bound covers)
+        } else if (bl <= 0 && bu >= 0) {
+          r = {-kInf, kInf};
+        } else {
+          r = product_range(al, au, 1.0 / bu, 1.0 / bl);
+        }
+      } else if (square_) {
+        r = power_range(al, au, 2);
+      } else {
+        r = product_range(al, au, bl, bu);
+      }
+      out.lo[i] = r.first, out.hi[i] = r.second;
+    }
+    return out;
+  }
+  Relaxation relax(const std::vector<const Interval*>&, const Interval&) const override {
+    return {};
+  }
+
+ private:
+  std::vector<int64_t> a_, b_;
+  bool divide_, square_;
+};
+
+// out[b, i, j] = sum_k A[b, i, k] * B[b, k, j], both variable: the sum of the terms' ranges.
+class IntervalMatMulOp : public BoundOp {
+ public:
+  IntervalMatMulOp(std::vector<int64_t> amap, std::vector<int64_t> bmap, int64_t m, int64_t k,
+                   int64_t n)
+      : amap_(std::move(amap)), bmap_(std::move(bmap)), m_(m), k_(k), n_(n) {}
+
+  Interval interval(const std::vector<const Interval*>& in) const override {
+    const int64_t batch = static_cast<int64_t>(amap_.size());
+    Interval out{Vec::Zero(batch * m_ * n_), Vec::Zero(batch * m_ * n_)};
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t i = 0; i < m_; ++i)
+        for (int64_t j = 0; j < n_; ++j) {
+          int64_t row = (b * m_ + i) * n_ + j;
+          for (int64_t k = 0; k < k_; ++k) {
+            int64_t a = (amap_[b] * m_ + i) * k_ + k, c = (bmap_[b] * k_ + k) * n_ + j;
+            auto [lo, hi] = product_range(in[0]->lo[a], in[0]->hi[a], in[1]->lo[c], in[1]->hi[c]);
+            out.lo[row] += lo;
+            out.hi[row] += hi;
+          }
+        }
+    return out;
+  }
+  Relaxation relax(const std::vector<const Interval*>&, const Interval&) const override {
+    return {};
+  }
+
+ private:
+  std::vector<int64_t> amap_, bmap_;
+  int64_t m_, k_, n_;
+};
+
+}  // namespace
+
+Result<OpOutputs> two_variable_product(const OpContext& ctx, bool divide) {
+  auto out = common::broadcast_shapes(ctx.shape(0), ctx.shape(1));
+  if (!out) return ctx.error("input shapes do not broadcast");
+  bool square = ctx.node.inputs[0] == ctx.node.inputs[1];
+  OpOutputs result;
+  result.push_back({std::make_unique<BilinearOp>(broadcast_map(*out, ctx.shape(0)),
+                                                 broadcast_map(*out, ctx.shape(1)), divide, square),
+                    *out});
+  return result;
+}
+
+Result<OpOutputs> two_variable_matmul(const OpContext& ctx) {
+  Dims a = ctx.shape(0), b = ctx.shape(1);
+  bool a_vec = a.size() == 1, b_vec = b.size() == 1;
+  if (a_vec) a.insert(a.begin(), 1);
+  if (b_vec) b.push_back(1);
+  Dims ab(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
+  auto batch_dims = common::broadcast_shapes(ab, bb);
+  if (!batch_dims || a.back() != b[b.size() - 2]) return ctx.error("MatMul shapes do not match");
+  int64_t m = a[a.size() - 2], k = a.back(), n = b.back();
+  Dims out = *batch_dims;
+  if (!a_vec) out.push_back(m);
+  if (!b_vec) out.push_back(n);
+  OpOutputs result;
+  result.push_back({std::make_unique<IntervalMatMulOp>(broadcast_map(*batch_dims, ab),
+                                                       broadcast_map(*batch_dims, bb), m, k, n),
+                    out});
+  return result;
+}
+
+void add_nonlinear_rules(RuleTable& table) {
+  table.insert(table.end(),
+               {{"Pow", pow_rule}, {"Sin", sin_rule}, {"Cos", cos_rule}, {"Floor", floor_rule}});
+}
+
+}  // namespace propdag
