@@ -1,7 +1,9 @@
 // Data movement as index maps: Identity, Dropout, Flatten, Reshape, Squeeze, Unsqueeze,
-// Transpose, Concat, Split, Slice, Gather (constant indices), Expand. Each output element copies
-// one input element (or a constant), so the op is affine with a 0/1 matrix per input.
+// Transpose, Concat, Split, Slice, Gather (constant indices), Expand, Upsample (nearest, integer
+// scales). Each output element copies one input element (or a constant), so the op is affine
+// with a 0/1 matrix per input.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "common/eval.h"
@@ -262,6 +264,38 @@ Result<OpOutputs> expand_rule(const OpContext& ctx) {
   return select(ctx, *out, src);
 }
 
+// Upsample (opsets 7-9) in nearest mode with integer scales: out[i] = x[floor(i / scale)] per
+// axis, a selection of input elements.
+Result<OpOutputs> upsample_rule(const OpContext& ctx) {
+  if (ctx.node.attr_string("mode", "nearest") != "nearest")
+    return ctx.error("Upsample has a bound rule in nearest mode only");
+  if (ctx.variable(1)) return ctx.error("Upsample needs constant scales");
+  std::vector<double> scales;
+  if (ctx.present(1)) {
+    scales = ctx.constants[1]->to_double();
+  } else {
+    for (float f : ctx.node.attr_floats("scales")) scales.push_back(f);
+  }
+  const Dims& x = ctx.shape(0);
+  if (scales.size() != x.size()) return ctx.error("Upsample needs one scale per axis");
+  Dims out(x.size());
+  std::vector<int64_t> factor(x.size());
+  for (size_t d = 0; d < x.size(); ++d) {
+    if (!(scales[d] >= 1) || scales[d] != std::floor(scales[d]) || scales[d] > 1e6)
+      return ctx.error("Upsample has a bound rule for integer scales only");
+    factor[d] = static_cast<int64_t>(scales[d]);
+    out[d] = x[d] * factor[d];
+  }
+  const std::vector<int64_t> xs = strides_of(x), os = strides_of(out);
+  std::vector<Source> src(num_elements(out));
+  for (int64_t i = 0; i < static_cast<int64_t>(src.size()); ++i) {
+    int64_t at = 0;
+    for (size_t d = 0; d < x.size(); ++d) at += (i / os[d]) % out[d] / factor[d] * xs[d];
+    src[i] = {0, at};
+  }
+  return select(ctx, out, src);
+}
+
 }  // namespace
 
 void add_shape_rules(RuleTable& table) {
@@ -276,7 +310,8 @@ void add_shape_rules(RuleTable& table) {
                              {"Split", split_rule},
                              {"Slice", slice_rule},
                              {"Gather", gather_rule},
-                             {"Expand", expand_rule}});
+                             {"Expand", expand_rule},
+                             {"Upsample", upsample_rule}});
 }
 
 }  // namespace propdag

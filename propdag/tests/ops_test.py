@@ -99,6 +99,12 @@ CASES = {
     "floor": case("Floor", [("x", [6])], scale=3.0),
     "reduce_sum_axes_input": case("ReduceSum", [("x", [2, 3, 4]), ("a", None)],
                                   [("a", np.array([1, -1], np.int64))], dict(keepdims=0)),
+    "upsample_nearest_scales_input": case("Upsample", [("x", [1, 2, 2, 3]), ("s", None)],
+                                          [("s", np.array([1, 1, 2, 3], np.float32))],
+                                          dict(mode="nearest"), opset=9),
+    "upsample_nearest_scales_attribute": case("Upsample", [("x", [1, 1, 3, 2])], [],
+                                              dict(mode="nearest", scales=[1.0, 2.0, 1.0, 2.0]),
+                                              opset=7),
     "reduce_mean_axes_attribute": case("ReduceMean", [("x", [2, 3, 4])], [],
                                        dict(axes=[0, 2])),
 }
