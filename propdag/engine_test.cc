@@ -4,21 +4,13 @@
 #include <gtest/gtest.h>
 
 #include "common/testing.h"
+#include "propdag/test_util.h"
 
 namespace propdag {
 namespace {
 
-Model build(const std::string& text) {
-  auto g = common::testing::parse_text(text);
-  EXPECT_TRUE(g.ok()) << g.error().str();
-  auto m = Model::build(std::move(g).value());
-  EXPECT_TRUE(m.ok()) << m.error().str();
-  return std::move(m).value();
-}
-
-Interval box(std::vector<double> lo, std::vector<double> hi) {
-  return {Eigen::Map<Vec>(lo.data(), lo.size()), Eigen::Map<Vec>(hi.data(), hi.size())};
-}
+using test::box;
+using test::build;
 
 Interval run(const Model& m, const Interval& in, Method method, bool intersect = false) {
   Options o;

@@ -5,24 +5,17 @@
 #include <cmath>
 #include <limits>
 
-#include "common/testing.h"
 #include "propdag/engine.h"
+#include "propdag/test_util.h"
 
 namespace propdag {
 namespace {
 
-Model build(const std::string& body, const std::string& inputs, const std::string& outputs) {
-  std::string text = "<ir_version: 8, opset_import: [\"\" : 15]>\n g (" + inputs + ") => (" +
-                     outputs + ")\n" + body;
-  auto g = common::testing::parse_text(text);
-  EXPECT_TRUE(g.ok()) << g.error().str();
-  auto m = Model::build(std::move(g).value());
-  EXPECT_TRUE(m.ok()) << m.error().str();
-  return std::move(m).value();
-}
+using test::box;
 
-Interval box(std::vector<double> lo, std::vector<double> hi) {
-  return {Eigen::Map<Vec>(lo.data(), lo.size()), Eigen::Map<Vec>(hi.data(), hi.size())};
+Model build(const std::string& body, const std::string& inputs, const std::string& outputs) {
+  return test::build("<ir_version: 8, opset_import: [\"\" : 15]>\n g (" + inputs + ") => (" +
+                     outputs + ")\n" + body);
 }
 
 std::vector<Interval> run(const Model& m, const Interval& in, Method method, bool intersect) {

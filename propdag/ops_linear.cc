@@ -131,27 +131,17 @@ Result<OpOutputs> gemm_rule(const OpContext& ctx) {
 Result<OpOutputs> matmul_rule(const OpContext& ctx) {
   if (ctx.variable(0) && ctx.variable(1)) return two_variable_matmul(ctx);
   if (!ctx.variable(0) && !ctx.variable(1)) return ctx.error("MatMul of two constants has no rule");
-  Dims a = ctx.shape(0), b = ctx.shape(1);
-  bool a_vec = a.size() == 1, b_vec = b.size() == 1;
-  if (a_vec) a.insert(a.begin(), 1);
-  if (b_vec) b.push_back(1);
-  Dims ab(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
-  auto batch_dims = common::broadcast_shapes(ab, bb);
-  if (!batch_dims || a.back() != b[b.size() - 2]) return ctx.error("MatMul shapes do not match");
-  int64_t M = a[a.size() - 2], K = a.back(), N = b.back(), B = num_elements(*batch_dims);
-  std::vector<int64_t> amap = broadcast_map(*batch_dims, ab), bmap = broadcast_map(*batch_dims, bb);
+  ASSIGN_OR_RETURN(MatMulShape s, matmul_shape(ctx));
+  const int64_t M = s.m, K = s.k, N = s.n, B = static_cast<int64_t>(s.a_batch.size());
   Product p{B, M, K, N, nullptr, nullptr};
-  p.a_at = [=](int64_t bi, int64_t i, int64_t k) { return (amap[bi] * M + i) * K + k; };
-  p.b_at = [=](int64_t bi, int64_t k, int64_t j) { return (bmap[bi] * K + k) * N + j; };
+  p.a_at = [=](int64_t bi, int64_t i, int64_t k) { return (s.a_batch[bi] * M + i) * K + k; };
+  p.b_at = [=](int64_t bi, int64_t k, int64_t j) { return (s.b_batch[bi] * K + k) * N + j; };
   bool a_var = ctx.variable(0);
   int var = a_var ? 0 : 1;
   std::vector<double> konst = ctx.constants[1 - var]->to_double();
   std::vector<LinearTerm> terms{
       product_term(p, var, a_var, konst, num_elements(ctx.shape(var)), 1)};
-  Dims out = *batch_dims;
-  if (!a_vec) out.push_back(M);
-  if (!b_vec) out.push_back(N);
-  return affine_output(std::move(terms), Vec::Zero(B * M * N), out);
+  return affine_output(std::move(terms), Vec::Zero(B * M * N), s.out);
 }
 
 // y = scale * (x - mean) / sqrt(var + eps) + bias, per channel (axis 1).

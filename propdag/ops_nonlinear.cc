@@ -220,21 +220,10 @@ Result<OpOutputs> two_variable_product(const OpContext& ctx, bool divide) {
 }
 
 Result<OpOutputs> two_variable_matmul(const OpContext& ctx) {
-  Dims a = ctx.shape(0), b = ctx.shape(1);
-  bool a_vec = a.size() == 1, b_vec = b.size() == 1;
-  if (a_vec) a.insert(a.begin(), 1);
-  if (b_vec) b.push_back(1);
-  Dims ab(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
-  auto batch_dims = common::broadcast_shapes(ab, bb);
-  if (!batch_dims || a.back() != b[b.size() - 2]) return ctx.error("MatMul shapes do not match");
-  int64_t m = a[a.size() - 2], k = a.back(), n = b.back();
-  Dims out = *batch_dims;
-  if (!a_vec) out.push_back(m);
-  if (!b_vec) out.push_back(n);
+  ASSIGN_OR_RETURN(MatMulShape s, matmul_shape(ctx));
   OpOutputs result;
-  result.push_back({std::make_unique<IntervalMatMulOp>(broadcast_map(*batch_dims, ab),
-                                                       broadcast_map(*batch_dims, bb), m, k, n),
-                    out});
+  result.push_back(
+      {std::make_unique<IntervalMatMulOp>(s.a_batch, s.b_batch, s.m, s.k, s.n), s.out});
   return result;
 }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/eval.h"
+
 namespace propdag {
 
 std::vector<int64_t> strides_of(const common::Dims& dims) {
@@ -72,6 +74,22 @@ std::vector<int64_t> ints_input_or_attr(const OpContext& ctx, size_t input, cons
   if (ctx.present(input) && ctx.constants[input] != nullptr)
     return ctx.constants[input]->to_int64();
   return ctx.node.attr_ints(attr);
+}
+
+common::Result<MatMulShape> matmul_shape(const OpContext& ctx) {
+  common::Dims a = ctx.shape(0), b = ctx.shape(1);
+  const bool a_vec = a.size() == 1, b_vec = b.size() == 1;
+  if (a_vec) a.insert(a.begin(), 1);
+  if (b_vec) b.push_back(1);
+  if (a.size() < 2 || b.size() < 2) return ctx.error("MatMul operands must have a dimension");
+  common::Dims ab(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
+  auto batch = common::broadcast_shapes(ab, bb);
+  if (!batch || a.back() != b[b.size() - 2]) return ctx.error("MatMul shapes do not match");
+  MatMulShape s{a[a.size() - 2],           a.back(), b.back(), broadcast_map(*batch, ab),
+                broadcast_map(*batch, bb), *batch};
+  if (!a_vec) s.out.push_back(s.m);
+  if (!b_vec) s.out.push_back(s.n);
+  return s;
 }
 
 }  // namespace propdag

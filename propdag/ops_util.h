@@ -29,6 +29,14 @@ OpOutputs affine_output(std::vector<LinearTerm> terms, Vec bias, common::Dims sh
 std::vector<double> broadcast_constant(const common::Tensor& t, const common::Dims& out);
 /// Integers of a constant input or of an attribute (for opset-dependent forms).
 std::vector<int64_t> ints_input_or_attr(const OpContext& ctx, size_t input, const char* attr);
+/// MatMul's operands as [batch] x M x K and [batch] x K x N (numpy rules: 1-D operands gain a
+/// dim, batch dims broadcast): per broadcast batch index, the batch index of each operand.
+struct MatMulShape {
+  int64_t m = 0, k = 0, n = 0;
+  std::vector<int64_t> a_batch, b_batch;
+  common::Dims out;
+};
+common::Result<MatMulShape> matmul_shape(const OpContext& ctx);
 /// Mul / Div of two variable tensors, and MatMul of two variable tensors: interval rules
 /// (ops_nonlinear.cc), reached from the Mul / Div / MatMul rules of ops_linear.cc.
 common::Result<OpOutputs> two_variable_product(const OpContext& ctx, bool divide);
