@@ -86,15 +86,21 @@ TEST(NonlinearTest, SinCosFloor) {
   EXPECT_DOUBLE_EQ(c[2].hi[0], 2);
 }
 
-// x in [1, 2], z in [2, 4]: x / z in [1/4, 1].  z in [-1, 1] contains 0: unbounded.
+// x in [1, 2], z in [2, 4]: x / z in [1/4, 1], -3 / z in [-3/2, -3/4].
+// z in [-1, 1] contains 0: both unbounded.
 TEST(NonlinearTest, Quotient) {
-  Model m = build("{ q = Div(x, z) }", "float[1] x, float[1] z", "float[1] q");
+  Model m = build("<float[1] c = {-3}>\n{ q = Div(x, z)\n r = Div(c, z) }",
+                  "float[1] x, float[1] z", "float[1] q, float[1] r");
   auto a = run(m, box({1, 2}, {2, 4}), Method::kCrown, true);
   EXPECT_DOUBLE_EQ(a[0].lo[0], 0.25);
   EXPECT_DOUBLE_EQ(a[0].hi[0], 1);
+  EXPECT_DOUBLE_EQ(a[1].lo[0], -1.5);
+  EXPECT_DOUBLE_EQ(a[1].hi[0], -0.75);
   auto b = run(m, box({1, -1}, {2, 1}), Method::kIbp, false);
-  EXPECT_EQ(b[0].lo[0], -std::numeric_limits<double>::infinity());
-  EXPECT_EQ(b[0].hi[0], std::numeric_limits<double>::infinity());
+  for (const Interval& y : b) {
+    EXPECT_EQ(y.lo[0], -std::numeric_limits<double>::infinity());
+    EXPECT_EQ(y.hi[0], std::numeric_limits<double>::infinity());
+  }
 }
 
 // A [1, 2] with entries in [0, 1], B [2, 1] with entries in [-1, 1]: each a_k b_k in [-1, 1], so

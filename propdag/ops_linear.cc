@@ -42,11 +42,11 @@ Result<OpOutputs> add_sub(const OpContext& ctx, double sign_b) {
 Result<OpOutputs> add_rule(const OpContext& ctx) { return add_sub(ctx, 1.0); }
 Result<OpOutputs> sub_rule(const OpContext& ctx) { return add_sub(ctx, -1.0); }
 
-// Mul / Div: x * c, c * x, x / c; two variables go to the interval rule (ops_nonlinear.cc).
+// Mul / Div: x * c, c * x, x / c; two variables and c / x go to the interval rule
+// (ops_nonlinear.cc).
 Result<OpOutputs> scale_rule(const OpContext& ctx, bool divide) {
-  if (ctx.variable(0) && ctx.variable(1)) return two_variable_product(ctx, divide);
+  if (ctx.variable(1) && (ctx.variable(0) || divide)) return interval_product(ctx, divide);
   int var = ctx.variable(0) ? 0 : 1;
-  if (divide && var == 1) return ctx.error("no bound rule for division by a variable tensor");
   ASSIGN_OR_RETURN(Dims out, out_shape(ctx));
   std::vector<double> c = broadcast_constant(*ctx.constants[1 - var], out);
   if (divide)

@@ -1,5 +1,6 @@
 // Nonlinear ops beyond the activations: Pow by a constant integer, Sin, Cos, Floor (elementwise),
-// and the product, quotient and matrix product of two variable tensors (interval arithmetic).
+// and the product, quotient and matrix product of two variable tensors and the quotient of a
+// constant by a variable (interval arithmetic).
 // Even powers get a linear relaxation (tangent below, chord above); the others are relaxed to
 // their output interval, which CROWN then treats as a fresh input.
 #include <algorithm>
@@ -134,25 +135,33 @@ std::pair<double, double> product_range(double al, double au, double bl, double 
   return {*std::min_element(c, c + 4), *std::max_element(c, c + 4)};
 }
 
-// out = in0 * in1 or in0 / in1, broadcast, both variable. x * x is a square, not a product of
+// out = in0 * in1 or in0 / in1, broadcast, in1 variable; in0 variable too, or a constant
+// (`numerator`, broadcast to the output) divided by in1. x * x is a square, not a product of
 // independent factors.
 class BilinearOp : public BoundOp {
  public:
-  BilinearOp(std::vector<int64_t> a, std::vector<int64_t> b, bool divide, bool square)
-      : a_(std::move(a)), b_(std::move(b)), divide_(divide), square_(square) {}
+  BilinearOp(std::vector<int64_t> a, std::vector<int64_t> b, bool divide, bool square,
+             std::vector<double> numerator)
+      : a_(std::move(a)),
+        b_(std::move(b)),
+        divide_(divide),
+        square_(square),
+        numerator_(std::move(numerator)) {}
 
   Interval interval(const std::vector<const Interval*>& in) const override {
     Eigen::Index n = static_cast<Eigen::Index>(a_.size());
     Interval out{Vec(n), Vec(n)};
     for (Eigen::Index i = 0; i < n; ++i) {
-      double al = in[0]->lo[a_[i]], au = in[0]->hi[a_[i]];
+      const bool konst = !numerator_.empty();
+      double al = konst ? numerator_[i] : in[0]->lo[a_[i]];
+      double au = konst ? numerator_[i] : in[0]->hi[a_[i]];
       double bl = in[1]->lo[b_[i]], bu = in[1]->hi[b_[i]];
       std::pair<double, double> r;
       if (divide_) {
         if (square_) {
           r = {1.0, 1.0};  // x / x (x = 0 gives NaN, which no bound covers)
         } else if (bl <= 0 && bu >= 0) {
-          r = {-kInf, kInf};
+          r = al == 0 && au == 0 ? std::pair{0.0, 0.0} : std::pair{-kInf, kInf};
         } else {
           r = product_range(al, au, 1.0 / bu, 1.0 / bl);
         }
@@ -172,6 +181,7 @@ class BilinearOp : public BoundOp {
  private:
   std::vector<int64_t> a_, b_;
   bool divide_, square_;
+  std::vector<double> numerator_;
 };
 
 // out[b, i, j] = sum_k A[b, i, k] * B[b, k, j], both variable: the sum of the terms' ranges.
@@ -208,13 +218,16 @@ class IntervalMatMulOp : public BoundOp {
 
 }  // namespace
 
-Result<OpOutputs> two_variable_product(const OpContext& ctx, bool divide) {
+Result<OpOutputs> interval_product(const OpContext& ctx, bool divide) {
   auto out = common::broadcast_shapes(ctx.shape(0), ctx.shape(1));
   if (!out) return ctx.error("input shapes do not broadcast");
   bool square = ctx.node.inputs[0] == ctx.node.inputs[1];
+  std::vector<double> numerator;
+  if (!ctx.variable(0)) numerator = broadcast_constant(*ctx.constants[0], *out);
   OpOutputs result;
   result.push_back({std::make_unique<BilinearOp>(broadcast_map(*out, ctx.shape(0)),
-                                                 broadcast_map(*out, ctx.shape(1)), divide, square),
+                                                 broadcast_map(*out, ctx.shape(1)), divide, square,
+                                                 std::move(numerator)),
                     *out});
   return result;
 }

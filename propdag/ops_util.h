@@ -37,9 +37,10 @@ struct MatMulShape {
   common::Dims out;
 };
 common::Result<MatMulShape> matmul_shape(const OpContext& ctx);
-/// Mul / Div of two variable tensors, and MatMul of two variable tensors: interval rules
-/// (ops_nonlinear.cc), reached from the Mul / Div / MatMul rules of ops_linear.cc.
-common::Result<OpOutputs> two_variable_product(const OpContext& ctx, bool divide);
+/// Mul / Div of two variable tensors, Div of a constant by a variable, and MatMul of two variable
+/// tensors: interval rules (ops_nonlinear.cc), reached from the Mul / Div / MatMul rules of
+/// ops_linear.cc.
+common::Result<OpOutputs> interval_product(const OpContext& ctx, bool divide);
 common::Result<OpOutputs> two_variable_matmul(const OpContext& ctx);
 
 }  // namespace propdag

@@ -91,6 +91,7 @@ CASES = {
     "mul_two_variables_broadcast": case("Mul", [("x", [2, 3]), ("y", [3])]),
     "mul_square": case("Mul", [("x", [6]), ("x", [6])]),
     "div_two_variables": case("Div", [("x", [2, 3]), ("y", [2, 1])], shift=3.0),
+    "div_constant_by_variable": case("Div", [("c", None), ("x", [2, 3])], [("c", w(3))], shift=3.0),
     "matmul_two_variables": case("MatMul", [("a", [2, 3, 4]), ("b", [4, 2])]),
     "pow_square": case("Pow", [("x", [6]), ("e", None)], [("e", np.array(2, np.float32))]),
     "pow_cube": case("Pow", [("x", [6]), ("e", None)], [("e", np.array([3], np.float32))]),
