@@ -72,7 +72,8 @@ struct Instance {
   }
 };
 
-void bounds(benchmark::State& state, std::shared_ptr<Instance> instance, propdag::Method method) {
+void bounds(benchmark::State& state, const std::shared_ptr<Instance>& instance,
+            propdag::Method method) {
   if (!instance->load()) {
     state.SkipWithError(instance->error.c_str());
     return;

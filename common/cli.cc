@@ -66,8 +66,8 @@ int report_error(std::string_view tool, const Error& error) {
 }
 
 double now_ms() {
-  using namespace std::chrono;
-  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+  const auto since_epoch = std::chrono::steady_clock::now().time_since_epoch();
+  return std::chrono::duration<double, std::milli>(since_epoch).count();
 }
 
 }  // namespace common

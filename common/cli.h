@@ -1,7 +1,9 @@
 // Small pieces every command line shares (CLI11 itself stays in each tool's main.cc).
 #pragma once
 
+#include <exception>
 #include <map>
+#include <new>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +21,24 @@ Result<std::map<std::string, Dims>> parse_input_shapes(const std::vector<std::st
 std::string json_string(std::string_view text);
 /// Prints `tool: <error>` as one line on stderr; returns the exit code for bad input (2).
 int report_error(std::string_view tool, const Error& error);
+/// Runs a tool's `body` (returning its exit code) and turns an exception that would otherwise end
+/// the process with std::terminate (memory for a model's declared sizes, a library's throw) into
+/// one line on stderr and exit code 2. Outputs are written atomically, so none is left behind.
+template <class Body>
+int run_guarded(std::string_view tool, std::string_view input, Body&& body) noexcept {
+  try {
+    try {
+      return body();
+    } catch (const std::bad_alloc&) {
+      return report_error(tool, {std::string(input), "", "", "out of memory"});
+    } catch (const std::exception& e) {
+      return report_error(tool,
+                          {std::string(input), "", "", std::string("internal error: ") + e.what()});
+    }
+  } catch (...) {  // reporting itself failed
+    return 2;
+  }
+}
 /// Milliseconds since an arbitrary epoch (steady clock).
 double now_ms();
 

@@ -74,7 +74,10 @@ class [[nodiscard]] Result {
 /// `ASSIGN_OR_RETURN(auto x, f());` declares x from a Result or returns its error.
 #define ASSIGN_OR_RETURN(lhs, expr) \
   ASSIGN_OR_RETURN_IMPL(COMMON_CONCAT(_result_, __LINE__), lhs, expr)
+// `tmp` is an identifier and `lhs` a declaration: neither can be parenthesized.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                          \
   if (!tmp.ok()) return tmp.error();          \
   lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)

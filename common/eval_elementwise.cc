@@ -109,7 +109,8 @@ Result<std::pair<const Tensor*, const Tensor*>> two_same_type(const Ctx& c) {
 template <class Op>
 Result<Outputs> arith(const Ctx& c) {
   ASSIGN_OR_RETURN(auto ab, two_same_type(c));
-  auto [a, b] = ab;
+  const Tensor* a = ab.first;
+  const Tensor* b = ab.second;
   ASSIGN_OR_RETURN(Dims dims, broadcast_all(c, {a, b}));
   if constexpr (std::is_same_v<Op, DivOp>) {
     if (is_integer(b->dtype))
@@ -123,7 +124,8 @@ Result<Outputs> arith(const Ctx& c) {
 
 Result<Outputs> mod_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(auto ab, two_same_type(c));
-  auto [a, b] = ab;
+  const Tensor* a = ab.first;
+  const Tensor* b = ab.second;
   ASSIGN_OR_RETURN(Dims dims, broadcast_all(c, {a, b}));
   bool c_style = c.node.attr_int("fmod", 0) != 0;
   if (!c_style && is_floating(a->dtype)) return c.err("fmod must be 1 for floating-point inputs");
@@ -155,7 +157,8 @@ Result<Outputs> pow_kernel(const Ctx& c) {
 template <class Cmp>
 Result<Outputs> compare(const Ctx& c) {
   ASSIGN_OR_RETURN(auto ab, two_same_type(c));
-  auto [a, b] = ab;
+  const Tensor* a = ab.first;
+  const Tensor* b = ab.second;
   ASSIGN_OR_RETURN(Dims dims, broadcast_all(c, {a, b}));
   return visit_numeric(c, a->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
     return Outputs{binary_map<T, uint8_t>(*a, *b, dims, DType::kBool,
@@ -167,7 +170,8 @@ Result<Outputs> compare(const Ctx& c) {
 template <class F>
 Result<Outputs> bitwise(const Ctx& c, bool bool_only, F f) {
   ASSIGN_OR_RETURN(auto ab, two_same_type(c));
-  auto [a, b] = ab;
+  const Tensor* a = ab.first;
+  const Tensor* b = ab.second;
   if (bool_only && a->dtype != DType::kBool) return c.err("expected bool inputs");
   if (!bool_only && !is_integer(a->dtype)) return c.err("expected integer inputs");
   ASSIGN_OR_RETURN(Dims dims, broadcast_all(c, {a, b}));
@@ -250,7 +254,8 @@ Result<Outputs> clip_kernel(const Ctx& c) {
 /// PRelu(X, slope): slope broadcasts to X.
 Result<Outputs> prelu_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(auto ab, two_same_type(c));
-  auto [a, b] = ab;
+  const Tensor* a = ab.first;
+  const Tensor* b = ab.second;
   ASSIGN_OR_RETURN(Dims dims, broadcast_all(c, {a, b}));
   return visit_numeric(c, a->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
     return Outputs{

@@ -18,7 +18,9 @@ using evaltest::ints;
 using evaltest::one;
 
 Attribute ai(const char* name, int64_t v) { return Attribute::make_int(name, v); }
-Attribute ais(const char* name, std::vector<int64_t> v) { return Attribute::make_ints(name, v); }
+Attribute ais(const char* name, std::vector<int64_t> v) {
+  return Attribute::make_ints(name, std::move(v));
+}
 
 // x = [[0,1,2],[3,4,5]] (2x3) is used throughout.
 Tensor x23() { return ints({0, 1, 2, 3, 4, 5}, {2, 3}); }

@@ -16,7 +16,6 @@ namespace {
 using evaltest::bools;
 using evaltest::err;
 using evaltest::floats;
-using evaltest::go;
 using evaltest::ints;
 using evaltest::one;
 

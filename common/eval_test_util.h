@@ -10,13 +10,13 @@
 
 namespace common::evaltest {
 
-inline Tensor ints(std::vector<int64_t> v, Dims dims, DType t = DType::kInt64) {
+inline Tensor ints(const std::vector<int64_t>& v, Dims dims, DType t = DType::kInt64) {
   return Tensor::from_int64(v, std::move(dims), t);
 }
-inline Tensor floats(std::vector<float> v, Dims dims) {
+inline Tensor floats(const std::vector<float>& v, Dims dims) {
   return Tensor::from_floats(v, std::move(dims));
 }
-inline Tensor bools(std::vector<int64_t> v, Dims dims) {
+inline Tensor bools(const std::vector<int64_t>& v, Dims dims) {
   return Tensor::from_int64(v, std::move(dims), DType::kBool);
 }
 

@@ -52,7 +52,7 @@ NameScope::NameScope() {
 void NameScope::reserve(std::string_view name) { taken_.insert(std::string(name)); }
 
 std::string NameScope::make(std::string_view hint, bool numbered) {
-  const std::string base = sanitize(hint);
+  std::string base = sanitize(hint);
   const bool ends_digit = base.back() >= '0' && base.back() <= '9';
   const std::string stem = numbered && !ends_digit ? base : base + "_";
   if (!numbered && !taken_.count(base)) {

@@ -97,9 +97,7 @@ Result<Attribute> attribute_from_proto(const onnx::AttributeProto& p) {
       type = onnx::AttributeProto::TENSOR;
     else if (p.floats_size())
       type = onnx::AttributeProto::FLOATS;
-    else if (p.ints_size())
-      type = onnx::AttributeProto::INTS;
-    else if (p.strings_size())
+    else if (p.strings_size() && !p.ints_size())
       type = onnx::AttributeProto::STRINGS;
     else
       type = onnx::AttributeProto::INTS;
@@ -231,7 +229,8 @@ void tensor_type_into(const onnx::TypeProto::Tensor& tt, PortType& out) {
   if (tt.elem_type() != 0) out.dtype = static_cast<DType>(tt.elem_type());
   if (!tt.has_shape()) return;
   Dims dims;
-  for (const auto& d : tt.shape().dim()) dims.push_back(d.has_dim_value() ? d.dim_value() : kUnknownDim);
+  for (const auto& d : tt.shape().dim())
+    dims.push_back(d.has_dim_value() ? d.dim_value() : kUnknownDim);
   out.shape = std::move(dims);
 }
 

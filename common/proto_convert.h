@@ -22,8 +22,7 @@ void value_to_proto(const Value& value, onnx::ValueInfoProto* proto);
 /// IR cannot hold (maps, sparse tensors, nested sequences).
 std::optional<PortType> port_type_from_proto(const onnx::TypeProto& type);
 /// Writes a sequence or optional port's type (named `name`) into `proto`.
-void port_type_to_proto(const std::string& name, const PortType& type,
-                        onnx::ValueInfoProto* proto);
+void port_type_to_proto(const std::string& name, const PortType& type, onnx::ValueInfoProto* proto);
 /// Appends the nodes of `g` to `graph` (unnamed nodes get deterministic names); Constant nodes
 /// become initializers instead. Graph attributes of the nodes stay serialized.
 Status nodes_from_proto(onnx::GraphProto& g, Graph& graph);

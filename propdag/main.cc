@@ -99,7 +99,7 @@ common::Status run_verify(const Args& a) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int main_body(int argc, char** argv) {
   CLI::App app{"propdag: bound propagation (IBP, CROWN) over ONNX models"};
   app.require_subcommand(1);
   Args a;
@@ -125,7 +125,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "propdag: bounds needs --vnnlib SPEC or --input-box LO,HI\n");
     return 2;
   }
-  common::Status s = bounds->parsed() ? run_bounds(a) : run_verify(a);
-  if (!s.ok()) return common::report_error("propdag", s.error());
-  return 0;
+  return common::run_guarded("propdag", a.model, [&] {
+    common::Status s = bounds->parsed() ? run_bounds(a) : run_verify(a);
+    return s.ok() ? 0 : common::report_error("propdag", s.error());
+  });
+}
+
+int main(int argc, char** argv) {
+  return common::run_guarded("propdag", "", [&] { return main_body(argc, argv); });
 }

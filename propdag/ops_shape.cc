@@ -220,7 +220,7 @@ Result<OpOutputs> slice_rule(const OpContext& ctx) {
     int64_t lo_clamp = st > 0 ? 0 : -1, hi_clamp = st > 0 ? dim : dim - 1;
     int64_t b = starts[i] < 0 ? starts[i] + dim : starts[i];
     int64_t e = ends[i] < 0 ? ends[i] + dim : ends[i];
-    b = std::clamp(b, st > 0 ? int64_t{0} : int64_t{0}, hi_clamp);
+    b = std::clamp(b, int64_t{0}, hi_clamp);
     e = std::clamp(e, lo_clamp, st > 0 ? dim : dim - 1);
     int64_t count = st > 0 ? (e - b + st - 1) / st : (b - e - st - 1) / -st;
     out[ax] = std::max<int64_t>(count, 0);

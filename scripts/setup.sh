@@ -16,6 +16,8 @@ PACKAGES=(
   # BLAS the generated models' matrix products and im2col convolutions run 2-4x slower (benchmarks/RESULTS.md).
   # The single-threaded build keeps results deterministic and leaves threading to torch.
   libopenblas0-serial
+  # The build's lint: clang-tidy runs as the ctest `clang_tidy` (scripts/tidy.sh); clang-format formats.
+  clang-tidy clang-format
 )
 # Node.js + npm run the onnxruntime reference; keep an existing installation (some ship npm inside nodejs).
 command -v npm >/dev/null 2>&1 || PACKAGES+=(nodejs npm)

@@ -176,7 +176,8 @@ Status pack_outputs(Graph& graph, const detail::Sequences& sequences) {
         held = seq->second;
       } else if (port.present) {
         if (port.kind == common::PortKind::kOptionalSequence)
-          return graph.error("graph output '" + out + "' is declared a sequence but holds a tensor");
+          return graph.error("graph output '" + out +
+                             "' is declared a sequence but holds a tensor");
         held = {*opt->second};
       }
     } else {
@@ -209,7 +210,8 @@ Status pack_outputs(Graph& graph, const detail::Sequences& sequences) {
 Status unpack_ports(Graph& graph, const Options& options) {
   auto declared_input = [&](const std::string& name) -> const common::PortType* {
     auto it = graph.port_types.find(name);
-    const bool input = std::find(graph.inputs.begin(), graph.inputs.end(), name) != graph.inputs.end();
+    const bool input =
+        std::find(graph.inputs.begin(), graph.inputs.end(), name) != graph.inputs.end();
     return input && it != graph.port_types.end() ? &it->second : nullptr;
   };
   for (const std::string& name : options.absent_inputs) {
@@ -250,10 +252,9 @@ Status unpack_ports(Graph& graph, const Options& options) {
           return graph.error("input '" + name + "': element shapes must be static");
         }
       }
-      const std::string tensor =
-          unused_name(graph, type.kind == common::PortKind::kOptional
-                                 ? name + "_value"
-                                 : name + "_" + std::to_string(i));
+      const std::string tensor = unused_name(graph, type.kind == common::PortKind::kOptional
+                                                        ? name + "_value"
+                                                        : name + "_" + std::to_string(i));
       common::Value& v = graph.value(tensor);
       v.dtype = type.dtype;
       v.shape = shapes[i];

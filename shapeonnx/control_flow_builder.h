@@ -91,7 +91,8 @@ class Builder {
 
   // Adds one node; its single output is `out` or a fresh name from the hint.
   std::string emit(const std::string& op, std::vector<std::string> inputs,
-                   std::vector<Attribute> attrs, const std::string& hint, std::string out = "") {
+                   std::vector<Attribute> attrs, const std::string& hint,
+                   const std::string& out = "") {
     Node n;
     n.name = fresh(node_.name + "/" + hint);
     n.op_type = op;

@@ -118,13 +118,14 @@ class SequenceExpander : public Builder {
     if (la != sequences_.lists.end() && lb != sequences_.lists.end()) {
       const std::vector<std::string> xs = la->second, ys = lb->second;
       if (xs.size() != ys.size()) {
-        return error("the branches' sequences differ in length, so a run-time condition cannot "
-                     "choose between them in a static graph");
+        return error(
+            "the branches' sequences differ in length, so a run-time condition cannot "
+            "choose between them in a static graph");
       }
       std::vector<std::string> chosen;
       for (size_t k = 0; k < xs.size(); ++k) {
-        chosen.push_back(emit("Where", {node_.inputs[0], xs[k], ys[k]}, {},
-                              "element" + std::to_string(k)));
+        chosen.push_back(
+            emit("Where", {node_.inputs[0], xs[k], ys[k]}, {}, "element" + std::to_string(k)));
         if (same_shape_) same_shape_->push_back({node_.name, chosen.back(), xs[k], ys[k]});
       }
       return define(out, std::move(chosen));
@@ -133,8 +134,9 @@ class SequenceExpander : public Builder {
     if (oa != sequences_.optionals.end() && ob != sequences_.optionals.end()) {
       if (!oa->second || !ob->second) {
         if (oa->second || ob->second) {
-          return error("one branch's optional holds a value and the other's does not, so a "
-                       "run-time condition cannot choose between them in a static graph");
+          return error(
+              "one branch's optional holds a value and the other's does not, so a "
+              "run-time condition cannot choose between them in a static graph");
         }
         sequences_.optionals[out] = std::nullopt;
         return {};
@@ -273,9 +275,9 @@ class SequenceExpander : public Builder {
 
 const std::set<std::string, std::less<>>& sequence_ops() {
   static const std::set<std::string, std::less<>> ops = {
-      "SequenceEmpty",   "SequenceConstruct",  "SequenceInsert", "SequenceErase",
-      "SequenceAt",      "SequenceLength",     "SplitToSequence", "ConcatFromSequence",
-      "SequenceMap",     "Optional",           "OptionalHasElement", "OptionalGetElement"};
+      "SequenceEmpty", "SequenceConstruct", "SequenceInsert",     "SequenceErase",
+      "SequenceAt",    "SequenceLength",    "SplitToSequence",    "ConcatFromSequence",
+      "SequenceMap",   "Optional",          "OptionalHasElement", "OptionalGetElement"};
   return ops;
 }
 

@@ -14,7 +14,6 @@ namespace shapeonnx {
 namespace {
 
 using common::Dims;
-using common::Error;
 using common::Graph;
 using common::Node;
 using common::Status;
@@ -30,7 +29,8 @@ std::string dims_text(const Dims& dims) {
 
 // Gives every graph input a concrete shape: overrides first, then the batch rule.
 Status prepare_inputs(Graph& graph, const Options& options) {
-  for (const auto& [name, dims] : options.input_shapes) {
+  for (const auto& entry : options.input_shapes) {
+    const std::string& name = entry.first;
     const bool known =
         std::find(graph.inputs.begin(), graph.inputs.end(), name) != graph.inputs.end() ||
         std::any_of(graph.packed_inputs.begin(), graph.packed_inputs.end(),
@@ -146,8 +146,8 @@ Status check_arity(const Graph& graph, const Node& node) {
   auto range = known.find(domain);
   if (range == known.end() || version < 1) return {};
   const bool newer = version > range->second.second;
-  const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(
-      node.op_type, newer ? range->second.second : version, domain);
+  const onnx::OpSchema* schema =
+      onnx::OpSchemaRegistry::Schema(node.op_type, newer ? range->second.second : version, domain);
   if (!schema) return {};
   auto present = [](const std::vector<std::string>& names) {
     size_t n = names.size();
@@ -180,8 +180,8 @@ Status check_arity(const Graph& graph, const Node& node) {
   const auto& formal = schema->inputs();
   for (size_t i = 0; i < static_cast<size_t>(inputs) && i < formal.size(); ++i) {
     if (node.inputs[i].empty() && formal[i].GetOption() == onnx::OpSchema::Single) {
-      return graph.error(node, "required input " + std::to_string(i) + " ('" +
-                                   formal[i].GetName() + "') is missing");
+      return graph.error(node, "required input " + std::to_string(i) + " ('" + formal[i].GetName() +
+                                   "') is missing");
     }
   }
   return {};

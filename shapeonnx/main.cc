@@ -51,7 +51,7 @@ int run(const Args& args) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int main_body(int argc, char** argv) {
   CLI::App app{
       "shapeonnx: give every tensor of an ONNX model a concrete shape.\n"
       "Reads .onnx, .onnx.gz or - (stdin); writes the model with value_info filled in."};
@@ -66,5 +66,9 @@ int main(int argc, char** argv) {
                "be static; an If on a run-time condition becomes Where)");
   app.set_version_flag("--version", std::string("shapeonnx ") + SUITE_VERSION);
   if (auto code = common::parse_command_line(app, argc, argv)) return *code;
-  return run(args);
+  return common::run_guarded("shapeonnx", args.input, [&] { return run(args); });
+}
+
+int main(int argc, char** argv) {
+  return common::run_guarded("shapeonnx", "", [&] { return main_body(argc, argv); });
 }

@@ -10,7 +10,6 @@ namespace {
 using testing::expect_error;
 using testing::expect_shapes;
 using testing::header;
-using testing::OnnxCheck;
 
 TEST(ElementwiseRules, AddBroadcastsNumpyStyle) {
   // [2,1,4] and [3,1] align right: [2,1,4] vs [1,3,1] -> [2,3,4].

@@ -133,7 +133,8 @@ Status scatter_nd_rule(InferContext& ctx) {
   }
   Dims updates(idx.begin(), idx.end() - 1);
   updates.insert(updates.end(), data.begin() + idx.back(), data.end());
-  if (ctx.shape(2) != updates) return ctx.error("updates do not have the shape indices[:-1] + data[k:]");
+  if (ctx.shape(2) != updates)
+    return ctx.error("updates do not have the shape indices[:-1] + data[k:]");
   return same_as_input(ctx);
 }
 

@@ -8,7 +8,6 @@ namespace {
 using testing::expect_error;
 using testing::expect_shapes;
 using testing::header;
-using testing::OnnxCheck;
 
 TEST(ConvRule, SymmetricPadsAndStride) {
   // out = floor((8 + 1 + 1 - 3) / 2) + 1 = 3 + 1 = 4; channels = W dim 0 = 4.

@@ -9,7 +9,6 @@ namespace {
 
 using common::Dims;
 using common::DType;
-using common::Result;
 using common::Status;
 
 // Reduced dims: axes listed are dropped, or kept as 1 with keepdims.

@@ -68,7 +68,7 @@ int run(const Args& args) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int main_body(int argc, char** argv) {
   CLI::App app{
       "slimonnx: rewrite an ONNX model into a smaller one that computes the same function.\n"
       "Reads .onnx, .onnx.gz or - (stdin); runs shape inference first."};
@@ -91,5 +91,9 @@ int main(int argc, char** argv) {
   if (args.input.empty()) {
     return common::report_error("slimonnx", {"", "", "", "missing input model (IN)"});
   }
-  return run(args);
+  return common::run_guarded("slimonnx", args.input, [&] { return run(args); });
+}
+
+int main(int argc, char** argv) {
+  return common::run_guarded("slimonnx", "", [&] { return main_body(argc, argv); });
 }

@@ -142,7 +142,8 @@ void Editor::set_input(int i, size_t slot, const std::string& value) {
 }
 
 // By value: callers often pass the producer's own output name, which the loop below overwrites.
-void Editor::rename_output(int p, std::string from, std::string to) {
+void Editor::rename_output(int p, std::string from,  // NOLINT(performance-unnecessary-value-param)
+                           std::string to) {         // NOLINT(performance-unnecessary-value-param)
   for (std::string& out : graph_.nodes[p].outputs) {
     if (out == from) out = to;
   }

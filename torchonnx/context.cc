@@ -311,7 +311,7 @@ void Context::alias(size_t i, Operand operand) {
   state_.operands[owner.outputs[i]] = std::move(operand);
 }
 
-common::Error Context::error(std::string message) const {
+common::Error Context::error(const std::string& message) const {
   return graph().error(node_, message + " (opset " + std::to_string(opset()) + ")");
 }
 

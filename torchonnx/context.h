@@ -156,7 +156,7 @@ class Context {
   /// Output i is the same value as an existing expression (no statement).
   void alias(size_t i, Operand operand);
 
-  common::Error error(std::string message) const;
+  common::Error error(const std::string& message) const;
 
  private:
   /// The statement comment: the node's name, and the fused consumer's.

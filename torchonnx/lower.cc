@@ -220,6 +220,7 @@ std::vector<common::PackedPort> interface_ports(const std::vector<common::Packed
                                                 const std::vector<std::string>& names) {
   if (!packed.empty()) return packed;
   std::vector<common::PackedPort> out;
+  out.reserve(names.size());
   for (const std::string& n : names) out.push_back({n, common::PortKind::kTensor, {n}, true});
   return out;
 }

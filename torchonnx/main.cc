@@ -101,14 +101,18 @@ int run(const Args& args) {
   torchonnx::StemAllocator stems;
   bool ok = true;
   for (const std::string& input : args.inputs) {
-    ok = convert_one(args, options, input, stems.make(input, args.class_name)) && ok;
+    const std::string stem = stems.make(input, args.class_name);
+    ok =
+        common::run_guarded("torchonnx", input,
+                            [&] { return convert_one(args, options, input, stem) ? 0 : 2; }) == 0 &&
+        ok;
   }
   return ok ? 0 : 2;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int main_body(int argc, char** argv) {
   CLI::App app{
       "torchonnx: compile ONNX models into readable PyTorch code.\n"
       "For each IN writes OUTDIR/<stem>.py (class --class-name, default Model) and "
@@ -146,4 +150,8 @@ int main(int argc, char** argv) {
   if (args.out_dir.empty())
     return common::report_error("torchonnx", {"", "", "", "missing --output OUTDIR"});
   return run(args);
+}
+
+int main(int argc, char** argv) {
+  return common::run_guarded("torchonnx", "", [&] { return main_body(argc, argv); });
 }

@@ -12,8 +12,8 @@
 
 #include "common/cli.h"
 #include "common/onnx_io.h"
-#include "common/testing.h"
 #include "common/proto_convert.h"
+#include "common/testing.h"
 #include "onnx/onnx-data.pb.h"
 #include "onnx/onnx_pb.h"
 #include "shapeonnx/rules.h"

@@ -40,7 +40,8 @@ bool fold_batchnorm(Context& ctx, Tensor& weight, Tensor& bias, ChannelOf channe
   if (bn->outputs.size() > 1 || bn->attr_int("training_mode", 0) != 0) return false;
   const common::Tensor* p[4];
   for (int k = 0; k < 4; ++k) {
-    p[k] = bn->inputs.size() > size_t(k + 1) ? ctx.graph().constant(bn->inputs[k + 1]) : nullptr;
+    p[k] = bn->inputs.size() > static_cast<size_t>(k) + 1 ? ctx.graph().constant(bn->inputs[k + 1])
+                                                          : nullptr;
     if (!p[k] || p[k]->numel() != bias.numel()) return false;
   }
   const double eps = bn->attr_float("epsilon", 1e-5f);
@@ -67,7 +68,7 @@ std::string conv_kwargs(const Geometry& g, const std::vector<int64_t>& padding) 
 }
 
 // F.convNd for a weight computed at run time.
-Status functional_conv(Context& ctx, const Geometry& g, std::string x, bool symmetric) {
+Status functional_conv(Context& ctx, const Geometry& g, const std::string& x, bool symmetric) {
   const size_t n = g.kernel.size();
   std::string expr = "F.conv" + std::to_string(n) + "d(" + x + ", " + ctx.in(1) + ", " +
                      (ctx.has_input(2) ? ctx.in(2) : "None") + ", " + int_or_tuple(g.strides) +

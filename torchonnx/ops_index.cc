@@ -24,7 +24,7 @@ std::string index_at(const std::string& x, int64_t axis, const std::string& what
   return x + "[" + join(parts) + "]";
 }
 
-std::string as_long(const Context& ctx, size_t i, std::string expr) {
+std::string as_long(const Context& ctx, size_t i, const std::string& expr) {
   return ctx.dtype(i) == DType::kInt64 ? expr : expr + ".to(torch.int64)";
 }
 

@@ -45,7 +45,7 @@ bool quant_range(DType t, Range* r) {
 }
 
 // `expr` rounded, shifted by `zero_point` (may be empty), saturated and cast to `type`.
-std::string requantize(std::string expr, const std::string& zero_point, DType type) {
+std::string requantize(const std::string& expr, const std::string& zero_point, DType type) {
   Range r{};
   quant_range(type, &r);
   std::string q = "torch.round(" + expr + ")";

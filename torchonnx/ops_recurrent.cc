@@ -156,7 +156,7 @@ std::vector<Param> layer_params(const Spec& s) {
   std::vector<Param> params;
   for (int64_t d = 0; d < s.dirs; ++d) {
     const std::string suffix = d == 0 ? "_l0" : "_l0_reverse";
-    auto add = [&](std::string name, std::vector<double> v, common::Dims dims) {
+    auto add = [&](const std::string& name, const std::vector<double>& v, common::Dims dims) {
       params.push_back({name + suffix, Tensor::from_double(v, std::move(dims), s.dtype)});
     };
     add("weight_ih", blocks(*s.w, s, d, 0, s.input, order), {rows, s.input});

@@ -68,7 +68,8 @@ std::string gate_bias(Context& ctx, const Spec& s, const std::vector<int>& halve
   std::vector<double> v(s.dirs * n, 0.0);
   for (int64_t d = 0; d < s.dirs; ++d) {
     for (int half : halves) {
-      const std::vector<double> part = blocks(*s.b, s, d, half * s.gates * s.hidden, 1, gates);
+      const std::vector<double> part =
+          blocks(*s.b, s, d, int64_t{half} * s.gates * s.hidden, 1, gates);
       for (int64_t i = 0; i < n; ++i) v[d * n + i] += part[i];
     }
   }

@@ -155,7 +155,7 @@ void matrix_row(const ResizeSpec& s, int64_t i, int64_t axis, int64_t in, int64_
 }
 
 // Resizes along one axis of `x` (an expression of rank `rank`).
-std::string resize_axis(Context& ctx, const ResizeSpec& s, std::string x, int64_t axis,
+std::string resize_axis(Context& ctx, const ResizeSpec& s, const std::string& x, int64_t axis,
                         int64_t rank, DType dtype) {
   const int64_t in = ctx.shape(0)[axis], out = ctx.out_shape()[axis];
   const double scale = s.scales[axis];
@@ -195,7 +195,8 @@ bool try_interpolate(Context& ctx, const ResizeSpec& s, std::string* expr) {
   for (size_t d = 2; d < rank; ++d) {
     sizes.push_back(std::to_string(out[d]));
     factors.push_back(py_float(s.scales[d], false));
-    integer_scales = integer_scales && out[d] % in[d] == 0 && s.scales[d] == double(out[d] / in[d]);
+    const int64_t ratio = out[d] / in[d];
+    integer_scales = integer_scales && out[d] % in[d] == 0 && s.scales[d] == double(ratio);
   }
   const std::string x = ctx.in(0);
   if (s.mode == "nearest" && s.transform == "asymmetric" && s.nearest_mode == "floor" &&

@@ -83,6 +83,7 @@ std::string join(const std::vector<std::string>& items, std::string_view sep) {
 
 static std::vector<std::string> to_strings(const std::vector<int64_t>& values) {
   std::vector<std::string> out;
+  out.reserve(values.size());
   for (int64_t v : values) out.push_back(std::to_string(v));
   return out;
 }

@@ -1,5 +1,6 @@
-// Common subexpressions: two nodes with the same op, attributes and inputs (small constants compared
-// by content) compute the same values, so the later one is dropped and its uses read the earlier.
+// Common subexpressions: two nodes with the same op, attributes and inputs (small constants
+// compared by content) compute the same values, so the later one is dropped and its uses read the
+// earlier.
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -42,7 +43,9 @@ bool same_attrs(const Node& a, const Node& b) {
 class ConstantNames {
  public:
   explicit ConstantNames(const common::Graph& g) {
-    for (const auto& [name, t] : g.initializers) {
+    for (const auto& entry : g.initializers) {
+      const std::string& name = entry.first;
+      const Tensor& t = entry.second;
       if (t.numel() > kMaxComparedElements) continue;
       std::vector<std::string>& bucket = buckets_[std::hash<std::string_view>{}(t.raw)];
       auto same = std::find_if(bucket.begin(), bucket.end(), [&](const std::string& other) {
@@ -87,11 +90,10 @@ common::Result<int64_t> merge_common(common::Graph& g) {
       if (!ed.live(j) || !same_attrs(a, b) || a.outputs.size() != b.outputs.size()) continue;
       bool ok = true;
       for (size_t k = 0; k < a.outputs.size() && ok; ++k) {
-        ok = !a.outputs[k].empty() ? !b.outputs[k].empty() &&
-                                         ed.can_replace(a.outputs[k], b.outputs[k]) &&
-                                         !(ed.is_graph_output(a.outputs[k]) &&
-                                           ed.is_graph_output(b.outputs[k]))
-                                   : true;
+        ok = !a.outputs[k].empty()
+                 ? !b.outputs[k].empty() && ed.can_replace(a.outputs[k], b.outputs[k]) &&
+                       !(ed.is_graph_output(a.outputs[k]) && ed.is_graph_output(b.outputs[k]))
+                 : true;
       }
       if (ok) {
         match = j;

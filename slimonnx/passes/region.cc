@@ -6,6 +6,8 @@
 // The dependence of each such value on its inputs is measured by running the region's ops with
 // the common evaluator in double precision on unit vectors, so the composed weights are exact up
 // to one final rounding.
+#include "slimonnx/passes/region.h"
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -13,7 +15,6 @@
 
 #include "common/eval.h"
 #include "slimonnx/pass.h"
-#include "slimonnx/passes/region.h"
 #include "slimonnx/rewrite.h"
 
 namespace slimonnx {
@@ -74,8 +75,7 @@ class RegionPlan {
         changed = true;
       }
     }
-    return !collapsed_.empty() &&
-           new_nodes() < static_cast<int64_t>(nodes_.size() - kept_.size());
+    return !collapsed_.empty() && new_nodes() < static_cast<int64_t>(nodes_.size() - kept_.size());
   }
 
   // Rewrites the graph as planned.
@@ -89,7 +89,7 @@ class RegionPlan {
     for (int i : nodes_) {
       if (!kept_.count(i)) ed.remove_node(i);
     }
-    std::map<std::string, std::string> flat;                // frontier value -> 2-D view
+    std::map<std::string, std::string> flat;                 // frontier value -> 2-D view
     std::map<std::vector<std::string>, std::string> joined;  // frontier -> Gemm input
     for (auto& [c, wb] : built) {
       const Dims& ydims = *ed.shape(c.y);
@@ -136,11 +136,11 @@ class RegionPlan {
       Node gemm;
       gemm.name = name;
       gemm.op_type = "Gemm";
-      gemm.inputs = {x, ed.add_initializer(name + "_weight", float_tensor(wb.first, {width, m},
-                                                                             dtype))};
+      gemm.inputs = {
+          x, ed.add_initializer(name + "_weight", float_tensor(wb.first, {width, m}, dtype))};
       if (std::any_of(wb.second.begin(), wb.second.end(), [](double v) { return v != 0; })) {
-        gemm.inputs.push_back(ed.add_initializer(name + "_bias", float_tensor(wb.second, {m},
-                                                                                  dtype)));
+        gemm.inputs.push_back(
+            ed.add_initializer(name + "_bias", float_tensor(wb.second, {m}, dtype)));
       }
       if (ydims.size() == 2) {
         gemm.outputs = {c.y};
@@ -220,11 +220,13 @@ class RegionPlan {
         per *= static_cast<double>(ed_.shape(node.inputs[0])->back());
       } else if (node.op_type == "Conv") {  // each output reads C_in / group * kernel inputs
         const Tensor& w = *ed_.initializer(node.inputs[1]);
-        per *= static_cast<double>(w.numel() / std::max<int64_t>(1, w.dims[0]));
+        const int64_t per_filter = w.numel() / std::max<int64_t>(1, w.dims[0]);
+        per *= static_cast<double>(per_filter);
       } else if (node.op_type == "ConvTranspose") {  // each input feeds C_out / group * kernel
         const Tensor& w = *ed_.initializer(node.inputs[1]);
+        const int64_t per_input = w.numel() / std::max<int64_t>(1, w.dims[0]);
         per = static_cast<double>(common::num_elements(*ed_.shape(node.inputs[0]))) *
-              static_cast<double>(w.numel() / std::max<int64_t>(1, w.dims[0]));
+              static_cast<double>(per_input);
       } else if (node.op_type == "AveragePool") {
         for (int64_t k : node.attr_ints("kernel_shape")) per *= static_cast<double>(k);
       }
@@ -261,8 +263,7 @@ class RegionPlan {
   }
 
   // y = x . W + b over the concatenated frontier x: b from x = 0, row j of W from x = e_j.
-  common::Result<std::pair<std::vector<double>, std::vector<double>>> measure(
-      const Collapsed& c) {
+  common::Result<std::pair<std::vector<double>, std::vector<double>>> measure(const Collapsed& c) {
     const int64_t n = width(c);
     const int64_t m = common::num_elements(*ed_.shape(c.y));
     std::vector<double> w(n * m), b;
@@ -334,4 +335,3 @@ void register_region_passes(PassTable& table) {
 }
 
 }  // namespace slimonnx
-

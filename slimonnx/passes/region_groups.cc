@@ -90,9 +90,9 @@ bool region_op(const Editor& ed, const Node& n) {
            (*pads)[in_rank] == 0;
   }
   if (op == "Slice") {
-    return avoids_batch_axis(ed.graph().opset() < 10 ? int_param(ed, n, 99, "axes")
-                                                     : int_param(ed, n, 3, "axes"),
-                             in_rank);
+    return avoids_batch_axis(
+        ed.graph().opset() < 10 ? int_param(ed, n, 99, "axes") : int_param(ed, n, 3, "axes"),
+        in_rank);
   }
   if (op == "Gather") return c1 != nullptr && norm_axis(n.attr_int("axis", 0), in_rank) != 0;
   if (op == "Reshape" || op == "Expand") return true;  // batch dim 1 in and out (sample_shape)
@@ -104,9 +104,9 @@ bool region_op(const Editor& ed, const Node& n) {
     return !perm.empty() && perm[0] == 0;
   }
   if (op == "ReduceSum") {
-    return avoids_batch_axis(ed.graph().opset() < 13 ? int_param(ed, n, 99, "axes")
-                                                     : int_param(ed, n, 1, "axes"),
-                             in_rank);
+    return avoids_batch_axis(
+        ed.graph().opset() < 13 ? int_param(ed, n, 99, "axes") : int_param(ed, n, 1, "axes"),
+        in_rank);
   }
   return false;
 }
