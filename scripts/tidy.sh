@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The build's lint. Checks that every C++ file of the project is clang-formatted (.clang-format),
-# then runs clang-tidy (the checks in .clang-tidy) over every project source file the build compiles.
+# The build's lint. Checks that every C++ file of the project is clang-formatted (.clang-format)
+# and its Python is pyflakes-clean, then runs clang-tidy (the checks in .clang-tidy) over every
+# project source file the build compiles.
 # Usage: scripts/tidy.sh [BUILD_DIR] [FILE...]; files default to all of compile_commands.json.
 # Exit 0 when clean, 1 on findings, 77 when clang-tidy is not installed (ctest reports a skip).
 set -euo pipefail
@@ -35,6 +36,15 @@ if [[ -n "$format" ]]; then
     -name '*.cc' -o -name '*.h' | sort)
   if ((${#unformatted[@]})); then
     echo "tidy.sh: not clang-formatted (run clang-format -i on them): ${unformatted[*]}" >&2
+    exit 1
+  fi
+fi
+# The project's own Python (harness, tests, scripts): no unused imports or names (pyflakes).
+if /usr/bin/python3 -c 'import pyflakes' 2>/dev/null; then
+  mapfile -t py < <(find "$here"/{common,shapeonnx,slimonnx,torchonnx,propdag,benchmarks,tests,vnncomp,scripts} \
+    -name '*.py' | sort)
+  if ! /usr/bin/python3 -m pyflakes "${py[@]}" >&2; then
+    echo "tidy.sh: pyflakes findings in the project's Python" >&2
     exit 1
   fi
 fi

@@ -1,7 +1,6 @@
 """Malformed inputs every tool must reject with a one-line error, exit code 2 and no output file."""
 import gzip
 
-import onnx
 from onnx import TensorProto, helper
 
 

@@ -7,6 +7,7 @@ the answer holds the row fields of report.py (status, error, max errors, check r
 """
 
 import gc
+import importlib
 import itertools
 import json
 import math
@@ -213,7 +214,7 @@ def _cuda(row, checks, model, specs, feeds, refs, many, loop, tol):
 def serve(inp, out):
     import torch
     torch.set_num_threads(max(1, int(os.environ.get("VNNCOMP_THREADS", "1"))))
-    from . import checks  # noqa: F401 - import everything before saying ready
+    importlib.import_module(".checks", __package__)  # import everything before saying ready
     out.write("ready\n")
     out.flush()
     for line in inp:
