@@ -11,10 +11,12 @@
    a change in machine load during the run affects both sides alike.
 3. Unless --no-traced: the same module through torch.jit.trace + torch.jit.freeze (TorchScript, no
    Python between ops), measured in the same rounds, as a second ratio traced / ort.
-Prints one row per model and a summary (median, geometric mean and max ratio).
+Prints the machine's BLAS (which kernels OpenBLAS picked decides batch-1 products: see
+benchmarks/RESULTS.md, stop 18), one row per model and a summary (median, geometric mean, max).
 """
 
 import argparse
+import ctypes
 import glob
 import json
 import math
@@ -148,17 +150,58 @@ def summary(label, ratios):
           f"geometric mean {geo:.2f}, max {max(ratios):.2f}, <= 2x: {sum(r <= 2 for r in ratios)}")
 
 
+def machine():
+    """CPU, torch version and the BLAS torch's products go through (OpenBLAS: the kernels it chose)."""
+    info = {"torch": torch.__version__, "cpu": "", "avx512": False, "blas": "", "blas_core": None,
+            "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE")}
+    try:
+        with open("/proc/cpuinfo") as f:
+            text = f.read()
+        info["cpu"] = next((l.split(":", 1)[1].strip() for l in text.splitlines()
+                            if l.startswith("model name")), "")
+        info["avx512"] = " avx512f" in text
+    except OSError:
+        pass
+    torch.mm(torch.ones(2, 2), torch.ones(2, 2))  # make sure the BLAS is loaded
+    try:
+        with open("/proc/self/maps") as f:
+            libs = sorted({l.split()[-1] for l in f if "blas" in l.split()[-1]})
+    except OSError:
+        libs = []
+    info["blas"] = ", ".join(os.path.realpath(l) for l in libs)
+    openblas = next((l for l in libs if "libopenblas" in l), None)
+    if openblas:
+        lib = ctypes.CDLL(openblas)  # the copy already loaded: same library state as torch's
+        lib.openblas_get_corename.restype = ctypes.c_char_p
+        info["blas_core"] = lib.openblas_get_corename().decode()
+    return info
+
+
+def print_machine(info):
+    core = (f" (OpenBLAS kernels: {info['blas_core']}; OPENBLAS_CORETYPE "
+            f"{info['OPENBLAS_CORETYPE'] or 'unset'})" if info["blas_core"] else "")
+    print(f"machine: {info['cpu']}{' with AVX-512' if info['avx512'] else ''}; torch {info['torch']}; "
+          f"BLAS {info['blas'] or 'unknown'}{core}")
+    if info["avx512"] and (info["blas_core"] or "").lower() in ("haswell", "zen"):
+        why = ("OPENBLAS_CORETYPE in the environment keeps" if info["OPENBLAS_CORETYPE"]
+               else "this OpenBLAS did not recognise the CPU, which keeps")
+        print(f"note: {why} torch's products off OpenBLAS's AVX-512 kernels, while onnxruntime uses "
+              "AVX-512; batch-1 products run several times slower so (RESULTS.md, stop 18)")
+
+
 def main(argv=None):
     args = parse_args(argv)
     torch.set_num_threads(1)
+    info = machine()
+    print_machine(info)
     models = sorted(p for p in glob.glob(os.path.join(args.benchmarks, "**", "*.onnx*"), recursive=True)
                     if args.filter in p and p.endswith((".onnx", ".onnx.gz")))
     # The generated code and weights of all models (1.3 GB for the 146) go when the run ends.
     with tempfile.TemporaryDirectory(prefix="torchonnx_bench_") as work:
-        return measure(args, models, work)
+        return measure(args, models, work, info)
 
 
-def measure(args, models, work):
+def measure(args, models, work, info):
     """Converts `models` into `work`, times each against onnxruntime, prints and writes the rows."""
     total, cpu_s, stems, conv_ms = convert_all(args.torchonnx, models, work)
     print(f"conversion: {len(stems)}/{len(models)} models in one process, {total:.2f} s wall, "
@@ -214,7 +257,8 @@ def measure(args, models, work):
         summary("traced", traced_ratios)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"conversion_s": total, "conversion_cpu_s": cpu_s, "rows": rows}, f, indent=1)
+            json.dump({"machine": info, "conversion_s": total, "conversion_cpu_s": cpu_s,
+                       "rows": rows}, f, indent=1)
     return 0
 
 
