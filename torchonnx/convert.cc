@@ -71,8 +71,10 @@ common::Result<Converted> convert_file(std::string_view path, const ConvertOptio
 common::Status write_converted(const Converted& converted, std::string_view dir,
                                std::string_view stem) {
   const std::string base = std::string(dir) + "/" + std::string(stem);
-  RETURN_IF_ERROR(write_weights(converted.module, base + ".pth"));
-  return common::write_output_atomic(base + ".py", converted.python);
+  ASSIGN_OR_RETURN(std::string weights, torch_save_bytes(state_dict(converted.module)));
+  // Both or neither: a .pth without its .py (or beside an older one) would not load as a pair.
+  const std::string pth = base + ".pth", py = base + ".py";
+  return common::write_outputs_atomic({{pth, weights}, {py, converted.python}});
 }
 
 }  // namespace torchonnx

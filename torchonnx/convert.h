@@ -42,7 +42,7 @@ bool slim_available();
 common::Result<Converted> convert(common::Graph graph, const ConvertOptions& options);
 /// load_graph + convert.
 common::Result<Converted> convert_file(std::string_view path, const ConvertOptions& options);
-/// Writes `<dir>/<stem>.py` and `<dir>/<stem>.pth` (each atomically).
+/// Writes `<dir>/<stem>.py` and `<dir>/<stem>.pth`, both or neither (common::write_outputs_atomic).
 common::Status write_converted(const Converted& converted, std::string_view dir,
                                std::string_view stem);
 

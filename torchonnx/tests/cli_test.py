@@ -304,3 +304,21 @@ def test_sequence_and_optional_inputs_and_outputs(tmp_path):
         lines = r.stderr.decode().splitlines()
         assert r.returncode == 2 and len(lines) == 1 and lines[0].endswith(message), lines
     assert not os.path.exists(tmp_path / "err")
+
+
+def test_a_failed_write_leaves_neither_file_nor_temporaries(tmp_path):
+    mlp_model(tmp_path / "m.onnx")
+    out = tmp_path / "out"
+    assert run(tmp_path / "m.onnx", "-o", out).returncode == 0
+    assert sorted(os.listdir(out)) == ["m.pth", "m.py"]
+    # The .py cannot be renamed over a folder: the new .pth, already in place by then, is
+    # removed again, so no .pth is left beside a .py it does not belong to.
+    (out / "m.py").unlink()
+    (out / "m.py").mkdir()
+    (out / "m.py" / "keep").write_text("")
+    r = run(tmp_path / "m.onnx", "-o", out)
+    assert r.returncode == 2
+    lines = r.stderr.decode().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"torchonnx: {out}/m.py: cannot rename into place: "), lines
+    assert os.listdir(out) == ["m.py"] and os.listdir(out / "m.py") == ["keep"]
