@@ -1,7 +1,7 @@
 // propdag: bounds of a network's outputs over an input box, and sound verification of VNN-LIB
 // properties.
 //   propdag bounds MODEL (--vnnlib SPEC | --input-box LO,HI) [--method ibp|crown] [--json]
-//   propdag verify MODEL SPEC [--method ibp|crown]
+//   propdag verify MODEL SPEC [--method ibp|crown] [--split N] [--timeout S]
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
@@ -70,6 +70,7 @@ void print_bounds(const propdag::Model& model, const std::vector<Interval>& boun
 struct Args {
   std::string model, spec, box, method = "crown";
   bool json = false;
+  propdag::SplitOptions split;
 };
 
 common::Status run_bounds(const Args& a) {
@@ -92,7 +93,13 @@ common::Status run_verify(const Args& a) {
   ASSIGN_OR_RETURN(propdag::Method method, propdag::parse_method(a.method));
   ASSIGN_OR_RETURN(propdag::Model model, propdag::Model::load(a.model));
   ASSIGN_OR_RETURN(propdag::Spec spec, propdag::read_vnnlib(a.spec));
-  ASSIGN_OR_RETURN(propdag::VerifyResult r, propdag::verify(model, spec, {method}));
+  ASSIGN_OR_RETURN(propdag::VerifyResult r, propdag::verify(model, spec, {method}, a.split));
+  if (r.falsified) {
+    std::printf("falsified\n");
+    for (Eigen::Index i = 0; i < r.counterexample.size(); ++i)
+      std::printf("(X_%lld %.17g)\n", static_cast<long long>(i), r.counterexample[i]);
+    return {};
+  }
   std::printf("%s\n", r.verified ? "verified" : "unknown");
   return {};
 }
@@ -110,10 +117,20 @@ static int main_body(int argc, char** argv) {
   spec->excludes(box);
   bounds->add_option("--method", a.method, "ibp or crown (default)");
   bounds->add_flag("--json", a.json, "print JSON");
-  CLI::App* verify = app.add_subcommand("verify", "prove a VNN-LIB property (verified / unknown)");
+  CLI::App* verify = app.add_subcommand(
+      "verify", "prove a VNN-LIB property: prints verified, unknown, or with --split falsified");
   verify->add_option("MODEL", a.model, "model (.onnx, .onnx.gz)")->required();
   verify->add_option("SPEC", a.spec, "property (.vnnlib, .vnnlib.gz)")->required();
   verify->add_option("--method", a.method, "ibp or crown (default)");
+  verify
+      ->add_option(
+          "--split", a.split.max_boxes,
+          "up to N bound computations per case, bisecting the widest input dimension of "
+          "boxes left open and checking each one's centre for a counterexample (default "
+          "1: the whole box only); a counterexample prints falsified and (X_i value) lines")
+      ->check(CLI::PositiveNumber);
+  verify->add_option("--timeout", a.split.seconds, "seconds for splitting (default: no limit)")
+      ->check(CLI::NonNegativeNumber);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,5 +1,7 @@
-// Sound, incomplete verification of a VNN-LIB property from bounds.
+// Sound, incomplete verification of a VNN-LIB property from bounds, with optional input splitting.
 #pragma once
+
+#include <cstdint>
 
 #include "common/error.h"
 #include "propdag/engine.h"
@@ -8,14 +10,31 @@
 
 namespace propdag {
 
+/// Input splitting: a case whose bounds do not prove it over its box is proved box by box,
+/// bisecting the box's widest input dimension.
+struct SplitOptions {
+  /// Bound computations per case, the whole box included; 1 keeps the whole box only.
+  int64_t max_boxes = 1;
+  /// Wall-clock limit for the whole property in seconds (0: none).
+  double seconds = 0;
+};
+
 struct VerifyResult {
   bool verified = false;  ///< every case was shown to contain no counterexample
+  /// A box centre was found whose outputs meet every constraint of a case (only with splitting):
+  /// a counterexample, held in `counterexample` (the concatenated inputs).
+  bool falsified = false;
   int cases = 0;
   int cases_proved = 0;
+  int64_t boxes = 0;  ///< bound computations made, over all cases
+  Vec counterexample;
 };
 
 /// For each case of the spec, bounds every unsafe constraint c.y <= rhs over the case's box; the
 /// case is safe when some constraint's lower bound exceeds rhs. `verified` only when all are.
-common::Result<VerifyResult> verify(const Model& model, const Spec& spec, const Options& options);
+/// With split.max_boxes > 1, cases left open are split and each sub-box's centre is checked for a
+/// counterexample (exact up to rounding: the point's upper bounds must meet every constraint).
+common::Result<VerifyResult> verify(const Model& model, const Spec& spec, const Options& options,
+                                    const SplitOptions& split = {});
 
 }  // namespace propdag

@@ -15,6 +15,8 @@ from vnncomp import vnnlib
 
 ACAS = os.path.join(sampling.BENCH, "acasxu_2023")
 POINTS = int(os.environ.get("PROPDAG_POINTS", "10000"))
+# More arguments for the table's `propdag verify` calls, e.g. "--split 1000000 --timeout 10".
+VERIFY_ARGS = os.environ.get("PROPDAG_VERIFY_ARGS", "").split()
 
 
 def unsafe_constraints(spec):
@@ -59,26 +61,75 @@ def test_verify_acasxu_props_1_to_4():
         for prop in range(1, 5):
             spec = os.path.join(ACAS, "vnnlib", f"prop_{prop}.vnnlib.gz")
             t0 = time.time()
-            rc, out, err = sampling.propdag("verify", path, spec)
+            rc, out, err = sampling.propdag("verify", path, spec, *VERIFY_ARGS)
             ms = (time.time() - t0) * 1000
             assert rc == 0, err
-            verdict = out.strip()
+            verdict = out.split("\n")[0]
             lo, hi = vnnlib.read(spec).boxes[0]
             points, _, _ = sampling.sample(lo, hi, POINTS, rng)
             y, _ = sampling.evaluate(path, points)
             cex = counterexamples(y, unsafe_constraints(spec))
             if verdict == "verified" and cex:
                 wrong.append(f"{m} prop_{prop}: verified but {cex} sampled counterexamples")
+            if verdict == "falsified" and not VERIFY_ARGS:
+                wrong.append(f"{m} prop_{prop}: falsified without --split")
             key = (prop, verdict, cex > 0)
             totals[key] = totals.get(key, 0) + 1
             cells.append(f"{verdict[0].upper()}{'*' if cex else ' '} {ms:6.0f}ms")
         rows.append(f"{m.split('_batch')[0]:22} " + " | ".join(cells))
     print("\nnetwork                prop_1       | prop_2       | prop_3       | prop_4")
-    print("(V verified, U unknown, * sampling found a counterexample; time of the whole CLI call)")
+    print("(V verified, U unknown, F falsified, * sampling found a counterexample; time of the "
+          f"whole CLI call{'; ' + ' '.join(VERIFY_ARGS) if VERIFY_ARGS else ''})")
     print("\n".join(rows))
     for prop in range(1, 5):
         v = totals.get((prop, "verified", False), 0)
         u = totals.get((prop, "unknown", False), 0) + totals.get((prop, "unknown", True), 0)
         c = totals.get((prop, "unknown", True), 0)
-        print(f"prop_{prop}: {v} verified, {u} unknown ({c} with a sampled counterexample)")
+        f = totals.get((prop, "falsified", True), 0) + totals.get((prop, "falsified", False), 0)
+        print(f"prop_{prop}: {v} verified, {f} falsified, {u} unknown ({c} with a sampled "
+              "counterexample)")
     assert not wrong, "\n".join(wrong)
+
+
+# Instances for --split: three that sampling shows violated (1_9 with props 3 and 4, 2_1 with
+# prop 2) and three that sampling does not (1_1 with props 1 and 4, 5_9 with prop 1).
+SPLIT_CASES = [("1_9", 3), ("1_9", 4), ("2_1", 2), ("1_1", 1), ("1_1", 4), ("5_9", 1)]
+SPLIT = ["--split", "1000000", "--timeout", "120"]
+
+
+def parse_counterexample(lines, n):
+    x = np.full(n, np.nan)
+    for line in lines:
+        m = re.fullmatch(r"\(X_(\d+) (\S+)\)", line)
+        assert m, line
+        x[int(m.group(1))] = float(m.group(2))
+    assert not np.isnan(x).any(), lines
+    return x
+
+
+@pytest.mark.skipif(not os.path.isdir(ACAS), reason="no ACAS Xu benchmark")
+@pytest.mark.skipif(not sampling.ortref.available(), reason="no onnxruntime")
+def test_split_falsifies_what_sampling_violates_and_its_counterexamples_hold():
+    rng = np.random.default_rng(5)
+    for net, prop in SPLIT_CASES:
+        path = os.path.join(ACAS, "onnx", f"ACASXU_run2a_{net}_batch_2000.onnx.gz")
+        spec = os.path.join(ACAS, "vnnlib", f"prop_{prop}.vnnlib.gz")
+        rc, out, err = sampling.propdag("verify", path, spec, *SPLIT)
+        assert rc == 0, err
+        lines = out.split("\n")[:-1]
+        lo, hi = vnnlib.read(spec).boxes[0]
+        constraints = unsafe_constraints(spec)
+        points, _, _ = sampling.sample(lo, hi, POINTS, rng)
+        sampled = counterexamples(sampling.evaluate(path, points)[0], constraints)
+        name = f"{net} prop_{prop}"
+        if sampled:
+            assert lines[0] == "falsified", f"{name}: {sampled} sampled counterexamples, got {out}"
+        assert lines[0] != "verified" or not sampled, name
+        if lines[0] == "falsified":
+            x = parse_counterexample(lines[1:], lo.size)
+            assert np.all(x >= lo) and np.all(x <= hi), f"{name}: counterexample outside the box"
+            # onnxruntime in float32 at the counterexample: within rounding of the unsafe set.
+            y = sampling.evaluate(path, sampling.inside_float32(x[None, :], lo, hi))[0][0]
+            for coef, rhs in constraints:
+                assert coef @ y <= rhs + 1e-4 * max(1.0, abs(rhs)), f"{name}: {coef} . {y} > {rhs}"
+        print(f"{name}: {lines[0]} (sampling: {sampled} counterexamples)")

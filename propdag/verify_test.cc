@@ -1,0 +1,87 @@
+#include "propdag/verify.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "propdag/test_util.h"
+
+namespace propdag {
+namespace {
+
+using test::build;
+
+// y = x - x for x in [-1, 1]. IBP bounds the two operands independently: y in [-w, w] over a box
+// of width w, though y is 0 everywhere.
+const char* kZero = R"(
+  <ir_version: 8, opset_import: ["" : 15]>
+  g (float[1,1] x) => (float[1,1] y) {
+    y = Sub(x, x)
+  })";
+
+Spec spec(const std::string& output_constraint) {
+  auto s = parse_vnnlib(
+      "(declare-const X_0 Real)\n(declare-const Y_0 Real)\n"
+      "(assert (>= X_0 -1))\n(assert (<= X_0 1))\n" +
+          output_constraint,
+      "p.vnnlib");
+  EXPECT_TRUE(s.ok()) << s.error().str();
+  return *s;
+}
+
+// Unsafe: y >= 1, i.e. -y <= -1. The case is proved over a box where -y's lower bound exceeds -1:
+//   whole box (width 2): -y >= -2, open;  halves (width 1): -y >= -1, still open (not above -1);
+//   quarters (width 0.5): -y >= -0.5, proved.
+// Bound computations: 1 (whole box) + 2 (its halves, the one dimension tried) + 2 + 2 (each
+// half's halves) = 7.
+TEST(VerifyTest, SplittingProvesWhatTheWholeBoxCannot) {
+  Model m = build(kZero);
+  const Spec unsafe_one = spec("(assert (>= Y_0 1))");
+  auto whole = verify(m, unsafe_one, {Method::kIbp});
+  ASSERT_TRUE(whole.ok()) << whole.error().str();
+  EXPECT_FALSE(whole->verified);
+  EXPECT_EQ(whole->boxes, 1);
+
+  auto split = verify(m, unsafe_one, {Method::kIbp}, {7, 0});
+  ASSERT_TRUE(split.ok()) << split.error().str();
+  EXPECT_TRUE(split->verified);
+  EXPECT_FALSE(split->falsified);
+  EXPECT_EQ(split->boxes, 7);
+
+  // One computation short: the second half's split does not fit the budget.
+  auto short_budget = verify(m, unsafe_one, {Method::kIbp}, {6, 0});
+  ASSERT_TRUE(short_budget.ok());
+  EXPECT_FALSE(short_budget->verified);
+  EXPECT_FALSE(short_budget->falsified);
+  EXPECT_EQ(short_budget->boxes, 5);
+}
+
+// Unsafe: y <= 0.5. IBP over the whole box leaves it open; the box's centre x = 0 gives y = 0,
+// inside the unsafe set, so splitting reports it as a counterexample.
+TEST(VerifyTest, ACentreInsideTheUnsafeSetIsACounterexample) {
+  Model m = build(kZero);
+  const Spec unsafe_low = spec("(assert (<= Y_0 0.5))");
+  auto whole = verify(m, unsafe_low, {Method::kIbp});
+  ASSERT_TRUE(whole.ok());
+  EXPECT_FALSE(whole->verified);
+  EXPECT_FALSE(whole->falsified);  // without splitting, no centre is checked
+
+  auto split = verify(m, unsafe_low, {Method::kIbp}, {100, 0});
+  ASSERT_TRUE(split.ok());
+  EXPECT_FALSE(split->verified);
+  ASSERT_TRUE(split->falsified);
+  ASSERT_EQ(split->counterexample.size(), 1);
+  EXPECT_EQ(split->counterexample[0], 0.0);
+}
+
+// CROWN is exact on y = x - x, so the whole box suffices for the same property.
+TEST(VerifyTest, CrownNeedsNoSplitWhereItsBoundsAreExact) {
+  Model m = build(kZero);
+  auto r = verify(m, spec("(assert (>= Y_0 1))"), {Method::kCrown}, {7, 0});
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->verified);
+  EXPECT_EQ(r->boxes, 1);
+}
+
+}  // namespace
+}  // namespace propdag
