@@ -61,6 +61,10 @@ class CaseSearch {
           out_of_time)
         return Verdict::kOpen;
       ASSIGN_OR_RETURN(auto halves, split(next.box));
+      // Depth first, into the half closer to a counterexample (smaller margin) first.
+      if (halves.first.bounds && halves.second.bounds &&
+          margin(*halves.first.bounds) > margin(*halves.second.bounds))
+        std::swap(halves.first, halves.second);
       open.push_back(std::move(halves.second));
       open.push_back(std::move(halves.first));
     }
