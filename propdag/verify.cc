@@ -60,7 +60,9 @@ class CaseSearch {
               split_.max_boxes ||
           out_of_time)
         return Verdict::kOpen;
-      ASSIGN_OR_RETURN(auto halves, split(next.box));
+      ASSIGN_OR_RETURN(auto parts, split(next.box));
+      if (!parts) return Verdict::kOpen;  // a point, as far as doubles go
+      auto& halves = *parts;
       // Depth first, into the half closer to a counterexample (smaller margin) first.
       if (halves.first.bounds && halves.second.bounds &&
           margin(*halves.first.bounds) > margin(*halves.second.bounds))
@@ -101,32 +103,40 @@ class CaseSearch {
     return box.lo.size() <= kLookaheadDims ? box.lo.size() : 1;
   }
 
+  using Halves = std::pair<Open, Open>;
+
   // Splits `box` in two at the middle of one dimension. For small inputs, every dimension is tried
   // and the one whose worse half comes closest to being proved wins; its halves keep their bounds.
-  common::Result<std::pair<Open, Open>> split(const Interval& box) {
+  // Nothing when no dimension can be halved (every one is a single double wide).
+  common::Result<std::optional<Halves>> split(const Interval& box) {
     const Vec width = box.hi - box.lo;
     if (box.lo.size() > kLookaheadDims) {
       Eigen::Index dim = 0;
       width.maxCoeff(&dim);
+      if (!splittable(box, dim)) return std::optional<Halves>();
       auto [low, high] = halves(box, dim);
-      return std::make_pair(Open{std::move(low), std::nullopt},
-                            Open{std::move(high), std::nullopt});
+      return std::optional<Halves>(
+          Halves{Open{std::move(low), std::nullopt}, Open{std::move(high), std::nullopt}});
     }
-    std::optional<std::pair<Open, Open>> best;
+    std::optional<Halves> best;
     double best_score = -std::numeric_limits<double>::infinity();
     for (Eigen::Index d = 0; d < box.lo.size(); ++d) {
-      if (!(width[d] > 0)) continue;
+      if (!splittable(box, d)) continue;
       auto [low, high] = halves(box, d);
       ASSIGN_OR_RETURN(Interval bl, bound(low));
       ASSIGN_OR_RETURN(Interval bh, bound(high));
       const double score = std::min(margin(bl), margin(bh));
       if (best && !(score > best_score)) continue;
       best_score = score;
-      best =
-          std::make_pair(Open{std::move(low), std::move(bl)}, Open{std::move(high), std::move(bh)});
+      best = Halves{Open{std::move(low), std::move(bl)}, Open{std::move(high), std::move(bh)}};
     }
-    if (!best) return model_.graph().error("cannot split a box of zero width");
-    return std::move(*best);
+    return best;
+  }
+
+  // The middle of the dimension lies strictly inside it.
+  static bool splittable(const Interval& box, Eigen::Index dim) {
+    const double mid = 0.5 * (box.lo[dim] + box.hi[dim]);
+    return box.lo[dim] < mid && mid < box.hi[dim];
   }
 
   static std::pair<Interval, Interval> halves(const Interval& box, Eigen::Index dim) {
