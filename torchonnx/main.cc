@@ -102,10 +102,9 @@ int run(const Args& args) {
   bool ok = true;
   for (const std::string& input : args.inputs) {
     const std::string stem = stems.make(input, args.class_name);
-    ok =
-        common::run_guarded("torchonnx", input,
-                            [&] { return convert_one(args, options, input, stem) ? 0 : 2; }) == 0 &&
-        ok;
+    const int code = common::run_guarded(
+        "torchonnx", input, [&] { return convert_one(args, options, input, stem) ? 0 : 2; });
+    ok = code == 0 && ok;
   }
   return ok ? 0 : 2;
 }
