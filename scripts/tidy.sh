@@ -20,12 +20,13 @@ fi
 if (($#)); then
   files=("$@")
 else
+  # The project's own sources: under the checkout, not under the build folder (generated files).
   mapfile -t files < <(/usr/bin/python3 -c '
-import json, sys
-root = sys.argv[2].rstrip("/") + "/"
-seen = sorted({e["file"] for e in json.load(open(sys.argv[1]))})
-print("\n".join(f for f in seen if f.startswith(root) and "/build/" not in f[len(root):]))
-' "$build/compile_commands.json" "$here")
+import json, os, sys
+root, build = (os.path.realpath(p) + "/" for p in sys.argv[2:4])
+seen = sorted({os.path.realpath(e["file"]) for e in json.load(open(sys.argv[1]))})
+print("\n".join(f for f in seen if f.startswith(root) and not f.startswith(build)))
+' "$build/compile_commands.json" "$here" "$build")
 fi
 format="$(command -v clang-format-14 || command -v clang-format || true)"
 if [[ -n "$format" ]]; then
