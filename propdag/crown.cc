@@ -45,7 +45,8 @@ class Crown {
   Crown(const Model& model, const Options& options) : m_(model), opt_(options) {}
 
   common::Status forward(const Interval& input);
-  Interval backward(int target, const Mat& c);
+  /// Bounds of c * target; adds the lower bound's input coefficients to `lower_coef` if given.
+  Interval backward(int target, const Mat& c, Mat* lower_coef = nullptr);
   const Interval& bounds(int node) const { return b_[node]; }
   /// Multiply-adds of one backward row from `node` to the inputs.
   double row_cost(int node) const;
@@ -61,6 +62,8 @@ class Crown {
   std::vector<Interval> b_;
   Interval input_;
   std::vector<Eigen::Index> offset_;
+  Mat* lower_coef_ = nullptr;  // during backward: where input coefficients go, rows from row0_
+  Eigen::Index row0_ = 0;
 };
 
 common::Status Crown::forward(const Interval& input) {
@@ -103,7 +106,7 @@ void Crown::refine(int node) {
   intersect(b_[node], c.lo, c.hi);
 }
 
-Interval Crown::backward(int target, const Mat& c) {
+Interval Crown::backward(int target, const Mat& c, Mat* lower_coef) {
   const Dag& dag = m_.dag();
   std::vector<int> order = dag.backward_order(target);
   double widest = 0;
@@ -118,7 +121,10 @@ Interval Crown::backward(int target, const Mat& c) {
                Vec::Zero(k)};
     w.lam[target] = c.middleRows(r0, k);
     w.om[target] = w.lam[target];
+    lower_coef_ = lower_coef;
+    row0_ = r0;
     for (int n : order) step(n, w);
+    lower_coef_ = nullptr;
     out.lo.segment(r0, k) = w.lb;
     out.hi.segment(r0, k) = w.ub;
   }
@@ -130,6 +136,8 @@ void Crown::concretize(int node, Backward& w) {
   Vec hi = input_.hi.segment(offset_[node], m_.numel(node));
   Vec center = (lo + hi) * 0.5, radius = (hi - lo) * 0.5;
   w.lb += w.lam[node] * center - w.lam[node].cwiseAbs() * radius;
+  if (lower_coef_ != nullptr)
+    lower_coef_->block(row0_, offset_[node], w.lam[node].rows(), w.lam[node].cols()) += w.lam[node];
   w.ub += w.om[node] * center + w.om[node].cwiseAbs() * radius;
 }
 
@@ -184,7 +192,8 @@ common::Status check_input(const Model& model, const Interval& input) {
 }
 
 common::Result<Interval> linear_bounds(const Model& model, const Interval& input,
-                                       const std::vector<Mat>& c, const Options& options) {
+                                       const std::vector<Mat>& c, const Options& options,
+                                       Mat* lower_coef) {
   const Dag& dag = model.dag();
   if (c.size() != dag.outputs().size())
     return model.graph().error("one objective matrix per graph output is needed");
@@ -192,6 +201,7 @@ common::Result<Interval> linear_bounds(const Model& model, const Interval& input
   Eigen::Index rows = 0;
   for (const Mat& m : c) rows = std::max(rows, m.rows());
   Interval total{Vec::Zero(rows), Vec::Zero(rows)};
+  if (lower_coef != nullptr) *lower_coef = Mat::Zero(rows, input.size());
   std::optional<std::vector<std::optional<Interval>>> ibp;
   std::optional<Crown> crown;
   if (options.method == Method::kIbp) {
@@ -207,7 +217,7 @@ common::Result<Interval> linear_bounds(const Model& model, const Interval& input
       return model.graph().error("objective matrix for output " + std::to_string(o) +
                                  " has the wrong size");
     bool affordable = ibp || crown->row_cost(node) * rows <= kOutputBudget * options.refine_budget;
-    Interval part = affordable && !ibp ? crown->backward(node, c[o])
+    Interval part = affordable && !ibp ? crown->backward(node, c[o], lower_coef)
                                        : box_of(c[o], ibp ? *(*ibp)[node] : crown->bounds(node));
     if (crown && options.intersect_ibp) {
       Interval loose = box_of(c[o], crown->bounds(node));

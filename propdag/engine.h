@@ -40,7 +40,12 @@ common::Result<std::vector<Interval>> output_bounds(const Model& model, const In
 
 /// Bounds of sum_o C_o * y_o, y_o the flattened graph output o (one matrix per graph output, all
 /// with the same number of rows; an empty matrix skips that output). Each row is one objective.
+/// With `lower_coef` (CROWN only): row r receives a_r with a_r . x + const <= sum_o (C_o y_o)_r
+/// for every x in the box, the linear function CROWN's lower bound concretizes (zero rows where
+/// an output's part fell back to interval bounds). Verifiers use it to pick splits and candidate
+/// counterexamples.
 common::Result<Interval> linear_bounds(const Model& model, const Interval& input,
-                                       const std::vector<Mat>& c, const Options& options = {});
+                                       const std::vector<Mat>& c, const Options& options = {},
+                                       Mat* lower_coef = nullptr);
 
 }  // namespace propdag

@@ -1,7 +1,7 @@
 // propdag: bounds of a network's outputs over an input box, and sound verification of VNN-LIB
 // properties.
 //   propdag bounds MODEL (--vnnlib SPEC | --input-box LO,HI) [--method ibp|crown] [--json]
-//   propdag verify MODEL SPEC [--method ibp|crown] [--split N] [--timeout S]
+//   propdag verify MODEL SPEC [--method ibp|crown] [--split N] [--timeout S] [--stats]
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
@@ -69,7 +69,7 @@ void print_bounds(const propdag::Model& model, const std::vector<Interval>& boun
 
 struct Args {
   std::string model, spec, box, method = "crown";
-  bool json = false;
+  bool json = false, stats = false;
   propdag::SplitOptions split;
 };
 
@@ -93,7 +93,14 @@ common::Status run_verify(const Args& a) {
   ASSIGN_OR_RETURN(propdag::Method method, propdag::parse_method(a.method));
   ASSIGN_OR_RETURN(propdag::Model model, propdag::Model::load(a.model));
   ASSIGN_OR_RETURN(propdag::Spec spec, propdag::read_vnnlib(a.spec));
+  double start = common::now_ms();
   ASSIGN_OR_RETURN(propdag::VerifyResult r, propdag::verify(model, spec, {method}, a.split));
+  if (a.stats)
+    std::fprintf(stderr,
+                 "{\"model\": %s, \"spec\": %s, \"cases\": %d, \"cases_proved\": %d, "
+                 "\"boxes\": %lld, \"ms\": %.3f}\n",
+                 common::json_string(a.model).c_str(), common::json_string(a.spec).c_str(), r.cases,
+                 r.cases_proved, static_cast<long long>(r.boxes), common::now_ms() - start);
   if (r.falsified) {
     std::printf("falsified\n");
     for (Eigen::Index i = 0; i < r.counterexample.size(); ++i)
@@ -131,6 +138,9 @@ static int main_body(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   verify->add_option("--timeout", a.split.seconds, "seconds for splitting (default: no limit)")
       ->check(CLI::NonNegativeNumber);
+  verify->add_flag("--stats", a.stats,
+                   "print one JSON line {\"model\", \"spec\", \"cases\", \"cases_proved\", "
+                   "\"boxes\", \"ms\"} on stderr (boxes: bound computations)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <memory>
 #include <optional>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -15,6 +17,11 @@ using Clock = std::chrono::steady_clock;
 enum class Verdict { kProved, kFalsified, kOpen };
 
 constexpr Eigen::Index kLookaheadDims = 16;
+// Falsification by search before splitting: sampled points, pattern searches started, and the
+// time it may take (at most this, and at most a tenth of --timeout).
+constexpr int kSamples = 10000;
+constexpr size_t kStarts = 20;
+constexpr double kSearchSeconds = 1.0;
 
 // The unsafe constraints of one case as one objective matrix per graph output.
 std::vector<Mat> objective_of(const Model& model, const SpecCase& c) {
@@ -42,9 +49,29 @@ class CaseSearch {
         deadline_(deadline),
         objective_(objective_of(model, c)) {}
 
+  // The whole box: proved by its bounds, or (when splitting is allowed) falsified by a point
+  // search, or open. Cheap next to splitting, so verify() runs it on every case first.
+  common::Result<Verdict> start() {
+    ASSIGN_OR_RETURN(Bounds b, bound(case_.box));
+    if (margin(b) > 0) return Verdict::kProved;
+    if (split_.max_boxes > 1) {
+      ASSIGN_OR_RETURN(bool hit, find_counterexample(case_.box, b));
+      if (!hit) {
+        ASSIGN_OR_RETURN(hit, local_search(case_.box));
+      }
+      if (hit) return Verdict::kFalsified;
+    }
+    whole_ = std::move(b);
+    return Verdict::kOpen;
+  }
+
+  // After start() left the case open: splits until every box is proved, a box centre or corner
+  // is a counterexample, or the budget or time runs out.
   common::Result<Verdict> run() {
+    if (split_.max_boxes <= 1) return Verdict::kOpen;
     std::vector<Open> open;
-    open.push_back({case_.box, std::nullopt});
+    open.push_back({case_.box, std::move(whole_)});
+    bool first = true;
     while (!open.empty()) {
       Open next = std::move(open.back());
       open.pop_back();
@@ -52,15 +79,17 @@ class CaseSearch {
         ASSIGN_OR_RETURN(next.bounds, bound(next.box));
       }
       if (margin(*next.bounds) > 0) continue;
-      if (split_.max_boxes <= 1) return Verdict::kOpen;
-      ASSIGN_OR_RETURN(bool hit, counterexample_at_centre(next.box));
-      if (hit) return Verdict::kFalsified;
+      if (!first) {  // start() searched the whole box already
+        ASSIGN_OR_RETURN(bool hit, find_counterexample(next.box, *next.bounds));
+        if (hit) return Verdict::kFalsified;
+      }
+      first = false;
       const bool out_of_time = split_.seconds > 0 && Clock::now() >= deadline_;
       if (boxes_ + static_cast<int64_t>(open.size()) + 2 * lookahead_cost(next.box) >
               split_.max_boxes ||
           out_of_time)
         return Verdict::kOpen;
-      ASSIGN_OR_RETURN(auto parts, split(next.box));
+      ASSIGN_OR_RETURN(auto parts, split(next.box, *next.bounds));
       if (!parts) return Verdict::kOpen;  // a point, as far as doubles go
       auto& halves = *parts;
       // Depth first, into the half closer to a counterexample (smaller margin) first.
@@ -77,24 +106,39 @@ class CaseSearch {
   const Vec& counterexample() const { return counterexample_; }
 
  private:
-  // A box and, once computed, the bounds of the case's constraints over it.
-  struct Open {
-    Interval box;
-    std::optional<Interval> bounds;
+  // Bounds of the case's constraints over a box, and per constraint the input coefficients of
+  // the linear function CROWN's lower bound comes from (empty for IBP).
+  struct Bounds {
+    Interval y;
+    Mat coef;
   };
 
-  common::Result<Interval> bound(const Interval& box) {
+  // A box and, once computed, its bounds.
+  struct Open {
+    Interval box;
+    std::optional<Bounds> bounds;
+  };
+
+  common::Result<Bounds> bound(const Interval& box) {
     ++boxes_;
-    return linear_bounds(model_, box, objective_, options_);
+    Bounds b;
+    ASSIGN_OR_RETURN(b.y, linear_bounds(model_, box, objective_, options_,
+                                        options_.method == Method::kCrown ? &b.coef : nullptr));
+    return b;
   }
 
   // Positive when the bounds prove the box safe: by how much the best unsafe constraint c.y <= rhs
   // misses (its lower bound minus rhs).
-  double margin(const Interval& b) const {
+  double margin(const Bounds& b) const { return margin_row(b).first; }
+
+  // The best margin and the constraint that has it.
+  std::pair<double, Eigen::Index> margin_row(const Bounds& b) const {
     double best = -std::numeric_limits<double>::infinity();
-    for (Eigen::Index r = 0; r < b.lo.size(); ++r)
-      best = std::max(best, b.lo[r] - case_.unsafe[r].rhs);
-    return best;
+    Eigen::Index row = 0;
+    for (Eigen::Index r = 0; r < b.y.lo.size(); ++r) {
+      if (b.y.lo[r] - case_.unsafe[r].rhs > best) best = b.y.lo[r] - case_.unsafe[r].rhs, row = r;
+    }
+    return {best, row};
   }
 
   // Dimensions tried when choosing a split (all of them for small inputs such as ACAS Xu's five;
@@ -105,10 +149,11 @@ class CaseSearch {
 
   using Halves = std::pair<Open, Open>;
 
-  // Splits `box` in two at the middle of one dimension. For small inputs, every dimension is tried
-  // and the one whose worse half comes closest to being proved wins; its halves keep their bounds.
+  // Splits `box` (bounds `b`) in two at the middle of one dimension. For small inputs, every
+  // dimension is tried and the one whose worse half comes closest to being proved wins; its
+  // halves keep their bounds.
   // Nothing when no dimension can be halved (every one is a single double wide).
-  common::Result<std::optional<Halves>> split(const Interval& box) {
+  common::Result<std::optional<Halves>> split(const Interval& box, const Bounds& b) {
     const Vec width = box.hi - box.lo;
     if (box.lo.size() > kLookaheadDims) {
       Eigen::Index dim = 0;
@@ -120,16 +165,29 @@ class CaseSearch {
     }
     std::optional<Halves> best;
     double best_score = -std::numeric_limits<double>::infinity();
+    // Every candidate's halves; the split kept is the one whose worse half has the larger margin,
+    // unless no split improves on the box's own margin: then the dimension that is widest relative
+    // to the case's box, so that no dimension is halved forever while another one stays whole.
+    const double before = margin(b);
+    double widest = -1;
+    std::optional<Halves> widest_halves;
     for (Eigen::Index d = 0; d < box.lo.size(); ++d) {
       if (!splittable(box, d)) continue;
       auto [low, high] = halves(box, d);
-      ASSIGN_OR_RETURN(Interval bl, bound(low));
-      ASSIGN_OR_RETURN(Interval bh, bound(high));
+      ASSIGN_OR_RETURN(Bounds bl, bound(low));
+      ASSIGN_OR_RETURN(Bounds bh, bound(high));
       const double score = std::min(margin(bl), margin(bh));
+      const double relative = width[d] / (case_.box.hi[d] - case_.box.lo[d]);
+      Halves h{Open{std::move(low), std::move(bl)}, Open{std::move(high), std::move(bh)}};
+      if (relative > widest) {
+        widest = relative;
+        widest_halves = h;  // a copy: `best` may take h too
+      }
       if (best && !(score > best_score)) continue;
       best_score = score;
-      best = Halves{Open{std::move(low), std::move(bl)}, Open{std::move(high), std::move(bh)}};
+      best = std::move(h);
     }
+    if (best && !(best_score > before)) return widest_halves;
     return best;
   }
 
@@ -147,15 +205,86 @@ class CaseSearch {
     return {std::move(low), std::move(high)};
   }
 
-  common::Result<bool> counterexample_at_centre(const Interval& box) {
-    Vec mid = (box.lo + box.hi) * 0.5;
+  // Looks for a counterexample among a few points of the box: its centre and, per constraint,
+  // the corner that minimizes the linear function CROWN bounds that constraint by (the corner
+  // where the lower bound is attained, so the likeliest place for the constraint to hold).
+  common::Result<bool> find_counterexample(const Interval& box, const Bounds& b) {
+    ASSIGN_OR_RETURN(bool hit, counterexample_at((box.lo + box.hi) * 0.5));
+    for (Eigen::Index r = 0; !hit && r < b.coef.rows(); ++r) {
+      Vec corner = (b.coef.row(r).transpose().array() > 0).select(box.lo, box.hi);
+      ASSIGN_OR_RETURN(hit, counterexample_at(corner));
+    }
+    return hit;
+  }
+
+  // By how much x misses being a counterexample: max_r (c_r . y(x) - rhs_r), <= 0 for one.
+  common::Result<double> violation(const Vec& x) {
     Options point = options_;
     point.method = Method::kIbp;  // exact on a one-point box, up to rounding
-    ASSIGN_OR_RETURN(Interval y, linear_bounds(model_, {mid, mid}, objective_, point));
-    for (Eigen::Index r = 0; r < y.hi.size(); ++r)
-      if (!(y.hi[r] <= case_.unsafe[r].rhs)) return false;
-    counterexample_ = std::move(mid);
+    ASSIGN_OR_RETURN(Interval y, linear_bounds(model_, {x, x}, objective_, point));
+    double worst = -std::numeric_limits<double>::infinity();
+    for (Eigen::Index r = 0; r < y.hi.size(); ++r) {
+      const double v = y.hi[r] - case_.unsafe[r].rhs;
+      if (!(v <= worst)) worst = v;  // NaN counts as a miss
+    }
+    return worst;
+  }
+
+  common::Result<bool> counterexample_at(const Vec& x) {
+    ASSIGN_OR_RETURN(double v, violation(x));
+    if (!(v <= 0)) return false;
+    counterexample_ = x;
     return true;
+  }
+
+  // Before any splitting, and for small inputs only (kLookaheadDims): a falsification attempt
+  // by sampling the box (kSamples uniform points, fixed seed) and then a pattern search from the
+  // best kStarts of them, which steps each dimension by +-step, keeps any move that lowers the
+  // violation, and halves the step when none does. Stops early at its time limit.
+  common::Result<bool> local_search(const Interval& box) {
+    const Eigen::Index n = box.lo.size();
+    if (n > kLookaheadDims) return false;
+    const double seconds =
+        split_.seconds > 0 ? std::min(kSearchSeconds, 0.1 * split_.seconds) : kSearchSeconds;
+    const auto stop = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                         std::chrono::duration<double>(seconds));
+    int64_t evaluations = 0;
+    auto late = [&] { return ++evaluations % 64 == 0 && Clock::now() >= stop; };
+    std::mt19937_64 rng(20241124);
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    std::vector<std::pair<double, Vec>> samples;
+    for (int k = 0; k < kSamples; ++k) {
+      Vec x(n);
+      for (Eigen::Index d = 0; d < n; ++d) x[d] = box.lo[d] + unit(rng) * (box.hi[d] - box.lo[d]);
+      ASSIGN_OR_RETURN(double v, violation(x));
+      if (v <= 0) return counterexample_at(x);
+      samples.emplace_back(v, std::move(x));
+      if (late()) break;
+    }
+    const auto starts = std::min<size_t>(kStarts, samples.size());
+    std::partial_sort(samples.begin(), samples.begin() + static_cast<std::ptrdiff_t>(starts),
+                      samples.end(),
+                      [](const auto& a, const auto& b) { return a.first < b.first; });
+    const Vec width = box.hi - box.lo;
+    for (size_t s = 0; s < starts; ++s) {
+      auto [v, x] = samples[s];
+      for (double step = 0.25; step > 1e-6;) {
+        bool moved = false;
+        for (Eigen::Index d = 0; d < n; ++d) {
+          for (double sign : {1.0, -1.0}) {
+            Vec y = x;
+            y[d] = std::clamp(x[d] + sign * step * width[d], box.lo[d], box.hi[d]);
+            if (y[d] == x[d]) continue;
+            ASSIGN_OR_RETURN(double vy, violation(y));
+            if (vy <= 0) return counterexample_at(y);
+            if (late()) return false;
+            if (vy < v) v = vy, x = std::move(y), moved = true;
+          }
+        }
+        if (!moved) step *= 0.5;
+      }
+    }
+    return false;
   }
 
   const Model& model_;
@@ -165,6 +294,7 @@ class CaseSearch {
   Clock::time_point deadline_;
   std::vector<Mat> objective_;
   int64_t boxes_ = 0;
+  std::optional<Bounds> whole_;  // start()'s bounds of the whole box
   Vec counterexample_;
 };
 
@@ -185,15 +315,30 @@ common::Result<VerifyResult> verify(const Model& model, const Spec& spec, const 
                          std::chrono::duration<double>(split.seconds > 0 ? split.seconds : 0));
   VerifyResult result;
   result.cases = static_cast<int>(spec.cases.size());
+  // First every case over its whole box (bounds, then a point search), so that a counterexample
+  // anywhere is found before time goes into splitting one case; then the open cases are split.
+  std::vector<std::unique_ptr<CaseSearch>> open;
   for (const SpecCase& c : spec.cases) {
     if (c.unsafe.empty()) continue;  // no output constraint: every input is a counterexample
-    CaseSearch search(model, c, options, split, deadline);
-    ASSIGN_OR_RETURN(Verdict v, search.run());
-    result.boxes += search.boxes();
+    auto search = std::make_unique<CaseSearch>(model, c, options, split, deadline);
+    ASSIGN_OR_RETURN(Verdict v, search->start());
+    result.boxes += search->boxes();
     if (v == Verdict::kProved) ++result.cases_proved;
     if (v == Verdict::kFalsified) {
       result.falsified = true;
-      result.counterexample = search.counterexample();
+      result.counterexample = search->counterexample();
+      return result;
+    }
+    if (v == Verdict::kOpen) open.push_back(std::move(search));
+  }
+  for (auto& search : open) {
+    const int64_t before = search->boxes();
+    ASSIGN_OR_RETURN(Verdict v, search->run());
+    result.boxes += search->boxes() - before;
+    if (v == Verdict::kProved) ++result.cases_proved;
+    if (v == Verdict::kFalsified) {
+      result.falsified = true;
+      result.counterexample = search->counterexample();
       break;
     }
   }

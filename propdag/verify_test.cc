@@ -74,6 +74,39 @@ TEST(VerifyTest, ACentreInsideTheUnsafeSetIsACounterexample) {
   EXPECT_EQ(split->counterexample[0], 0.0);
 }
 
+// y = |x - 0.3| (two ReLUs), x in [-1, 1]; unsafe: y <= 0.05, i.e. x in [0.25, 0.35]. Neither
+// the centre (y = 0.3) nor a corner (1.3, 0.7) is a counterexample, and a budget of 2 bound
+// computations leaves no room for a split: only the search by sampling and pattern steps can
+// find one, and what it finds must lie in that interval.
+const char* kDistance = R"(
+  <ir_version: 8, opset_import: ["" : 15]>
+  g (float[1,1] x) => (float[1,1] y) {
+    c = Constant<value = float[1,1] {0.3}>()
+    d = Sub(x, c)
+    e = Sub(c, x)
+    p = Relu(d)
+    q = Relu(e)
+    y = Add(p, q)
+  })";
+
+TEST(VerifyTest, SearchFindsACounterexampleAwayFromCentreAndCorners) {
+  Model m = build(kDistance);
+  for (Method method : {Method::kIbp, Method::kCrown}) {
+    auto r = verify(m, spec("(assert (<= Y_0 0.05))"), {method}, {2, 0});
+    ASSERT_TRUE(r.ok()) << r.error().str();
+    ASSERT_TRUE(r->falsified);
+    EXPECT_EQ(r->boxes, 1);
+    ASSERT_EQ(r->counterexample.size(), 1);
+    EXPECT_GE(r->counterexample[0], 0.25);
+    EXPECT_LE(r->counterexample[0], 0.35);
+  }
+  // Without room to search (no splitting), the same property stays open.
+  auto whole = verify(m, spec("(assert (<= Y_0 0.05))"), {Method::kCrown});
+  ASSERT_TRUE(whole.ok());
+  EXPECT_FALSE(whole->falsified);
+  EXPECT_FALSE(whole->verified);
+}
+
 // CROWN is exact on y = x - x, so the whole box suffices for the same property.
 TEST(VerifyTest, CrownNeedsNoSplitWhereItsBoundsAreExact) {
   Model m = build(kZero);

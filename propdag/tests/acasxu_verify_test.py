@@ -3,6 +3,7 @@ and a sampling check (onnxruntime, 10,000 points per instance) that no `verified
 counterexample."""
 
 import gzip
+import json
 import os
 import re
 import time
@@ -133,3 +134,55 @@ def test_split_falsifies_what_sampling_violates_and_its_counterexamples_hold():
             for coef, rhs in constraints:
                 assert coef @ y <= rhs + 1e-4 * max(1.0, abs(rhs)), f"{name}: {coef} . {y} > {rhs}"
         print(f"{name}: {lines[0]} (sampling: {sampled} counterexamples)")
+
+
+def meets_some_case(y, spec, tol=1e-4):
+    """Whether outputs y satisfy every output assertion of the spec (and/or of <=/>= over Y_i and
+    numbers), each comparison within `tol` times the operands' scale: evaluated here from the
+    s-expressions, independently of propdag's reader."""
+
+    def value(t):
+        return float(y[int(t[2:])]) if t.startswith("Y_") else float(t)
+
+    def holds(e):
+        if e[0] == "and":
+            return all(holds(a) for a in e[1:])
+        if e[0] == "or":
+            return any(holds(a) for a in e[1:])
+        a, b = value(e[1]), value(e[2])
+        slack = tol * max(1.0, abs(a), abs(b))
+        return a <= b + slack if e[0] == "<=" else a >= b - slack
+
+    def mentions_y(e):
+        return e.startswith("Y_") if isinstance(e, str) else any(mentions_y(a) for a in e)
+
+    asserts = [e[1] for e in vnnlib._parse(vnnlib._text(spec)) if e and e[0] == "assert"]
+    return all(holds(a) for a in asserts if mentions_y(a))
+
+
+# Instances that the search before splitting falsifies (`--split 2` leaves no room for a split):
+# six networks with prop 2, and 2_9 with prop 8, whose unsafe set is a disjunction (two cases).
+SEARCH_CASES = [("1_2", 2), ("1_3", 2), ("3_2", 2), ("3_7", 2), ("4_9", 2), ("5_3", 2), ("2_9", 8)]
+
+
+@pytest.mark.skipif(not os.path.isdir(ACAS), reason="no ACAS Xu benchmark")
+@pytest.mark.skipif(not sampling.ortref.available(), reason="no onnxruntime")
+def test_search_before_splitting_finds_counterexamples_that_onnxruntime_confirms():
+    for net, prop in SEARCH_CASES:
+        path = os.path.join(ACAS, "onnx", f"ACASXU_run2a_{net}_batch_2000.onnx.gz")
+        spec = os.path.join(ACAS, "vnnlib", f"prop_{prop}.vnnlib.gz")
+        rc, out, err = sampling.propdag("verify", path, spec, "--split", "2", "--stats")
+        assert rc == 0, err
+        lines = out.split("\n")[:-1]
+        name = f"{net} prop_{prop}"
+        assert lines[0] == "falsified", f"{name}: {out}"
+        stats = json.loads(err.strip().split("\n")[-1])
+        assert stats["boxes"] <= 2, f"{name}: {stats}"
+        spec_data = vnnlib.read(spec)
+        x = parse_counterexample(lines[1:], spec_data.boxes[0][0].size)
+        y = sampling.evaluate(path, x[None, :].astype(np.float32))[0][0]
+        # The point lies in one of the spec's input boxes and meets every constraint of one of
+        # its output cases (onnxruntime's float32, within rounding).
+        assert any(np.all(x >= lo) and np.all(x <= hi) for lo, hi in spec_data.boxes), name
+        assert meets_some_case(y, spec), f"{name}: {y} meets no unsafe case"
+        print(f"{name}: falsified, {stats['ms']:.0f} ms")
