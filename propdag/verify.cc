@@ -232,8 +232,12 @@ class CaseSearch {
 
   common::Result<bool> counterexample_at(const Vec& x) {
     ASSIGN_OR_RETURN(double v, violation(x));
-    if (!(v <= 0)) return false;
-    counterexample_ = x;
+    return v <= 0 && found(x);
+  }
+
+  // Records x, whose violation is <= 0, as the counterexample.
+  bool found(Vec x) {
+    counterexample_ = std::move(x);
     return true;
   }
 
@@ -257,7 +261,7 @@ class CaseSearch {
       Vec x(n);
       for (Eigen::Index d = 0; d < n; ++d) x[d] = box.lo[d] + unit(rng) * (box.hi[d] - box.lo[d]);
       ASSIGN_OR_RETURN(double v, violation(x));
-      if (v <= 0) return counterexample_at(x);
+      if (v <= 0) return found(std::move(x));
       samples.emplace_back(v, std::move(x));
       if (late()) break;
     }
@@ -276,7 +280,7 @@ class CaseSearch {
             y[d] = std::clamp(x[d] + sign * step * width[d], box.lo[d], box.hi[d]);
             if (y[d] == x[d]) continue;
             ASSIGN_OR_RETURN(double vy, violation(y));
-            if (vy <= 0) return counterexample_at(y);
+            if (vy <= 0) return found(std::move(y));
             if (late()) return false;
             if (vy < v) v = vy, x = std::move(y), moved = true;
           }
