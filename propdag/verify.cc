@@ -14,7 +14,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// kRoundOver: a round of the search ran out of its own budget (see CaseSearch::run).
+// kRoundOver: one search's turn ran out of boxes (see CaseSearch::run); it can go on.
 enum class Verdict { kProved, kFalsified, kOpen, kRoundOver };
 
 constexpr Eigen::Index kLookaheadDims = 16;
@@ -23,9 +23,9 @@ constexpr Eigen::Index kLookaheadDims = 16;
 constexpr int kSamples = 10000;
 constexpr size_t kStarts = 20;
 constexpr double kSearchSeconds = 1.0;
-// Rounds of splitting (small inputs): dimension ratios tried in turn, and the first box budget.
+// Splitting small inputs: one search per dimension ratio, taking turns of this many boxes.
 constexpr double kRatios[] = {0, 4, 16};
-constexpr int64_t kFirstRoundBoxes = 1000;
+constexpr int64_t kSliceBoxes = 1000;
 
 // The unsafe constraints of one case as one objective matrix per graph output.
 std::vector<Mat> objective_of(const Model& model, const SpecCase& c) {
@@ -70,17 +70,23 @@ class CaseSearch {
   }
 
   // After start() left the case open: splits until every box is proved, a box centre or corner
-  // is a counterexample, or the budget or time runs out. Small inputs are searched in rounds,
-  // each from the whole box with one of kRatios and a box budget that doubles every cycle
-  // through them: which choice of dimensions proves a case soonest varies from case to case
-  // (ACAS Xu 4_6 prop_1 takes 3.9k boxes with every dimension tried and 70k with ratio 16,
-  // 2_5 prop_1 the reverse), and the rounds bound the cost to a small multiple of the best.
+  // is a counterexample, or the budget or time runs out. Small inputs get one depth-first search
+  // per entry of kRatios, run in turns of kSliceBoxes bound computations, each resuming where it
+  // stopped; the first to finish decides. Which choice of dimensions proves a case soonest
+  // varies from case to case (ACAS Xu 4_6 prop_1 takes 3.9k boxes with every dimension a
+  // candidate and 70k with ratio 16, 2_5 prop_1 about 6k with ratio 16 and more than 80k with
+  // every dimension), and taking turns costs at most kRatios' size times the best one.
   common::Result<Verdict> run() {
     if (split_.max_boxes <= 1) return Verdict::kOpen;
-    if (case_.box.lo.size() > kLookaheadDims) return depth_first(0, split_.max_boxes);
-    for (int64_t budget = kFirstRoundBoxes;; budget *= 2) {
-      for (double ratio : kRatios) {
-        ASSIGN_OR_RETURN(Verdict v, depth_first(ratio, budget));
+    if (case_.box.lo.size() > kLookaheadDims) {
+      Search only{0, {Open{case_.box, whole_}}};
+      return depth_first(only, split_.max_boxes);
+    }
+    std::vector<Search> searches;
+    for (double ratio : kRatios) searches.push_back({ratio, {Open{case_.box, whole_}}});
+    for (;;) {
+      for (Search& search : searches) {
+        ASSIGN_OR_RETURN(Verdict v, depth_first(search, kSliceBoxes));
         if (v != Verdict::kRoundOver) return v;
       }
     }
@@ -90,43 +96,6 @@ class CaseSearch {
   const Vec& counterexample() const { return counterexample_; }
 
  private:
-  // One depth-first search from the whole box, splitting only dimensions at least 1/ratio as
-  // wide (relative to the case's box) as the widest (ratio 0: any). kRoundOver when it would
-  // exceed `round_boxes` bound computations.
-  common::Result<Verdict> depth_first(double ratio, int64_t round_boxes) {
-    const int64_t round_start = boxes_;
-    std::vector<Open> open;
-    open.push_back({case_.box, whole_});
-    bool first = true;
-    while (!open.empty()) {
-      Open next = std::move(open.back());
-      open.pop_back();
-      if (!next.bounds) {
-        ASSIGN_OR_RETURN(next.bounds, bound(next.box));
-      }
-      if (margin(*next.bounds) > 0) continue;
-      if (!first) {  // start() searched the whole box already
-        ASSIGN_OR_RETURN(bool hit, find_counterexample(next.box, *next.bounds));
-        if (hit) return Verdict::kFalsified;
-      }
-      first = false;
-      const int64_t next_boxes = static_cast<int64_t>(open.size()) + 2 * lookahead_cost(next.box);
-      const bool out_of_time = split_.seconds > 0 && Clock::now() >= deadline_;
-      if (boxes_ + next_boxes > split_.max_boxes || out_of_time) return Verdict::kOpen;
-      if (boxes_ - round_start + next_boxes > round_boxes) return Verdict::kRoundOver;
-      ASSIGN_OR_RETURN(auto parts, split(next.box, *next.bounds, ratio));
-      if (!parts) return Verdict::kOpen;  // a point, as far as doubles go
-      auto& halves = *parts;
-      // Depth first, into the half closer to a counterexample (smaller margin) first.
-      if (halves.first.bounds && halves.second.bounds &&
-          margin(*halves.first.bounds) > margin(*halves.second.bounds))
-        std::swap(halves.first, halves.second);
-      open.push_back(std::move(halves.second));
-      open.push_back(std::move(halves.first));
-    }
-    return Verdict::kProved;
-  }
-
   // Bounds of the case's constraints over a box, and per constraint the input coefficients of
   // the linear function CROWN's lower bound comes from (empty for IBP).
   struct Bounds {
@@ -139,6 +108,51 @@ class CaseSearch {
     Interval box;
     std::optional<Bounds> bounds;
   };
+
+  // A depth-first search that splits only dimensions at least 1/ratio as wide (relative to the
+  // case's box) as the relatively widest one (ratio 0: any), and the boxes it has left.
+  struct Search {
+    double ratio = 0;
+    std::vector<Open> open;
+    bool started = false;  // the whole box (which start() searched for points) was split
+  };
+
+  // Continues `search` for at most `slice` more bound computations (kRoundOver when they would
+  // run out; the search can be resumed).
+  common::Result<Verdict> depth_first(Search& search, int64_t slice) {
+    const int64_t slice_start = boxes_;
+    std::vector<Open>& open = search.open;
+    while (!open.empty()) {
+      Open next = std::move(open.back());
+      open.pop_back();
+      if (!next.bounds) {
+        ASSIGN_OR_RETURN(next.bounds, bound(next.box));
+      }
+      if (margin(*next.bounds) > 0) continue;
+      const int64_t next_boxes = static_cast<int64_t>(open.size()) + 2 * lookahead_cost(next.box);
+      if (boxes_ - slice_start + next_boxes > slice) {
+        open.push_back(std::move(next));
+        return Verdict::kRoundOver;
+      }
+      if (search.started) {
+        ASSIGN_OR_RETURN(bool hit, find_counterexample(next.box, *next.bounds));
+        if (hit) return Verdict::kFalsified;
+      }
+      search.started = true;
+      const bool out_of_time = split_.seconds > 0 && Clock::now() >= deadline_;
+      if (boxes_ + next_boxes > split_.max_boxes || out_of_time) return Verdict::kOpen;
+      ASSIGN_OR_RETURN(auto parts, split(next.box, *next.bounds, search.ratio));
+      if (!parts) return Verdict::kOpen;  // a point, as far as doubles go
+      auto& halves = *parts;
+      // Depth first, into the half closer to a counterexample (smaller margin) first.
+      if (halves.first.bounds && halves.second.bounds &&
+          margin(*halves.first.bounds) > margin(*halves.second.bounds))
+        std::swap(halves.first, halves.second);
+      open.push_back(std::move(halves.second));
+      open.push_back(std::move(halves.first));
+    }
+    return Verdict::kProved;
+  }
 
   common::Result<Bounds> bound(const Interval& box) {
     ++boxes_;

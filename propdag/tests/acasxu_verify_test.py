@@ -188,15 +188,15 @@ def test_search_before_splitting_finds_counterexamples_that_onnxruntime_confirms
         print(f"{name}: falsified, {stats['ms']:.0f} ms")
 
 
-# Instances that splitting with every dimension tried left open after 20 s, and that the rounds
-# alternating which dimensions may be split (propdag/verify.cc, CaseSearch::run) prove in about
-# 2 s here. Sampling with onnxruntime must find no counterexample to them.
+# Instances that splitting with every dimension tried left open after 20 s, and that the searches
+# taking turns with different candidate dimensions (propdag/verify.cc, CaseSearch::run) prove in
+# about 1.3 s here. Sampling with onnxruntime must find no counterexample to them.
 ROUND_CASES = [("2_2", 3), ("4_9", 3), ("4_3", 1)]
 
 
 @pytest.mark.skipif(not os.path.isdir(ACAS), reason="no ACAS Xu benchmark")
 @pytest.mark.skipif(not sampling.ortref.available(), reason="no onnxruntime")
-def test_rounds_of_splitting_prove_what_one_way_of_splitting_left_open():
+def test_searches_taking_turns_prove_what_one_way_of_splitting_left_open():
     rng = np.random.default_rng(6)
     for net, prop in ROUND_CASES:
         path = os.path.join(ACAS, "onnx", f"ACASXU_run2a_{net}_batch_2000.onnx.gz")
