@@ -98,6 +98,12 @@ SPLIT_CASES = [("1_9", 3), ("1_9", 4), ("2_1", 2), ("1_1", 1), ("1_1", 4), ("5_9
 SPLIT = ["--split", "1000000", "--timeout", "120"]
 
 
+def instance(net, prop):
+    """Model and property files of ACAS Xu network `net` (e.g. "1_9") with property `prop`."""
+    return (os.path.join(ACAS, "onnx", f"ACASXU_run2a_{net}_batch_2000.onnx.gz"),
+            os.path.join(ACAS, "vnnlib", f"prop_{prop}.vnnlib.gz"))
+
+
 def parse_counterexample(lines, n):
     x = np.full(n, np.nan)
     for line in lines:
@@ -113,8 +119,7 @@ def parse_counterexample(lines, n):
 def test_split_falsifies_what_sampling_violates_and_its_counterexamples_hold():
     rng = np.random.default_rng(5)
     for net, prop in SPLIT_CASES:
-        path = os.path.join(ACAS, "onnx", f"ACASXU_run2a_{net}_batch_2000.onnx.gz")
-        spec = os.path.join(ACAS, "vnnlib", f"prop_{prop}.vnnlib.gz")
+        path, spec = instance(net, prop)
         rc, out, err = sampling.propdag("verify", path, spec, *SPLIT)
         assert rc == 0, err
         lines = out.split("\n")[:-1]
@@ -169,8 +174,7 @@ SEARCH_CASES = [("1_2", 2), ("1_3", 2), ("3_2", 2), ("3_7", 2), ("4_9", 2), ("5_
 @pytest.mark.skipif(not sampling.ortref.available(), reason="no onnxruntime")
 def test_search_before_splitting_finds_counterexamples_that_onnxruntime_confirms():
     for net, prop in SEARCH_CASES:
-        path = os.path.join(ACAS, "onnx", f"ACASXU_run2a_{net}_batch_2000.onnx.gz")
-        spec = os.path.join(ACAS, "vnnlib", f"prop_{prop}.vnnlib.gz")
+        path, spec = instance(net, prop)
         rc, out, err = sampling.propdag("verify", path, spec, "--split", "2", "--stats")
         assert rc == 0, err
         lines = out.split("\n")[:-1]
@@ -199,8 +203,7 @@ ROUND_CASES = [("2_2", 3), ("4_9", 3), ("4_3", 1)]
 def test_searches_taking_turns_prove_what_one_way_of_splitting_left_open():
     rng = np.random.default_rng(6)
     for net, prop in ROUND_CASES:
-        path = os.path.join(ACAS, "onnx", f"ACASXU_run2a_{net}_batch_2000.onnx.gz")
-        spec = os.path.join(ACAS, "vnnlib", f"prop_{prop}.vnnlib.gz")
+        path, spec = instance(net, prop)
         rc, out, err = sampling.propdag("verify", path, spec, "--split", "1000000000", "--timeout",
                                         "120", "--stats")
         assert rc == 0, err
