@@ -1,4 +1,5 @@
-// The built-in engines: IBP (forward intervals) and CROWN (backward linear bound propagation).
+// The built-in engines: IBP (forward intervals), CROWN (backward linear bound propagation), and
+// alpha-CROWN (CROWN whose final lower bounds tune the ReLU lower lines by gradient ascent).
 #pragma once
 
 #include <optional>
@@ -11,9 +12,9 @@
 
 namespace propdag {
 
-enum class Method { kIbp, kCrown };
+enum class Method { kIbp, kCrown, kAlpha };
 
-/// "ibp" or "crown".
+/// "ibp", "crown" or "alpha".
 common::Result<Method> parse_method(std::string_view name);
 
 struct Options {
@@ -25,6 +26,11 @@ struct Options {
   double chunk_entries = 3e7;
   /// Intersect the final CROWN bounds with IBP's (intermediate bounds always are).
   bool intersect_ibp = true;
+  /// kAlpha: projected gradient (Adam) steps that tune, per objective row, the lower-line slope of
+  /// every ReLU / LeakyReLU whose input interval crosses zero, from CROWN's choice; the best
+  /// bound seen is kept, so it is never looser than CROWN's. Intermediate bounds stay CROWN's.
+  int alpha_steps = 20;
+  double alpha_rate = 0.1;
 };
 
 /// IBP bounds of every Dag node for an input box over all graph inputs (concatenated in order).
@@ -40,12 +46,13 @@ common::Result<std::vector<Interval>> output_bounds(const Model& model, const In
 
 /// Bounds of sum_o C_o * y_o, y_o the flattened graph output o (one matrix per graph output, all
 /// with the same number of rows; an empty matrix skips that output). Each row is one objective.
-/// With `lower_coef` (CROWN only): row r receives a_r with a_r . x + const <= sum_o (C_o y_o)_r
-/// for every x in the box, the linear function CROWN's lower bound concretizes (zero rows where
-/// an output's part fell back to interval bounds). Verifiers use it to pick splits and candidate
-/// counterexamples.
+/// With `lower_coef` (CROWN and alpha only): row r receives a_r with a_r . x + const <= sum_o (C_o
+/// y_o)_r for every x in the box, the linear function CROWN's lower bound concretizes (zero rows
+/// where an output's part fell back to interval bounds). Verifiers use it to pick splits and
+/// candidate counterexamples. With `goal` (kAlpha, one objective matrix), tuning stops once some
+/// row's lower bound exceeds goal[row], the point where a verifier needs no tighter bound.
 common::Result<Interval> linear_bounds(const Model& model, const Interval& input,
                                        const std::vector<Mat>& c, const Options& options = {},
-                                       Mat* lower_coef = nullptr);
+                                       Mat* lower_coef = nullptr, const Vec* goal = nullptr);
 
 }  // namespace propdag

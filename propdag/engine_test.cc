@@ -136,6 +136,83 @@ TEST(EngineTest, LinearObjectives) {
   EXPECT_DOUBLE_EQ(b->hi[2], 6);
 }
 
+// alpha-CROWN. Network 4: x in [-1, 1], h = 2 x, r = relu(h), y = 0.5 r - 0.5 x (= relu(x) -
+// 0.5 x, whose true range is [0, 0.5]).
+// CROWN: relu on [-2, 2]: lower line r >= 0 (u > -l is false), so y >= -0.5 x >= -0.5; upper line
+//   r <= 0.5 h + 1 = x + 1, so y <= 0.5 (x + 1) - 0.5 x = 0.5, the true maximum: [-0.5, 0.5].
+// With any lower slope a in [0, 1]: r >= a h = 2 a x, y >= (a - 0.5) x >= -|a - 0.5|, best at
+//   a = 0.5: y >= 0, the true minimum. The upper bound only uses the upper line: still 0.5.
+// Each objective row has its own slope: for 3 y, CROWN gives -1.5 and the tuned bound 0 again.
+const char* kNet4 = R"(
+  <ir_version: 8, opset_import: ["" : 15]>
+  g (float[1,1] x) => (float[1,1] y)
+  <float[1] two = {2}, float[1] half = {0.5}> {
+    h = Mul(x, two)
+    r = Relu(h)
+    a = Mul(r, half)
+    b = Mul(x, half)
+    y = Sub(a, b)
+  })";
+
+TEST(EngineTest, AlphaTunesTheReluLowerLine) {
+  Model m = build(kNet4);
+  Interval in = box({-1}, {1});
+  Interval crown = run(m, in, Method::kCrown, true);
+  EXPECT_DOUBLE_EQ(crown.lo[0], -0.5);
+  EXPECT_DOUBLE_EQ(crown.hi[0], 0.5);
+  Interval alpha = run(m, in, Method::kAlpha, true);
+  EXPECT_LE(alpha.lo[0], 0);  // sound: y(0) = 0
+  EXPECT_GT(alpha.lo[0], -1e-6);
+  EXPECT_DOUBLE_EQ(alpha.hi[0], 0.5);
+  Mat c(2, 1);
+  c << 1, 3;
+  Options o;
+  o.method = Method::kAlpha;
+  Mat coef;
+  auto b = linear_bounds(m, in, {c}, o, &coef);
+  ASSERT_TRUE(b.ok()) << b.error().str();
+  for (Eigen::Index r = 0; r < 2; ++r) {
+    EXPECT_LE(b->lo[r], 0);
+    EXPECT_GT(b->lo[r], -1e-6);
+    // The input coefficients of the tuned lower bound: (a - 0.5) x per unit of objective, ~0.
+    EXPECT_NEAR(coef(r, 0), 0, 1e-6);
+  }
+  // Without steps, the same as CROWN.
+  o.alpha_steps = 0;
+  b = linear_bounds(m, in, {c}, o);
+  ASSERT_TRUE(b.ok());
+  EXPECT_DOUBLE_EQ(b->lo[0], -0.5);
+  EXPECT_DOUBLE_EQ(b->lo[1], -1.5);
+}
+
+// On Net1, CROWN's lower bound 0 is already the true minimum; the slopes stay at 0 (any other
+// slope pair gives -|a1 + a2| - |a1 - a2| < 0), so the tuned bound is exactly 0 too.
+TEST(EngineTest, AlphaKeepsATightCrownBound) {
+  Model m = build(kNet1);
+  Interval alpha = run(m, box({-1, -1}, {1, 1}), Method::kAlpha);
+  EXPECT_DOUBLE_EQ(alpha.lo[0], 0);
+  EXPECT_DOUBLE_EQ(alpha.hi[0], 3);
+}
+
+// A ReLU that crosses zero but reaches the output only through a product of two variables (an
+// interval-only rule): no coefficient reaches it, so there is nothing to tune and alpha's bounds
+// are CROWN's. x in [-1, 1]: r = relu(x) in [0, 1], p = r * r in [0, 1], y = p + x in [-1, 2].
+TEST(EngineTest, AlphaWithATunableReluNoCoefficientReaches) {
+  Model m = build(R"(
+    <ir_version: 8, opset_import: ["" : 15]>
+    g (float[1,1] x) => (float[1,1] y) {
+      r = Relu(x)
+      p = Mul(r, r)
+      y = Add(p, x)
+    })");
+  Interval in = box({-1}, {1});
+  Interval crown = run(m, in, Method::kCrown), alpha = run(m, in, Method::kAlpha);
+  EXPECT_DOUBLE_EQ(crown.lo[0], -1);
+  EXPECT_DOUBLE_EQ(crown.hi[0], 2);
+  EXPECT_DOUBLE_EQ(alpha.lo[0], -1);
+  EXPECT_DOUBLE_EQ(alpha.hi[0], 2);
+}
+
 TEST(EngineTest, OpWithoutRuleNamesOpAndNode) {
   auto g = common::testing::parse_text(R"(
     <ir_version: 8, opset_import: ["" : 15]>

@@ -7,7 +7,9 @@ namespace propdag {
 common::Result<Method> parse_method(std::string_view name) {
   if (name == "ibp") return Method::kIbp;
   if (name == "crown") return Method::kCrown;
-  return common::Error{"", "", "", "unknown method '" + std::string(name) + "' (ibp, crown)"};
+  if (name == "alpha") return Method::kAlpha;
+  return common::Error{"", "", "",
+                       "unknown method '" + std::string(name) + "' (ibp, crown, alpha)"};
 }
 
 common::Result<std::vector<std::optional<Interval>>> ibp_run(const Model& model,

@@ -69,9 +69,17 @@ void print_bounds(const propdag::Model& model, const std::vector<Interval>& boun
 
 struct Args {
   std::string model, spec, box, method = "crown";
+  int alpha_steps = propdag::Options{}.alpha_steps;
   bool json = false, stats = false;
   propdag::SplitOptions split;
 };
+
+propdag::Options options(propdag::Method method, const Args& a) {
+  propdag::Options o;
+  o.method = method;
+  o.alpha_steps = a.alpha_steps;
+  return o;
+}
 
 common::Status run_bounds(const Args& a) {
   ASSIGN_OR_RETURN(propdag::Method method, propdag::parse_method(a.method));
@@ -84,7 +92,8 @@ common::Status run_bounds(const Args& a) {
     ASSIGN_OR_RETURN(box, parse_box(a.box, model.input_size()));
   }
   double start = common::now_ms();
-  ASSIGN_OR_RETURN(std::vector<Interval> bounds, propdag::output_bounds(model, box, {method}));
+  ASSIGN_OR_RETURN(std::vector<Interval> bounds,
+                   propdag::output_bounds(model, box, options(method, a)));
   print_bounds(model, bounds, a.json, common::now_ms() - start);
   return {};
 }
@@ -94,7 +103,8 @@ common::Status run_verify(const Args& a) {
   ASSIGN_OR_RETURN(propdag::Model model, propdag::Model::load(a.model));
   ASSIGN_OR_RETURN(propdag::Spec spec, propdag::read_vnnlib(a.spec));
   double start = common::now_ms();
-  ASSIGN_OR_RETURN(propdag::VerifyResult r, propdag::verify(model, spec, {method}, a.split));
+  ASSIGN_OR_RETURN(propdag::VerifyResult r,
+                   propdag::verify(model, spec, options(method, a), a.split));
   if (a.stats)
     std::fprintf(stderr,
                  "{\"model\": %s, \"spec\": %s, \"cases\": %d, \"cases_proved\": %d, "
@@ -122,13 +132,18 @@ static int main_body(int argc, char** argv) {
   auto* spec = bounds->add_option("--vnnlib", a.spec, "take the input box from a VNN-LIB file");
   auto* box = bounds->add_option("--input-box", a.box, "the same LO,HI for every input element");
   spec->excludes(box);
-  bounds->add_option("--method", a.method, "ibp or crown (default)");
+  bounds->add_option("--method", a.method,
+                     "ibp, crown (default), or alpha (CROWN with tuned ReLU lower lines)");
   bounds->add_flag("--json", a.json, "print JSON");
+  const std::string steps_help =
+      "gradient steps of --method alpha (default " + std::to_string(a.alpha_steps) + ")";
+  bounds->add_option("--alpha-steps", a.alpha_steps, steps_help)->check(CLI::NonNegativeNumber);
   CLI::App* verify = app.add_subcommand(
       "verify", "prove a VNN-LIB property: prints verified, unknown, or with --split falsified");
   verify->add_option("MODEL", a.model, "model (.onnx, .onnx.gz)")->required();
   verify->add_option("SPEC", a.spec, "property (.vnnlib, .vnnlib.gz)")->required();
-  verify->add_option("--method", a.method, "ibp or crown (default)");
+  verify->add_option("--method", a.method,
+                     "ibp, crown (default), or alpha (CROWN with tuned ReLU lower lines)");
   verify
       ->add_option(
           "--split", a.split.max_boxes,
@@ -138,6 +153,7 @@ static int main_body(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   verify->add_option("--timeout", a.split.seconds, "seconds for splitting (default: no limit)")
       ->check(CLI::NonNegativeNumber);
+  verify->add_option("--alpha-steps", a.alpha_steps, steps_help)->check(CLI::NonNegativeNumber);
   verify->add_flag("--stats", a.stats,
                    "print one JSON line {\"model\", \"spec\", \"cases\", \"cases_proved\", "
                    "\"boxes\", \"ms\"} on stderr (boxes: bound computations)");

@@ -40,6 +40,9 @@ struct Relaxation {
   const std::vector<LinearTerm>* terms = nullptr;  ///< kAffine: owned by the op
   const Vec* bias = nullptr;                       ///< kAffine: owned by the op
   Vec lo_slope, lo_bias, up_slope, up_bias;
+  /// kElementwise, optional: the lower slope of element i may be anything in
+  /// [lo_min[i], lo_max[i]] with the same lo_bias (empty: fixed). Optimized bounds tune it.
+  Vec lo_min, lo_max;
 };
 
 /// One output of one ONNX node. Input slots are the node's input positions; `in[slot]` is null

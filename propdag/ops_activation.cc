@@ -31,10 +31,12 @@ class ElementwiseOp : public BoundOp {
     r.kind = Relaxation::Kind::kElementwise;
     Eigen::Index n = in[0]->size();
     r.lo_slope.resize(n), r.lo_bias.resize(n), r.up_slope.resize(n), r.up_bias.resize(n);
+    r.lo_min.resize(n), r.lo_max.resize(n);
     for (Eigen::Index i = 0; i < n; ++i) {
       Lines l = lines_(in[0]->lo[i], in[0]->hi[i], param_);
       r.lo_slope[i] = l.lo_slope, r.lo_bias[i] = l.lo_bias;
       r.up_slope[i] = l.up_slope, r.up_bias[i] = l.up_bias;
+      r.lo_min[i] = l.lo_min, r.lo_max[i] = l.lo_max;
     }
     return r;
   }

@@ -23,19 +23,19 @@ Lines parallel_lines(F f, double l, double u, double k, std::initializer_list<do
   }
   double slack =
       kSlack * (1.0 + std::abs(lo) + std::abs(hi) + std::abs(k) * (std::abs(l) + std::abs(u)));
-  return {k, lo - slack, k, hi + slack};
+  return {k, lo - slack, k, hi + slack, k, k};
 }
 
 }  // namespace
 
-Lines constant_lines(double lo, double hi) { return {0, lo, 0, hi}; }
+Lines constant_lines(double lo, double hi) { return {0, lo, 0, hi, 0, 0}; }
 
 Lines leaky_relu_lines(double l, double u, double alpha) {
-  if (l >= 0) return {1, 0, 1, 0};
-  if (u <= 0) return {alpha, 0, alpha, 0};
+  if (l >= 0) return {1, 0, 1, 0, 1, 1};
+  if (u <= 0) return {alpha, 0, alpha, 0, alpha, alpha};
   double k = (u - alpha * l) / (u - l);
   double lower = u > -l ? 1.0 : alpha;
-  return {lower, 0, k, u - k * u};
+  return {lower, 0, k, u - k * u, alpha, 1};
 }
 
 Lines sigmoid_lines(double l, double u) {

@@ -41,6 +41,12 @@ std::vector<Mat> objective_of(const Model& model, const SpecCase& c) {
   return objective;
 }
 
+Vec rhs_of(const SpecCase& c) {
+  Vec rhs(static_cast<Eigen::Index>(c.unsafe.size()));
+  for (Eigen::Index r = 0; r < rhs.size(); ++r) rhs[r] = c.unsafe[r].rhs;
+  return rhs;
+}
+
 // Proves one case box by box (depth first). `boxes` counts the bound computations.
 class CaseSearch {
  public:
@@ -51,7 +57,8 @@ class CaseSearch {
         options_(options),
         split_(split),
         deadline_(deadline),
-        objective_(objective_of(model, c)) {}
+        objective_(objective_of(model, c)),
+        rhs_(rhs_of(c)) {}
 
   // The whole box: proved by its bounds, or (when splitting is allowed) falsified by a point
   // search, or open. Cheap next to splitting, so verify() runs it on every case first.
@@ -157,8 +164,9 @@ class CaseSearch {
   common::Result<Bounds> bound(const Interval& box) {
     ++boxes_;
     Bounds b;
-    ASSIGN_OR_RETURN(b.y, linear_bounds(model_, box, objective_, options_,
-                                        options_.method == Method::kCrown ? &b.coef : nullptr));
+    ASSIGN_OR_RETURN(b.y,
+                     linear_bounds(model_, box, objective_, options_,
+                                   options_.method != Method::kIbp ? &b.coef : nullptr, &rhs_));
     return b;
   }
 
@@ -337,6 +345,7 @@ class CaseSearch {
   const SplitOptions& split_;
   Clock::time_point deadline_;
   std::vector<Mat> objective_;
+  Vec rhs_;  // the constraints' right-hand sides: a box is proved once one lower bound exceeds
   int64_t boxes_ = 0;
   std::optional<Bounds> whole_;  // start()'s bounds of the whole box
   Vec counterexample_;
