@@ -29,7 +29,7 @@ struct Options {
   /// kAlpha: projected gradient (Adam) steps that tune, per objective row, the lower-line slope of
   /// every ReLU / LeakyReLU whose input interval crosses zero, from CROWN's choice; the best
   /// bound seen is kept, so it is never looser than CROWN's. Intermediate bounds stay CROWN's.
-  int alpha_steps = 20;
+  int alpha_steps = 10;
   double alpha_rate = 0.1;
 };
 
