@@ -54,8 +54,10 @@ class Crown {
   /// projected gradient ascent (Adam) from CROWN's; the best bound per row is kept. Adds that
   /// bound's input coefficients to `lower_coef` if given. With `goal`, tuning stops as soon as
   /// some row's bound exceeds goal[row].
+  /// With `warm` (one entry per Dag node): rows whose bound is better from those slopes (clamped
+  /// to this box's ranges) than from CROWN's start there; on return it holds the best slopes.
   Vec optimized_lower(int target, const Mat& c, Mat* lower_coef = nullptr,
-                      const Vec* goal = nullptr);
+                      const Vec* goal = nullptr, std::vector<Mat>* warm = nullptr);
   /// Multiply-adds of one backward row from `node` to the inputs.
   double row_cost(int node) const;
 
@@ -286,7 +288,8 @@ std::vector<Mat> Crown::alpha_gradient(const std::vector<int>& order,
   return grad;
 }
 
-Vec Crown::optimized_lower(int target, const Mat& c, Mat* lower_coef, const Vec* goal) {
+Vec Crown::optimized_lower(int target, const Mat& c, Mat* lower_coef, const Vec* goal,
+                           std::vector<Mat>* warm) {
   const Dag& dag = m_.dag();
   const std::vector<int> order = dag.backward_order(target);
   const Eigen::Index k = c.rows();
@@ -309,11 +312,36 @@ Vec Crown::optimized_lower(int target, const Mat& c, Mat* lower_coef, const Vec*
   if (!tunable || opt_.alpha_steps <= 0 || entries > opt_.chunk_entries)
     return backward(target, c, lower_coef).lo;
   constexpr double kBeta1 = 0.9, kBeta2 = 0.999, kEps = 1e-8;
-  std::vector<Mat> m1(dag.size()), m2(dag.size()), best_alpha = alpha;
+  std::vector<Mat> m1(dag.size()), m2(dag.size());
   LowerPass pass = lower_pass(order, rel, alpha, target, c);
+  bool carried_over = false;
+  if (warm != nullptr && warm->size() == dag.size()) {
+    // Slopes carried over (from the box this one was split from), within this box's ranges.
+    std::vector<Mat> carried = alpha;
+    for (int n : order) {
+      const Mat& w = (*warm)[n];
+      if (alpha[n].size() == 0 || w.rows() != k || w.cols() != alpha[n].cols()) continue;
+      for (Eigen::Index j = 0; j < w.cols(); ++j)
+        carried[n].col(j) = w.col(j).cwiseMax(rel[n].lo_min[j]).cwiseMin(rel[n].lo_max[j]);
+      carried_over = true;
+    }
+    if (carried_over) {
+      LowerPass from = lower_pass(order, rel, carried, target, c);
+      bool changed = false;
+      for (Eigen::Index r = 0; r < k; ++r) {
+        if (!(from.lb[r] > pass.lb[r])) continue;
+        changed = true;
+        for (int n : order)
+          if (alpha[n].size()) alpha[n].row(r) = carried[n].row(r);
+      }
+      if (changed) pass = lower_pass(order, rel, alpha, target, c);
+    }
+  }
+  std::vector<Mat> best_alpha = alpha;
   Vec best = pass.lb;
+  const int steps = carried_over ? opt_.alpha_warm_steps : opt_.alpha_steps;
   auto reached = [&] { return goal != nullptr && (best - *goal).maxCoeff() > 0; };
-  for (int s = 1; s <= opt_.alpha_steps && !reached(); ++s) {
+  for (int s = 1; s <= steps && !reached(); ++s) {
     std::vector<Mat> grad = alpha_gradient(order, rel, alpha, pass);
     const double fix1 = 1 - std::pow(kBeta1, s), fix2 = 1 - std::pow(kBeta2, s);
     for (int n : order) {
@@ -336,6 +364,7 @@ Vec Crown::optimized_lower(int target, const Mat& c, Mat* lower_coef, const Vec*
         if (alpha[n].size()) best_alpha[n].row(r) = alpha[n].row(r);
     }
   }
+  if (warm != nullptr) *warm = best_alpha;
   if (lower_coef != nullptr) {
     // Rows are independent, so one pass with every row's best slopes gives every best bound.
     pass = lower_pass(order, rel, best_alpha, target, c);
@@ -363,7 +392,7 @@ common::Status check_input(const Model& model, const Interval& input) {
 
 common::Result<Interval> linear_bounds(const Model& model, const Interval& input,
                                        const std::vector<Mat>& c, const Options& options,
-                                       Mat* lower_coef, const Vec* goal) {
+                                       Mat* lower_coef, const Vec* goal, Slopes* slopes) {
   const Dag& dag = model.dag();
   if (c.size() != dag.outputs().size())
     return model.graph().error("one objective matrix per graph output is needed");
@@ -393,7 +422,9 @@ common::Result<Interval> linear_bounds(const Model& model, const Interval& input
     Interval part;
     if (affordable && !ibp && options.method == Method::kAlpha) {
       part.hi = crown->backward(node, c[o]).hi;
-      part.lo = crown->optimized_lower(node, c[o], lower_coef, goal);
+      if (slopes != nullptr) slopes->resize(c.size());
+      part.lo = crown->optimized_lower(node, c[o], lower_coef, goal,
+                                       slopes != nullptr ? &(*slopes)[o] : nullptr);
     } else if (affordable && !ibp) {
       part = crown->backward(node, c[o], lower_coef);
     } else {

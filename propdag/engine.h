@@ -30,6 +30,9 @@ struct Options {
   /// every ReLU / LeakyReLU whose input interval crosses zero, from CROWN's choice; the best
   /// bound seen is kept, so it is never looser than CROWN's. Intermediate bounds stay CROWN's.
   int alpha_steps = 10;
+  /// Steps when the slopes start from ones carried over (linear_bounds' `slopes`, e.g. from the
+  /// box a verifier split this one from): they start close, so fewer steps do.
+  int alpha_warm_steps = 3;
   double alpha_rate = 0.1;
 };
 
@@ -51,8 +54,13 @@ common::Result<std::vector<Interval>> output_bounds(const Model& model, const In
 /// where an output's part fell back to interval bounds). Verifiers use it to pick splits and
 /// candidate counterexamples. With `goal` (kAlpha, one objective matrix), tuning stops once some
 /// row's lower bound exceeds goal[row], the point where a verifier needs no tighter bound.
+/// With `slopes` (kAlpha): the tuned slopes, per graph output and Dag node (k x elements; empty
+/// where untuned). Passed in non-empty, e.g. from the box this one was split from, they are a
+/// second starting point: each row starts from them where they give the better bound.
+using Slopes = std::vector<std::vector<Mat>>;
 common::Result<Interval> linear_bounds(const Model& model, const Interval& input,
                                        const std::vector<Mat>& c, const Options& options = {},
-                                       Mat* lower_coef = nullptr, const Vec* goal = nullptr);
+                                       Mat* lower_coef = nullptr, const Vec* goal = nullptr,
+                                       Slopes* slopes = nullptr);
 
 }  // namespace propdag

@@ -1,7 +1,9 @@
 // propdag: bounds of a network's outputs over an input box, and sound verification of VNN-LIB
 // properties.
-//   propdag bounds MODEL (--vnnlib SPEC | --input-box LO,HI) [--method ibp|crown] [--json]
-//   propdag verify MODEL SPEC [--method ibp|crown] [--split N] [--timeout S] [--stats]
+//   propdag bounds MODEL (--vnnlib SPEC | --input-box LO,HI) [--method ibp|crown|alpha]
+//                  [--alpha-steps N] [--json]
+//   propdag verify MODEL SPEC [--method ibp|crown|alpha] [--alpha-steps N] [--alpha-warm-steps N]
+//                  [--split N] [--timeout S] [--stats]
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
@@ -70,6 +72,7 @@ void print_bounds(const propdag::Model& model, const std::vector<Interval>& boun
 struct Args {
   std::string model, spec, box, method = "crown";
   int alpha_steps = propdag::Options{}.alpha_steps;
+  int alpha_warm_steps = propdag::Options{}.alpha_warm_steps;
   bool json = false, stats = false;
   propdag::SplitOptions split;
 };
@@ -78,6 +81,7 @@ propdag::Options options(propdag::Method method, const Args& a) {
   propdag::Options o;
   o.method = method;
   o.alpha_steps = a.alpha_steps;
+  o.alpha_warm_steps = a.alpha_warm_steps;
   return o;
 }
 
@@ -154,6 +158,12 @@ static int main_body(int argc, char** argv) {
   verify->add_option("--timeout", a.split.seconds, "seconds for splitting (default: no limit)")
       ->check(CLI::NonNegativeNumber);
   verify->add_option("--alpha-steps", a.alpha_steps, steps_help)->check(CLI::NonNegativeNumber);
+  verify
+      ->add_option("--alpha-warm-steps", a.alpha_warm_steps,
+                   "with --split: gradient steps for a box whose slopes start from those of the "
+                   "box it was split from (default " +
+                       std::to_string(a.alpha_warm_steps) + ")")
+      ->check(CLI::NonNegativeNumber);
   verify->add_flag("--stats", a.stats,
                    "print one JSON line {\"model\", \"spec\", \"cases\", \"cases_proved\", "
                    "\"boxes\", \"ms\"} on stderr (boxes: bound computations)");

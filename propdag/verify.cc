@@ -108,6 +108,7 @@ class CaseSearch {
   struct Bounds {
     Interval y;
     Mat coef;
+    Slopes slopes;  // --method alpha: the tuned slopes
   };
 
   // A box and, once computed, its bounds.
@@ -161,12 +162,16 @@ class CaseSearch {
     return Verdict::kProved;
   }
 
-  common::Result<Bounds> bound(const Interval& box) {
+  // With --method alpha, the tuned slopes start from `from`'s too (those of the box this one
+  // was split from) and are kept in the result for its own halves.
+  common::Result<Bounds> bound(const Interval& box, const Bounds* from = nullptr) {
     ++boxes_;
     Bounds b;
-    ASSIGN_OR_RETURN(b.y,
-                     linear_bounds(model_, box, objective_, options_,
-                                   options_.method != Method::kIbp ? &b.coef : nullptr, &rhs_));
+    const bool alpha = options_.method == Method::kAlpha;
+    if (alpha && from != nullptr) b.slopes = from->slopes;
+    ASSIGN_OR_RETURN(b.y, linear_bounds(model_, box, objective_, options_,
+                                        options_.method != Method::kIbp ? &b.coef : nullptr, &rhs_,
+                                        alpha ? &b.slopes : nullptr));
     return b;
   }
 
@@ -222,8 +227,8 @@ class CaseSearch {
     for (Eigen::Index d = 0; d < box.lo.size(); ++d) {
       if (!splittable(box, d) || relative_width[d] < narrowest) continue;
       auto [low, high] = halves(box, d);
-      ASSIGN_OR_RETURN(Bounds bl, bound(low));
-      ASSIGN_OR_RETURN(Bounds bh, bound(high));
+      ASSIGN_OR_RETURN(Bounds bl, bound(low, &b));
+      ASSIGN_OR_RETURN(Bounds bh, bound(high, &b));
       const double score = std::min(margin(bl), margin(bh));
       const double relative = relative_width[d];
       Halves h{Open{std::move(low), std::move(bl)}, Open{std::move(high), std::move(bh)}};

@@ -219,7 +219,7 @@ def test_searches_taking_turns_prove_what_one_way_of_splitting_left_open():
 
 # alpha-CROWN's tighter bounds prove these with fewer bound computations than CROWN: each is
 # given a budget (`--split N`) between the two counts measured here (2_5 prop_1: CROWN 19,221,
-# alpha 3,815; 2_2 prop_3: CROWN 4,357, alpha 501), so CROWN must stop at `unknown` and alpha
+# alpha 3,345; 2_2 prop_3: CROWN 4,357, alpha 521), so CROWN must stop at `unknown` and alpha
 # must reach `verified`. Sampling with onnxruntime must find no counterexample.
 ALPHA_CASES = [("2_5", 1, 6000), ("2_2", 3, 2000)]
 
