@@ -1,5 +1,5 @@
-// propdag: IBP and CROWN time per ACAS Xu network (prop_1 box) and per tllverifybench network
-// (the first property listed for it in instances.csv). Model loading is outside the timing;
+// propdag: IBP, CROWN and alpha-CROWN time per ACAS Xu network (prop_1 box) and per tllverifybench
+// network (the first property listed for it in instances.csv). Model loading is outside the timing;
 // CPU time is the figure to read on a shared machine.
 //   propdag_bench [--benchmark_filter=acasxu] ; VNNCOMP_BENCHMARKS overrides the model folder.
 #include <benchmark/benchmark.h>
@@ -95,7 +95,8 @@ void register_benchmark(const std::string& bench, const std::string& model_path,
   instance->spec_path = spec_path;
   std::string name = bench + "/" + fs::path(model_path).filename().string();
   for (auto [label, method] :
-       {std::pair{"ibp", propdag::Method::kIbp}, std::pair{"crown", propdag::Method::kCrown}})
+       {std::pair{"ibp", propdag::Method::kIbp}, std::pair{"crown", propdag::Method::kCrown},
+        std::pair{"alpha", propdag::Method::kAlpha}})
     benchmark::RegisterBenchmark((name + "/" + label).c_str(), bounds, instance, method)
         ->Unit(benchmark::kMillisecond);
 }

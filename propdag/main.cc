@@ -139,9 +139,10 @@ static int main_body(int argc, char** argv) {
   bounds->add_option("--method", a.method,
                      "ibp, crown (default), or alpha (CROWN with tuned ReLU lower lines)");
   bounds->add_flag("--json", a.json, "print JSON");
+  const CLI::Range kSteps(0, 1000000);
   const std::string steps_help =
       "gradient steps of --method alpha (default " + std::to_string(a.alpha_steps) + ")";
-  bounds->add_option("--alpha-steps", a.alpha_steps, steps_help)->check(CLI::NonNegativeNumber);
+  bounds->add_option("--alpha-steps", a.alpha_steps, steps_help)->check(kSteps);
   CLI::App* verify = app.add_subcommand(
       "verify", "prove a VNN-LIB property: prints verified, unknown, or with --split falsified");
   verify->add_option("MODEL", a.model, "model (.onnx, .onnx.gz)")->required();
@@ -157,13 +158,13 @@ static int main_body(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   verify->add_option("--timeout", a.split.seconds, "seconds for splitting (default: no limit)")
       ->check(CLI::NonNegativeNumber);
-  verify->add_option("--alpha-steps", a.alpha_steps, steps_help)->check(CLI::NonNegativeNumber);
+  verify->add_option("--alpha-steps", a.alpha_steps, steps_help)->check(kSteps);
   verify
       ->add_option("--alpha-warm-steps", a.alpha_warm_steps,
                    "with --split: gradient steps for a box whose slopes start from those of the "
                    "box it was split from (default " +
                        std::to_string(a.alpha_warm_steps) + ")")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kSteps);
   verify->add_flag("--stats", a.stats,
                    "print one JSON line {\"model\", \"spec\", \"cases\", \"cases_proved\", "
                    "\"boxes\", \"ms\"} on stderr (boxes: bound computations)");

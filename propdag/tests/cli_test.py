@@ -64,6 +64,42 @@ def test_verify(tmp_path):
     assert sampling.propdag("verify", model, spec)[1] == "unknown\n"
 
 
+def net4(folder):
+    """Network 4 of engine_test.cc: y = 0.5 relu(2 x) - 0.5 x on [-1, 1]; CROWN's lower bound is
+    -0.5, alpha's tuned slope 0.5 gives the true minimum 0 (hand-computed there)."""
+    consts = [numpy_helper.from_array(np.array([v], np.float32), n)
+              for n, v in (("two", 2.0), ("half", 0.5))]
+    nodes = [helper.make_node("Mul", ["x", "two"], ["h"]), helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("Mul", ["r", "half"], ["a"]),
+             helper.make_node("Mul", ["x", "half"], ["b"]), helper.make_node("Sub", ["a", "b"], ["y"])]
+    g = helper.make_graph(nodes, "net4", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1])], consts)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    path = os.path.join(folder, "net4.onnx")
+    onnx.save(m, path)
+    return path
+
+
+def test_alpha_method(tmp_path):
+    model = net4(str(tmp_path))
+    rc, out, err = sampling.propdag("bounds", model, "--input-box", "-1,1", "--method", "alpha",
+                                    "--json")
+    assert rc == 0, err
+    out = json.loads(out)["outputs"][0]
+    assert -1e-6 < out["lower"][0] <= 0 and out["upper"][0] == 0.5
+    spec = os.path.join(str(tmp_path), "p.vnnlib")
+    with open(spec, "w") as f:
+        f.write("(declare-const X_0 Real)\n(declare-const Y_0 Real)\n(assert (>= X_0 -1))\n"
+                "(assert (<= X_0 1))\n(assert (<= Y_0 -0.25))\n")
+    # y <= -0.25 is impossible (y >= 0): alpha proves it, CROWN (y >= -0.5) cannot, and neither
+    # can alpha without steps.
+    assert sampling.propdag("verify", model, spec, "--method", "alpha")[1] == "verified\n"
+    assert sampling.propdag("verify", model, spec)[1] == "unknown\n"
+    assert sampling.propdag("verify", model, spec, "--method", "alpha",
+                            "--alpha-steps", "0")[1] == "unknown\n"
+
+
 def test_errors_are_one_line_exit_2(tmp_path):
     model = net1(str(tmp_path))
     cases = [
@@ -71,7 +107,9 @@ def test_errors_are_one_line_exit_2(tmp_path):
          "propdag: --input-box expects LO,HI with LO <= HI, got '1,0'\n"),
         (["bounds", model], "propdag: bounds needs --vnnlib SPEC or --input-box LO,HI\n"),
         (["bounds", model, "--input-box", "0,1", "--method", "foo"],
-         "propdag: unknown method 'foo' (ibp, crown)\n"),
+         "propdag: unknown method 'foo' (ibp, crown, alpha)\n"),
+        (["bounds", model, "--input-box", "0,1", "--alpha-steps", "-1"],
+         "propdag: --alpha-steps: Value -1 not in range 0 to 1000000\n"),
         (["bounds", str(tmp_path / "missing.onnx"), "--input-box", "0,1"], None),
     ]
     for args, message in cases:
