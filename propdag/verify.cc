@@ -27,16 +27,39 @@ constexpr double kSearchSeconds = 1.0;
 constexpr double kRatios[] = {0, 4, 16};
 constexpr int64_t kSliceBoxes = 1000;
 
-// The unsafe constraints of one case as one objective matrix per graph output.
+// Weights of the objective rows over a case's k constraints: each constraint alone, then (for
+// 2 <= k <= kPairRows) the average of each pair, and (k >= 3) the average of all. A point of the
+// unsafe set meets every constraint c_r . y <= rhs_r, so it meets every such average too: a box
+// is safe once one row's lower bound exceeds its right-hand side. An average can prove that when
+// no single constraint can, because its own relaxation is bounded at one point of the box.
+constexpr Eigen::Index kPairRows = 5;
+
+Mat row_weights(Eigen::Index k) {
+  std::vector<Vec> rows;
+  for (Eigen::Index r = 0; r < k; ++r) rows.push_back(Vec::Unit(k, r));
+  if (k <= kPairRows)
+    for (Eigen::Index i = 0; i < k; ++i)
+      for (Eigen::Index j = i + 1; j < k; ++j)
+        rows.push_back(0.5 * (Vec::Unit(k, i) + Vec::Unit(k, j)));
+  if (k >= 3) rows.push_back(Vec::Constant(k, 1.0 / static_cast<double>(k)));
+  Mat w(static_cast<Eigen::Index>(rows.size()), k);
+  for (size_t r = 0; r < rows.size(); ++r)
+    w.row(static_cast<Eigen::Index>(r)) = rows[r].transpose();
+  return w;
+}
+
+// The objective rows of one case (row_weights times its constraints), one matrix per graph
+// output.
 std::vector<Mat> objective_of(const Model& model, const SpecCase& c) {
-  const auto rows = static_cast<Eigen::Index>(c.unsafe.size());
+  const auto k = static_cast<Eigen::Index>(c.unsafe.size());
+  const Mat w = row_weights(k);
   std::vector<Mat> objective;
   Eigen::Index at = 0;
   for (int o : model.dag().outputs()) {
-    Mat m(rows, model.numel(o));
-    for (Eigen::Index r = 0; r < rows; ++r) m.row(r) = c.unsafe[r].coef.segment(at, m.cols());
+    Mat m(k, model.numel(o));
+    for (Eigen::Index r = 0; r < k; ++r) m.row(r) = c.unsafe[r].coef.segment(at, m.cols());
     at += m.cols();
-    objective.push_back(std::move(m));
+    objective.push_back(w * m);
   }
   return objective;
 }
@@ -44,7 +67,7 @@ std::vector<Mat> objective_of(const Model& model, const SpecCase& c) {
 Vec rhs_of(const SpecCase& c) {
   Vec rhs(static_cast<Eigen::Index>(c.unsafe.size()));
   for (Eigen::Index r = 0; r < rhs.size(); ++r) rhs[r] = c.unsafe[r].rhs;
-  return rhs;
+  return row_weights(rhs.size()) * rhs;
 }
 
 // Proves one case box by box (depth first). `boxes` counts the bound computations.
@@ -184,7 +207,7 @@ class CaseSearch {
     double best = -std::numeric_limits<double>::infinity();
     Eigen::Index row = 0;
     for (Eigen::Index r = 0; r < b.y.lo.size(); ++r) {
-      if (b.y.lo[r] - case_.unsafe[r].rhs > best) best = b.y.lo[r] - case_.unsafe[r].rhs, row = r;
+      if (b.y.lo[r] - rhs_[r] > best) best = b.y.lo[r] - rhs_[r], row = r;
     }
     return {best, row};
   }
@@ -270,13 +293,14 @@ class CaseSearch {
     return hit;
   }
 
-  // By how much x misses being a counterexample: max_r (c_r . y(x) - rhs_r), <= 0 for one.
+  // By how much x misses being a counterexample: max_r (c_r . y(x) - rhs_r) over the case's
+  // constraints (the first rows of the objective), <= 0 for one.
   common::Result<double> violation(const Vec& x) {
     Options point = options_;
     point.method = Method::kIbp;  // exact on a one-point box, up to rounding
     ASSIGN_OR_RETURN(Interval y, linear_bounds(model_, {x, x}, objective_, point));
     double worst = -std::numeric_limits<double>::infinity();
-    for (Eigen::Index r = 0; r < y.hi.size(); ++r) {
+    for (Eigen::Index r = 0; r < static_cast<Eigen::Index>(case_.unsafe.size()); ++r) {
       const double v = y.hi[r] - case_.unsafe[r].rhs;
       if (!(v <= worst)) worst = v;  // NaN counts as a miss
     }

@@ -116,5 +116,31 @@ TEST(VerifyTest, CrownNeedsNoSplitWhereItsBoundsAreExact) {
   EXPECT_EQ(r->boxes, 1);
 }
 
+// y = [x, -x] for x in [-1, 1]; unsafe: y0 <= -0.5 and y1 <= -0.5 (x <= -0.5 and x >= 0.5: no
+// such x). Neither constraint alone is refuted over the box (each y_i reaches -1), but their
+// average (y0 + y1) / 2 = 0 exceeds the average right-hand side -0.5 everywhere: CROWN, exact on
+// this linear model, proves the case from the averaged row without splitting. IBP bounds the
+// average from y's interval, [-1, 1], and cannot.
+TEST(VerifyTest, AnAverageOfConstraintsProvesWhatNoSingleOneCan) {
+  Model m = build(R"(
+    <ir_version: 8, opset_import: ["" : 15]>
+    g (float[1,1] x) => (float[1,2] y) <float[1,2] w = {1, -1}> {
+      y = MatMul(x, w)
+    })");
+  auto s = parse_vnnlib(
+      "(declare-const X_0 Real)\n(declare-const Y_0 Real)\n(declare-const Y_1 Real)\n"
+      "(assert (>= X_0 -1))\n(assert (<= X_0 1))\n"
+      "(assert (<= Y_0 -0.5))\n(assert (<= Y_1 -0.5))\n",
+      "p.vnnlib");
+  ASSERT_TRUE(s.ok()) << s.error().str();
+  auto crown = verify(m, *s, {Method::kCrown});
+  ASSERT_TRUE(crown.ok()) << crown.error().str();
+  EXPECT_TRUE(crown->verified);
+  EXPECT_EQ(crown->boxes, 1);
+  auto ibp = verify(m, *s, {Method::kIbp});
+  ASSERT_TRUE(ibp.ok());
+  EXPECT_FALSE(ibp->verified);
+}
+
 }  // namespace
 }  // namespace propdag

@@ -219,9 +219,10 @@ def test_searches_taking_turns_prove_what_one_way_of_splitting_left_open():
 
 # alpha-CROWN's tighter bounds prove these with fewer bound computations than CROWN: each is
 # given a budget (`--split N`) between the two counts measured here (2_5 prop_1: CROWN 19,221,
-# alpha 3,345; 2_2 prop_3: CROWN 4,357, alpha 521), so CROWN must stop at `unknown` and alpha
-# must reach `verified`. Sampling with onnxruntime must find no counterexample.
-ALPHA_CASES = [("2_5", 1, 6000), ("2_2", 3, 2000)]
+# alpha 3,345; 3_9 prop_1: CROWN open after about 70,000 (20 s), alpha 6,617; 1_1 prop_2: CROWN
+# open after about 67,000, alpha 3,911), so CROWN must stop at `unknown` and alpha must reach
+# `verified`. Sampling with onnxruntime must find no counterexample.
+ALPHA_CASES = [("2_5", 1, 6000), ("3_9", 1, 10000), ("1_1", 2, 8000)]
 
 
 @pytest.mark.skipif(not os.path.isdir(ACAS), reason="no ACAS Xu benchmark")
@@ -241,6 +242,33 @@ def test_alpha_proves_within_a_budget_that_crown_does_not():
             print(f"{name} --method {method} --split {budget}: {verdicts[method]}, "
                   f"{stats['boxes']} boxes, {stats['ms']:.0f} ms")
         assert verdicts == {"crown": "unknown", "alpha": "verified"}, f"{name}: {verdicts}"
+        lo, hi = vnnlib.read(spec).boxes[0]
+        points, _, _ = sampling.sample(lo, hi, POINTS, rng)
+        sampled = counterexamples(sampling.evaluate(path, points)[0], unsafe_constraints(spec))
+        assert sampled == 0, f"{name}: verified but {sampled} sampled counterexamples"
+
+
+# Props 2-4 forbid one output being the largest or smallest: four constraints per case, all of
+# which a counterexample meets. Their averages are objective rows too (propdag/verify.cc,
+# row_weights), and one averaged row can be refuted over a box where no single constraint is.
+# CROWN needed 39,863 bound computations for 1_1 prop_3 and 4,357 for 2_2 prop_3 with the
+# single constraints; with the averages 451 and 821.
+AVERAGE_CASES = [("1_1", 3, 1000), ("2_2", 3, 1500)]
+
+
+@pytest.mark.skipif(not os.path.isdir(ACAS), reason="no ACAS Xu benchmark")
+@pytest.mark.skipif(not sampling.ortref.available(), reason="no onnxruntime")
+def test_averaged_constraints_prove_with_few_bound_computations():
+    rng = np.random.default_rng(8)
+    for net, prop, budget in AVERAGE_CASES:
+        path, spec = instance(net, prop)
+        name = f"{net} prop_{prop}"
+        rc, out, err = sampling.propdag("verify", path, spec, "--split", str(budget), "--stats")
+        assert rc == 0, err
+        stats = json.loads(err.strip().split("\n")[-1])
+        print(f"{name} --split {budget}: {out.split()[0]}, {stats['boxes']} boxes, "
+              f"{stats['ms']:.0f} ms")
+        assert out.split("\n")[0] == "verified", f"{name}: {out}"
         lo, hi = vnnlib.read(spec).boxes[0]
         points, _, _ = sampling.sample(lo, hi, POINTS, rng)
         sampled = counterexamples(sampling.evaluate(path, points)[0], unsafe_constraints(spec))
