@@ -41,6 +41,14 @@ def unsafe_constraints(spec):
     return out
 
 
+def sampled_counterexamples(path, spec, rng):
+    """How many of POINTS uniform points (and corners) of the spec's box onnxruntime finds in the
+    unsafe set."""
+    lo, hi = vnnlib.read(spec).boxes[0]
+    points, _, _ = sampling.sample(lo, hi, POINTS, rng)
+    return counterexamples(sampling.evaluate(path, points)[0], unsafe_constraints(spec))
+
+
 def counterexamples(y, constraints):
     ok = np.ones(len(y), dtype=bool)
     for coef, rhs in constraints:
@@ -209,10 +217,7 @@ def test_searches_taking_turns_prove_what_one_way_of_splitting_left_open():
         assert rc == 0, err
         name = f"{net} prop_{prop}"
         assert out.split("\n")[0] == "verified", f"{name}: {out}"
-        lo, hi = vnnlib.read(spec).boxes[0]
-        points, _, _ = sampling.sample(lo, hi, POINTS, rng)
-        sampled = counterexamples(sampling.evaluate(path, points)[0], unsafe_constraints(spec))
-        assert sampled == 0, f"{name}: verified but {sampled} sampled counterexamples"
+        assert sampled_counterexamples(path, spec, rng) == 0, f"{name}: verified, yet sampled"
         stats = json.loads(err.strip().split("\n")[-1])
         print(f"{name}: verified, {stats['boxes']} boxes, {stats['ms']:.0f} ms")
 
@@ -242,10 +247,7 @@ def test_alpha_proves_within_a_budget_that_crown_does_not():
             print(f"{name} --method {method} --split {budget}: {verdicts[method]}, "
                   f"{stats['boxes']} boxes, {stats['ms']:.0f} ms")
         assert verdicts == {"crown": "unknown", "alpha": "verified"}, f"{name}: {verdicts}"
-        lo, hi = vnnlib.read(spec).boxes[0]
-        points, _, _ = sampling.sample(lo, hi, POINTS, rng)
-        sampled = counterexamples(sampling.evaluate(path, points)[0], unsafe_constraints(spec))
-        assert sampled == 0, f"{name}: verified but {sampled} sampled counterexamples"
+        assert sampled_counterexamples(path, spec, rng) == 0, f"{name}: verified, yet sampled"
 
 
 # Props 2-4 forbid one output being the largest or smallest: four constraints per case, all of
@@ -269,7 +271,4 @@ def test_averaged_constraints_prove_with_few_bound_computations():
         print(f"{name} --split {budget}: {out.split()[0]}, {stats['boxes']} boxes, "
               f"{stats['ms']:.0f} ms")
         assert out.split("\n")[0] == "verified", f"{name}: {out}"
-        lo, hi = vnnlib.read(spec).boxes[0]
-        points, _, _ = sampling.sample(lo, hi, POINTS, rng)
-        sampled = counterexamples(sampling.evaluate(path, points)[0], unsafe_constraints(spec))
-        assert sampled == 0, f"{name}: verified but {sampled} sampled counterexamples"
+        assert sampled_counterexamples(path, spec, rng) == 0, f"{name}: verified, yet sampled"
