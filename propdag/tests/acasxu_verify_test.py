@@ -222,6 +222,18 @@ def test_searches_taking_turns_prove_what_one_way_of_splitting_left_open():
         print(f"{name}: verified, {stats['boxes']} boxes, {stats['ms']:.0f} ms")
 
 
+def verify_with_budget(name, path, spec, budget, *args):
+    """`propdag verify --split budget` (plus args): its verdict, after printing it with the
+    bound computations and time from --stats."""
+    rc, out, err = sampling.propdag("verify", path, spec, "--split", str(budget), *args, "--stats")
+    assert rc == 0, err
+    stats = json.loads(err.strip().split("\n")[-1])
+    verdict = out.split("\n")[0]
+    print(f"{' '.join([name, *args, '--split', str(budget)])}: {verdict}, {stats['boxes']} boxes, "
+          f"{stats['ms']:.0f} ms")
+    return verdict
+
+
 # alpha-CROWN's tighter bounds prove these with fewer bound computations than CROWN: each is
 # given a budget (`--split N`) between the two counts measured here (2_5 prop_1: CROWN 19,221,
 # alpha 3,345; 3_9 prop_1: CROWN open after about 70,000 (20 s), alpha 6,617; 1_1 prop_2: CROWN
@@ -237,15 +249,8 @@ def test_alpha_proves_within_a_budget_that_crown_does_not():
     for net, prop, budget in ALPHA_CASES:
         path, spec = instance(net, prop)
         name = f"{net} prop_{prop}"
-        verdicts = {}
-        for method in ("crown", "alpha"):
-            rc, out, err = sampling.propdag("verify", path, spec, "--split", str(budget),
-                                            "--method", method, "--stats")
-            assert rc == 0, err
-            stats = json.loads(err.strip().split("\n")[-1])
-            verdicts[method] = out.split("\n")[0]
-            print(f"{name} --method {method} --split {budget}: {verdicts[method]}, "
-                  f"{stats['boxes']} boxes, {stats['ms']:.0f} ms")
+        verdicts = {m: verify_with_budget(name, path, spec, budget, "--method", m)
+                    for m in ("crown", "alpha")}
         assert verdicts == {"crown": "unknown", "alpha": "verified"}, f"{name}: {verdicts}"
         assert sampled_counterexamples(path, spec, rng) == 0, f"{name}: verified, yet sampled"
 
@@ -265,10 +270,6 @@ def test_averaged_constraints_prove_with_few_bound_computations():
     for net, prop, budget in AVERAGE_CASES:
         path, spec = instance(net, prop)
         name = f"{net} prop_{prop}"
-        rc, out, err = sampling.propdag("verify", path, spec, "--split", str(budget), "--stats")
-        assert rc == 0, err
-        stats = json.loads(err.strip().split("\n")[-1])
-        print(f"{name} --split {budget}: {out.split()[0]}, {stats['boxes']} boxes, "
-              f"{stats['ms']:.0f} ms")
-        assert out.split("\n")[0] == "verified", f"{name}: {out}"
+        verdict = verify_with_budget(name, path, spec, budget)
+        assert verdict == "verified", f"{name}: {verdict}"
         assert sampled_counterexamples(path, spec, rng) == 0, f"{name}: verified, yet sampled"
