@@ -9,8 +9,13 @@
 #include <utility>
 #include <vector>
 
+#include "propdag/objective.h"
+
 namespace propdag {
 namespace {
+
+using internal::objective_of;
+using internal::rhs_of;
 
 using Clock = std::chrono::steady_clock;
 
@@ -26,49 +31,6 @@ constexpr double kSearchSeconds = 1.0;
 // Splitting small inputs: one search per dimension ratio, taking turns of this many boxes.
 constexpr double kRatios[] = {0, 4, 16};
 constexpr int64_t kSliceBoxes = 1000;
-
-// Weights of the objective rows over a case's k constraints: each constraint alone, then (for
-// 2 <= k <= kPairRows) the average of each pair, and (k >= 3) the average of all. A point of the
-// unsafe set meets every constraint c_r . y <= rhs_r, so it meets every such average too: a box
-// is safe once one row's lower bound exceeds its right-hand side. An average can prove that when
-// no single constraint can, because its own relaxation is bounded at one point of the box.
-constexpr Eigen::Index kPairRows = 5;
-
-Mat row_weights(Eigen::Index k) {
-  std::vector<Vec> rows;
-  for (Eigen::Index r = 0; r < k; ++r) rows.push_back(Vec::Unit(k, r));
-  if (k <= kPairRows)
-    for (Eigen::Index i = 0; i < k; ++i)
-      for (Eigen::Index j = i + 1; j < k; ++j)
-        rows.push_back(0.5 * (Vec::Unit(k, i) + Vec::Unit(k, j)));
-  if (k >= 3) rows.push_back(Vec::Constant(k, 1.0 / static_cast<double>(k)));
-  Mat w(static_cast<Eigen::Index>(rows.size()), k);
-  for (size_t r = 0; r < rows.size(); ++r)
-    w.row(static_cast<Eigen::Index>(r)) = rows[r].transpose();
-  return w;
-}
-
-// The objective rows of one case (row_weights times its constraints), one matrix per graph
-// output.
-std::vector<Mat> objective_of(const Model& model, const SpecCase& c) {
-  const auto k = static_cast<Eigen::Index>(c.unsafe.size());
-  const Mat w = row_weights(k);
-  std::vector<Mat> objective;
-  Eigen::Index at = 0;
-  for (int o : model.dag().outputs()) {
-    Mat m(k, model.numel(o));
-    for (Eigen::Index r = 0; r < k; ++r) m.row(r) = c.unsafe[r].coef.segment(at, m.cols());
-    at += m.cols();
-    objective.push_back(w * m);
-  }
-  return objective;
-}
-
-Vec rhs_of(const SpecCase& c) {
-  Vec rhs(static_cast<Eigen::Index>(c.unsafe.size()));
-  for (Eigen::Index r = 0; r < rhs.size(); ++r) rhs[r] = c.unsafe[r].rhs;
-  return row_weights(rhs.size()) * rhs;
-}
 
 // Proves one case box by box (depth first). `boxes` counts the bound computations.
 class CaseSearch {

@@ -1,0 +1,77 @@
+// The CROWN engine's internals, shared by crown.cc (bounds, the backward pass) and alpha.cc (the
+// tuned lower slopes of alpha-CROWN). Not installed: verifiers use engine.h.
+#pragma once
+
+#include <vector>
+
+#include "common/error.h"
+#include "propdag/engine.h"
+
+namespace propdag::internal {
+
+// Coefficients of the lower (lam) and upper (om) bound on one node, and the constant parts.
+struct Backward {
+  std::vector<Mat> lam, om;
+  Vec lb, ub;
+};
+
+inline void accumulate(Mat& into, Mat&& add) {
+  if (into.size() == 0)
+    into = std::move(add);
+  else
+    into += add;
+}
+
+inline Mat times(const Mat& a, const LinearTerm& t) {
+  return t.dense ? Mat(a * t.w) : Mat(a * t.s);
+}
+
+inline Mat scale_cols(const Mat& a, const Vec& s) { return a * s.asDiagonal(); }
+
+class Crown {
+ public:
+  Crown(const Model& model, const Options& options) : m_(model), opt_(options) {}
+
+  common::Status forward(const Interval& input);
+  /// Bounds of c * target; adds the lower bound's input coefficients to `lower_coef` if given.
+  Interval backward(int target, const Mat& c, Mat* lower_coef = nullptr);
+  const Interval& bounds(int node) const { return b_[node]; }
+  /// Lower bounds of c * target as backward() finds them, but with the tunable lower slopes of
+  /// the relaxations (Relaxation::lo_min/lo_max) chosen per row by Options::alpha_steps steps of
+  /// projected gradient ascent (Adam) from CROWN's; the best bound per row is kept. Adds that
+  /// bound's input coefficients to `lower_coef` if given. With `goal`, tuning stops as soon as
+  /// some row's bound exceeds goal[row].
+  /// With `warm` (one entry per Dag node): rows whose bound is better from those slopes (clamped
+  /// to this box's ranges) than from CROWN's start there; on return it holds the best slopes.
+  Vec optimized_lower(int target, const Mat& c, Mat* lower_coef = nullptr,
+                      const Vec* goal = nullptr, std::vector<Mat>* warm = nullptr);
+  /// Multiply-adds of one backward row from `node` to the inputs.
+  double row_cost(int node) const;
+
+ private:
+  // One lower-bound pass with fixed relaxations: the coefficients that reached every node (kept
+  // for the gradient) and the bound.
+  struct LowerPass {
+    std::vector<Mat> lam;
+    Vec lb;
+  };
+  Relaxation relax_at(int node) const;
+  LowerPass lower_pass(const std::vector<int>& order, const std::vector<Relaxation>& rel,
+                       const std::vector<Mat>& alpha, int target, const Mat& c) const;
+  std::vector<Mat> alpha_gradient(const std::vector<int>& order, const std::vector<Relaxation>& rel,
+                                  const std::vector<Mat>& alpha, const LowerPass& pass) const;
+  void refine(int node);
+  double cost(int node) const;
+  void step(int node, Backward& w);
+  void concretize(int node, Backward& w);
+
+  const Model& m_;
+  Options opt_;
+  std::vector<Interval> b_;
+  Interval input_;
+  std::vector<Eigen::Index> offset_;
+  Mat* lower_coef_ = nullptr;  // during backward: where input coefficients go, rows from row0_
+  Eigen::Index row0_ = 0;
+};
+
+}  // namespace propdag::internal
