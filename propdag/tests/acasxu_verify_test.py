@@ -20,6 +20,12 @@ POINTS = int(os.environ.get("PROPDAG_POINTS", "10000"))
 VERIFY_ARGS = os.environ.get("PROPDAG_VERIFY_ARGS", "").split()
 
 
+def needs_acasxu_and_onnxruntime(test):
+    """Skips `test` without the ACAS Xu benchmark folder or without onnxruntime."""
+    test = pytest.mark.skipif(not sampling.ortref.available(), reason="no onnxruntime")(test)
+    return pytest.mark.skipif(not os.path.isdir(ACAS), reason="no ACAS Xu benchmark")(test)
+
+
 def unsafe_constraints(spec):
     """[(coef, rhs)] meaning coef . y <= rhs, from asserts over Y (props 1-4 are one conjunction
     of `(<= a b)` / `(>= a b)` with a, b an output or a number). Written independently of
@@ -56,8 +62,7 @@ def counterexamples(y, constraints):
     return int(ok.sum())
 
 
-@pytest.mark.skipif(not os.path.isdir(ACAS), reason="no ACAS Xu benchmark")
-@pytest.mark.skipif(not sampling.ortref.available(), reason="no onnxruntime")
+@needs_acasxu_and_onnxruntime
 def test_verify_acasxu_props_1_to_4():
     rng = np.random.default_rng(4)
     models = sorted(os.listdir(os.path.join(ACAS, "onnx")))
@@ -122,8 +127,7 @@ def parse_counterexample(lines, n):
     return x
 
 
-@pytest.mark.skipif(not os.path.isdir(ACAS), reason="no ACAS Xu benchmark")
-@pytest.mark.skipif(not sampling.ortref.available(), reason="no onnxruntime")
+@needs_acasxu_and_onnxruntime
 def test_split_falsifies_what_sampling_violates_and_its_counterexamples_hold():
     rng = np.random.default_rng(5)
     for net, prop in SPLIT_CASES:
@@ -178,8 +182,7 @@ def meets_some_case(y, spec, tol=1e-4):
 SEARCH_CASES = [("1_2", 2), ("1_3", 2), ("3_2", 2), ("3_7", 2), ("4_9", 2), ("5_3", 2), ("2_9", 8)]
 
 
-@pytest.mark.skipif(not os.path.isdir(ACAS), reason="no ACAS Xu benchmark")
-@pytest.mark.skipif(not sampling.ortref.available(), reason="no onnxruntime")
+@needs_acasxu_and_onnxruntime
 def test_search_before_splitting_finds_counterexamples_that_onnxruntime_confirms():
     for net, prop in SEARCH_CASES:
         path, spec = instance(net, prop)
@@ -206,8 +209,7 @@ def test_search_before_splitting_finds_counterexamples_that_onnxruntime_confirms
 ROUND_CASES = [("2_2", 3), ("4_9", 3), ("4_3", 1)]
 
 
-@pytest.mark.skipif(not os.path.isdir(ACAS), reason="no ACAS Xu benchmark")
-@pytest.mark.skipif(not sampling.ortref.available(), reason="no onnxruntime")
+@needs_acasxu_and_onnxruntime
 def test_searches_taking_turns_prove_what_one_way_of_splitting_left_open():
     rng = np.random.default_rng(6)
     for net, prop in ROUND_CASES:
@@ -242,8 +244,7 @@ def verify_with_budget(name, path, spec, budget, *args):
 ALPHA_CASES = [("2_5", 1, 6000), ("3_9", 1, 10000), ("1_1", 2, 8000)]
 
 
-@pytest.mark.skipif(not os.path.isdir(ACAS), reason="no ACAS Xu benchmark")
-@pytest.mark.skipif(not sampling.ortref.available(), reason="no onnxruntime")
+@needs_acasxu_and_onnxruntime
 def test_alpha_proves_within_a_budget_that_crown_does_not():
     rng = np.random.default_rng(7)
     for net, prop, budget in ALPHA_CASES:
@@ -256,15 +257,14 @@ def test_alpha_proves_within_a_budget_that_crown_does_not():
 
 
 # Props 2-4 forbid one output being the largest or smallest: four constraints per case, all of
-# which a counterexample meets. Their averages are objective rows too (propdag/verify.cc,
+# which a counterexample meets. Their averages are objective rows too (propdag/objective.cc,
 # row_weights), and one averaged row can be refuted over a box where no single constraint is.
 # CROWN needed 39,863 bound computations for 1_1 prop_3 and 4,357 for 2_2 prop_3 with the
 # single constraints; with the averages 451 and 821.
 AVERAGE_CASES = [("1_1", 3, 1000), ("2_2", 3, 1500)]
 
 
-@pytest.mark.skipif(not os.path.isdir(ACAS), reason="no ACAS Xu benchmark")
-@pytest.mark.skipif(not sampling.ortref.available(), reason="no onnxruntime")
+@needs_acasxu_and_onnxruntime
 def test_averaged_constraints_prove_with_few_bound_computations():
     rng = np.random.default_rng(8)
     for net, prop, budget in AVERAGE_CASES:
