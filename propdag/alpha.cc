@@ -120,7 +120,7 @@ Vec Crown::optimized_lower(int target, const Mat& c, Mat* lower_coef, const Vec*
   std::vector<Mat> m1(dag.size()), m2(dag.size());
   LowerPass pass = lower_pass(order, rel, alpha, target, c);
   bool carried_over = false;
-  if (warm != nullptr && warm->size() == dag.size()) {
+  if (warm != nullptr && static_cast<int>(warm->size()) == dag.size()) {
     // Slopes carried over (from the box this one was split from), within this box's ranges.
     std::vector<Mat> carried = alpha;
     for (int n : order) {

@@ -27,7 +27,7 @@ void intersect(Interval& a, const Vec& lo, const Vec& hi) {
 
 namespace internal {
 
-common::Status Crown::forward(const Interval& input) {
+common::Status Crown::forward(const Interval& input, const std::vector<Interval>* prior) {
   const Dag& dag = m_.dag();
   input_ = input;
   offset_.assign(dag.size(), 0);
@@ -47,6 +47,9 @@ common::Status Crown::forward(const Interval& input) {
     std::vector<const Interval*> in;
     for (int p : dag.node(n).inputs) in.push_back(p >= 0 ? &b_[p] : nullptr);
     b_[n] = m_.op(n)->interval(in);
+    if (prior != nullptr && static_cast<int>(prior->size()) == dag.size() &&
+        (*prior)[n].size() == b_[n].size())
+      intersect(b_[n], (*prior)[n].lo, (*prior)[n].hi);
     if (feeds_nonlinear[n] && cost(n) <= opt_.refine_budget) refine(n);
   }
   return {};
@@ -164,7 +167,8 @@ common::Status check_input(const Model& model, const Interval& input) {
 
 common::Result<Interval> linear_bounds(const Model& model, const Interval& input,
                                        const std::vector<Mat>& c, const Options& options,
-                                       Mat* lower_coef, const Vec* goal, Slopes* slopes) {
+                                       Mat* lower_coef, const Vec* goal, Slopes* slopes,
+                                       std::vector<Interval>* node_bounds) {
   const Dag& dag = model.dag();
   if (c.size() != dag.outputs().size())
     return model.graph().error("one objective matrix per graph output is needed");
@@ -180,9 +184,11 @@ common::Result<Interval> linear_bounds(const Model& model, const Interval& input
   std::optional<Crown> crown;
   if (options.method == Method::kIbp) {
     ASSIGN_OR_RETURN(ibp, ibp_run(model, input, false));
+    if (node_bounds != nullptr) node_bounds->clear();
   } else {
     crown.emplace(model, options);
-    RETURN_IF_ERROR(crown->forward(input));
+    RETURN_IF_ERROR(crown->forward(input, node_bounds));
+    if (node_bounds != nullptr) *node_bounds = crown->all_bounds();
   }
   for (size_t o = 0; o < c.size(); ++o) {
     if (c[o].size() == 0) continue;

@@ -32,7 +32,11 @@ class Crown {
  public:
   Crown(const Model& model, const Options& options) : m_(model), opt_(options) {}
 
-  common::Status forward(const Interval& input);
+  /// Bounds of every node on `input`: IBP, intersected with `prior` if given (bounds valid on a
+  /// box containing this one, one per Dag node; empty entries are skipped), and for the inputs of
+  /// nonlinear ops refined by CROWN.
+  common::Status forward(const Interval& input, const std::vector<Interval>* prior = nullptr);
+  const std::vector<Interval>& all_bounds() const { return b_; }
   /// Bounds of c * target; adds the lower bound's input coefficients to `lower_coef` if given.
   Interval backward(int target, const Mat& c, Mat* lower_coef = nullptr);
   const Interval& bounds(int node) const { return b_[node]; }

@@ -57,10 +57,16 @@ common::Result<std::vector<Interval>> output_bounds(const Model& model, const In
 /// With `slopes` (kAlpha): the tuned slopes, per graph output and Dag node (k x elements; empty
 /// where untuned). Passed in non-empty, e.g. from the box this one was split from, they are a
 /// second starting point: each row starts from them where they give the better bound.
+/// With `node_bounds` (CROWN and alpha): passed in with one entry per Dag node (empty: nothing),
+/// bounds valid on a box that contains this one (e.g. the box it was split from) are intersected
+/// with those computed here, node by node, before they are used; on return it holds this box's
+/// bounds of every node (cleared for IBP). Bounds carried down a chain of splits this way keep the
+/// tightest any enclosing box reached.
 using Slopes = std::vector<std::vector<Mat>>;
 common::Result<Interval> linear_bounds(const Model& model, const Interval& input,
                                        const std::vector<Mat>& c, const Options& options = {},
                                        Mat* lower_coef = nullptr, const Vec* goal = nullptr,
-                                       Slopes* slopes = nullptr);
+                                       Slopes* slopes = nullptr,
+                                       std::vector<Interval>* node_bounds = nullptr);
 
 }  // namespace propdag

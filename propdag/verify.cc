@@ -31,6 +31,15 @@ constexpr double kSearchSeconds = 1.0;
 // Splitting small inputs: one search per dimension ratio, taking turns of this many boxes.
 constexpr double kRatios[] = {0, 4, 16};
 constexpr int64_t kSliceBoxes = 1000;
+// Boxes keep every node's bounds for their halves when the model has at most this many elements
+// in all (each open box holds two doubles per element: 2 MiB at most).
+constexpr int64_t kCarryElements = int64_t{1} << 17;
+
+int64_t elements(const Model& model) {
+  int64_t n = 0;
+  for (int node = 0; node < model.dag().size(); ++node) n += model.numel(node);
+  return n;
+}
 
 // Proves one case box by box (depth first). `boxes` counts the bound computations.
 class CaseSearch {
@@ -43,7 +52,9 @@ class CaseSearch {
         split_(split),
         deadline_(deadline),
         objective_(objective_of(model, c)),
-        rhs_(rhs_of(c)) {}
+        rhs_(rhs_of(c)),
+        carry_nodes_(options.method != Method::kIbp && split.carry_bounds &&
+                     elements(model) <= kCarryElements) {}
 
   // The whole box: proved by its bounds, or (when splitting is allowed) falsified by a point
   // search, or open. Cheap next to splitting, so verify() runs it on every case first.
@@ -93,7 +104,8 @@ class CaseSearch {
   struct Bounds {
     Interval y;
     Mat coef;
-    Slopes slopes;  // --method alpha: the tuned slopes
+    Slopes slopes;                // --method alpha: the tuned slopes
+    std::vector<Interval> nodes;  // every Dag node's bounds (CROWN, alpha; small models only)
   };
 
   // A box and, once computed, its bounds.
@@ -154,9 +166,11 @@ class CaseSearch {
     Bounds b;
     const bool alpha = options_.method == Method::kAlpha;
     if (alpha && from != nullptr) b.slopes = from->slopes;
-    ASSIGN_OR_RETURN(b.y, linear_bounds(model_, box, objective_, options_,
-                                        options_.method != Method::kIbp ? &b.coef : nullptr, &rhs_,
-                                        alpha ? &b.slopes : nullptr));
+    if (carry_nodes_ && from != nullptr) b.nodes = from->nodes;
+    ASSIGN_OR_RETURN(b.y,
+                     linear_bounds(model_, box, objective_, options_,
+                                   options_.method != Method::kIbp ? &b.coef : nullptr, &rhs_,
+                                   alpha ? &b.slopes : nullptr, carry_nodes_ ? &b.nodes : nullptr));
     return b;
   }
 
@@ -194,6 +208,12 @@ class CaseSearch {
       width.maxCoeff(&dim);
       if (!splittable(box, dim)) return std::optional<Halves>();
       auto [low, high] = halves(box, dim);
+      if (carry_nodes_) {  // bounded now, while this box's bounds are at hand to narrow theirs
+        ASSIGN_OR_RETURN(Bounds bl, bound(low, &b));
+        ASSIGN_OR_RETURN(Bounds bh, bound(high, &b));
+        return std::optional<Halves>(
+            Halves{Open{std::move(low), std::move(bl)}, Open{std::move(high), std::move(bh)}});
+      }
       return std::optional<Halves>(
           Halves{Open{std::move(low), std::nullopt}, Open{std::move(high), std::nullopt}});
     }
@@ -337,6 +357,7 @@ class CaseSearch {
   Clock::time_point deadline_;
   std::vector<Mat> objective_;
   Vec rhs_;  // the constraints' right-hand sides: a box is proved once one lower bound exceeds
+  bool carry_nodes_;  // boxes keep their nodes' bounds, which narrow those of their halves
   int64_t boxes_ = 0;
   std::optional<Bounds> whole_;  // start()'s bounds of the whole box
   Vec counterexample_;

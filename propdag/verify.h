@@ -17,6 +17,10 @@ struct SplitOptions {
   int64_t max_boxes = 1;
   /// Wall-clock limit for the whole property in seconds (0: none).
   double seconds = 0;
+  /// CROWN and alpha: a box keeps every node's bounds, and its halves' bounds are intersected
+  /// with them (linear_bounds' node_bounds). Off only to measure what it gains; models with more
+  /// than 2^17 elements in all never carry them (memory).
+  bool carry_bounds = true;
 };
 
 struct VerifyResult {

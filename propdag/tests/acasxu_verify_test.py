@@ -236,11 +236,13 @@ def verify_with_budget(name, path, spec, budget, *args):
     return verdict
 
 
-# alpha-CROWN's tighter bounds prove these with fewer bound computations than CROWN: each is
-# given a budget (`--split N`) between the two counts measured here (2_5 prop_1: CROWN 19,221,
-# alpha 3,345; 3_9 prop_1: CROWN open after about 70,000 (20 s), alpha 6,617; 1_1 prop_2: CROWN
-# open after about 67,000, alpha 3,911), so CROWN must stop at `unknown` and alpha must reach
-# `verified`. Sampling with onnxruntime must find no counterexample.
+# alpha-CROWN's tighter bounds prove these with fewer bound computations than CROWN when each
+# box's bounds are computed from the box alone (--no-carry-bounds; carried bounds bring CROWN
+# close to alpha, see the next test): each is given a budget (`--split N`) between the two counts
+# measured here (2_5 prop_1: CROWN 19,221, alpha 3,345; 3_9 prop_1: CROWN open after about
+# 60,000, alpha 6,617; 1_1 prop_2: CROWN open after about 60,000, alpha 3,911), so CROWN must stop
+# at `unknown` and alpha must reach `verified`. Sampling with onnxruntime must find no
+# counterexample.
 ALPHA_CASES = [("2_5", 1, 6000), ("3_9", 1, 10000), ("1_1", 2, 8000)]
 
 
@@ -250,7 +252,8 @@ def test_alpha_proves_within_a_budget_that_crown_does_not():
     for net, prop, budget in ALPHA_CASES:
         path, spec = instance(net, prop)
         name = f"{net} prop_{prop}"
-        verdicts = {m: verify_with_budget(name, path, spec, budget, "--method", m)
+        verdicts = {m: verify_with_budget(name, path, spec, budget, "--method", m,
+                                          "--no-carry-bounds")
                     for m in ("crown", "alpha")}
         assert verdicts == {"crown": "unknown", "alpha": "verified"}, f"{name}: {verdicts}"
         assert sampled_counterexamples(path, spec, rng) == 0, f"{name}: verified, yet sampled"
@@ -260,7 +263,8 @@ def test_alpha_proves_within_a_budget_that_crown_does_not():
 # which a counterexample meets. Their averages are objective rows too (propdag/objective.cc,
 # row_weights), and one averaged row can be refuted over a box where no single constraint is.
 # CROWN needed 39,863 bound computations for 1_1 prop_3 and 4,357 for 2_2 prop_3 with the
-# single constraints; with the averages 451 and 821.
+# single constraints; with the averages 451 and 821. Measured, as run here, with each box's bounds
+# computed from the box alone (--no-carry-bounds; with carried bounds 411 and 1,981).
 AVERAGE_CASES = [("1_1", 3, 1000), ("2_2", 3, 1500)]
 
 
@@ -270,6 +274,28 @@ def test_averaged_constraints_prove_with_few_bound_computations():
     for net, prop, budget in AVERAGE_CASES:
         path, spec = instance(net, prop)
         name = f"{net} prop_{prop}"
-        verdict = verify_with_budget(name, path, spec, budget)
+        verdict = verify_with_budget(name, path, spec, budget, "--no-carry-bounds")
         assert verdict == "verified", f"{name}: {verdict}"
+        assert sampled_counterexamples(path, spec, rng) == 0, f"{name}: verified, yet sampled"
+
+
+# A box's halves start from its bounds of every node (SplitOptions::carry_bounds, on by default):
+# down a chain of splits each node keeps the tightest bounds any enclosing box reached. CROWN
+# proves these within the budget with them (3_6 prop_1: 6,069 bound computations; 1_7 prop_2:
+# 3,699) and is still open after about 60,000 without them (--no-carry-bounds); both were open
+# after 116 s (the VNN-COMP limit) with alpha before bounds were carried. Sampling with onnxruntime
+# must find no counterexample.
+CARRY_CASES = [("3_6", 1, 10000), ("1_7", 2, 10000)]
+
+
+@needs_acasxu_and_onnxruntime
+def test_bounds_carried_into_halves_prove_within_a_budget():
+    rng = np.random.default_rng(9)
+    for net, prop, budget in CARRY_CASES:
+        path, spec = instance(net, prop)
+        name = f"{net} prop_{prop}"
+        verdicts = {args: verify_with_budget(name, path, spec, budget, *args)
+                    for args in ((), ("--no-carry-bounds",))}
+        expected = {(): "verified", ("--no-carry-bounds",): "unknown"}
+        assert verdicts == expected, f"{name}: {verdicts}"
         assert sampled_counterexamples(path, spec, rng) == 0, f"{name}: verified, yet sampled"
