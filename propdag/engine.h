@@ -57,11 +57,13 @@ common::Result<std::vector<Interval>> output_bounds(const Model& model, const In
 /// With `slopes` (kAlpha): the tuned slopes, per graph output and Dag node (k x elements; empty
 /// where untuned). Passed in non-empty, e.g. from the box this one was split from, they are a
 /// second starting point: each row starts from them where they give the better bound.
-/// With `node_bounds` (CROWN and alpha): passed in with one entry per Dag node (empty: nothing),
-/// bounds valid on a box that contains this one (e.g. the box it was split from) are intersected
-/// with those computed here, node by node, before they are used; on return it holds this box's
-/// bounds of every node (cleared for IBP). Bounds carried down a chain of splits this way keep the
-/// tightest any enclosing box reached.
+/// With `node_bounds` (CROWN and alpha): passed in with one entry per Dag node (an empty entry:
+/// nothing known), bounds known to hold on this box are intersected with those computed here,
+/// node by node, before they are used; on return it holds this box's bounds of every node
+/// (cleared for IBP). Bounds of a box that contains this one (the box it was split from) hold;
+/// bounds carried down a chain of splits this way keep the tightest any enclosing box reached.
+/// Bounds that hold only on part of the box (a verifier's split of a ReLU into active and
+/// inactive) give bounds that hold on that part.
 using Slopes = std::vector<std::vector<Mat>>;
 common::Result<Interval> linear_bounds(const Model& model, const Interval& input,
                                        const std::vector<Mat>& c, const Options& options = {},

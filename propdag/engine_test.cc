@@ -60,6 +60,36 @@ TEST(EngineTest, Net1Crown) {
   EXPECT_DOUBLE_EQ(y.hi[0], 3);
 }
 
+// Node bounds passed in are intersected with those computed on the box. Network 1 with h known to
+// be in [0, 2] (as a verifier that has split both ReLUs as active would assert): the ReLUs are
+// the identity, so CROWN's y = h1 + h2 = 2 x1 in [-2, 2], and with IBP's y in [0, 4]: [0, 2].
+// Without them y in [0, 3] (above), and the bounds returned are the box's own: h in [-2, 2].
+TEST(EngineTest, NodeBoundsPassedInNarrowThoseOfTheBox) {
+  Model m = build(kNet1);
+  const int h = m.dag().find("h");
+  const std::vector<Mat> c{Mat::Identity(1, 1)};
+  const Interval in = box({-1, -1}, {1, 1});
+  std::vector<Interval> nodes;
+  auto y = linear_bounds(m, in, c, {Method::kCrown}, nullptr, nullptr, nullptr, &nodes);
+  ASSERT_TRUE(y.ok()) << y.error().str();
+  EXPECT_DOUBLE_EQ(y->hi[0], 3);
+  ASSERT_EQ(nodes.size(), static_cast<size_t>(m.dag().size()));
+  EXPECT_EQ(nodes[h].lo, Vec::Constant(2, -2));
+  EXPECT_EQ(nodes[h].hi, Vec::Constant(2, 2));
+
+  for (Interval& n : nodes) n = Interval{};  // empty entries: nothing known
+  nodes[h] = {Vec::Constant(2, 0), Vec::Constant(2, 2)};
+  y = linear_bounds(m, in, c, {Method::kCrown}, nullptr, nullptr, nullptr, &nodes);
+  ASSERT_TRUE(y.ok()) << y.error().str();
+  EXPECT_DOUBLE_EQ(y->lo[0], 0);
+  EXPECT_DOUBLE_EQ(y->hi[0], 2);
+  EXPECT_EQ(nodes[h].lo, Vec::Constant(2, 0));
+
+  y = linear_bounds(m, in, c, {Method::kIbp}, nullptr, nullptr, nullptr, &nodes);
+  ASSERT_TRUE(y.ok()) << y.error().str();
+  EXPECT_TRUE(nodes.empty());
+}
+
 // Network 2: a bias, a residual connection from x, and x shared by two branches.
 //   h = [x1 + x2 + 1, x1 - x2],  r = relu(h),  y = r1 + r2 - x1   (the -x1 is a second MatMul
 //   on x, added to the first branch by a two-variable Add).
