@@ -236,6 +236,19 @@ def verify_with_budget(name, path, spec, budget, *args):
     return verdict
 
 
+def expect_verdicts(cases, seed, expected):
+    """For each (net, prop, budget) of `cases`: `propdag verify --split budget` with each tuple of
+    extra arguments in `expected` must give the verdict it maps to, and sampling with
+    onnxruntime must find no counterexample (each `expected` holds a `verified`)."""
+    rng = np.random.default_rng(seed)
+    for net, prop, budget in cases:
+        path, spec = instance(net, prop)
+        name = f"{net} prop_{prop}"
+        verdicts = {args: verify_with_budget(name, path, spec, budget, *args) for args in expected}
+        assert verdicts == expected, f"{name}: {verdicts}"
+        assert sampled_counterexamples(path, spec, rng) == 0, f"{name}: verified, yet sampled"
+
+
 # alpha-CROWN's tighter bounds prove these with fewer bound computations than CROWN when each
 # box's bounds are computed from the box alone (--no-carry-bounds; carried bounds bring CROWN
 # close to alpha, see the next test): each is given a budget (`--split N`) between the two counts
@@ -248,15 +261,8 @@ ALPHA_CASES = [("2_5", 1, 6000), ("3_9", 1, 10000), ("1_1", 2, 8000)]
 
 @needs_acasxu_and_onnxruntime
 def test_alpha_proves_within_a_budget_that_crown_does_not():
-    rng = np.random.default_rng(7)
-    for net, prop, budget in ALPHA_CASES:
-        path, spec = instance(net, prop)
-        name = f"{net} prop_{prop}"
-        verdicts = {m: verify_with_budget(name, path, spec, budget, "--method", m,
-                                          "--no-carry-bounds")
-                    for m in ("crown", "alpha")}
-        assert verdicts == {"crown": "unknown", "alpha": "verified"}, f"{name}: {verdicts}"
-        assert sampled_counterexamples(path, spec, rng) == 0, f"{name}: verified, yet sampled"
+    expect_verdicts(ALPHA_CASES, 7, {("--method", "crown", "--no-carry-bounds"): "unknown",
+                                     ("--method", "alpha", "--no-carry-bounds"): "verified"})
 
 
 # Props 2-4 forbid one output being the largest or smallest: four constraints per case, all of
@@ -270,13 +276,7 @@ AVERAGE_CASES = [("1_1", 3, 1000), ("2_2", 3, 1500)]
 
 @needs_acasxu_and_onnxruntime
 def test_averaged_constraints_prove_with_few_bound_computations():
-    rng = np.random.default_rng(8)
-    for net, prop, budget in AVERAGE_CASES:
-        path, spec = instance(net, prop)
-        name = f"{net} prop_{prop}"
-        verdict = verify_with_budget(name, path, spec, budget, "--no-carry-bounds")
-        assert verdict == "verified", f"{name}: {verdict}"
-        assert sampled_counterexamples(path, spec, rng) == 0, f"{name}: verified, yet sampled"
+    expect_verdicts(AVERAGE_CASES, 8, {("--no-carry-bounds",): "verified"})
 
 
 # A box's halves start from its bounds of every node (SplitOptions::carry_bounds, on by default):
@@ -290,12 +290,4 @@ CARRY_CASES = [("3_6", 1, 10000), ("1_7", 2, 10000)]
 
 @needs_acasxu_and_onnxruntime
 def test_bounds_carried_into_halves_prove_within_a_budget():
-    rng = np.random.default_rng(9)
-    for net, prop, budget in CARRY_CASES:
-        path, spec = instance(net, prop)
-        name = f"{net} prop_{prop}"
-        verdicts = {args: verify_with_budget(name, path, spec, budget, *args)
-                    for args in ((), ("--no-carry-bounds",))}
-        expected = {(): "verified", ("--no-carry-bounds",): "unknown"}
-        assert verdicts == expected, f"{name}: {verdicts}"
-        assert sampled_counterexamples(path, spec, rng) == 0, f"{name}: verified, yet sampled"
+    expect_verdicts(CARRY_CASES, 9, {(): "verified", ("--no-carry-bounds",): "unknown"})
