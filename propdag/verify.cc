@@ -5,11 +5,11 @@
 #include <limits>
 #include <memory>
 #include <optional>
-#include <random>
 #include <utility>
 #include <vector>
 
 #include "propdag/objective.h"
+#include "propdag/point_search.h"
 
 namespace propdag {
 namespace {
@@ -301,53 +301,15 @@ class CaseSearch {
   }
 
   // Before any splitting, and for small inputs only (kLookaheadDims): a falsification attempt
-  // by sampling the box (kSamples uniform points, fixed seed) and then a pattern search from the
-  // best kStarts of them, which steps each dimension by +-step, keeps any move that lowers the
-  // violation, and halves the step when none does. Stops early at its time limit.
+  // by sampling and pattern search (point_search.h), for kSearchSeconds or a tenth of --timeout.
   common::Result<bool> local_search(const Interval& box) {
-    const Eigen::Index n = box.lo.size();
-    if (n > kLookaheadDims) return false;
+    if (box.lo.size() > kLookaheadDims) return false;
     const double seconds =
         split_.seconds > 0 ? std::min(kSearchSeconds, 0.1 * split_.seconds) : kSearchSeconds;
-    const auto stop = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                         std::chrono::duration<double>(seconds));
-    int64_t evaluations = 0;
-    auto late = [&] { return ++evaluations % 64 == 0 && Clock::now() >= stop; };
-    std::mt19937_64 rng(20241124);
-    std::uniform_real_distribution<double> unit(0.0, 1.0);
-    std::vector<std::pair<double, Vec>> samples;
-    for (int k = 0; k < kSamples; ++k) {
-      Vec x(n);
-      for (Eigen::Index d = 0; d < n; ++d) x[d] = box.lo[d] + unit(rng) * (box.hi[d] - box.lo[d]);
-      ASSIGN_OR_RETURN(double v, violation(x));
-      if (v <= 0) return found(std::move(x));
-      samples.emplace_back(v, std::move(x));
-      if (late()) break;
-    }
-    const auto starts = std::min<size_t>(kStarts, samples.size());
-    std::partial_sort(samples.begin(), samples.begin() + static_cast<std::ptrdiff_t>(starts),
-                      samples.end(),
-                      [](const auto& a, const auto& b) { return a.first < b.first; });
-    const Vec width = box.hi - box.lo;
-    for (size_t s = 0; s < starts; ++s) {
-      auto [v, x] = samples[s];
-      for (double step = 0.25; step > 1e-6;) {
-        bool moved = false;
-        for (Eigen::Index d = 0; d < n; ++d) {
-          for (double sign : {1.0, -1.0}) {
-            Vec y = x;
-            y[d] = std::clamp(x[d] + sign * step * width[d], box.lo[d], box.hi[d]);
-            if (y[d] == x[d]) continue;
-            ASSIGN_OR_RETURN(double vy, violation(y));
-            if (vy <= 0) return found(std::move(y));
-            if (late()) return false;
-            if (vy < v) v = vy, x = std::move(y), moved = true;
-          }
-        }
-        if (!moved) step *= 0.5;
-      }
-    }
-    return false;
+    ASSIGN_OR_RETURN(std::optional<Vec> x, internal::point_search(
+                                               box, [this](const Vec& p) { return violation(p); },
+                                               kSamples, kStarts, seconds));
+    return x && found(std::move(*x));
   }
 
   const Model& model_;
