@@ -1,0 +1,125 @@
+"""`propdag verify --split` on the first two instances of every VNN-COMP benchmark, checked with
+onnxruntime: no sampled point of a `verified` property meets its unsafe conditions, and the
+point printed for a `falsified` one does (up to float32 rounding). ACAS Xu has its own, larger
+tests (acasxu_verify_test.py); here the other architectures get the same check, with the bounds
+carried into split boxes (small inputs: the look-ahead's halves; large inputs: the widest
+dimension's). The property's conditions are evaluated here from the VNN-LIB text, independently
+of propdag's reader."""
+
+import csv
+import os
+
+import numpy as np
+import pytest
+
+import sampling
+from vnncomp import vnnlib
+
+BUDGET = ["--split", "300", "--timeout", "5"]
+POINTS = 500
+# Falsified points are found in double precision and checked by onnxruntime in float32.
+SLACK = 1e-4
+
+
+def first_instances(count=2):
+    """[(benchmark, model, property)]: the first `count` rows of each instances.csv, ACAS Xu
+    excepted."""
+    out = []
+    if not os.path.isdir(sampling.BENCH):
+        return out
+    for bench in sorted(os.listdir(sampling.BENCH)):
+        table = os.path.join(sampling.BENCH, bench, "instances.csv")
+        if bench.startswith("acasxu") or not os.path.exists(table):
+            continue
+        with open(table) as f:
+            rows = [r for r in csv.reader(f) if len(r) >= 2][:count]
+        for row in rows:
+            model = sampling.on_disk(os.path.join(sampling.BENCH, bench, row[0].strip()))
+            spec = sampling.on_disk(os.path.join(sampling.BENCH, bench, row[1].strip()))
+            if model and spec:
+                out.append((bench, model, spec))
+    return out
+
+
+def value(term, x, y):
+    if isinstance(term, list):
+        args = [value(t, x, y) for t in term[1:]]
+        if term[0] == "+":
+            return sum(args)
+        if term[0] == "-":
+            return args[0] - sum(args[1:]) if len(args) > 1 else -args[0]
+        if term[0] == "*":
+            return float(np.prod(args))
+        raise ValueError(f"unsupported term {term}")
+    if term.startswith("X_"):
+        return float(x[int(term[2:])])
+    if term.startswith("Y_"):
+        return float(y[int(term[2:])])
+    return float(term)
+
+
+def holds(expr, x, y, slack):
+    """Whether x, y meet the assertion `expr` (comparisons loosened by `slack`)."""
+    head = expr[0]
+    if head == "and":
+        return all(holds(e, x, y, slack) for e in expr[1:])
+    if head == "or":
+        return any(holds(e, x, y, slack) for e in expr[1:])
+    a, b = value(expr[1], x, y), value(expr[2], x, y)
+    if head in ("<=", "<"):
+        return a <= b + slack
+    if head in (">=", ">"):
+        return a >= b - slack
+    if head == "=":
+        return abs(a - b) <= slack
+    raise ValueError(f"unsupported assertion {expr}")
+
+
+def meets_property(asserts, x, y, slack=0.0):
+    return all(holds(e[1], x, y, slack) for e in asserts)
+
+
+def asserts_of(spec):
+    return [e for e in vnnlib._parse(vnnlib._text(spec)) if isinstance(e, list) and e[0] == "assert"]
+
+
+def counterexample_of(out):
+    """The point printed after `falsified`: (X_i value) lines, in order."""
+    values = {}
+    for line in out.split("\n")[1:]:
+        line = line.strip().strip("()")
+        if line.startswith("X_"):
+            name, v = line.split()
+            values[int(name[2:])] = float(v)
+    return np.array([values[i] for i in range(len(values))])
+
+
+@pytest.mark.skipif(not sampling.ortref.available(), reason="no onnxruntime")
+@pytest.mark.skipif(not first_instances(), reason="no VNN-COMP benchmarks")
+def test_verdicts_hold_under_onnxruntime():
+    rng = np.random.default_rng(11)
+    counts = {}
+    for bench, model, spec in first_instances():
+        rc, out, err = sampling.propdag("verify", model, spec, *BUDGET)
+        name = f"{bench}/{os.path.basename(model)} {os.path.basename(spec)}"
+        if rc == 2 and "no bound rule" in err:
+            counts["no rule"] = counts.get("no rule", 0) + 1
+            print(f"{name}: {err.strip()}")
+            continue
+        assert rc == 0, f"{name}: {err}"
+        verdict = out.split("\n")[0]
+        counts[verdict] = counts.get(verdict, 0) + 1
+        asserts = asserts_of(spec)
+        if verdict == "falsified":
+            x = counterexample_of(out)
+            y = sampling.evaluate(model, x[None, :].astype(np.float32))[0][0]
+            assert meets_property(asserts, x, y, SLACK), f"{name}: printed point misses"
+        elif verdict == "verified":
+            for lo, hi in vnnlib.read(spec).boxes:
+                points, _, _ = sampling.sample(lo, hi, POINTS, rng, max_corners=100)
+                ys = sampling.evaluate(model, points)[0]
+                hits = sum(meets_property(asserts, p, q) for p, q in zip(points, ys))
+                assert hits == 0, f"{name}: verified, yet {hits} sampled points meet it"
+        print(f"{name}: {verdict}")
+    print(counts)
+    assert counts.get("verified", 0) + counts.get("falsified", 0) > 0
