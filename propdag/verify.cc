@@ -207,13 +207,11 @@ class CaseSearch {
       Eigen::Index dim = 0;
       width.maxCoeff(&dim);
       if (!splittable(box, dim)) return std::optional<Halves>();
-      auto [low, high] = halves(box, dim);
       if (carry_nodes_) {  // bounded now, while this box's bounds are at hand to narrow theirs
-        ASSIGN_OR_RETURN(Bounds bl, bound(low, &b));
-        ASSIGN_OR_RETURN(Bounds bh, bound(high, &b));
-        return std::optional<Halves>(
-            Halves{Open{std::move(low), std::move(bl)}, Open{std::move(high), std::move(bh)}});
+        ASSIGN_OR_RETURN(Halves h, bounded_halves(box, dim, b));
+        return std::optional<Halves>(std::move(h));
       }
+      auto [low, high] = halves(box, dim);
       return std::optional<Halves>(
           Halves{Open{std::move(low), std::nullopt}, Open{std::move(high), std::nullopt}});
     }
@@ -231,12 +229,9 @@ class CaseSearch {
     const double narrowest = ratio > 0 ? relative_width.maxCoeff() / ratio : 0;
     for (Eigen::Index d = 0; d < box.lo.size(); ++d) {
       if (!splittable(box, d) || relative_width[d] < narrowest) continue;
-      auto [low, high] = halves(box, d);
-      ASSIGN_OR_RETURN(Bounds bl, bound(low, &b));
-      ASSIGN_OR_RETURN(Bounds bh, bound(high, &b));
-      const double score = std::min(margin(bl), margin(bh));
+      ASSIGN_OR_RETURN(Halves h, bounded_halves(box, d, b));
+      const double score = std::min(margin(*h.first.bounds), margin(*h.second.bounds));
       const double relative = relative_width[d];
-      Halves h{Open{std::move(low), std::move(bl)}, Open{std::move(high), std::move(bh)}};
       if (relative > widest) {
         widest = relative;
         widest_halves = h;  // a copy: `best` may take h too
@@ -247,6 +242,14 @@ class CaseSearch {
     }
     if (best && !(best_score > before)) return widest_halves;
     return best;
+  }
+
+  // The two halves of `box` along `dim`, each with its bounds, which start from `b` (the box's).
+  common::Result<Halves> bounded_halves(const Interval& box, Eigen::Index dim, const Bounds& b) {
+    auto [low, high] = halves(box, dim);
+    ASSIGN_OR_RETURN(Bounds bl, bound(low, &b));
+    ASSIGN_OR_RETURN(Bounds bh, bound(high, &b));
+    return Halves{Open{std::move(low), std::move(bl)}, Open{std::move(high), std::move(bh)}};
   }
 
   // The middle of the dimension lies strictly inside it.
