@@ -1,20 +1,35 @@
 // alpha-CROWN: the lower bound of an objective with the lower-line slopes of ReLU-like
 // relaxations tuned per row by projected gradient ascent. The gradient is reverse mode through
 // the lower-bound half of CROWN's backward pass, whose relaxations are fixed for the box.
+// With neuron splits (z_j >= 0 or z_j <= 0 on the part of the box bounded), each split adds
+// -beta z_j or +beta z_j (beta >= 0, per row) to the objective: nonpositive on that part, so
+// the lower bound of the sum is one of the objective there (beta-CROWN). The betas are tuned
+// with the slopes.
+#include <algorithm>
 #include <cmath>
 
 #include "propdag/crown.h"
 
 namespace propdag::internal {
 
+namespace {
+
+// The sign with which a split's element enters the objective: -1 for z >= 0, +1 for z <= 0.
+double side(const NeuronSplit& s) { return s.active ? -1.0 : 1.0; }
+
+}  // namespace
+
 Crown::LowerPass Crown::lower_pass(const std::vector<int>& order,
                                    const std::vector<Relaxation>& rel,
-                                   const std::vector<Mat>& alpha, int target, const Mat& c) const {
+                                   const std::vector<Mat>& alpha, const Mat& beta, int target,
+                                   const Mat& c) const {
   LowerPass p{std::vector<Mat>(m_.dag().size()), Vec::Zero(c.rows())};
   p.lam[target] = c;
   for (int n : order) {
+    if (p.lam[n].size() == 0) continue;
+    if (beta.size() != 0)
+      for (int k : splits_at_[n]) p.lam[n].col(splits_[k].index) += side(splits_[k]) * beta.col(k);
     const Mat& lam = p.lam[n];
-    if (lam.size() == 0) continue;
     const BoundOp* op = m_.op(n);
     if (op == nullptr) {
       Vec lo = input_.lo.segment(offset_[n], m_.numel(n));
@@ -45,7 +60,8 @@ Crown::LowerPass Crown::lower_pass(const std::vector<int>& order,
 // on row r of everything only, so the rows' gradients are independent.
 std::vector<Mat> Crown::alpha_gradient(const std::vector<int>& order,
                                        const std::vector<Relaxation>& rel,
-                                       const std::vector<Mat>& alpha, const LowerPass& pass) const {
+                                       const std::vector<Mat>& alpha, const LowerPass& pass,
+                                       Mat* beta_grad) const {
   const size_t size = m_.dag().size();
   std::vector<Mat> g(size), grad(size);
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
@@ -90,11 +106,20 @@ std::vector<Mat> Crown::alpha_gradient(const std::vector<int>& order,
       }
     }
   }
+  // A split's beta enters lb only through lam of its node: d lb / d beta = side * g there.
+  if (beta_grad != nullptr) {
+    beta_grad->setZero(pass.lb.size(), static_cast<Eigen::Index>(splits_.size()));
+    for (size_t k = 0; k < splits_.size(); ++k) {
+      const Mat& gn = g[splits_[k].node];
+      if (gn.size() != 0)
+        beta_grad->col(static_cast<Eigen::Index>(k)) = side(splits_[k]) * gn.col(splits_[k].index);
+    }
+  }
   return grad;
 }
 
 Vec Crown::optimized_lower(int target, const Mat& c, Mat* lower_coef, const Vec* goal,
-                           std::vector<Mat>* warm) {
+                           std::vector<Mat>* warm, Mat* warm_beta) {
   const Dag& dag = m_.dag();
   const std::vector<int> order = dag.backward_order(target);
   const Eigen::Index k = c.rows();
@@ -102,7 +127,9 @@ Vec Crown::optimized_lower(int target, const Mat& c, Mat* lower_coef, const Vec*
   std::vector<Mat> alpha(dag.size());
   double entries = 0;
   bool tunable = false;
+  std::vector<char> reached(dag.size(), 0);
   for (int n : order) {
+    reached[n] = 1;
     entries += static_cast<double>(m_.numel(n)) * static_cast<double>(k);
     if (m_.op(n) == nullptr) continue;
     rel[n] = relax_at(n);
@@ -113,13 +140,25 @@ Vec Crown::optimized_lower(int target, const Mat& c, Mat* lower_coef, const Vec*
     alpha[n] = r.lo_slope.transpose().replicate(k, 1);
     tunable = true;
   }
+  // The splits' multipliers, from 0 (CROWN's bound) where the objective depends on their node.
+  Mat beta;
+  for (const NeuronSplit& s : splits_)
+    if (reached[s.node]) beta.setZero(k, static_cast<Eigen::Index>(splits_.size()));
+  bool carried_over = false;  // a starting point from the part this one was split from
+  if (beta.size() != 0 && warm_beta != nullptr && warm_beta->rows() == k && warm_beta->cols() > 0) {
+    const Eigen::Index given = std::min(warm_beta->cols(), beta.cols());
+    beta.leftCols(given) = warm_beta->leftCols(given).cwiseMax(0.0);
+    carried_over = true;
+  }
+  tunable = tunable || beta.size() != 0;
   // Nothing to tune, or every coefficient kept at once would not fit: CROWN's bound.
   if (!tunable || opt_.alpha_steps <= 0 || entries > opt_.chunk_entries)
     return backward(target, c, lower_coef).lo;
   constexpr double kBeta1 = 0.9, kBeta2 = 0.999, kEps = 1e-8;
   std::vector<Mat> m1(dag.size()), m2(dag.size());
-  LowerPass pass = lower_pass(order, rel, alpha, target, c);
-  bool carried_over = false;
+  Mat beta_m1, beta_m2, beta_grad;
+  if (beta.size() != 0) beta_m1 = beta_m2 = beta;
+  LowerPass pass = lower_pass(order, rel, alpha, beta, target, c);
   if (warm != nullptr && static_cast<int>(warm->size()) == dag.size()) {
     // Slopes carried over (from the box this one was split from), within this box's ranges.
     std::vector<Mat> carried = alpha;
@@ -131,7 +170,7 @@ Vec Crown::optimized_lower(int target, const Mat& c, Mat* lower_coef, const Vec*
       carried_over = true;
     }
     if (carried_over) {
-      LowerPass from = lower_pass(order, rel, carried, target, c);
+      LowerPass from = lower_pass(order, rel, carried, beta, target, c);
       bool changed = false;
       for (Eigen::Index r = 0; r < k; ++r) {
         if (!(from.lb[r] > pass.lb[r])) continue;
@@ -139,46 +178,78 @@ Vec Crown::optimized_lower(int target, const Mat& c, Mat* lower_coef, const Vec*
         for (int n : order)
           if (alpha[n].size()) alpha[n].row(r) = carried[n].row(r);
       }
-      if (changed) pass = lower_pass(order, rel, alpha, target, c);
+      if (changed) pass = lower_pass(order, rel, alpha, beta, target, c);
     }
   }
   std::vector<Mat> best_alpha = alpha;
+  Mat best_beta = beta;
   Vec best = pass.lb;
   const int steps = carried_over ? opt_.alpha_warm_steps : opt_.alpha_steps;
-  auto reached = [&] { return goal != nullptr && (best - *goal).maxCoeff() > 0; };
-  for (int s = 1; s <= steps && !reached(); ++s) {
-    std::vector<Mat> grad = alpha_gradient(order, rel, alpha, pass);
+  auto done = [&] { return goal != nullptr && (best - *goal).maxCoeff() > 0; };
+  auto adam = [&](Mat& x, Mat& v1, Mat& v2, const Mat& grad, double fix1, double fix2) {
+    v1 = kBeta1 * v1 + (1 - kBeta1) * grad;
+    v2 = kBeta2 * v2 + (1 - kBeta2) * grad.cwiseAbs2();
+    x.array() += opt_.alpha_rate * (v1.array() / fix1) / ((v2.array() / fix2).sqrt() + kEps);
+  };
+  for (int s = 1; s <= steps && !done(); ++s) {
+    std::vector<Mat> grad =
+        alpha_gradient(order, rel, alpha, pass, beta.size() ? &beta_grad : nullptr);
     const double fix1 = 1 - std::pow(kBeta1, s), fix2 = 1 - std::pow(kBeta2, s);
     for (int n : order) {
       // Skipped: untuned nodes, and tuned ones no coefficient reaches (behind interval-only ops).
       if (alpha[n].size() == 0 || grad[n].size() == 0) continue;
       if (m1[n].size() == 0) m1[n] = m2[n] = Mat::Zero(k, alpha[n].cols());
-      m1[n] = kBeta1 * m1[n] + (1 - kBeta1) * grad[n];
-      m2[n] = kBeta2 * m2[n] + (1 - kBeta2) * grad[n].cwiseAbs2();
-      alpha[n].array() +=
-          opt_.alpha_rate * (m1[n].array() / fix1) / ((m2[n].array() / fix2).sqrt() + kEps);
+      adam(alpha[n], m1[n], m2[n], grad[n], fix1, fix2);
       const Relaxation& r = rel[n];
       for (Eigen::Index j = 0; j < alpha[n].cols(); ++j)
         alpha[n].col(j) = alpha[n].col(j).cwiseMax(r.lo_min[j]).cwiseMin(r.lo_max[j]);
     }
-    pass = lower_pass(order, rel, alpha, target, c);
+    if (beta.size() != 0) {
+      adam(beta, beta_m1, beta_m2, beta_grad, fix1, fix2);
+      beta = beta.cwiseMax(0.0);
+    }
+    pass = lower_pass(order, rel, alpha, beta, target, c);
     for (Eigen::Index r = 0; r < k; ++r) {
       if (!(pass.lb[r] > best[r])) continue;
       best[r] = pass.lb[r];
       for (int n : order)
         if (alpha[n].size()) best_alpha[n].row(r) = alpha[n].row(r);
+      if (beta.size() != 0) best_beta.row(r) = beta.row(r);
     }
   }
   if (warm != nullptr) *warm = best_alpha;
+  if (warm_beta != nullptr) *warm_beta = best_beta;
   if (lower_coef != nullptr) {
     // Rows are independent, so one pass with every row's best slopes gives every best bound.
-    pass = lower_pass(order, rel, best_alpha, target, c);
+    pass = lower_pass(order, rel, best_alpha, best_beta, target, c);
     for (int n : order)
       if (m_.op(n) == nullptr && pass.lam[n].size())
         lower_coef->block(0, offset_[n], k, pass.lam[n].cols()) += pass.lam[n];
     best = pass.lb;
   }
   return best;
+}
+
+void Crown::add_split_scores(int target, const Mat& c, std::vector<Vec>& scores) const {
+  const Dag& dag = m_.dag();
+  const std::vector<int> order = dag.backward_order(target);
+  std::vector<Relaxation> rel(dag.size());
+  for (int n : order)
+    if (m_.op(n) != nullptr) rel[n] = relax_at(n);
+  const LowerPass pass = lower_pass(order, rel, std::vector<Mat>(dag.size()), Mat(), target, c);
+  for (int n : order) {
+    const BoundOp* op = m_.op(n);
+    const Mat& lam = pass.lam[n];
+    if (op == nullptr || !op->linear_on_each_side_of_zero() || lam.size() == 0) continue;
+    const int z = dag.node(n).inputs[0];
+    if (z < 0) continue;
+    const Interval& b = b_[z];
+    if (scores[z].size() == 0) scores[z] = Vec::Zero(b.size());
+    for (Eigen::Index j = 0; j < b.size(); ++j) {
+      const double l = b.lo[j], u = b.hi[j];
+      if (l < 0 && u > 0) scores[z][j] += std::abs(lam(0, j)) * (-l * u / (u - l));
+    }
+  }
 }
 
 }  // namespace propdag::internal

@@ -5,6 +5,8 @@
 #include "propdag/crown.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <optional>
 
 namespace propdag {
@@ -27,9 +29,21 @@ void intersect(Interval& a, const Vec& lo, const Vec& hi) {
 
 namespace internal {
 
-common::Status Crown::forward(const Interval& input, const std::vector<Interval>* prior) {
+common::Status Crown::forward(const Interval& input, const std::vector<Interval>* prior,
+                              const std::vector<NeuronSplit>* splits) {
   const Dag& dag = m_.dag();
   input_ = input;
+  empty_ = false;
+  splits_.clear();
+  splits_at_.assign(dag.size(), {});
+  if (splits != nullptr) {
+    for (const NeuronSplit& s : *splits) {
+      if (s.node < 0 || s.node >= dag.size() || s.index < 0 || s.index >= m_.numel(s.node))
+        return m_.graph().error("a neuron split names no element of the network");
+      splits_at_[s.node].push_back(static_cast<int>(splits_.size()));
+      splits_.push_back(s);
+    }
+  }
   offset_.assign(dag.size(), 0);
   Eigen::Index at = 0;
   for (int i : dag.inputs()) offset_[i] = at, at += m_.numel(i);
@@ -39,9 +53,13 @@ common::Status Crown::forward(const Interval& input, const std::vector<Interval>
       for (int p : dag.node(n).preds) feeds_nonlinear[p] = 1;
   b_.resize(dag.size());
   for (int n = 0; n < dag.size(); ++n) {  // Dag nodes are stored topologically
-    if (m_.op(n) == nullptr) {
+    if (m_.op(n) == nullptr) {  // a graph input (a ReLU on it may be split too)
       b_[n] = {input.lo.segment(offset_[n], m_.numel(n)),
                input.hi.segment(offset_[n], m_.numel(n))};
+      if (!narrow_by_splits(n, b_[n])) {
+        empty_ = true;
+        return {};
+      }
       continue;
     }
     std::vector<const Interval*> in;
@@ -50,9 +68,31 @@ common::Status Crown::forward(const Interval& input, const std::vector<Interval>
     if (prior != nullptr && static_cast<int>(prior->size()) == dag.size() &&
         (*prior)[n].size() == b_[n].size())
       intersect(b_[n], (*prior)[n].lo, (*prior)[n].hi);
-    if (feeds_nonlinear[n] && cost(n) <= opt_.refine_budget) refine(n);
+    if (!narrow_by_splits(n, b_[n]) ||
+        (feeds_nonlinear[n] && cost(n) <= opt_.refine_budget && !refine(n))) {
+      empty_ = true;
+      return {};
+    }
   }
   return {};
+}
+
+bool Crown::narrow_by_splits(int node, Interval& b) const {
+  for (int k : splits_at_[node]) {
+    const NeuronSplit& s = splits_[k];
+    double& lo = b.lo[s.index];
+    double& hi = b.hi[s.index];
+    // Rounding may put a bound a little on the wrong side of 0 where the element reaches 0.
+    const double slack = 1e-9 * (1 + std::max(std::abs(lo), std::abs(hi)));
+    if (s.active) {
+      if (hi < -slack) return false;
+      lo = std::max(lo, 0.0), hi = std::max(hi, 0.0);
+    } else {
+      if (lo > slack) return false;
+      lo = std::min(lo, 0.0), hi = std::min(hi, 0.0);
+    }
+  }
+  return true;
 }
 
 double Crown::row_cost(int node) const {
@@ -64,10 +104,12 @@ double Crown::row_cost(int node) const {
 
 double Crown::cost(int node) const { return row_cost(node) * m_.numel(node); }
 
-void Crown::refine(int node) {
+bool Crown::refine(int node) {
   Eigen::Index n = m_.numel(node);
   Interval c = backward(node, Mat::Identity(n, n));
+  if (!narrow_by_splits(node, c)) return false;
   intersect(b_[node], c.lo, c.hi);
+  return true;
 }
 
 Interval Crown::backward(int target, const Mat& c, Mat* lower_coef) {
@@ -167,8 +209,7 @@ common::Status check_input(const Model& model, const Interval& input) {
 
 common::Result<Interval> linear_bounds(const Model& model, const Interval& input,
                                        const std::vector<Mat>& c, const Options& options,
-                                       Mat* lower_coef, const Vec* goal, Slopes* slopes,
-                                       std::vector<Interval>* node_bounds) {
+                                       const BoundsIO& io) {
   const Dag& dag = model.dag();
   if (c.size() != dag.outputs().size())
     return model.graph().error("one objective matrix per graph output is needed");
@@ -176,19 +217,27 @@ common::Result<Interval> linear_bounds(const Model& model, const Interval& input
   Eigen::Index rows = 0;
   for (const Mat& m : c) rows = std::max(rows, m.rows());
   Interval total{Vec::Zero(rows), Vec::Zero(rows)};
-  if (lower_coef != nullptr) *lower_coef = Mat::Zero(rows, input.size());
+  if (io.lower_coef != nullptr) *io.lower_coef = Mat::Zero(rows, input.size());
+  if (io.empty != nullptr) *io.empty = false;
+  if (io.split_scores != nullptr) io.split_scores->assign(dag.size(), Vec());
   int parts = 0;
   for (const Mat& m : c) parts += m.size() != 0;
-  if (parts > 1) goal = nullptr;  // the goal is for the sum of the parts
+  const Vec* goal = parts > 1 ? nullptr : io.goal;  // the goal is for the sum of the parts
   std::optional<std::vector<std::optional<Interval>>> ibp;
   std::optional<Crown> crown;
   if (options.method == Method::kIbp) {
     ASSIGN_OR_RETURN(ibp, ibp_run(model, input, false));
-    if (node_bounds != nullptr) node_bounds->clear();
+    if (io.node_bounds != nullptr) io.node_bounds->clear();
   } else {
     crown.emplace(model, options);
-    RETURN_IF_ERROR(crown->forward(input, node_bounds));
-    if (node_bounds != nullptr) *node_bounds = crown->all_bounds();
+    RETURN_IF_ERROR(crown->forward(input, io.node_bounds, io.splits));
+    if (io.node_bounds != nullptr) *io.node_bounds = crown->all_bounds();
+    if (crown->empty()) {  // no input meets the splits: every bound holds
+      if (io.empty != nullptr) *io.empty = true;
+      total.lo.setConstant(std::numeric_limits<double>::infinity());
+      total.hi.setConstant(-std::numeric_limits<double>::infinity());
+      return total;
+    }
   }
   for (size_t o = 0; o < c.size(); ++o) {
     if (c[o].size() == 0) continue;
@@ -200,11 +249,12 @@ common::Result<Interval> linear_bounds(const Model& model, const Interval& input
     Interval part;
     if (affordable && !ibp && options.method == Method::kAlpha) {
       part.hi = crown->backward(node, c[o]).hi;
-      if (slopes != nullptr) slopes->resize(c.size());
-      part.lo = crown->optimized_lower(node, c[o], lower_coef, goal,
-                                       slopes != nullptr ? &(*slopes)[o] : nullptr);
+      if (io.slopes != nullptr) io.slopes->resize(c.size());
+      part.lo = crown->optimized_lower(node, c[o], io.lower_coef, goal,
+                                       io.slopes != nullptr ? &(*io.slopes)[o] : nullptr,
+                                       parts == 1 ? io.split_multipliers : nullptr);
     } else if (affordable && !ibp) {
-      part = crown->backward(node, c[o], lower_coef);
+      part = crown->backward(node, c[o], io.lower_coef);
     } else {
       part = box_of(c[o], ibp ? *(*ibp)[node] : crown->bounds(node));
     }
@@ -212,10 +262,27 @@ common::Result<Interval> linear_bounds(const Model& model, const Interval& input
       Interval loose = box_of(c[o], crown->bounds(node));
       intersect(part, loose.lo, loose.hi);
     }
+    if (crown && affordable && io.split_scores != nullptr) {
+      Eigen::Index row = 0;
+      if (goal != nullptr && goal->size() == rows) (part.lo - *goal).maxCoeff(&row);
+      crown->add_split_scores(node, c[o].row(row), *io.split_scores);
+    }
     total.lo += part.lo;
     total.hi += part.hi;
   }
   return total;
+}
+
+common::Result<Interval> linear_bounds(const Model& model, const Interval& input,
+                                       const std::vector<Mat>& c, const Options& options,
+                                       Mat* lower_coef, const Vec* goal, Slopes* slopes,
+                                       std::vector<Interval>* node_bounds) {
+  BoundsIO io;
+  io.lower_coef = lower_coef;
+  io.goal = goal;
+  io.slopes = slopes;
+  io.node_bounds = node_bounds;
+  return linear_bounds(model, input, c, options, io);
 }
 
 common::Result<std::vector<Interval>> output_bounds(const Model& model, const Interval& input,

@@ -34,9 +34,16 @@ class Crown {
 
   /// Bounds of every node on `input`: IBP, intersected with `prior` if given (bounds valid on a
   /// box containing this one, one per Dag node; empty entries are skipped), and for the inputs of
-  /// nonlinear ops refined by CROWN.
-  common::Status forward(const Interval& input, const std::vector<Interval>* prior = nullptr);
+  /// nonlinear ops refined by CROWN. With `splits`, on the part of the box that meets them (see
+  /// BoundsIO::splits); empty() tells when the bounds show that part to be empty, and then the
+  /// bounds of the nodes after the contradiction are not computed.
+  common::Status forward(const Interval& input, const std::vector<Interval>* prior = nullptr,
+                         const std::vector<NeuronSplit>* splits = nullptr);
+  bool empty() const { return empty_; }
   const std::vector<Interval>& all_bounds() const { return b_; }
+  /// BoundsIO::split_scores for one objective row `c` (1 x elements of target), from one
+  /// lower-bound pass with CROWN's slopes; adds to `scores` (one entry per Dag node).
+  void add_split_scores(int target, const Mat& c, std::vector<Vec>& scores) const;
   /// Bounds of c * target; adds the lower bound's input coefficients to `lower_coef` if given.
   Interval backward(int target, const Mat& c, Mat* lower_coef = nullptr);
   const Interval& bounds(int node) const { return b_[node]; }
@@ -47,8 +54,11 @@ class Crown {
   /// some row's bound exceeds goal[row].
   /// With `warm` (one entry per Dag node): rows whose bound is better from those slopes (clamped
   /// to this box's ranges) than from CROWN's start there; on return it holds the best slopes.
+  /// With `warm_beta` (rows x its columns): the multipliers of the first splits start there
+  /// (BoundsIO::split_multipliers); on return it holds the best ones (rows x splits).
   Vec optimized_lower(int target, const Mat& c, Mat* lower_coef = nullptr,
-                      const Vec* goal = nullptr, std::vector<Mat>* warm = nullptr);
+                      const Vec* goal = nullptr, std::vector<Mat>* warm = nullptr,
+                      Mat* warm_beta = nullptr);
   /// Multiply-adds of one backward row from `node` to the inputs.
   double row_cost(int node) const;
 
@@ -60,11 +70,20 @@ class Crown {
     Vec lb;
   };
   Relaxation relax_at(int node) const;
+  // `beta` (rows x splits, nonnegative; may be empty): the splits' multipliers.
   LowerPass lower_pass(const std::vector<int>& order, const std::vector<Relaxation>& rel,
-                       const std::vector<Mat>& alpha, int target, const Mat& c) const;
+                       const std::vector<Mat>& alpha, const Mat& beta, int target,
+                       const Mat& c) const;
+  // Also sets `beta_grad` (d lb / d beta) when there are splits.
   std::vector<Mat> alpha_gradient(const std::vector<int>& order, const std::vector<Relaxation>& rel,
-                                  const std::vector<Mat>& alpha, const LowerPass& pass) const;
-  void refine(int node);
+                                  const std::vector<Mat>& alpha, const LowerPass& pass,
+                                  Mat* beta_grad) const;
+  // Clamps `b` (bounds of `node`) to the sides of 0 its splits name; false when a split
+  // contradicts them.
+  bool narrow_by_splits(int node, Interval& b) const;
+  // CROWN's bounds of `node`, narrowed by its splits, intersected with b_[node]; false when a
+  // split contradicts them.
+  bool refine(int node);
   double cost(int node) const;
   void step(int node, Backward& w);
   void concretize(int node, Backward& w);
@@ -72,6 +91,9 @@ class Crown {
   const Model& m_;
   Options opt_;
   std::vector<Interval> b_;
+  std::vector<NeuronSplit> splits_;
+  std::vector<std::vector<int>> splits_at_;  // per Dag node: indices into splits_
+  bool empty_ = false;
   Interval input_;
   std::vector<Eigen::Index> offset_;
   Mat* lower_coef_ = nullptr;  // during backward: where input coefficients go, rows from row0_

@@ -47,24 +47,66 @@ common::Result<std::vector<std::optional<Interval>>> ibp_run(const Model& model,
 common::Result<std::vector<Interval>> output_bounds(const Model& model, const Interval& input,
                                                     const Options& options = {});
 
+/// Tuned lower-line slopes, per graph output and Dag node (k x elements; empty where untuned).
+using Slopes = std::vector<std::vector<Mat>>;
+
+/// A split of the input box by the sign of one element of a Dag node that feeds an op linear on
+/// each side of 0 (BoundOp::linear_on_each_side_of_zero: a ReLU's or LeakyReLU's input). Bounds
+/// computed under it hold on the part of the box where that element is >= 0 (`active`) or <= 0.
+struct NeuronSplit {
+  int node = 0;
+  Eigen::Index index = 0;
+  bool active = false;
+};
+
+/// What linear_bounds takes and gives besides the box, the objective and the options; every
+/// field is optional.
+struct BoundsIO {
+  /// CROWN and alpha: row r receives a_r with a_r . x + const <= sum_o (C_o y_o)_r for every x in
+  /// the box, the linear function CROWN's lower bound concretizes (zero rows where an output's
+  /// part fell back to interval bounds). Verifiers use it to pick splits and candidate
+  /// counterexamples.
+  Mat* lower_coef = nullptr;
+  /// kAlpha, one objective matrix: tuning stops once some row's lower bound exceeds goal[row],
+  /// the point where a verifier needs no tighter bound. Also picks the row split_scores are for.
+  const Vec* goal = nullptr;
+  /// kAlpha: the tuned slopes. Passed in non-empty, e.g. from the box this one was split from,
+  /// they are a second starting point: each row starts from them where they give the better bound.
+  Slopes* slopes = nullptr;
+  /// CROWN and alpha: passed in with one entry per Dag node (an empty entry: nothing known),
+  /// bounds known to hold on this box are intersected with those computed here, node by node,
+  /// before they are used; on return it holds this box's bounds of every node (cleared for IBP).
+  /// Bounds of a box that contains this one (the box it was split from) hold; bounds carried down
+  /// a chain of splits this way keep the tightest any enclosing box reached. Bounds that hold
+  /// only on part of the box (under `splits`) give bounds that hold on that part.
+  std::vector<Interval>* node_bounds = nullptr;
+  /// CROWN and alpha: bounds over the part of the box that meets every split. Each split
+  /// element's bounds are clamped to its side of 0. With alpha, each split also enters the final
+  /// lower bound as a constraint with a nonnegative multiplier per row (beta-CROWN's), tuned
+  /// with the slopes. When the bounds show that part of the box to be empty, the result is
+  /// lo = +inf, hi = -inf, and `empty` (if given) is set.
+  const std::vector<NeuronSplit>* splits = nullptr;
+  bool* empty = nullptr;
+  /// kAlpha with splits, one objective matrix: the multipliers (rows x splits). Passed in, they
+  /// are where the first columns' splits start (e.g. those of the part this one was split from,
+  /// whose splits come first in `splits`); on return, the tuned ones.
+  Mat* split_multipliers = nullptr;
+  /// Out, CROWN and alpha: per Dag node, per element, an estimate of how much splitting that
+  /// element would tighten the lower bound of the row closest to its goal (row 0 without a goal):
+  /// |coefficient of the ReLU's output in CROWN's lower bound| x the intercept of its upper line
+  /// (-l u / (u - l)). Zero where an element cannot be split (stable, or not feeding a ReLU-like
+  /// op); empty entries for nodes feeding none.
+  std::vector<Vec>* split_scores = nullptr;
+};
+
 /// Bounds of sum_o C_o * y_o, y_o the flattened graph output o (one matrix per graph output, all
 /// with the same number of rows; an empty matrix skips that output). Each row is one objective.
-/// With `lower_coef` (CROWN and alpha only): row r receives a_r with a_r . x + const <= sum_o (C_o
-/// y_o)_r for every x in the box, the linear function CROWN's lower bound concretizes (zero rows
-/// where an output's part fell back to interval bounds). Verifiers use it to pick splits and
-/// candidate counterexamples. With `goal` (kAlpha, one objective matrix), tuning stops once some
-/// row's lower bound exceeds goal[row], the point where a verifier needs no tighter bound.
-/// With `slopes` (kAlpha): the tuned slopes, per graph output and Dag node (k x elements; empty
-/// where untuned). Passed in non-empty, e.g. from the box this one was split from, they are a
-/// second starting point: each row starts from them where they give the better bound.
-/// With `node_bounds` (CROWN and alpha): passed in with one entry per Dag node (an empty entry:
-/// nothing known), bounds known to hold on this box are intersected with those computed here,
-/// node by node, before they are used; on return it holds this box's bounds of every node
-/// (cleared for IBP). Bounds of a box that contains this one (the box it was split from) hold;
-/// bounds carried down a chain of splits this way keep the tightest any enclosing box reached.
-/// Bounds that hold only on part of the box (a verifier's split of a ReLU into active and
-/// inactive) give bounds that hold on that part.
-using Slopes = std::vector<std::vector<Mat>>;
+/// See BoundsIO for what else it takes and gives.
+common::Result<Interval> linear_bounds(const Model& model, const Interval& input,
+                                       const std::vector<Mat>& c, const Options& options,
+                                       const BoundsIO& io);
+
+/// The same with BoundsIO's first four fields as arguments.
 common::Result<Interval> linear_bounds(const Model& model, const Interval& input,
                                        const std::vector<Mat>& c, const Options& options = {},
                                        Mat* lower_coef = nullptr, const Vec* goal = nullptr,

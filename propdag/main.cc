@@ -3,7 +3,8 @@
 //   propdag bounds MODEL (--vnnlib SPEC | --input-box LO,HI) [--method ibp|crown|alpha]
 //                  [--alpha-steps N] [--json]
 //   propdag verify MODEL SPEC [--method ibp|crown|alpha] [--alpha-steps N] [--alpha-warm-steps N]
-//                  [--split N] [--timeout S] [--no-carry-bounds] [--stats]
+//                  [--split N] [--branch input|relu] [--timeout S] [--no-carry-bounds]
+//                  [--stats]
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
@@ -70,7 +71,7 @@ void print_bounds(const propdag::Model& model, const std::vector<Interval>& boun
 }
 
 struct Args {
-  std::string model, spec, box, method = "crown";
+  std::string model, spec, box, method = "crown", branch = "input";
   int alpha_steps = propdag::Options{}.alpha_steps;
   int alpha_warm_steps = propdag::Options{}.alpha_warm_steps;
   bool json = false, stats = false, no_carry_bounds = false;
@@ -108,6 +109,7 @@ common::Status run_verify(const Args& a) {
   ASSIGN_OR_RETURN(propdag::Spec spec, propdag::read_vnnlib(a.spec));
   propdag::SplitOptions split = a.split;
   split.carry_bounds = !a.no_carry_bounds;
+  split.branching = a.branch == "relu" ? propdag::Branching::kRelu : propdag::Branching::kInput;
   double start = common::now_ms();
   ASSIGN_OR_RETURN(propdag::VerifyResult r,
                    propdag::verify(model, spec, options(method, a), split));
@@ -154,10 +156,16 @@ static int main_body(int argc, char** argv) {
   verify
       ->add_option(
           "--split", a.split.max_boxes,
-          "up to N bound computations per case, bisecting the widest input dimension of "
-          "boxes left open and checking each one's centre for a counterexample (default "
-          "1: the whole box only); a counterexample prints falsified and (X_i value) lines")
+          "up to N bound computations per case, splitting what is left open (see --branch) "
+          "and checking points of each part for a counterexample (default 1: the whole box "
+          "only); a counterexample prints falsified and (X_i value) lines")
       ->check(CLI::PositiveNumber);
+  verify
+      ->add_option("--branch", a.branch,
+                   "with --split: input (default: halve input boxes) or relu (crown and alpha: "
+                   "split by the sign of a ReLU's input, with beta-CROWN multipliers under alpha; "
+                   "input boxes are halved where no ReLU can be split)")
+      ->check(CLI::IsMember({"input", "relu"}));
   verify->add_option("--timeout", a.split.seconds, "seconds for splitting (default: no limit)")
       ->check(CLI::NonNegativeNumber);
   verify->add_option("--alpha-steps", a.alpha_steps, steps_help)->check(kSteps);

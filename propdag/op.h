@@ -57,6 +57,10 @@ class BoundOp {
   virtual Relaxation relax(const std::vector<const Interval*>& in, const Interval& out) const = 0;
   /// True when the relaxation depends on the input bounds (nonlinear ops).
   virtual bool nonlinear() const { return true; }
+  /// True for elementwise ops that are linear on each side of 0 (ReLU, LeakyReLU): a verifier may
+  /// split the domain where an element of the input is >= 0 from where it is <= 0 (NeuronSplit),
+  /// and on each side the relaxation of that element is exact.
+  virtual bool linear_on_each_side_of_zero() const { return false; }
   /// Stored coefficients a backward step multiplies by, per row (cost model).
   virtual int64_t weight_entries() const { return 0; }
 };

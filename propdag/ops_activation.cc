@@ -15,7 +15,8 @@ class ElementwiseOp : public BoundOp {
  public:
   using Fn = double (*)(double, double);
   using RelaxFn = Lines (*)(double, double, double);
-  ElementwiseOp(Fn f, RelaxFn lines, double param) : f_(f), lines_(lines), param_(param) {}
+  ElementwiseOp(Fn f, RelaxFn lines, double param, bool kink_at_zero)
+      : f_(f), lines_(lines), param_(param), kink_at_zero_(kink_at_zero) {}
 
   Interval interval(const std::vector<const Interval*>& in) const override {
     Interval out{in[0]->lo, in[0]->hi};
@@ -41,10 +42,13 @@ class ElementwiseOp : public BoundOp {
     return r;
   }
 
+  bool linear_on_each_side_of_zero() const override { return kink_at_zero_; }
+
  private:
   Fn f_;
   RelaxFn lines_;
   double param_;
+  bool kink_at_zero_;
 };
 
 double leaky(double x, double a) { return x >= 0 ? x : a * x; }
@@ -58,19 +62,19 @@ Lines tanh_relax(double l, double u, double) { return tanh_lines(l, u); }
 Lines sign_relax(double l, double u, double) { return constant_lines(sign(l, 0), sign(u, 0)); }
 
 Result<OpOutputs> elementwise(const OpContext& ctx, ElementwiseOp::Fn f, ElementwiseOp::RelaxFn r,
-                              double param) {
+                              double param, bool kink_at_zero = false) {
   OpOutputs out;
-  out.push_back({std::make_unique<ElementwiseOp>(f, r, param), ctx.shape(0)});
+  out.push_back({std::make_unique<ElementwiseOp>(f, r, param, kink_at_zero), ctx.shape(0)});
   return out;
 }
 
 Result<OpOutputs> relu_rule(const OpContext& ctx) {
-  return elementwise(ctx, leaky, leaky_lines, 0);
+  return elementwise(ctx, leaky, leaky_lines, 0, true);
 }
 Result<OpOutputs> leaky_relu_rule(const OpContext& ctx) {
   double alpha = ctx.node.attr_float("alpha", 0.01f);
   if (alpha < 0 || alpha > 1) return ctx.error("LeakyRelu alpha outside [0, 1] has no rule");
-  return elementwise(ctx, leaky, leaky_lines, alpha);
+  return elementwise(ctx, leaky, leaky_lines, alpha, true);
 }
 Result<OpOutputs> sigmoid_rule(const OpContext& ctx) {
   return elementwise(ctx, sigmoid, sigmoid_relax, 0);

@@ -1,4 +1,5 @@
-// Helpers of propdag's C++ tests: a Model from ONNX text, and an input box.
+// Helpers of propdag's C++ tests: a Model from ONNX text, an input box, and Network 1, the
+// hand-worked network several tests share.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -11,6 +12,26 @@
 #include "propdag/model.h"
 
 namespace propdag::test {
+
+// Network 1: x1, x2 in [-1, 1]
+//
+//   x1 ──┬─(+1)─► h1 ─ relu ─► r1 ─(+1)─┐
+//        └─(+1)─► h2 ─ relu ─► r2 ─(+1)─┴─► y = r1 + r2
+//   x2 ──┬─(+1)─► h1
+//        └─(-1)─► h2
+//
+// IBP:   h1, h2 in [-2, 2];  r1, r2 in [0, 2];  y in [0, 4].
+// CROWN: l = -2, u = 2 for both ReLUs: upper line r <= 0.5 h + 1; lower line r >= 0 (u > -l is
+//        false, so slope 0). y <= 0.5 (x1 + x2) + 1 + 0.5 (x1 - x2) + 1 = x1 + 2 <= 3;  y >= 0.
+//        So y in [0, 3]. (True range: [0, 2].)
+inline constexpr const char* kNet1 = R"(
+  <ir_version: 8, opset_import: ["" : 15]>
+  g (float[1,2] x) => (float[1,1] y)
+  <float[2,2] w1 = {1, 1, 1, -1}, float[2,1] w2 = {1, 1}> {
+    h = MatMul(x, w1)
+    r = Relu(h)
+    y = MatMul(r, w2)
+  })";
 
 inline Model build(const std::string& text) {
   auto g = common::testing::parse_text(text);

@@ -10,8 +10,16 @@
 
 namespace propdag {
 
-/// Input splitting: a case whose bounds do not prove it over its box is proved box by box,
-/// bisecting the box's widest input dimension.
+/// How a case left open is split: by halving its input box, or by the sign of a ReLU's input
+/// (NeuronSplit: the box stays whole, and each part of it is bounded under its splits).
+enum class Branching {
+  kInput,  ///< halve input boxes
+  /// CROWN and alpha: split the ReLU input element with the largest BoundsIO::split_scores
+  /// (halving the box where no ReLU input crosses 0, or no coefficient reaches one)
+  kRelu,
+};
+
+/// Splitting: a case whose bounds do not prove it over its box is proved part by part.
 struct SplitOptions {
   /// Bound computations per case, the whole box included; 1 keeps the whole box only.
   int64_t max_boxes = 1;
@@ -21,6 +29,7 @@ struct SplitOptions {
   /// with them (linear_bounds' node_bounds). Off only to measure what it gains; models with more
   /// than 2^17 elements in all never carry them (memory).
   bool carry_bounds = true;
+  Branching branching = Branching::kInput;
 };
 
 struct VerifyResult {

@@ -142,5 +142,41 @@ TEST(VerifyTest, AnAverageOfConstraintsProvesWhatNoSingleOneCan) {
   EXPECT_FALSE(ibp->verified);
 }
 
+// ReLU splits. test::kNet1, y = relu(x1 + x2) + relu(x1 - x2), for x in [-1, 1]^2 (true maximum 2);
+// unsafe: y >= 2.5. CROWN's upper lines give y <= 3 (engine_test.cc, Network 1), and alpha tunes
+// only lower lines: open over the whole box. Both ReLU inputs h lie in [-2, 2] with score 1 (split
+// scores: coefficient 1 times intercept 1); the first, h1, is split first.
+//   h1 >= 0: relu(h1) = h1, y <= x1 + x2 + 0.5 (x1 - x2) + 1 <= 3, open; its h2 is split next:
+//     h2 >= 0 too: y = 2 x1 <= 2, proved;  h2 <= 0: y = x1 + x2 <= 2, proved.
+//   h1 <= 0: y <= 0.5 (x1 - x2) + 1 <= 2, proved.
+// Bound computations: 1 (whole box) + 2 (h1's sides) + 2 (h2's, under h1 >= 0) = 5.
+TEST(VerifyTest, ReluSplitsProveWhatTheWholeBoxCannot) {
+  Model m = build(test::kNet1);
+  auto s = parse_vnnlib(
+      "(declare-const X_0 Real)\n(declare-const X_1 Real)\n(declare-const Y_0 Real)\n"
+      "(assert (>= X_0 -1))\n(assert (<= X_0 1))\n(assert (>= X_1 -1))\n(assert (<= X_1 1))\n"
+      "(assert (>= Y_0 2.5))\n",
+      "p.vnnlib");
+  ASSERT_TRUE(s.ok()) << s.error().str();
+  SplitOptions relu{5, 0};
+  relu.branching = Branching::kRelu;
+  for (Method method : {Method::kCrown, Method::kAlpha}) {
+    auto whole = verify(m, *s, {method});
+    ASSERT_TRUE(whole.ok()) << whole.error().str();
+    EXPECT_FALSE(whole->verified);
+    auto split = verify(m, *s, {method}, relu);
+    ASSERT_TRUE(split.ok()) << split.error().str();
+    EXPECT_TRUE(split->verified);
+    EXPECT_FALSE(split->falsified);
+    EXPECT_EQ(split->boxes, 5);
+  }
+  // One computation short: h2's sides do not fit.
+  relu.max_boxes = 4;
+  auto short_budget = verify(m, *s, {Method::kCrown}, relu);
+  ASSERT_TRUE(short_budget.ok());
+  EXPECT_FALSE(short_budget->verified);
+  EXPECT_EQ(short_budget->boxes, 3);
+}
+
 }  // namespace
 }  // namespace propdag

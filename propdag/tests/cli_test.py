@@ -110,6 +110,8 @@ def test_errors_are_one_line_exit_2(tmp_path):
          "propdag: unknown method 'foo' (ibp, crown, alpha)\n"),
         (["bounds", model, "--input-box", "0,1", "--alpha-steps", "-1"],
          "propdag: --alpha-steps: Value -1 not in range 0 to 1000000\n"),
+        (["verify", model, model, "--branch", "widest"],
+         "propdag: --branch: widest not in {input,relu}\n"),
         (["bounds", str(tmp_path / "missing.onnx"), "--input-box", "0,1"], None),
     ]
     for args, message in cases:

@@ -2,9 +2,10 @@
 onnxruntime: no sampled point of a `verified` property meets its unsafe conditions, and the
 point printed for a `falsified` one does (up to float32 rounding). ACAS Xu has its own, larger
 tests (acasxu_verify_test.py); here the other architectures get the same check, with the bounds
-carried into split boxes (small inputs: the look-ahead's halves; large inputs: the widest
-dimension's). The property's conditions are evaluated here from the VNN-LIB text, independently
-of propdag's reader."""
+carried into split boxes (small inputs: the look-ahead's halves; large inputs: the halves along
+the steepest dimension), and once more with ReLU splits under alpha (`--branch relu`: parts of
+the box cut out by the signs of ReLU inputs, with beta multipliers). The property's conditions
+are evaluated here from the VNN-LIB text, independently of propdag's reader."""
 
 import csv
 import os
@@ -96,11 +97,13 @@ def counterexample_of(out):
 
 @pytest.mark.skipif(not sampling.ortref.available(), reason="no onnxruntime")
 @pytest.mark.skipif(not first_instances(), reason="no VNN-COMP benchmarks")
-def test_verdicts_hold_under_onnxruntime():
+@pytest.mark.parametrize("args", [[], ["--branch", "relu", "--method", "alpha"]],
+                         ids=["input", "relu"])
+def test_verdicts_hold_under_onnxruntime(args):
     rng = np.random.default_rng(11)
     counts = {}
     for bench, model, spec in first_instances():
-        rc, out, err = sampling.propdag("verify", model, spec, *BUDGET)
+        rc, out, err = sampling.propdag("verify", model, spec, *BUDGET, *args)
         name = f"{bench}/{os.path.basename(model)} {os.path.basename(spec)}"
         if rc == 2 and "no bound rule" in err:
             counts["no rule"] = counts.get("no rule", 0) + 1
@@ -123,3 +126,32 @@ def test_verdicts_hold_under_onnxruntime():
         print(f"{name}: {verdict}")
     print(counts)
     assert counts.get("verified", 0) + counts.get("falsified", 0) > 0
+
+
+SAFENLP_MODEL = os.path.join(sampling.BENCH, "safenlp/onnx/medical/perturbations_0.onnx")
+SAFENLP_SPEC = os.path.join(sampling.BENCH, "safenlp/vnnlib/medical/hyperrectangle_327.vnnlib")
+
+
+@pytest.mark.skipif(not sampling.ortref.available(), reason="no onnxruntime")
+@pytest.mark.skipif(not (sampling.on_disk(SAFENLP_MODEL) and sampling.on_disk(SAFENLP_SPEC)),
+                    reason="no safenlp benchmark")
+def test_relu_splits_finish_a_proof_that_needs_splitting():
+    """safenlp's hyperrectangle_327 (30 inputs that vary) is open over the whole box and is
+    proved by input splitting in a few hundred bound computations; ReLU splits with beta
+    multipliers prove it too (tens of thousands of parts), and sampling finds no point of the
+    box that meets its unsafe conditions."""
+    model, spec = sampling.on_disk(SAFENLP_MODEL), sampling.on_disk(SAFENLP_SPEC)
+    rc, out, err = sampling.propdag("verify", model, spec, "--method", "alpha")
+    assert rc == 0, err
+    assert out.split("\n")[0] == "unknown"
+    for branch in ("input", "relu"):
+        rc, out, err = sampling.propdag("verify", model, spec, "--method", "alpha", "--split",
+                                        "1000000", "--timeout", "120", "--branch", branch)
+        assert rc == 0, err
+        assert out.split("\n")[0] == "verified", f"--branch {branch}: {out}"
+    asserts = asserts_of(spec)
+    rng = np.random.default_rng(5)
+    for lo, hi in vnnlib.read(spec).boxes:
+        points, _, _ = sampling.sample(lo, hi, 2000, rng, max_corners=200)
+        ys = sampling.evaluate(model, points)[0]
+        assert not any(meets_property(asserts, p, q) for p, q in zip(points, ys))

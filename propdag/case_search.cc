@@ -1,0 +1,171 @@
+#include "propdag/case_search.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "propdag/objective.h"
+#include "propdag/point_search.h"
+
+namespace propdag::internal {
+namespace {
+
+constexpr Eigen::Index kLookaheadDims = 16;
+// Falsification by search before splitting: sampled points, pattern searches started, and the
+// time it may take (at most this, and at most a tenth of --timeout).
+constexpr int kSamples = 10000;
+constexpr size_t kStarts = 20;
+constexpr double kSearchSeconds = 1.0;
+// Splitting small inputs: one search per dimension ratio, taking turns of this many boxes.
+constexpr double kRatios[] = {0, 4, 16};
+constexpr int64_t kSliceBoxes = 1000;
+// Boxes keep every node's bounds for their halves when the model has at most this many elements
+// in all (each open box holds two doubles per element: 2 MiB at most).
+constexpr int64_t kCarryElements = int64_t{1} << 17;
+
+int64_t elements(const Model& model) {
+  int64_t n = 0;
+  for (int node = 0; node < model.dag().size(); ++node) n += model.numel(node);
+  return n;
+}
+
+bool has_relus(const Model& model) {
+  for (int node = 0; node < model.dag().size(); ++node)
+    if (model.op(node) != nullptr && model.op(node)->linear_on_each_side_of_zero()) return true;
+  return false;
+}
+
+}  // namespace
+
+CaseSearch::CaseSearch(const Model& model, const SpecCase& c, const Options& options,
+                       const SplitOptions& split, Clock::time_point deadline)
+    : model_(model),
+      case_(c),
+      options_(options),
+      split_(split),
+      deadline_(deadline),
+      objective_(objective_of(model, c)),
+      rhs_(rhs_of(c)),
+      free_dims_((c.box.hi.array() > c.box.lo.array()).count()),
+      carry_nodes_(options.method != Method::kIbp && split.carry_bounds &&
+                   elements(model) <= kCarryElements),
+      relu_splits_(options.method != Method::kIbp && split.branching == Branching::kRelu &&
+                   has_relus(model)) {}
+
+common::Result<Verdict> CaseSearch::start() {
+  ASSIGN_OR_RETURN(Bounds b, bound(case_.box));
+  if (margin(b) > 0) return Verdict::kProved;
+  if (split_.max_boxes > 1) {
+    ASSIGN_OR_RETURN(bool hit, find_counterexample(case_.box, b));
+    if (!hit) {
+      ASSIGN_OR_RETURN(hit, local_search(case_.box));
+    }
+    if (hit) return Verdict::kFalsified;
+  }
+  whole_ = std::move(b);
+  return Verdict::kOpen;
+}
+
+// Small inputs get one depth-first search per entry of kRatios, run in turns of kSliceBoxes
+// bound computations, each resuming where it stopped; the first to finish decides. Which choice
+// of dimensions proves a case soonest varies from case to case (ACAS Xu 4_6 prop_1 takes 3.9k
+// boxes with every dimension a candidate and 70k with ratio 16, 2_5 prop_1 about 6k with ratio
+// 16 and more than 80k with every dimension), and taking turns costs at most kRatios' size
+// times the best one.
+common::Result<Verdict> CaseSearch::run() {
+  if (split_.max_boxes <= 1) return Verdict::kOpen;
+  if (relu_splits_) return relu_search();
+  if (!small()) {
+    Search only{0, {Open{case_.box, whole_}}};
+    return depth_first(only, split_.max_boxes);
+  }
+  std::vector<Search> searches;
+  for (double ratio : kRatios) searches.push_back({ratio, {Open{case_.box, whole_}}});
+  for (;;) {
+    for (Search& search : searches) {
+      ASSIGN_OR_RETURN(Verdict v, depth_first(search, kSliceBoxes));
+      if (v != Verdict::kRoundOver) return v;
+    }
+  }
+}
+
+common::Result<CaseSearch::Bounds> CaseSearch::bound(const Interval& box, const Bounds* from,
+                                                     const std::vector<NeuronSplit>* splits) {
+  ++boxes_;
+  Bounds b;
+  const bool alpha = options_.method == Method::kAlpha;
+  if (alpha && from != nullptr) b.slopes = from->slopes, b.multipliers = from->multipliers;
+  if (carry_nodes_ && from != nullptr) b.nodes = from->nodes;
+  BoundsIO io;
+  io.lower_coef = options_.method != Method::kIbp ? &b.coef : nullptr;
+  io.goal = &rhs_;
+  io.slopes = alpha ? &b.slopes : nullptr;
+  io.node_bounds = carry_nodes_ ? &b.nodes : nullptr;
+  io.splits = splits;
+  io.split_scores = relu_splits_ ? &b.scores : nullptr;
+  io.split_multipliers = relu_splits_ && alpha ? &b.multipliers : nullptr;
+  ASSIGN_OR_RETURN(b.y, linear_bounds(model_, box, objective_, options_, io));
+  if (from != nullptr) {  // what holds on the part this one was split from holds on it too
+    b.y.lo = b.y.lo.cwiseMax(from->y.lo);
+    b.y.hi = b.y.hi.cwiseMin(from->y.hi);
+  }
+  return b;
+}
+
+std::pair<double, Eigen::Index> CaseSearch::margin_row(const Bounds& b) const {
+  double best = -std::numeric_limits<double>::infinity();
+  Eigen::Index row = 0;
+  for (Eigen::Index r = 0; r < b.y.lo.size(); ++r) {
+    if (b.y.lo[r] - rhs_[r] > best) best = b.y.lo[r] - rhs_[r], row = r;
+  }
+  return {best, row};
+}
+
+bool CaseSearch::small() const { return free_dims_ <= kLookaheadDims; }
+
+common::Result<bool> CaseSearch::find_counterexample(const Interval& box, const Bounds& b,
+                                                     bool centre) {
+  bool hit = false;
+  if (centre) {
+    ASSIGN_OR_RETURN(hit, counterexample_at((box.lo + box.hi) * 0.5));
+  }
+  for (Eigen::Index r = 0; !hit && r < b.coef.rows(); ++r) {
+    Vec corner = (b.coef.row(r).transpose().array() > 0).select(box.lo, box.hi);
+    ASSIGN_OR_RETURN(hit, counterexample_at(corner));
+  }
+  return hit;
+}
+
+common::Result<double> CaseSearch::violation(const Vec& x) {
+  Options point = options_;
+  point.method = Method::kIbp;  // exact on a one-point box, up to rounding
+  ASSIGN_OR_RETURN(Interval y, linear_bounds(model_, {x, x}, objective_, point));
+  double worst = -std::numeric_limits<double>::infinity();
+  for (Eigen::Index r = 0; r < static_cast<Eigen::Index>(case_.unsafe.size()); ++r) {
+    const double v = y.hi[r] - case_.unsafe[r].rhs;
+    if (!(v <= worst)) worst = v;  // NaN counts as a miss
+  }
+  return worst;
+}
+
+common::Result<bool> CaseSearch::counterexample_at(const Vec& x) {
+  ASSIGN_OR_RETURN(double v, violation(x));
+  return v <= 0 && found(x);
+}
+
+bool CaseSearch::found(Vec x) {
+  counterexample_ = std::move(x);
+  return true;
+}
+
+common::Result<bool> CaseSearch::local_search(const Interval& box) {
+  if (!small()) return false;
+  const double seconds =
+      split_.seconds > 0 ? std::min(kSearchSeconds, 0.1 * split_.seconds) : kSearchSeconds;
+  ASSIGN_OR_RETURN(std::optional<Vec> x, point_search(
+                                             box, [this](const Vec& p) { return violation(p); },
+                                             kSamples, kStarts, seconds));
+  return x && found(std::move(*x));
+}
+
+}  // namespace propdag::internal

@@ -1,0 +1,151 @@
+// The search verify() runs on each case of a property: bounds over the case's box, points that
+// may be counterexamples, and splitting (of the input box: input_split.cc; by the signs of ReLU
+// inputs: relu_split.cc). Not installed.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "common/error.h"
+#include "propdag/engine.h"
+#include "propdag/verify.h"
+
+namespace propdag::internal {
+
+using Clock = std::chrono::steady_clock;
+
+// kRoundOver: one search's turn ran out of boxes (see CaseSearch::run); it can go on.
+enum class Verdict { kProved, kFalsified, kOpen, kRoundOver };
+
+// Proves one case part by part (depth first). `boxes` counts the bound computations.
+class CaseSearch {
+ public:
+  CaseSearch(const Model& model, const SpecCase& c, const Options& options,
+             const SplitOptions& split, Clock::time_point deadline);
+
+  // The whole box: proved by its bounds, or (when splitting is allowed) falsified by a point
+  // search, or open. Cheap next to splitting, so verify() runs it on every case first.
+  common::Result<Verdict> start();
+
+  // After start() left the case open: splits until every part is proved, a point checked in one
+  // is a counterexample, or the budget or time runs out.
+  common::Result<Verdict> run();
+
+  int64_t boxes() const { return boxes_; }
+  const Vec& counterexample() const { return counterexample_; }
+
+ private:
+  // Bounds of the case's constraints over a box, and per constraint the input coefficients of
+  // the linear function CROWN's lower bound comes from (empty for IBP).
+  struct Bounds {
+    Interval y;
+    Mat coef;
+    Slopes slopes;                // --method alpha: the tuned slopes
+    std::vector<Interval> nodes;  // every Dag node's bounds (CROWN, alpha; small models only)
+    std::vector<Vec> scores;      // with ReLU splits: BoundsIO::split_scores
+    Mat multipliers;              // with ReLU splits and alpha: BoundsIO::split_multipliers
+  };
+
+  // A box and, once computed, its bounds.
+  struct Open {
+    Interval box;
+    std::optional<Bounds> bounds;
+  };
+  using Halves = std::pair<Open, Open>;
+
+  // A depth-first search that splits only dimensions at least 1/ratio as wide (relative to the
+  // case's box) as the relatively widest one (ratio 0: any), and the boxes it has left.
+  struct Search {
+    double ratio = 0;
+    std::vector<Open> open;
+    bool started = false;  // the whole box (which start() searched for points) was split
+  };
+
+  // A box and the part of it that ReLU splits cut out, with its bounds.
+  struct Part {
+    Interval box;
+    std::vector<NeuronSplit> splits;
+    Bounds bounds;
+  };
+
+  // case_search.cc
+
+  // Bounds over `box` (with `splits`, over the part of it that meets them). `from`: the bounds
+  // of the part this one was split from, which hold here too; with --method alpha the tuned
+  // slopes and multipliers start from its ones, and carried node bounds narrow these.
+  common::Result<Bounds> bound(const Interval& box, const Bounds* from = nullptr,
+                               const std::vector<NeuronSplit>* splits = nullptr);
+  // Positive when the bounds prove the box safe: by how much the best unsafe constraint
+  // c.y <= rhs misses (its lower bound minus rhs).
+  double margin(const Bounds& b) const { return margin_row(b).first; }
+  // The best margin and the constraint that has it.
+  std::pair<double, Eigen::Index> margin_row(const Bounds& b) const;
+  // Whether the case's box varies in at most kLookaheadDims dimensions (ACAS Xu's five; the
+  // eight noise inputs of dist_shift's 792, whose image part is fixed).
+  bool small() const;
+  bool out_of_time() const { return split_.seconds > 0 && Clock::now() >= deadline_; }
+  // Looks for a counterexample among a few points of the box: its centre (with `centre`) and,
+  // per constraint, the corner that minimizes the linear function CROWN bounds that constraint
+  // by (where the lower bound is attained, the likeliest place for the constraint to hold).
+  common::Result<bool> find_counterexample(const Interval& box, const Bounds& b,
+                                           bool centre = true);
+  // By how much x misses being a counterexample: max_r (c_r . y(x) - rhs_r) over the case's
+  // constraints (the first rows of the objective), <= 0 for one.
+  common::Result<double> violation(const Vec& x);
+  common::Result<bool> counterexample_at(const Vec& x);
+  // Records x, whose violation is <= 0, as the counterexample.
+  bool found(Vec x);
+  // Before any splitting, and for small inputs only: a falsification attempt by sampling and
+  // pattern search (point_search.h), for kSearchSeconds or a tenth of --timeout.
+  common::Result<bool> local_search(const Interval& box);
+
+  // input_split.cc
+
+  // Continues `search` for at most `slice` more bound computations (kRoundOver when they would
+  // run out; the search can be resumed).
+  common::Result<Verdict> depth_first(Search& search, int64_t slice);
+  // Bound computations per split, halves not counted: every dimension the box varies in is
+  // tried for small inputs; larger ones are halved along steepest()'s without trying.
+  int64_t lookahead_cost() const { return small() ? free_dims_ : 1; }
+  // Splits `box` (bounds `b`) in two at the middle of one dimension. For small inputs, every
+  // dimension at least 1/ratio as wide (relative to the case's box) as the widest is tried
+  // (every one for ratio 0), and the one whose worse half comes closest to being proved wins;
+  // its halves keep their bounds. Nothing when no dimension can be halved (every one is a
+  // single double wide).
+  common::Result<std::optional<Halves>> split(const Interval& box, const Bounds& b, double ratio);
+  // The two halves of `box` along `dim`, each with its bounds, which start from `b` (the box's).
+  common::Result<Halves> bounded_halves(const Interval& box, Eigen::Index dim, const Bounds& b);
+  // Where larger inputs are halved without trying: the dimension along which the lower bound of
+  // the constraint closest to being proved varies the most over the box (|its CROWN input
+  // coefficient| x the box's width), or the widest one for IBP.
+  Eigen::Index steepest(const Interval& box, const Bounds& b) const;
+  // The middle of the dimension lies strictly inside it.
+  static bool splittable(const Interval& box, Eigen::Index dim);
+  static std::pair<Interval, Interval> halves(const Interval& box, Eigen::Index dim);
+
+  // relu_split.cc
+
+  // Splits the case's box by the signs of ReLU inputs, depth first.
+  common::Result<Verdict> relu_search();
+  // The element of a ReLU input with the largest split score, if any scores above 0.
+  static std::optional<NeuronSplit> best_split(const Bounds& b);
+
+  const Model& model_;
+  const SpecCase& case_;
+  const Options& options_;
+  const SplitOptions& split_;
+  Clock::time_point deadline_;
+  std::vector<Mat> objective_;
+  Vec rhs_;  // the constraints' right-hand sides: a box is proved once one lower bound exceeds
+  Eigen::Index free_dims_;  // dimensions in which the case's box has a width
+  bool carry_nodes_;        // boxes keep their nodes' bounds, which narrow those of their halves
+  bool relu_splits_;        // open cases are split by the signs of ReLU inputs (relu_search)
+  int64_t boxes_ = 0;
+  std::optional<Bounds> whole_;  // start()'s bounds of the whole box
+  Vec counterexample_;
+};
+
+}  // namespace propdag::internal
