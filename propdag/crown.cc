@@ -53,7 +53,7 @@ common::Status Crown::forward(const Interval& input, const std::vector<Interval>
       for (int p : dag.node(n).preds) feeds_nonlinear[p] = 1;
   b_.resize(dag.size());
   for (int n = 0; n < dag.size(); ++n) {  // Dag nodes are stored topologically
-    if (m_.op(n) == nullptr) {  // a graph input (a ReLU on it may be split too)
+    if (m_.op(n) == nullptr) {            // a graph input (a ReLU on it may be split too)
       b_[n] = {input.lo.segment(offset_[n], m_.numel(n)),
                input.hi.segment(offset_[n], m_.numel(n))};
       if (!narrow_by_splits(n, b_[n])) {
