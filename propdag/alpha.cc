@@ -157,7 +157,7 @@ Vec Crown::optimized_lower(int target, const Mat& c, Mat* lower_coef, const Vec*
   constexpr double kBeta1 = 0.9, kBeta2 = 0.999, kEps = 1e-8;
   std::vector<Mat> m1(dag.size()), m2(dag.size());
   Mat beta_m1, beta_m2, beta_grad;
-  if (beta.size() != 0) beta_m1 = beta_m2 = beta;
+  if (beta.size() != 0) beta_m1 = beta_m2 = Mat::Zero(beta.rows(), beta.cols());
   LowerPass pass = lower_pass(order, rel, alpha, beta, target, c);
   if (warm != nullptr && static_cast<int>(warm->size()) == dag.size()) {
     // Slopes carried over (from the box this one was split from), within this box's ranges.
