@@ -21,7 +21,11 @@ common::Result<std::optional<Vec>> point_search(const Interval& box, const Viola
   std::vector<std::pair<double, Vec>> points;
   for (int k = 0; k < samples; ++k) {
     Vec x(n);
-    for (Eigen::Index d = 0; d < n; ++d) x[d] = box.lo[d] + unit(rng) * (box.hi[d] - box.lo[d]);
+    for (Eigen::Index d = 0; d < n; ++d) {
+      const double u = unit(rng);
+      const double r = k % 2 == 1 ? unit(rng) : 0.5;
+      x[d] = r < 0.25 ? box.lo[d] : r >= 0.75 ? box.hi[d] : box.lo[d] + u * (box.hi[d] - box.lo[d]);
+    }
     ASSIGN_OR_RETURN(double v, violation(x));
     if (v <= 0) return std::optional<Vec>(std::move(x));
     points.emplace_back(v, std::move(x));

@@ -1,0 +1,71 @@
+// The falsification search (point_search.h) on hand-made violation functions.
+#include "propdag/point_search.h"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+
+namespace propdag::internal {
+namespace {
+
+Interval unit_box(int n) { return {Vec::Zero(n), Vec::Ones(n)}; }
+
+// Counterexamples only on one edge of a 5-dimensional box (x0 at its least value and x1 at its
+// greatest), and the same violation everywhere else: uniform points hit the edge with
+// probability 0, and the pattern search only moves to strictly better points, so nothing leads
+// it there. A point with x0 and x1 each at a bound comes up once in 16 face samples.
+TEST(PointSearchTest, FindsCounterexamplesThatLieOnlyOnAnEdgeOfTheBox) {
+  const Interval box = {Vec::Constant(5, -1.0), Vec::Constant(5, 2.0)};
+  int calls = 0;
+  Violation on_edge = [&](const Vec& x) -> common::Result<double> {
+    ++calls;
+    return x[0] == box.lo[0] && x[1] == box.hi[1] ? -1.0 : 1.0;
+  };
+  auto found = point_search(box, on_edge, 1000, 5, 10.0);
+  ASSERT_TRUE(found.ok()) << found.error().str();
+  ASSERT_TRUE(found->has_value());
+  const Vec& x = **found;
+  EXPECT_EQ(x[0], -1.0);
+  EXPECT_EQ(x[1], 2.0);
+  EXPECT_TRUE((x.array() >= box.lo.array()).all() && (x.array() <= box.hi.array()).all());
+  EXPECT_LT(calls, 1000);
+}
+
+// Half of the samples stay uniform: an interior pocket that no face touches is still found.
+TEST(PointSearchTest, FindsCounterexamplesInsideTheBox) {
+  Violation pocket = [](const Vec& x) -> common::Result<double> {
+    return (x.array() - 0.5).abs().maxCoeff() - 0.2;  // <= 0 on the cube [0.3, 0.7]^3
+  };
+  auto found = point_search(unit_box(3), pocket, 1000, 5, 10.0);
+  ASSERT_TRUE(found.ok());
+  ASSERT_TRUE(found->has_value());
+  EXPECT_LE(((**found).array() - 0.5).abs().maxCoeff(), 0.2);
+}
+
+// Nothing to find: every sample and every pattern-search move is tried, and no point returned.
+TEST(PointSearchTest, ReturnsNothingWhereNoPointViolates) {
+  int calls = 0;
+  Violation never = [&](const Vec& x) -> common::Result<double> {
+    ++calls;
+    return 1.0 + x.sum();
+  };
+  auto found = point_search(unit_box(2), never, 200, 3, 10.0);
+  ASSERT_TRUE(found.ok());
+  EXPECT_FALSE(found->has_value());
+  EXPECT_GT(calls, 200);  // the samples, then the searches from the 3 best
+}
+
+// An error from the violation function ends the search with that error.
+TEST(PointSearchTest, PassesOnTheViolationsError) {
+  Violation failing = [](const Vec&) -> common::Result<double> {
+    return common::Error{"", "n1", "X", "no rule"};
+  };
+  auto found = point_search(unit_box(2), failing, 10, 2, 10.0);
+  ASSERT_FALSE(found.ok());
+  EXPECT_EQ(found.error().node, "n1");
+  EXPECT_EQ(found.error().message, "no rule");
+}
+
+}  // namespace
+}  // namespace propdag::internal
