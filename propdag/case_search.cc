@@ -16,6 +16,11 @@ constexpr Eigen::Index kLookaheadDims = 16;
 constexpr int kSamples = 10000;
 constexpr size_t kStarts = 20;
 constexpr double kSearchSeconds = 1.0;
+// Then gradient descent (any input size): starts, Adam steps per start, and step size relative
+// to the box, for at most the same time.
+constexpr int kDescentStarts = 20;
+constexpr int kDescentSteps = 100;
+constexpr double kDescentRate = 0.02;
 // Splitting small inputs: one search per dimension ratio, taking turns of this many boxes.
 constexpr double kRatios[] = {0, 4, 16};
 constexpr int64_t kSliceBoxes = 1000;
@@ -59,6 +64,9 @@ common::Result<Verdict> CaseSearch::start() {
     ASSIGN_OR_RETURN(bool hit, find_counterexample(case_.box, b));
     if (!hit) {
       ASSIGN_OR_RETURN(hit, local_search(case_.box));
+    }
+    if (!hit) {
+      ASSIGN_OR_RETURN(hit, descent(case_.box));
     }
     if (hit) return Verdict::kFalsified;
   }
@@ -156,6 +164,28 @@ common::Result<bool> CaseSearch::counterexample_at(const Vec& x) {
 bool CaseSearch::found(Vec x) {
   counterexample_ = std::move(x);
   return true;
+}
+
+common::Result<bool> CaseSearch::descent(const Interval& box) {
+  const auto k = static_cast<Eigen::Index>(case_.unsafe.size());
+  std::vector<Mat> constraints;
+  for (const Mat& c : objective_) constraints.push_back(c.rows() > 0 ? Mat(c.topRows(k)) : c);
+  Options point = options_;
+  point.method = Method::kCrown;
+  point.refine_intermediate = false;  // IBP's bounds are exact on a one-point box
+  Rows rows = [&](const Vec& x) -> common::Result<RowsAt> {
+    RowsAt at;
+    ASSIGN_OR_RETURN(Interval y, linear_bounds(model_, {x, x}, constraints, point, &at.grad));
+    at.g = y.lo - rhs_.head(k);
+    return at;
+  };
+  const double seconds =
+      split_.seconds > 0 ? std::min(kSearchSeconds, 0.1 * split_.seconds) : kSearchSeconds;
+  ASSIGN_OR_RETURN(std::optional<Vec> x,
+                   gradient_search(
+                       box, rows, [this](const Vec& p) { return violation(p); }, kDescentStarts,
+                       kDescentSteps, kDescentRate, seconds));
+  return x && found(std::move(*x));
 }
 
 common::Result<bool> CaseSearch::local_search(const Interval& box) {

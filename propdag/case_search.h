@@ -101,6 +101,10 @@ class CaseSearch {
   // Before any splitting, and for small inputs only: a falsification attempt by sampling and
   // pattern search (point_search.h), for kSearchSeconds or a tenth of --timeout.
   common::Result<bool> local_search(const Interval& box);
+  // Then, for any input size: gradient descent on the case's violated constraints
+  // (point_search.h), their gradients from CROWN on one-point boxes (exact where every op's
+  // relaxation is, as for ReLU networks), for kSearchSeconds or a tenth of --timeout.
+  common::Result<bool> descent(const Interval& box);
 
   // input_split.cc
 

@@ -22,6 +22,9 @@ struct Options {
   /// CROWN computes the bounds of every input of a nonlinear op by a backward pass when its cost
   /// (rows x elements of the nodes it crosses) stays under this budget; otherwise IBP's are used.
   double refine_budget = 2e8;
+  /// Off: CROWN keeps IBP's bounds for every intermediate node (no refining backward passes), as
+  /// for a one-point box, where they are exact; the final backward passes still run.
+  bool refine_intermediate = true;
   /// Rows per backward pass are chunked so one coefficient matrix holds at most this many entries.
   double chunk_entries = 3e7;
   /// Intersect the final CROWN bounds with IBP's (intermediate bounds always are).

@@ -2,30 +2,46 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <random>
 #include <utility>
 #include <vector>
 
 namespace propdag::internal {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Clock::time_point after(double seconds) {
+  return Clock::now() +
+         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+// Sample k of `box`: uniform for even k; for odd k each coordinate is at its lower bound or its
+// upper bound a quarter of the time each, and uniform otherwise.
+Vec sample(const Interval& box, int k, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  Vec x(box.lo.size());
+  for (Eigen::Index d = 0; d < x.size(); ++d) {
+    const double u = unit(rng);
+    const double r = k % 2 == 1 ? unit(rng) : 0.5;
+    x[d] = r < 0.25 ? box.lo[d] : r >= 0.75 ? box.hi[d] : box.lo[d] + u * (box.hi[d] - box.lo[d]);
+  }
+  return x;
+}
+
+}  // namespace
 
 common::Result<std::optional<Vec>> point_search(const Interval& box, const Violation& violation,
                                                 int samples, size_t starts, double seconds) {
-  using Clock = std::chrono::steady_clock;
   const Eigen::Index n = box.lo.size();
-  const auto stop = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                       std::chrono::duration<double>(seconds));
+  const auto stop = after(seconds);
   int64_t evaluations = 0;
   auto late = [&] { return ++evaluations % 64 == 0 && Clock::now() >= stop; };
   std::mt19937_64 rng(20241124);
-  std::uniform_real_distribution<double> unit(0.0, 1.0);
   std::vector<std::pair<double, Vec>> points;
   for (int k = 0; k < samples; ++k) {
-    Vec x(n);
-    for (Eigen::Index d = 0; d < n; ++d) {
-      const double u = unit(rng);
-      const double r = k % 2 == 1 ? unit(rng) : 0.5;
-      x[d] = r < 0.25 ? box.lo[d] : r >= 0.75 ? box.hi[d] : box.lo[d] + u * (box.hi[d] - box.lo[d]);
-    }
+    Vec x = sample(box, k, rng);
     ASSIGN_OR_RETURN(double v, violation(x));
     if (v <= 0) return std::optional<Vec>(std::move(x));
     points.emplace_back(v, std::move(x));
@@ -51,6 +67,43 @@ common::Result<std::optional<Vec>> point_search(const Interval& box, const Viola
         }
       }
       if (!moved) step *= 0.5;
+    }
+  }
+  return std::optional<Vec>();
+}
+
+common::Result<std::optional<Vec>> gradient_search(const Interval& box, const Rows& rows,
+                                                   const Violation& violation, int starts,
+                                                   int steps, double rate, double seconds) {
+  constexpr double kBeta1 = 0.9, kBeta2 = 0.999;
+  const auto stop = after(seconds);
+  const Eigen::Index n = box.lo.size();
+  const Vec width = box.hi - box.lo;
+  std::mt19937_64 rng(20251125);
+  for (int s = 0; s < starts; ++s) {
+    Vec x = sample(box, s, rng);
+    Vec m = Vec::Zero(n), v = Vec::Zero(n);
+    double beta1_t = 1, beta2_t = 1;
+    for (int t = 0; t < steps; ++t) {
+      if (Clock::now() >= stop) return std::optional<Vec>();
+      ASSIGN_OR_RETURN(RowsAt at, rows(x));
+      if (at.g.size() > 0 && at.g.maxCoeff() <= 0) {
+        ASSIGN_OR_RETURN(double miss, violation(x));
+        if (miss <= 0) return std::optional<Vec>(std::move(x));
+      }
+      Vec grad = Vec::Zero(n);  // of sum_r max(0, g_r), in box-scaled coordinates
+      for (Eigen::Index r = 0; r < at.g.size(); ++r)
+        if (at.g[r] > 0) grad += at.grad.row(r).transpose();
+      grad = grad.cwiseProduct(width);
+      if (!grad.allFinite() || grad.isZero()) break;  // nothing to follow from here
+      m = kBeta1 * m + (1 - kBeta1) * grad;
+      v = kBeta2 * v + (1 - kBeta2) * grad.cwiseAbs2();
+      beta1_t *= kBeta1, beta2_t *= kBeta2;
+      const Vec move = (m / (1 - beta1_t)).cwiseQuotient((v / (1 - beta2_t)).cwiseSqrt());
+      for (Eigen::Index d = 0; d < n; ++d) {
+        if (width[d] > 0 && std::isfinite(move[d]))
+          x[d] = std::clamp(x[d] - rate * move[d] * width[d], box.lo[d], box.hi[d]);
+      }
     }
   }
   return std::optional<Vec>();

@@ -1,5 +1,5 @@
-// A falsification attempt by sampling and pattern search over a small input box, used by
-// `propdag verify` before it splits. Not installed.
+// Falsification attempts used by `propdag verify` before it splits: sampling and pattern search
+// over a small input box, and gradient descent over any box. Not installed.
 #pragma once
 
 #include <functional>
@@ -23,5 +23,24 @@ using Violation = std::function<common::Result<double>(const Vec&)>;
 /// end or `seconds` have passed.
 common::Result<std::optional<Vec>> point_search(const Interval& box, const Violation& violation,
                                                 int samples, size_t starts, double seconds);
+
+/// A case's constraint values at x, g_r(x) = c_r . y(x) - rhs_r (x is a counterexample when every
+/// one is <= 0), and their gradients (one row per constraint; zero where unknown).
+struct RowsAt {
+  Vec g;
+  Mat grad;
+};
+using Rows = std::function<common::Result<RowsAt>(const Vec&)>;
+
+/// Gradient descent on sum_r max(0, g_r(x)) from `starts` points of `box` (fixed seed; uniform
+/// and face samples in turn, as in point_search): `steps` projected Adam steps each, in
+/// coordinates scaled to the box (a step moves each coordinate by at most about `rate` of its
+/// width). Minimizing the sum of the violated constraints moves all of them at once, where the
+/// pattern search's single-coordinate moves stall at the ridges where two constraints are equal.
+/// A point whose values are all <= 0 is confirmed by `violation` before it is returned. Nothing
+/// once the starts end or `seconds` have passed.
+common::Result<std::optional<Vec>> gradient_search(const Interval& box, const Rows& rows,
+                                                   const Violation& violation, int starts,
+                                                   int steps, double rate, double seconds);
 
 }  // namespace propdag::internal

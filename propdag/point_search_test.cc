@@ -67,5 +67,68 @@ TEST(PointSearchTest, PassesOnTheViolationsError) {
   EXPECT_EQ(found.error().message, "no rule");
 }
 
+// Four constraints whose counterexamples fill a small square inside the box (around x0 = x1 =
+// 0.755, 0.014 wide: 2e-4 of the box, and on no face): x0 + x1 within [1.5, 1.52] and x1
+// within [x0 - 0.02, x0]. Descent on the violated ones reaches it from some of the 20 starts.
+RowsAt square(const Vec& x) {
+  RowsAt at;
+  at.g = Vec{{1.5 - x[0] - x[1], x[0] + x[1] - 1.52, x[1] - x[0], x[0] - x[1] - 0.02}};
+  at.grad = Mat{{-1, -1}, {1, 1}, {-1, 1}, {1, -1}};
+  return at;
+}
+
+TEST(GradientSearchTest, FindsAnInteriorRegionByFollowingTheViolatedConstraints) {
+  int confirmed = 0;
+  Rows rows = [](const Vec& x) -> common::Result<RowsAt> { return square(x); };
+  Violation violation = [&](const Vec& x) -> common::Result<double> {
+    ++confirmed;
+    return square(x).g.maxCoeff();
+  };
+  auto found = gradient_search(unit_box(2), rows, violation, 20, 100, 0.02, 10.0);
+  ASSERT_TRUE(found.ok());
+  ASSERT_TRUE(found->has_value());
+  EXPECT_LE(square(**found).g.maxCoeff(), 0);
+  EXPECT_EQ(confirmed, 1);
+  // The sampling alone (point_search without its pattern search) misses the square.
+  auto sampled = point_search(unit_box(2), violation, 1000, 0, 10.0);
+  ASSERT_TRUE(sampled.ok());
+  EXPECT_FALSE(sampled->has_value());
+}
+
+// Where the gradients promise a counterexample that the exact evaluation does not confirm (as
+// when rounding differs), nothing is returned; where they are zero, each start ends at once.
+TEST(GradientSearchTest, ReturnsOnlyPointsTheViolationConfirms) {
+  Rows promising = [](const Vec& x) -> common::Result<RowsAt> {
+    return RowsAt{Vec{{-1.0}}, Mat::Zero(1, x.size())};
+  };
+  Violation refuting = [](const Vec&) -> common::Result<double> { return 1e-9; };
+  auto found = gradient_search(unit_box(3), promising, refuting, 5, 50, 0.02, 10.0);
+  ASSERT_TRUE(found.ok());
+  EXPECT_FALSE(found->has_value());
+
+  int calls = 0;
+  Rows flat = [&](const Vec& x) -> common::Result<RowsAt> {
+    ++calls;
+    return RowsAt{Vec{{1.0}}, Mat::Zero(1, x.size())};
+  };
+  found = gradient_search(unit_box(3), flat, refuting, 5, 50, 0.02, 10.0);
+  ASSERT_TRUE(found.ok());
+  EXPECT_FALSE(found->has_value());
+  EXPECT_EQ(calls, 5);
+}
+
+// Steps never leave the box, however steep the gradient: x0 is pushed below its least value.
+TEST(GradientSearchTest, StaysInsideTheBox) {
+  const Interval box = {Vec{{-1.0, 2.0}}, Vec{{1.0, 3.0}}};
+  Rows down = [&](const Vec& x) -> common::Result<RowsAt> {
+    EXPECT_TRUE((x.array() >= box.lo.array()).all() && (x.array() <= box.hi.array()).all());
+    return RowsAt{Vec{{x[0] + 5.0}}, Mat{{1e6, 0.0}}};  // <= 0 nowhere in the box
+  };
+  Violation never = [](const Vec& x) -> common::Result<double> { return x[0] + 5.0; };
+  auto found = gradient_search(box, down, never, 3, 200, 0.02, 10.0);
+  ASSERT_TRUE(found.ok());
+  EXPECT_FALSE(found->has_value());
+}
+
 }  // namespace
 }  // namespace propdag::internal

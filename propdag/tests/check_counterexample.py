@@ -1,0 +1,38 @@
+"""Checks a point that `propdag verify` printed with `falsified`, with onnxruntime: it lies in the
+property's input box and its outputs meet the property's output conditions (float32, within the
+tests' slack). Used by benchmarks/propdag_verify_vnncomp.sh --check.
+
+    /usr/bin/python3 propdag/tests/check_counterexample.py MODEL SPEC VERIFY_OUTPUT_FILE
+
+Prints "confirmed" (exit 0) or what misses (exit 1)."""
+
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sampling  # noqa: E402
+from verify_vnncomp_test import SLACK, asserts_of, counterexample_of, meets_property  # noqa: E402
+
+
+def main(argv):
+    if len(argv) != 4:
+        print(__doc__.strip().split("\n\n")[1].strip(), file=sys.stderr)
+        return 2
+    model, spec, path = argv[1:]
+    out = open(path).read()
+    if out.split("\n")[0] != "falsified":
+        print(f"{path}: not a falsified verdict")
+        return 1
+    x = counterexample_of(out)
+    y = sampling.evaluate(model, x[None, :].astype(np.float32))[0][0]
+    if not meets_property(asserts_of(spec), x, y, SLACK):
+        print(f"missed: onnxruntime's outputs {y.tolist()} at the point meet no unsafe case")
+        return 1
+    print("confirmed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
