@@ -1,8 +1,10 @@
 #include "propdag/case_search.h"
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <utility>
+#include <vector>
 
 #include "propdag/objective.h"
 #include "propdag/point_search.h"
@@ -57,10 +59,59 @@ CaseSearch::CaseSearch(const Model& model, const SpecCase& c, const Options& opt
       relu_splits_(options.method != Method::kIbp && split.branching == Branching::kRelu &&
                    has_relus(model)) {}
 
+bool CaseSearch::shares_bounds() const {
+  return options_.method != Method::kAlpha && !relu_splits_;
+}
+
+common::Status CaseSearch::bound_together(const std::vector<CaseSearch*>& cases) {
+  if (cases.empty()) return {};
+  const CaseSearch& first = *cases.front();
+  std::vector<Mat> objective(first.objective_.size());
+  std::vector<Eigen::Index> offsets = {0};
+  Eigen::Index most = 0;
+  for (const CaseSearch* c : cases) {
+    const Eigen::Index rows = c->objective_.empty() ? 0 : c->objective_.front().rows();
+    most = std::max(most, rows);
+    for (size_t o = 0; o < objective.size(); ++o) {
+      const Mat& part = c->objective_[o];
+      Mat& all = objective[o];
+      const Eigen::Index cols = part.cols() > 0 ? part.cols() : all.cols();
+      Mat grown = Mat::Zero(offsets.back() + rows, cols);
+      if (all.size() > 0) grown.topRows(all.rows()) = all;
+      if (part.size() > 0) grown.bottomRows(rows) = part;
+      all = std::move(grown);
+    }
+    offsets.push_back(offsets.back() + rows);
+  }
+  Bounds b;
+  BoundsIO io;
+  io.lower_coef = first.options_.method != Method::kIbp ? &b.coef : nullptr;
+  io.node_bounds = first.carry_nodes_ ? &b.nodes : nullptr;
+  io.budget_rows = most;
+  ASSIGN_OR_RETURN(b.y,
+                   linear_bounds(first.model_, first.case_.box, objective, first.options_, io));
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Eigen::Index at = offsets[i], rows = offsets[i + 1] - offsets[i];
+    Bounds mine;
+    mine.y = {b.y.lo.segment(at, rows), b.y.hi.segment(at, rows)};
+    if (b.coef.rows() > 0) mine.coef = b.coef.middleRows(at, rows);
+    mine.nodes = b.nodes;
+    cases[i]->whole_ = std::move(mine);
+  }
+  ++cases.front()->boxes_;  // one bound computation served them all
+  return {};
+}
+
 common::Result<Verdict> CaseSearch::start() {
-  ASSIGN_OR_RETURN(Bounds b, bound(case_.box));
+  Bounds b;
+  if (whole_) {
+    b = std::move(*whole_);
+    whole_.reset();
+  } else {
+    ASSIGN_OR_RETURN(b, bound(case_.box));
+  }
   if (margin(b) > 0) return Verdict::kProved;
-  if (split_.max_boxes > 1) {
+  if (split_.max_boxes > 1 && !out_of_time()) {
     ASSIGN_OR_RETURN(bool hit, find_counterexample(case_.box, b));
     if (!hit) {
       ASSIGN_OR_RETURN(hit, local_search(case_.box));
@@ -166,6 +217,12 @@ bool CaseSearch::found(Vec x) {
   return true;
 }
 
+double CaseSearch::search_seconds() const {
+  if (split_.seconds <= 0) return kSearchSeconds;
+  const double left = std::chrono::duration<double>(deadline_ - Clock::now()).count();
+  return std::max(0.0, std::min({kSearchSeconds, 0.1 * split_.seconds, left}));
+}
+
 common::Result<bool> CaseSearch::descent(const Interval& box) {
   const auto k = static_cast<Eigen::Index>(case_.unsafe.size());
   std::vector<Mat> constraints;
@@ -179,8 +236,7 @@ common::Result<bool> CaseSearch::descent(const Interval& box) {
     at.g = y.lo - rhs_.head(k);
     return at;
   };
-  const double seconds =
-      split_.seconds > 0 ? std::min(kSearchSeconds, 0.1 * split_.seconds) : kSearchSeconds;
+  const double seconds = search_seconds();
   ASSIGN_OR_RETURN(std::optional<Vec> x,
                    gradient_search(
                        box, rows, [this](const Vec& p) { return violation(p); }, kDescentStarts,
@@ -190,8 +246,7 @@ common::Result<bool> CaseSearch::descent(const Interval& box) {
 
 common::Result<bool> CaseSearch::local_search(const Interval& box) {
   if (!small()) return false;
-  const double seconds =
-      split_.seconds > 0 ? std::min(kSearchSeconds, 0.1 * split_.seconds) : kSearchSeconds;
+  const double seconds = search_seconds();
   ASSIGN_OR_RETURN(std::optional<Vec> x, point_search(
                                              box, [this](const Vec& p) { return violation(p); },
                                              kSamples, kStarts, seconds));

@@ -28,7 +28,17 @@ class CaseSearch {
 
   // The whole box: proved by its bounds, or (when splitting is allowed) falsified by a point
   // search, or open. Cheap next to splitting, so verify() runs it on every case first.
+  // start() uses them instead of computing its own (when given before it).
   common::Result<Verdict> start();
+
+  // Whether this case's whole-box bounds may come from bound_together (CROWN and IBP without
+  // ReLU splits: alpha tunes its slopes for the rows it is given, and ReLU splits score them).
+  bool shares_bounds() const;
+  // The whole-box bounds of several cases over the same box (shares_bounds() for each, the same
+  // model and options) in one linear_bounds call over all their objective rows: the intermediate
+  // bounds, most of CROWN's work, are computed once instead of once per case. Counted as one
+  // bound computation, of the first case.
+  static common::Status bound_together(const std::vector<CaseSearch*>& cases);
 
   // After start() left the case open: splits until every part is proved, a point checked in one
   // is a counterexample, or the budget or time runs out.
@@ -87,6 +97,9 @@ class CaseSearch {
   // eight noise inputs of dist_shift's 792, whose image part is fixed).
   bool small() const;
   bool out_of_time() const { return split_.seconds > 0 && Clock::now() >= deadline_; }
+  // How long a point search may take: kSearchSeconds, at most a tenth of --timeout and at most
+  // what is left of it.
+  double search_seconds() const;
   // Looks for a counterexample among a few points of the box: its centre (with `centre`) and,
   // per constraint, the corner that minimizes the linear function CROWN bounds that constraint
   // by (where the lower bound is attained, the likeliest place for the constraint to hold).
@@ -148,7 +161,7 @@ class CaseSearch {
   bool carry_nodes_;        // boxes keep their nodes' bounds, which narrow those of their halves
   bool relu_splits_;        // open cases are split by the signs of ReLU inputs (relu_search)
   int64_t boxes_ = 0;
-  std::optional<Bounds> whole_;  // start()'s bounds of the whole box
+  std::optional<Bounds> whole_;  // the whole box's bounds (from bound_together, or start()'s)
   Vec counterexample_;
 };
 

@@ -245,7 +245,9 @@ common::Result<Interval> linear_bounds(const Model& model, const Interval& input
     if (c[o].cols() != model.numel(node) || c[o].rows() != rows)
       return model.graph().error("objective matrix for output " + std::to_string(o) +
                                  " has the wrong size");
-    bool affordable = ibp || crown->row_cost(node) * rows <= kOutputBudget * options.refine_budget;
+    const Eigen::Index judged = io.budget_rows > 0 ? std::min(rows, io.budget_rows) : rows;
+    bool affordable = ibp || crown->row_cost(node) * static_cast<double>(judged) <=
+                                 kOutputBudget * options.refine_budget;
     Interval part;
     if (affordable && !ibp && options.method == Method::kAlpha) {
       part.hi = crown->backward(node, c[o]).hi;

@@ -100,6 +100,11 @@ struct BoundsIO {
   /// (-l u / (u - l)). Zero where an element cannot be split (stable, or not feeding a ReLU-like
   /// op); empty entries for nodes feeding none.
   std::vector<Vec>* split_scores = nullptr;
+  /// The number of rows by which the cost of each output's final backward pass is judged
+  /// against Options::refine_budget (0: all the objective's rows). A caller that stacks several
+  /// objectives into one call passes the largest one's row count, so that each row is bounded as
+  /// it would be in a call of its own (the pass is chunked by rows anyway).
+  Eigen::Index budget_rows = 0;
 };
 
 /// Bounds of sum_o C_o * y_o, y_o the flattened graph output o (one matrix per graph output, all

@@ -28,12 +28,35 @@ common::Result<VerifyResult> verify(const Model& model, const Spec& spec, const 
                          std::chrono::duration<double>(split.seconds > 0 ? split.seconds : 0));
   VerifyResult result;
   result.cases = static_cast<int>(spec.cases.size());
-  // First every case over its whole box (bounds, then a point search), so that a counterexample
-  // anywhere is found before time goes into splitting one case; then the open cases are split.
-  std::vector<std::unique_ptr<CaseSearch>> open;
+  std::vector<std::unique_ptr<CaseSearch>> searches;
+  std::vector<const Interval*> boxes;
   for (const SpecCase& c : spec.cases) {
     if (c.unsafe.empty()) continue;  // no output constraint: every input is a counterexample
-    auto search = std::make_unique<CaseSearch>(model, c, options, split, deadline);
+    searches.push_back(std::make_unique<CaseSearch>(model, c, options, split, deadline));
+    boxes.push_back(&c.box);
+  }
+  // Cases over the same box (a robustness property's one per other class) get their whole-box
+  // bounds from one computation, whose intermediate bounds they share.
+  std::vector<bool> grouped(searches.size(), false);
+  for (size_t i = 0; i < searches.size(); ++i) {
+    if (grouped[i] || !searches[i]->shares_bounds()) continue;
+    const Interval& box = *boxes[i];
+    std::vector<CaseSearch*> group = {searches[i].get()};
+    for (size_t j = i + 1; j < searches.size(); ++j) {
+      const Interval& other = *boxes[j];
+      if (!grouped[j] && other.lo == box.lo && other.hi == box.hi) {
+        group.push_back(searches[j].get());
+        grouped[j] = true;
+      }
+    }
+    if (group.size() > 1) RETURN_IF_ERROR(CaseSearch::bound_together(group));
+  }
+  // First every case over its whole box (bounds, then a point search), so that a counterexample
+  // anywhere is found before time goes into splitting one case; then the open cases are split.
+  // Past --timeout, the cases not yet looked at stay open.
+  std::vector<CaseSearch*> open;
+  for (auto& search : searches) {
+    if (split.seconds > 0 && Clock::now() >= deadline) break;
     ASSIGN_OR_RETURN(Verdict v, search->start());
     result.boxes += search->boxes();
     if (v == Verdict::kProved) ++result.cases_proved;
@@ -42,9 +65,9 @@ common::Result<VerifyResult> verify(const Model& model, const Spec& spec, const 
       result.counterexample = search->counterexample();
       return result;
     }
-    if (v == Verdict::kOpen) open.push_back(std::move(search));
+    if (v == Verdict::kOpen) open.push_back(search.get());
   }
-  for (auto& search : open) {
+  for (CaseSearch* search : open) {
     const int64_t before = search->boxes();
     ASSIGN_OR_RETURN(Verdict v, search->run());
     result.boxes += search->boxes() - before;

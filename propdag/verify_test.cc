@@ -178,5 +178,36 @@ TEST(VerifyTest, ReluSplitsProveWhatTheWholeBoxCannot) {
   EXPECT_EQ(short_budget->boxes, 3);
 }
 
+// y = Relu(x), x in [-1, 1], so y in [0, 1]. Three cases over the same box: y >= 2 and y <= -0.5
+// are proved by the bounds, y >= 0.5 is not. IBP and CROWN bound the three in one computation
+// (their intermediate bounds are the same), alpha tunes each case's slopes on its own: the
+// verdicts are the same either way.
+TEST(VerifyTest, CasesOverOneBoxShareOneBoundComputation) {
+  Model m = build(R"(
+    <ir_version: 8, opset_import: ["" : 15]>
+    g (float[1,1] x) => (float[1,1] y) {
+      y = Relu(x)
+    })");
+  auto s = parse_vnnlib(
+      "(declare-const X_0 Real)\n(declare-const Y_0 Real)\n"
+      "(assert (>= X_0 -1))\n(assert (<= X_0 1))\n"
+      "(assert (or (and (>= Y_0 2)) (and (<= Y_0 -0.5)) (and (>= Y_0 0.5))))\n",
+      "p.vnnlib");
+  ASSERT_TRUE(s.ok()) << s.error().str();
+  ASSERT_EQ(s->cases.size(), 3u);
+  for (Method method : {Method::kIbp, Method::kCrown, Method::kAlpha}) {
+    auto r = verify(m, *s, {method});
+    ASSERT_TRUE(r.ok()) << r.error().str();
+    EXPECT_FALSE(r->verified);
+    EXPECT_EQ(r->cases_proved, 2);
+    EXPECT_EQ(r->boxes, method == Method::kAlpha ? 3 : 1);
+  }
+  // With splitting, the open case is falsified at the box's corner x = 1 (y = 1 >= 0.5).
+  auto split = verify(m, *s, {Method::kCrown}, {100, 0});
+  ASSERT_TRUE(split.ok()) << split.error().str();
+  ASSERT_TRUE(split->falsified);
+  EXPECT_GE(split->counterexample[0], 0.5);
+}
+
 }  // namespace
 }  // namespace propdag

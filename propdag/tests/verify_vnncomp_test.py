@@ -8,6 +8,7 @@ the box cut out by the signs of ReLU inputs, with beta multipliers). The propert
 are evaluated here from the VNN-LIB text, independently of propdag's reader."""
 
 import csv
+import json
 import os
 
 import numpy as np
@@ -184,3 +185,30 @@ def test_descent_falsifies_large_inputs_and_onnxruntime_confirms():
         rc, out, err = sampling.propdag("verify", model, spec, "--split", "1")
         assert rc == 0 and out.split("\n")[0] == "unknown", f"{image}: {out} {err}"
         print(f"{image}: falsified")
+
+
+TRAFFIC = os.path.join(sampling.BENCH, "traffic_signs_recognition_2023")
+TRAFFIC_MODEL = "onnx/3_30_30_QConv_16_3_QConv_32_2_Dense_43_ep_30.onnx"
+
+
+@pytest.mark.skipif(not sampling.on_disk(os.path.join(TRAFFIC, TRAFFIC_MODEL)),
+                    reason="no traffic_signs_recognition benchmark")
+def test_timeout_holds_for_a_property_with_many_cases():
+    """A robustness property of a 43-class network has 42 cases over one box. Their whole-box
+    bounds come from one computation, and --timeout ends the search however many cases remain:
+    before both, this instance took 27 s of a 10 s timeout (0.55 s of CROWN per case)."""
+    model = sampling.on_disk(os.path.join(TRAFFIC, TRAFFIC_MODEL))
+    spec = sampling.on_disk(os.path.join(TRAFFIC, "vnnlib/model_30_idx_7377_eps_1.00000.vnnlib"))
+    rc, out, err = sampling.propdag("verify", model, spec, "--split", "1000000000", "--timeout", "3",
+                                    "--stats")
+    assert rc == 0, err
+    assert out.split("\n")[0] == "unknown"
+    stats = json.loads(err.strip().splitlines()[-1])
+    assert stats["cases"] == 42 and stats["cases_proved"] == 0
+    # One box's bounds take about half a second here; a few of them past the limit are allowed
+    # for a loaded machine, the 24 s that 42 separate whole-box bounds took are not.
+    assert stats["ms"] < 3000 + 4000, stats
+    # Without splitting: one bound computation for all 42 cases.
+    rc, out, err = sampling.propdag("verify", model, spec, "--stats")
+    assert rc == 0 and out.split("\n")[0] == "unknown", err
+    assert json.loads(err.strip().splitlines()[-1])["boxes"] == 1
