@@ -1,6 +1,7 @@
 // propdag: IBP, CROWN and alpha-CROWN time per ACAS Xu network (prop_1 box) and per tllverifybench
-// network (the first property listed for it in instances.csv). Model loading is outside the timing;
-// CPU time is the figure to read on a shared machine.
+// network (the first property listed for it in instances.csv), model loading outside the timing;
+// and, per benchmark folder, the time to load its first instance's model (bound rules built) and
+// to read its property (load/...). CPU time is the figure to read on a shared machine.
 //   propdag_bench [--benchmark_filter=acasxu] ; VNNCOMP_BENCHMARKS overrides the model folder.
 #include <benchmark/benchmark.h>
 
@@ -101,6 +102,47 @@ void register_benchmark(const std::string& bench, const std::string& model_path,
         ->Unit(benchmark::kMillisecond);
 }
 
+// Model::load (ONNX read, shapes, every node's bound rule) or read_vnnlib, timed whole.
+void load_model(benchmark::State& state, const std::string& path) {
+  for (auto _ : state) {
+    auto m = propdag::Model::load(path);
+    if (!m.ok()) {
+      state.SkipWithError(m.error().str().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(m->input_size());
+  }
+}
+
+void read_property(benchmark::State& state, const std::string& path) {
+  for (auto _ : state) {
+    auto spec = propdag::read_vnnlib(path);
+    if (!spec.ok()) {
+      state.SkipWithError(spec.error().str().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(spec->cases.size());
+  }
+}
+
+void register_loads() {
+  if (!fs::is_directory(bench_dir())) return;
+  std::vector<std::string> benches;
+  for (const auto& e : fs::directory_iterator(bench_dir()))
+    if (fs::exists(e.path() / "instances.csv")) benches.push_back(e.path().filename());
+  std::sort(benches.begin(), benches.end());
+  for (const std::string& bench : benches) {
+    auto found = instances(bench);
+    if (found.empty()) continue;
+    const auto& [model, spec] = found.front();
+    const std::string name = "load/" + bench + "/" + fs::path(model).filename().string();
+    benchmark::RegisterBenchmark((name + "/model").c_str(), load_model, model)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark((name + "/property").c_str(), read_property, spec)
+        ->Unit(benchmark::kMillisecond);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -115,6 +157,7 @@ int main(int argc, char** argv) {
   }
   for (const auto& [model, spec] : instances("tllverifybench_2023"))
     register_benchmark("tllverifybench", model, spec);
+  register_loads();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -191,7 +191,7 @@ Vec Crown::optimized_lower(int target, const Mat& c, Mat* lower_coef, const Vec*
     v2 = kBeta2 * v2 + (1 - kBeta2) * grad.cwiseAbs2();
     x.array() += opt_.alpha_rate * (v1.array() / fix1) / ((v2.array() / fix2).sqrt() + kEps);
   };
-  for (int s = 1; s <= steps && !done(); ++s) {
+  for (int s = 1; s <= steps && !done() && !opt_.past_deadline(); ++s) {
     std::vector<Mat> grad =
         alpha_gradient(order, rel, alpha, pass, beta.size() ? &beta_grad : nullptr);
     const double fix1 = 1 - std::pow(kBeta1, s), fix2 = 1 - std::pow(kBeta2, s);

@@ -68,8 +68,9 @@ common::Status Crown::forward(const Interval& input, const std::vector<Interval>
     if (prior != nullptr && static_cast<int>(prior->size()) == dag.size() &&
         (*prior)[n].size() == b_[n].size())
       intersect(b_[n], (*prior)[n].lo, (*prior)[n].hi);
-    if (!narrow_by_splits(n, b_[n]) || (feeds_nonlinear[n] && opt_.refine_intermediate &&
-                                        cost(n) <= opt_.refine_budget && !refine(n))) {
+    if (!narrow_by_splits(n, b_[n]) ||
+        (feeds_nonlinear[n] && opt_.refine_intermediate && cost(n) <= opt_.refine_budget &&
+         !opt_.past_deadline() && !refine(n))) {
       empty_ = true;
       return {};
     }

@@ -2,6 +2,7 @@
 // alpha-CROWN (CROWN whose final lower bounds tune the ReLU lower lines by gradient ascent).
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -37,6 +38,12 @@ struct Options {
   /// box a verifier split this one from): they start close, so fewer steps do.
   int alpha_warm_steps = 3;
   double alpha_rate = 0.1;
+  /// When set, past this time CROWN refines no more intermediate bounds (IBP's stand) and alpha
+  /// takes no more steps (the best bound so far stands): the bounds stay sound, only looser, and
+  /// a computation started just before a verifier's time limit ends soon after it.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  /// Whether `deadline` is set and has passed.
+  bool past_deadline() const { return deadline && std::chrono::steady_clock::now() >= *deadline; }
 };
 
 /// IBP bounds of every Dag node for an input box over all graph inputs (concatenated in order).

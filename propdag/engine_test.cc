@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "common/testing.h"
 #include "propdag/test_util.h"
 
@@ -41,6 +43,53 @@ TEST(EngineTest, Net1Crown) {
   Interval y = run(m, box({-1, -1}, {1, 1}), Method::kCrown);
   EXPECT_DOUBLE_EQ(y.lo[0], 0);
   EXPECT_DOUBLE_EQ(y.hi[0], 3);
+}
+
+// Two ReLU layers, so that CROWN's refined bounds of the second layer's input are tighter than
+// IBP's. With a deadline already past, CROWN refines no intermediate bound: its bounds are then
+// exactly those of CROWN without refinement (Options::refine_intermediate = false), looser than
+// on time on this network, and still contain every sampled output; alpha takes no step.
+TEST(EngineTest, PastADeadlineCrownStopsRefiningAndStaysSound) {
+  Model m = build(R"(
+    <ir_version: 8, opset_import: ["" : 15]>
+    g (float[1,2] x) => (float[1,1] y)
+    <float[2,3] w1 = {1, -1, 0.5, 1, 1, -2}, float[3,3] w2 = {1, -1, 2, -1, 1, 1, 0.5, 2, -1},
+     float[3,1] w3 = {1, -2, 1}> {
+      h1 = MatMul(x, w1)
+      r1 = Relu(h1)
+      h2 = MatMul(r1, w2)
+      r2 = Relu(h2)
+      y = MatMul(r2, w3)
+    })");
+  const Interval b = box({-1, -1}, {1, 1});
+  Options late{Method::kCrown};
+  late.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  ASSERT_TRUE(late.past_deadline());
+  EXPECT_FALSE(Options{}.past_deadline());
+  Options unrefined{Method::kCrown};
+  unrefined.refine_intermediate = false;
+  auto on_time = output_bounds(m, b, {Method::kCrown});
+  auto past = output_bounds(m, b, late);
+  auto plain = output_bounds(m, b, unrefined);
+  ASSERT_TRUE(on_time.ok() && past.ok() && plain.ok());
+  const Interval &t = on_time->front(), &p = past->front();
+  EXPECT_EQ(p.lo, plain->front().lo);
+  EXPECT_EQ(p.hi, plain->front().hi);
+  EXPECT_LE(p.lo[0], t.lo[0]);
+  EXPECT_GE(p.hi[0], t.hi[0]);
+  EXPECT_TRUE(p.lo[0] < t.lo[0] || p.hi[0] > t.hi[0]) << "refinement changes nothing here";
+  Options alpha_late = late;
+  alpha_late.method = Method::kAlpha;
+  auto alpha = output_bounds(m, b, alpha_late);
+  ASSERT_TRUE(alpha.ok());
+  EXPECT_EQ(alpha->front().lo, p.lo);  // no step taken: CROWN's lower bound, unrefined
+  for (double x0 = -1; x0 <= 1; x0 += 0.125)
+    for (double x1 = -1; x1 <= 1; x1 += 0.125) {
+      auto y = output_bounds(m, box({x0, x1}, {x0, x1}), {Method::kIbp});
+      ASSERT_TRUE(y.ok());
+      EXPECT_GE(y->front().lo[0], p.lo[0] - 1e-12);
+      EXPECT_LE(y->front().hi[0], p.hi[0] + 1e-12);
+    }
 }
 
 // Node bounds passed in are intersected with those computed on the box. Network 1 with h known to

@@ -5,6 +5,7 @@
 #include <Eigen/Dense>
 #include <Eigen/SparseCore>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -27,6 +28,24 @@ struct LinearTerm {
   bool dense = false;
   Mat w;
   SpMat s;
+
+  LinearTerm() = default;
+  LinearTerm(const LinearTerm&) = default;
+  LinearTerm& operator=(const LinearTerm&) = default;
+  // Eigen 3.4's SparseMatrix has no move constructor, so a moved term would copy its matrix
+  // (hundreds of MiB for a large convolution): moving swaps the storage instead.
+  LinearTerm(LinearTerm&& other) noexcept
+      : slot(other.slot), dense(other.dense), w(std::move(other.w)) {
+    s.swap(other.s);
+  }
+  LinearTerm& operator=(LinearTerm&& other) noexcept {
+    slot = other.slot;
+    dense = other.dense;
+    w = std::move(other.w);
+    s.swap(other.s);
+    return *this;
+  }
+  ~LinearTerm() = default;
 };
 
 /// The op's relaxation on the current input bounds.

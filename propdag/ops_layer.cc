@@ -106,20 +106,36 @@ Result<OpOutputs> conv_rule(const OpContext& ctx) {
   if (cg * groups != g.c) return ctx.error("Conv weight channels do not match the input");
   std::vector<double> w = ctx.constants[1]->to_double();
   int64_t k = g.kh * g.kw, in_plane = g.h * g.w, out_plane = g.oh * g.ow;
-  Triplets t;
-  t.reserve(g.n * m * out_plane * cg * k);
+  // The matrix is filled row by row, in row-major order directly: within a row (one output
+  // element) the columns, channel-major then kernel position, only grow. Going through triplets
+  // sorted and converted by Eigen took most of the time to load a large CNN (TinyYOLO).
+  const int64_t rows = g.n * m * out_plane;
+  LinearTerm term;
+  term.s.resize(rows, num_elements(ctx.shape(0)));
+  term.s.reserve(rows * cg * k);
   for (int64_t b = 0; b < g.n; ++b)
     for (int64_t oc = 0; oc < m; ++oc)
-      for (int64_t c = 0; c < cg; ++c) {
-        int64_t ic = oc / mg * cg + c, row0 = (b * m + oc) * out_plane,
-                col0 = (b * g.c + ic) * in_plane;
-        const double* wk = &w[(oc * cg + c) * k];
-        for_each_tap(g, [&](int64_t o, int64_t kk, int64_t i, int64_t, int64_t) {
-          if (i >= 0 && wk[kk] != 0) t.emplace_back(row0 + o, col0 + i, wk[kk]);
-        });
-      }
-  std::vector<LinearTerm> terms{sparse_term(0, g.n * m * out_plane, num_elements(ctx.shape(0)), t)};
-  return affine_output(std::move(terms), channel_bias(ctx, 2, m, g.n, out_plane), out_dims(g, m));
+      for (int64_t oy = 0; oy < g.oh; ++oy)
+        for (int64_t ox = 0; ox < g.ow; ++ox) {
+          const int64_t row = (b * m + oc) * out_plane + oy * g.ow + ox;
+          term.s.startVec(row);
+          for (int64_t c = 0; c < cg; ++c) {
+            const int64_t col0 = (b * g.c + oc / mg * cg + c) * in_plane;
+            const double* wk = &w[(oc * cg + c) * k];
+            for (int64_t ky = 0; ky < g.kh; ++ky) {
+              const int64_t iy = oy * g.sh - g.ph + ky * g.dh;
+              if (iy < 0 || iy >= g.h) continue;
+              for (int64_t kx = 0; kx < g.kw; ++kx) {
+                const int64_t ix = ox * g.sw - g.pw + kx * g.dw;
+                if (ix >= 0 && ix < g.w && wk[ky * g.kw + kx] != 0)
+                  term.s.insertBack(row, col0 + iy * g.w + ix) = wk[ky * g.kw + kx];
+              }
+            }
+          }
+        }
+  term.s.finalize();
+  return affine_output(one_term(std::move(term)), channel_bias(ctx, 2, m, g.n, out_plane),
+                       out_dims(g, m));
 }
 
 // out[b, oc, iy*s - p + ky*d, ...] += x[b, ic, iy, ...] * W[ic, oc % mg, ky, ...]
@@ -154,7 +170,7 @@ Result<OpOutputs> conv_transpose_rule(const OpContext& ctx) {
                                (b * g.c + ic) * in_plane + iy * g.w + ix, wk[ky * g.kw + kx]);
               }
       }
-  std::vector<LinearTerm> terms{sparse_term(0, g.n * m * out_plane, num_elements(x), t)};
+  std::vector<LinearTerm> terms = one_term(sparse_term(0, g.n * m * out_plane, num_elements(x), t));
   Dims out = one_d ? Dims{g.n, m, ow} : Dims{g.n, m, oh, ow};
   return affine_output(std::move(terms), channel_bias(ctx, 2, m, g.n, out_plane), out);
 }
@@ -180,7 +196,8 @@ Result<OpOutputs> average_pool_rule(const OpContext& ctx) {
     for_each_tap(g, [&](int64_t o, int64_t, int64_t i, int64_t, int64_t) {
       if (i >= 0) t.emplace_back(p * out_plane + o, p * in_plane + i, 1.0 / count[o]);
     });
-  std::vector<LinearTerm> terms{sparse_term(0, planes * out_plane, planes * in_plane, t)};
+  std::vector<LinearTerm> terms =
+      one_term(sparse_term(0, planes * out_plane, planes * in_plane, t));
   return affine_output(std::move(terms), Vec::Zero(planes * out_plane), out_dims(g, g.c));
 }
 
@@ -248,7 +265,7 @@ Result<OpOutputs> pad_rule(const OpContext& ctx) {
   }
   Vec bias(src.size());
   for (size_t i = 0; i < src.size(); ++i) bias[i] = src[i] < 0 ? fill : 0.0;
-  std::vector<LinearTerm> terms{gather_term(0, src, num_elements(x))};
+  std::vector<LinearTerm> terms = one_term(gather_term(0, src, num_elements(x)));
   return affine_output(std::move(terms), std::move(bias), out);
 }
 

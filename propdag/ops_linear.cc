@@ -52,7 +52,7 @@ Result<OpOutputs> scale_rule(const OpContext& ctx, bool divide) {
   if (divide)
     for (double& v : c) v = 1.0 / v;
   std::vector<int64_t> map = broadcast_map(out, ctx.shape(var));
-  std::vector<LinearTerm> terms{gather_term(var, map, num_elements(ctx.shape(var)), c)};
+  std::vector<LinearTerm> terms = one_term(gather_term(var, map, num_elements(ctx.shape(var)), c));
   return affine_output(std::move(terms), Vec::Zero(num_elements(out)), out);
 }
 
@@ -63,7 +63,7 @@ Result<OpOutputs> neg_rule(const OpContext& ctx) {
   int64_t n = num_elements(ctx.shape(0));
   std::vector<int64_t> id(n);
   for (int64_t i = 0; i < n; ++i) id[i] = i;
-  std::vector<LinearTerm> terms{gather_term(0, id, n, std::vector<double>(n, -1.0))};
+  std::vector<LinearTerm> terms = one_term(gather_term(0, id, n, std::vector<double>(n, -1.0)));
   return affine_output(std::move(terms), Vec::Zero(n), ctx.shape(0));
 }
 
@@ -115,8 +115,8 @@ Result<OpOutputs> gemm_rule(const OpContext& ctx) {
   bool a_var = ctx.variable(0);
   int var = a_var ? 0 : 1;
   std::vector<double> konst = ctx.constants[1 - var]->to_double();
-  std::vector<LinearTerm> terms{
-      product_term(p, var, a_var, konst, num_elements(ctx.shape(var)), alpha)};
+  std::vector<LinearTerm> terms =
+      one_term(product_term(p, var, a_var, konst, num_elements(ctx.shape(var)), alpha));
   Dims out{M, N};
   Vec bias = Vec::Zero(M * N);
   if (ctx.present(2)) {
@@ -139,8 +139,8 @@ Result<OpOutputs> matmul_rule(const OpContext& ctx) {
   bool a_var = ctx.variable(0);
   int var = a_var ? 0 : 1;
   std::vector<double> konst = ctx.constants[1 - var]->to_double();
-  std::vector<LinearTerm> terms{
-      product_term(p, var, a_var, konst, num_elements(ctx.shape(var)), 1)};
+  std::vector<LinearTerm> terms =
+      one_term(product_term(p, var, a_var, konst, num_elements(ctx.shape(var)), 1));
   return affine_output(std::move(terms), Vec::Zero(B * M * N), s.out);
 }
 
@@ -166,7 +166,7 @@ Result<OpOutputs> batchnorm_rule(const OpContext& ctx) {
     scale[i] = g;
     bias[i] = b[c] - g * mean[c];
   }
-  std::vector<LinearTerm> terms{gather_term(0, id, n, scale)};
+  std::vector<LinearTerm> terms = one_term(gather_term(0, id, n, scale));
   return affine_output(std::move(terms), std::move(bias), x);
 }
 
@@ -201,7 +201,7 @@ Result<OpOutputs> reduce(const OpContext& ctx, bool mean) {
       if (!reduced[d]) row += (i / xs[d]) % x[d] * ks[d];
     entries.emplace_back(row, i, mean ? 1.0 / static_cast<double>(count) : 1.0);
   }
-  std::vector<LinearTerm> terms{sparse_term(0, num_elements(kept), n, entries)};
+  std::vector<LinearTerm> terms = one_term(sparse_term(0, num_elements(kept), n, entries));
   return affine_output(std::move(terms), Vec::Zero(num_elements(kept)), out);
 }
 

@@ -1,6 +1,8 @@
 #include "propdag/ops_util.h"
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "common/eval.h"
 
@@ -53,6 +55,12 @@ LinearTerm sparse_term(int slot, int64_t rows, int64_t cols,
   t.s.resize(rows, cols);
   t.s.setFromTriplets(entries.begin(), entries.end());
   return t;
+}
+
+std::vector<LinearTerm> one_term(LinearTerm term) {
+  std::vector<LinearTerm> terms;
+  terms.push_back(std::move(term));
+  return terms;
 }
 
 OpOutputs affine_output(std::vector<LinearTerm> terms, Vec bias, common::Dims shape) {

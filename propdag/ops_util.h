@@ -23,6 +23,8 @@ LinearTerm gather_term(int slot, const std::vector<int64_t>& src, int64_t in_siz
 /// Sparse term from (row, col, value) triplets.
 LinearTerm sparse_term(int slot, int64_t rows, int64_t cols,
                        const std::vector<Eigen::Triplet<double>>& entries);
+/// A list of one term, moved in (a braced list would copy it).
+std::vector<LinearTerm> one_term(LinearTerm term);
 /// A single output holding an AffineOp.
 OpOutputs affine_output(std::vector<LinearTerm> terms, Vec bias, common::Dims shape);
 /// A constant tensor broadcast to `out` as doubles; empty when it does not broadcast.

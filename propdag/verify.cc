@@ -26,13 +26,16 @@ common::Result<VerifyResult> verify(const Model& model, const Spec& spec, const 
   const auto deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(
                          std::chrono::duration<double>(split.seconds > 0 ? split.seconds : 0));
+  // Bound computations running past the limit stop refining (engine.h: Options::deadline).
+  Options timed = options;
+  if (split.seconds > 0) timed.deadline = deadline;
   VerifyResult result;
   result.cases = static_cast<int>(spec.cases.size());
   std::vector<std::unique_ptr<CaseSearch>> searches;
   std::vector<const Interval*> boxes;
   for (const SpecCase& c : spec.cases) {
     if (c.unsafe.empty()) continue;  // no output constraint: every input is a counterexample
-    searches.push_back(std::make_unique<CaseSearch>(model, c, options, split, deadline));
+    searches.push_back(std::make_unique<CaseSearch>(model, c, timed, split, deadline));
     boxes.push_back(&c.box);
   }
   // Cases over the same box (a robustness property's one per other class) get their whole-box

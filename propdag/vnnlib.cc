@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "common/onnx_io.h"
 
@@ -154,7 +155,7 @@ class Builder {
         if (op == "or") {
           out.insert(out.end(), part.begin(), part.end());
         } else {
-          ASSIGN_OR_RETURN(out, conjoin(out, part, s.line));
+          ASSIGN_OR_RETURN(out, conjoin(std::move(out), part, s.line));
         }
       }
       return out;
@@ -168,9 +169,17 @@ class Builder {
     return p_.error(s.line, "unsupported comparison '" + op + "'");
   }
 
-  Result<Dnf> conjoin(const Dnf& a, const Dnf& b, int line) const {
+  // a AND b: each conjunction of a extended by each of b's. a is taken by value so that the
+  // common case, b a single conjunction (one more assert), extends it in place: a property's
+  // asserts are conjoined one by one, and copying the conjunctions so far for each made
+  // reading quadratic in the number of asserts (16,229 in a TinyYOLO property).
+  Result<Dnf> conjoin(Dnf a, const Dnf& b, int line) const {
     if (a.size() * b.size() > kMaxDisjuncts)
       return p_.error(line, "property has too many disjuncts");
+    if (b.size() == 1) {
+      for (auto& x : a) x.insert(x.end(), b.front().begin(), b.front().end());
+      return a;
+    }
     Dnf out;
     for (const auto& x : a)
       for (const auto& y : b) {
@@ -269,7 +278,7 @@ Result<Spec> parse_vnnlib(std::string_view text, std::string_view source) {
       RETURN_IF_ERROR(b.declare(s));
     } else if (head == "assert" && s.items.size() == 2) {
       ASSIGN_OR_RETURN(Dnf f, b.formula(s.items[1]));
-      ASSIGN_OR_RETURN(dnf, b.conjoin(dnf, f, s.line));
+      ASSIGN_OR_RETURN(dnf, b.conjoin(std::move(dnf), f, s.line));
     } else {
       return p.error(s.line, "unsupported command '" + head + "'");
     }

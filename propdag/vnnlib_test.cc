@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "common/testing.h"
 
 namespace propdag {
@@ -54,6 +56,38 @@ TEST(VnnlibTest, DisjunctionsOverOutputsAndInputs) {
   Interval h = spec->hull();
   EXPECT_EQ(h.lo[0], 0);
   EXPECT_EQ(h.hi[0], 3);
+}
+
+// Asserts are conjoined one at a time, extending the conjunctions so far in place; a disjunction
+// among them multiplies the cases. 3,000 inputs bounded by one assert each (as image properties
+// are), one `or` of two output constraints, then one more output constraint.
+TEST(VnnlibTest, ManyAssertsAndADisjunctionAmongThem) {
+  const int n = 3000;
+  std::string text;
+  for (int i = 0; i < n; ++i) text += "(declare-const X_" + std::to_string(i) + " Real)\n";
+  text += "(declare-const Y_0 Real)\n(declare-const Y_1 Real)\n";
+  for (int i = 0; i < n; ++i) {
+    text += "(assert (>= X_" + std::to_string(i) + " " + std::to_string(-i) + "))\n";
+    if (i == n / 2) text += "(assert (or (<= Y_0 1) (<= Y_1 2)))\n";
+    text += "(assert (<= X_" + std::to_string(i) + " " + std::to_string(i) + "))\n";
+  }
+  text += "(assert (>= Y_0 Y_1))\n";
+  auto spec = parse_vnnlib(text, "p.vnnlib");
+  ASSERT_TRUE(spec.ok()) << spec.error().str();
+  ASSERT_EQ(spec->cases.size(), 2u);
+  for (const SpecCase& c : spec->cases) {
+    ASSERT_EQ(c.box.lo.size(), n);
+    for (int i = 0; i < n; i += 499) {
+      EXPECT_EQ(c.box.lo[i], -i);
+      EXPECT_EQ(c.box.hi[i], i);
+    }
+    ASSERT_EQ(c.unsafe.size(), 2u);
+    EXPECT_EQ(c.unsafe[1].coef, (Vec(2) << -1, 1).finished());  // Y_1 - Y_0 <= 0
+  }
+  EXPECT_EQ(spec->cases[0].unsafe[0].coef, (Vec(2) << 1, 0).finished());
+  EXPECT_EQ(spec->cases[0].unsafe[0].rhs, 1);
+  EXPECT_EQ(spec->cases[1].unsafe[0].coef, (Vec(2) << 0, 1).finished());
+  EXPECT_EQ(spec->cases[1].unsafe[0].rhs, 2);
 }
 
 TEST(VnnlibTest, ErrorsHaveLines) {
