@@ -154,23 +154,38 @@ Result<OpOutputs> conv_transpose_rule(const OpContext& ctx) {
   if (!shape_attr.empty()) return ctx.error("ConvTranspose output_shape is not supported");
   std::vector<double> w = ctx.constants[1]->to_double();
   int64_t k = g.kh * g.kw, in_plane = g.h * g.w, out_plane = oh * ow;
-  Triplets t;
+  // Filled row by row (one output element at a time) in row-major order, as for Conv: output
+  // y takes input iy where y = iy * s - p + ky * d; with ky (and kx) descending, iy (and ix)
+  // ascend, so within a row the columns only grow.
+  const int64_t rows = g.n * m * out_plane;
+  LinearTerm term;
+  term.s.resize(rows, num_elements(x));
+  term.s.reserve(g.n * g.c * mg * in_plane * k);
   for (int64_t b = 0; b < g.n; ++b)
-    for (int64_t ic = 0; ic < g.c; ++ic)
-      for (int64_t o = 0; o < mg; ++o) {
-        int64_t oc = ic / cg * mg + o;
-        const double* wk = &w[(ic * mg + o) * k];
-        for (int64_t iy = 0; iy < g.h; ++iy)
-          for (int64_t ix = 0; ix < g.w; ++ix)
-            for (int64_t ky = 0; ky < g.kh; ++ky)
-              for (int64_t kx = 0; kx < g.kw; ++kx) {
-                int64_t y = iy * g.sh - g.ph + ky * g.dh, xx = ix * g.sw - g.pw + kx * g.dw;
-                if (y < 0 || y >= oh || xx < 0 || xx >= ow || wk[ky * g.kw + kx] == 0) continue;
-                t.emplace_back((b * m + oc) * out_plane + y * ow + xx,
-                               (b * g.c + ic) * in_plane + iy * g.w + ix, wk[ky * g.kw + kx]);
+    for (int64_t oc = 0; oc < m; ++oc) {
+      const int64_t group = oc / mg, o = oc % mg;
+      for (int64_t y = 0; y < oh; ++y)
+        for (int64_t xx = 0; xx < ow; ++xx) {
+          const int64_t row = (b * m + oc) * out_plane + y * ow + xx;
+          term.s.startVec(row);
+          for (int64_t c = 0; c < cg; ++c) {
+            const int64_t ic = group * cg + c, col0 = (b * g.c + ic) * in_plane;
+            const double* wk = &w[(ic * mg + o) * k];
+            for (int64_t ky = g.kh - 1; ky >= 0; --ky) {
+              const int64_t ty = y + g.ph - ky * g.dh;
+              if (ty < 0 || ty % g.sh != 0 || ty / g.sh >= g.h) continue;
+              for (int64_t kx = g.kw - 1; kx >= 0; --kx) {
+                const int64_t tx = xx + g.pw - kx * g.dw;
+                if (tx < 0 || tx % g.sw != 0 || tx / g.sw >= g.w || wk[ky * g.kw + kx] == 0)
+                  continue;
+                term.s.insertBack(row, col0 + ty / g.sh * g.w + tx / g.sw) = wk[ky * g.kw + kx];
               }
-      }
-  std::vector<LinearTerm> terms = one_term(sparse_term(0, g.n * m * out_plane, num_elements(x), t));
+            }
+          }
+        }
+    }
+  term.s.finalize();
+  std::vector<LinearTerm> terms = one_term(std::move(term));
   Dims out = one_d ? Dims{g.n, m, ow} : Dims{g.n, m, oh, ow};
   return affine_output(std::move(terms), channel_bias(ctx, 2, m, g.n, out_plane), out);
 }

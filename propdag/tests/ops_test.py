@@ -48,6 +48,9 @@ CASES = {
     "conv_transpose_stride_pads_outpad": case(
         "ConvTranspose", [("x", [1, 4, 3, 4])], [("w", w(4, 3, 3, 3)), ("b", w(6))],
         dict(strides=[2, 2], pads=[1, 0, 1, 1], output_padding=[1, 0], group=2)),
+    "conv_transpose_dilations_strides": case(
+        "ConvTranspose", [("x", [2, 2, 4, 3])], [("w", w(2, 2, 3, 2)), ("b", w(2))],
+        dict(strides=[2, 3], dilations=[2, 1], pads=[2, 0, 0, 1])),
     "conv_transpose_1d": case("ConvTranspose", [("x", [1, 2, 5])], [("w", w(2, 3, 4))],
                               dict(strides=[3])),
     "batchnorm": case("BatchNormalization", [("x", [1, 3, 2, 2])],
