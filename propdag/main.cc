@@ -166,7 +166,10 @@ static int main_body(int argc, char** argv) {
                    "split by the sign of a ReLU's input, with beta-CROWN multipliers under alpha; "
                    "input boxes are halved where no ReLU can be split)")
       ->check(CLI::IsMember({"input", "relu"}));
-  verify->add_option("--timeout", a.split.seconds, "seconds for splitting (default: no limit)")
+  verify
+      ->add_option("--timeout", a.split.seconds,
+                   "seconds for the property, counted once model and property are read "
+                   "(default: no limit)")
       ->check(CLI::NonNegativeNumber);
   verify->add_option("--alpha-steps", a.alpha_steps, steps_help)->check(kSteps);
   verify
