@@ -4,13 +4,14 @@
 //                  [--alpha-steps N] [--json]
 //   propdag verify MODEL SPEC [--method ibp|crown|alpha] [--alpha-steps N] [--alpha-warm-steps N]
 //                  [--split N] [--branch input|relu] [--timeout S] [--no-carry-bounds]
-//                  [--stats]
+//                  [--stats] [--result FILE]
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
 #include <string>
 
 #include "common/cli.h"
+#include "common/onnx_io.h"
 #include "propdag/engine.h"
 #include "propdag/model.h"
 #include "propdag/verify.h"
@@ -71,7 +72,7 @@ void print_bounds(const propdag::Model& model, const std::vector<Interval>& boun
 }
 
 struct Args {
-  std::string model, spec, box, method = "crown", branch = "input";
+  std::string model, spec, box, method = "crown", branch = "input", result;
   int alpha_steps = propdag::Options{}.alpha_steps;
   int alpha_warm_steps = propdag::Options{}.alpha_warm_steps;
   bool json = false, stats = false, no_carry_bounds = false;
@@ -103,6 +104,33 @@ common::Status run_bounds(const Args& a) {
   return {};
 }
 
+// The result file of the VNN-COMP scripts: sat with the counterexample's inputs and outputs,
+// unsat, timeout (open when the time limit ran out) or unknown.
+Result<std::string> vnncomp_result(const propdag::Model& model, const propdag::VerifyResult& r,
+                                   bool timed_out) {
+  if (r.verified) return std::string("unsat\n");
+  if (!r.falsified) return std::string(timed_out ? "timeout\n" : "unknown\n");
+  const propdag::Vec& x = r.counterexample;
+  propdag::Options exact;
+  exact.method = propdag::Method::kIbp;  // a one-point box: the outputs, up to rounding
+  ASSIGN_OR_RETURN(std::vector<Interval> ys, propdag::output_bounds(model, {x, x}, exact));
+  std::vector<std::string> items;
+  char buf[64];
+  for (Eigen::Index i = 0; i < x.size(); ++i) {
+    std::snprintf(buf, sizeof buf, "(X_%lld %.17g)", static_cast<long long>(i), x[i]);
+    items.emplace_back(buf);
+  }
+  long long j = 0;
+  for (const Interval& y : ys)
+    for (Eigen::Index k = 0; k < y.size(); ++k) {
+      std::snprintf(buf, sizeof buf, "(Y_%lld %.17g)", j++, 0.5 * (y.lo[k] + y.hi[k]));
+      items.emplace_back(buf);
+    }
+  std::string text = "sat\n(";
+  for (size_t i = 0; i < items.size(); ++i) text += (i ? "\n " : "") + items[i];
+  return text + ")\n";
+}
+
 common::Status run_verify(const Args& a) {
   ASSIGN_OR_RETURN(propdag::Method method, propdag::parse_method(a.method));
   ASSIGN_OR_RETURN(propdag::Model model, propdag::Model::load(a.model));
@@ -119,6 +147,11 @@ common::Status run_verify(const Args& a) {
                  "\"boxes\": %lld, \"ms\": %.3f}\n",
                  common::json_string(a.model).c_str(), common::json_string(a.spec).c_str(), r.cases,
                  r.cases_proved, static_cast<long long>(r.boxes), common::now_ms() - start);
+  if (!a.result.empty()) {
+    const bool timed_out = split.seconds > 0 && common::now_ms() - start >= 1000 * split.seconds;
+    ASSIGN_OR_RETURN(std::string text, vnncomp_result(model, r, timed_out));
+    RETURN_IF_ERROR(common::write_output_atomic(a.result, text));
+  }
   if (r.falsified) {
     std::printf("falsified\n");
     for (Eigen::Index i = 0; i < r.counterexample.size(); ++i)
@@ -181,6 +214,9 @@ static int main_body(int argc, char** argv) {
   verify->add_flag("--no-carry-bounds", a.no_carry_bounds,
                    "with --split: compute each box's bounds from the box alone, not narrowed by "
                    "those of the box it was split from (for comparison)");
+  verify->add_option("--result", a.result,
+                     "also write the verdict as a VNN-COMP result file: unsat (verified), sat "
+                     "and the counterexample's ((X_i v) ... (Y_j v)), timeout or unknown");
   verify->add_flag("--stats", a.stats,
                    "print one JSON line {\"model\", \"spec\", \"cases\", \"cases_proved\", "
                    "\"boxes\", \"ms\"} on stderr (boxes: bound computations)");

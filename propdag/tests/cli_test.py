@@ -120,3 +120,41 @@ def test_errors_are_one_line_exit_2(tmp_path):
         assert err.count("\n") == 1 and err.startswith("propdag: "), err
         if message:
             assert err == message
+
+
+def test_verify_writes_a_vnncomp_result_file(tmp_path):
+    folder = str(tmp_path)
+    model = net1(folder)
+    result = os.path.join(folder, "out", "result.txt")
+    os.mkdir(os.path.dirname(result))
+
+    def verdict(spec_text, *args):
+        if os.path.exists(result):
+            os.remove(result)
+        rc, out, err = sampling.propdag("verify", model, prop(folder, spec_text), "--result", result,
+                                        *args)
+        assert rc == 0, err
+        with open(result) as f:
+            return out, f.read()
+
+    assert verdict("(assert (>= Y_0 3.5))\n") == ("verified\n", "unsat\n")
+    assert verdict("(assert (<= Y_0 0.5))\n") == ("unknown\n", "unknown\n")
+    # Past the limit before any case starts: the property stays open, and the file says why.
+    assert verdict("(assert (<= Y_0 0.5))\n", "--split", "100", "--timeout", "1e-9") == \
+        ("unknown\n", "timeout\n")
+    # y = relu(x0 + x1) + relu(x0 - x1) <= 0.5: the box centre is a counterexample.
+    out, text = verdict("(assert (<= Y_0 0.5))\n", "--split", "100")
+    assert out.startswith("falsified\n")
+    lines = text.split("\n")
+    assert lines[0] == "sat" and lines[1].startswith("((X_0 ") and text.endswith("))\n")
+    values = {}
+    for item in text[len("sat\n"):].replace("(", " ").replace(")", " ").strip().split("\n"):
+        name, value = item.split()
+        values[name] = float(value)
+    assert sorted(values) == ["X_0", "X_1", "Y_0"]
+    x0, x1 = values["X_0"], values["X_1"]
+    assert values["Y_0"] == max(x0 + x1, 0) + max(x0 - x1, 0) <= 0.5
+    # A result file that cannot be written is a one-line error, exit code 2.
+    rc, _, err = sampling.propdag("verify", model, prop(folder, "(assert (>= Y_0 3.5))\n"),
+                                  "--result", os.path.join(folder, "missing", "r.txt"))
+    assert rc == 2 and err.count("\n") == 1 and "r.txt" in err
