@@ -2,8 +2,13 @@
 
 #include <charconv>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <iostream>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 namespace common {
 
@@ -68,6 +73,14 @@ int report_error(std::string_view tool, const Error& error) {
 double now_ms() {
   const auto since_epoch = std::chrono::steady_clock::now().time_since_epoch();
   return std::chrono::duration<double, std::milli>(since_epoch).count();
+}
+
+void keep_freed_memory() {
+#if defined(__GLIBC__)
+  mallopt(M_MMAP_MAX, 0);  // large blocks from the heap too, so they are reused once freed
+  mallopt(M_TRIM_THRESHOLD, INT_MAX);  // and freed memory is not handed back
+  mallopt(M_TOP_PAD, 64 << 20);        // the heap grows 64 MiB at a time
+#endif
 }
 
 }  // namespace common

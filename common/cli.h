@@ -41,5 +41,11 @@ int run_guarded(std::string_view tool, std::string_view input, Body&& body) noex
 }
 /// Milliseconds since an arbitrary epoch (steady clock).
 double now_ms();
+/// Makes the allocator keep memory the process frees for its next allocations, instead of
+/// handing large blocks back to the system and faulting fresh pages in for the next ones: a
+/// model of 270 MB (tllverifybench N=64) is read, copied and written in buffers of that size,
+/// and on a virtual machine where page faults are dear that doubled the time to convert it.
+/// The tools call it first; the memory stays with the process until it exits. glibc only.
+void keep_freed_memory();
 
 }  // namespace common

@@ -238,5 +238,6 @@ static int main_body(int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
+  common::keep_freed_memory();
   return common::run_guarded("propdag", "", [&] { return main_body(argc, argv); });
 }
