@@ -1,5 +1,5 @@
-// Hand-worked bounds of the nonlinear rules (ops_nonlinear.cc) and the reductions: every expected
-// value below was computed by hand (shown in the comments).
+// Hand-worked bounds of the nonlinear rules (ops_nonlinear.cc, ops_compare.cc) and the reductions:
+// every expected value below was computed by hand (shown in the comments).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -137,6 +137,94 @@ TEST(NonlinearTest, Reductions) {
     EXPECT_NEAR(y[2].lo[0], 0.5, 1e-12);
     EXPECT_NEAR(y[2].hi[0], 2.5, 1e-12);
   }
+}
+
+// Cast, x in [-1.5, 2.7]: to int64 truncates, [-1, 2]; to float is exact; to bool [0, 1] (0 is
+// inside). CROWN alone (no IBP intersection) takes trunc's lines x - 1 <= t <= x + 1: [-2.5, 3.7].
+// x in [0.5, 2]: bool is [1, 1].
+TEST(CompareTest, Cast) {
+  Model m = build("{ i = Cast<to = 7>(x)\n f = Cast<to = 1>(x)\n b = Cast<to = 9>(x) }",
+                  "float[1] x", "int64[1] i, float[1] f, bool[1] b");
+  auto y = run(m, box({-1.5}, {2.7}), Method::kIbp, false);
+  EXPECT_DOUBLE_EQ(y[0].lo[0], -1);
+  EXPECT_DOUBLE_EQ(y[0].hi[0], 2);
+  EXPECT_DOUBLE_EQ(y[1].lo[0], -1.5);
+  EXPECT_DOUBLE_EQ(y[1].hi[0], 2.7);
+  EXPECT_DOUBLE_EQ(y[2].lo[0], 0);
+  EXPECT_DOUBLE_EQ(y[2].hi[0], 1);
+  y = run(m, box({-1.5}, {2.7}), Method::kCrown, false);
+  EXPECT_NEAR(y[0].lo[0], -2.5, 1e-12);
+  EXPECT_NEAR(y[0].hi[0], 3.7, 1e-12);
+  EXPECT_NEAR(y[1].lo[0], -1.5, 1e-12);
+  EXPECT_NEAR(y[1].hi[0], 2.7, 1e-12);
+  y = run(m, box({0.5}, {2}), Method::kCrown, true);
+  EXPECT_DOUBLE_EQ(y[0].lo[0], 0);
+  EXPECT_DOUBLE_EQ(y[0].hi[0], 2);
+  EXPECT_DOUBLE_EQ(y[2].lo[0], 1);
+  EXPECT_DOUBLE_EQ(y[2].hi[0], 1);
+}
+
+// z = Clip(x, 0, 6) - x/2, x in [-2, 4]; true range [0, 2].
+//   IBP: [0, 4] + [-2, 1] = [-2, 5].
+//   CROWN: ReLU-like lines (l = -2, u = 4): x <= Clip <= 2/3 x + 4/3, so z in [x/2, x/6 + 4/3]
+//   = [-1, 2].
+// w = Clip(x, 0, 2) - x/2, x in [-1, 3]; true range [0, 1]. IBP: [0, 2] + [-1.5, 0.5].
+//   CROWN: chord slope 1/2 through the kinks: x/2 <= Clip <= x/2 + 1, so w in [0, 1].
+// v = Min(x, 1) - x/2, x in [-1, 3]; true range [-0.5, 0.5]. IBP: [-1, 1] + [-1.5, 0.5].
+//   CROWN: 1 - relu(1 - x), relu lines on [-2, 2]: 0 <= relu(t) <= t/2 + 1, so
+//   x/2 - 1/2 <= Min <= 1 and v in [-1/2, 3/2].
+TEST(CompareTest, ClipAndMinWithConstant) {
+  Model m = build(
+      "<float zero = {0}, float six = {6}, float two = {2}, float[1] one = {1},"
+      " float[1] half = {-0.5}>\n"
+      "{ c = Clip(x, zero, six)\n h = Mul(x, half)\n z = Add(c, h)\n"
+      " d = Clip(x, zero, two)\n w = Add(d, h)\n n = Min(x, one)\n v = Add(n, h) }",
+      "float[1] x", "float[1] z, float[1] w, float[1] v");
+  auto a = run(m, box({-2}, {4}), Method::kIbp, false);
+  EXPECT_NEAR(a[0].lo[0], -2, 1e-12);
+  EXPECT_NEAR(a[0].hi[0], 5, 1e-12);
+  a = run(m, box({-2}, {4}), Method::kCrown, false);
+  EXPECT_NEAR(a[0].lo[0], -1, 1e-12);
+  EXPECT_NEAR(a[0].hi[0], 2, 1e-12);
+  auto b = run(m, box({-1}, {3}), Method::kIbp, false);
+  EXPECT_NEAR(b[1].lo[0], -1.5, 1e-12);
+  EXPECT_NEAR(b[1].hi[0], 2.5, 1e-12);
+  EXPECT_NEAR(b[2].lo[0], -2.5, 1e-12);
+  EXPECT_NEAR(b[2].hi[0], 1.5, 1e-12);
+  b = run(m, box({-1}, {3}), Method::kCrown, false);
+  EXPECT_NEAR(b[1].lo[0], 0, 1e-12);
+  EXPECT_NEAR(b[1].hi[0], 1, 1e-12);
+  EXPECT_NEAR(b[2].lo[0], -0.5, 1e-12);
+  EXPECT_NEAR(b[2].hi[0], 1.5, 1e-12);
+}
+
+// x in [-1, 2], z in [0, 1], w in [3, 4]: Max(x, z) in [0, 2], Min(x, z) in [-1, 1],
+// Equal(x, z) in [0, 1], Equal(x, w) in [0, 0] (they cannot meet).
+// ArgMax of (x0, x1, x2) in ([0, 1], [2, 3], [2.5, 4]): x2 >= 2.5 > 1 rules out index 0, x1 may
+// still reach 3 >= 2.5: [1, 2]. With x2 in [3.5, 4] only index 2 remains.
+TEST(CompareTest, MinMaxEqualArgMax) {
+  Model m = build(
+      "{ mx = Max(x, z)\n mn = Min(x, z)\n e = Equal(x, z)\n f = Equal(x, w)\n"
+      " a = ArgMax<axis = 0, keepdims = 0>(t) }",
+      "float[1] x, float[1] z, float[1] w, float[3] t",
+      "float[1] mx, float[1] mn, bool[1] e, bool[1] f, int64[] a");
+  for (Method method : {Method::kIbp, Method::kCrown}) {
+    auto y = run(m, box({-1, 0, 3, 0, 2, 2.5}, {2, 1, 4, 1, 3, 4}), method, false);
+    ASSERT_EQ(y.size(), 5u);
+    EXPECT_DOUBLE_EQ(y[0].lo[0], 0);
+    EXPECT_DOUBLE_EQ(y[0].hi[0], 2);
+    EXPECT_DOUBLE_EQ(y[1].lo[0], -1);
+    EXPECT_DOUBLE_EQ(y[1].hi[0], 1);
+    EXPECT_DOUBLE_EQ(y[2].lo[0], 0);
+    EXPECT_DOUBLE_EQ(y[2].hi[0], 1);
+    EXPECT_DOUBLE_EQ(y[3].lo[0], 0);
+    EXPECT_DOUBLE_EQ(y[3].hi[0], 0);
+    EXPECT_DOUBLE_EQ(y[4].lo[0], 1);
+    EXPECT_DOUBLE_EQ(y[4].hi[0], 2);
+  }
+  auto y = run(m, box({-1, 0, 3, 0, 2, 3.5}, {2, 1, 4, 1, 3, 4}), Method::kIbp, false);
+  EXPECT_DOUBLE_EQ(y[4].lo[0], 2);
+  EXPECT_DOUBLE_EQ(y[4].hi[0], 2);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@ const std::map<std::string, OpRule, std::less<>>& table() {
     add_shape_rules(t);
     add_activation_rules(t);
     add_nonlinear_rules(t);
+    add_compare_rules(t);
     auto* m = new std::map<std::string, OpRule, std::less<>>();
     for (auto& [name, rule] : t) (*m)[std::string(name)] = rule;
     return m;

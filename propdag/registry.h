@@ -47,5 +47,6 @@ void add_layer_rules(RuleTable& table);
 void add_shape_rules(RuleTable& table);
 void add_activation_rules(RuleTable& table);
 void add_nonlinear_rules(RuleTable& table);
+void add_compare_rules(RuleTable& table);
 
 }  // namespace propdag

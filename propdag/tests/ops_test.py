@@ -19,13 +19,14 @@ def w(*shape):
     return RNG.uniform(-1, 1, size=shape).astype(np.float32)
 
 
-def case(op, inputs, consts=(), attrs=None, outputs=1, opset=13, shift=0.0, scale=1.0):
+def case(op, inputs, consts=(), attrs=None, outputs=1, opset=13, shift=0.0, scale=1.0,
+         out_type=TensorProto.FLOAT):
     """inputs: [(name, shape)] variables; consts: [(name, array)] initializers, in the node's
     input order given by `order` (variables first unless a name appears in `order`). A name may
     stand twice (x * x). The random box is centred in shift + scale * [-1, 1] with radius
-    scale * [0.05, 0.5]."""
+    scale * [0.05, 0.5]. out_type: the element type of the outputs."""
     return dict(op=op, inputs=inputs, consts=list(consts), attrs=attrs or {}, outputs=outputs,
-                opset=opset, shift=shift, scale=scale)
+                opset=opset, shift=shift, scale=scale, out_type=out_type)
 
 
 CASES = {
@@ -111,13 +112,32 @@ CASES = {
                                               opset=7),
     "reduce_mean_axes_attribute": case("ReduceMean", [("x", [2, 3, 4])], [],
                                        dict(axes=[0, 2])),
+    "cast_to_int64": case("Cast", [("x", [6])], [], dict(to=TensorProto.INT64), scale=3.0,
+                          out_type=TensorProto.INT64),
+    "cast_to_bool": case("Cast", [("x", [6])], [], dict(to=TensorProto.BOOL), scale=0.3,
+                         out_type=TensorProto.BOOL),
+    "cast_to_float": case("Cast", [("x", [2, 3])], [], dict(to=TensorProto.FLOAT)),
+    "clip_both_ends": case("Clip", [("x", [8]), ("a", None), ("b", None)],
+                           [("a", np.array(-0.5, np.float32)), ("b", np.array(0.7, np.float32))]),
+    "clip_max_only": case("Clip", [("x", [8]), ("", None), ("b", None)],
+                          [("b", np.array(0.2, np.float32))]),
+    "min_const_broadcast": case("Min", [("x", [2, 3])], [("c", w(3))]),
+    "max_two_variables_broadcast": case("Max", [("x", [2, 3]), ("y", [3])]),
+    "max_three_with_constant": case("Max", [("x", [4]), ("y", [4])], [("c", w(4))]),
+    "equal_two_variables": case("Equal", [("x", [2, 3]), ("y", [2, 3])], scale=0.2,
+                                out_type=TensorProto.BOOL),
+    "argmax_keepdims": case("ArgMax", [("x", [2, 5])], [], dict(axis=1),
+                            out_type=TensorProto.INT64),
+    "argmax_axis0": case("ArgMax", [("x", [3, 2])], [], dict(axis=0, keepdims=0),
+                         out_type=TensorProto.INT64),
 }
 
 
 def build(name, spec, folder):
     consts = dict(spec["consts"])
     names = [n for n, _ in spec["inputs"]]
-    variables = dict((n, s) for n, s in spec["inputs"] if n not in consts)  # first of a repeat
+    # The first of a repeated name; "" is an omitted optional input.
+    variables = dict((n, s) for n, s in spec["inputs"] if n not in consts and n)
     graph_inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in variables.items()]
     for n, _ in spec["consts"]:
         if n not in names:
@@ -125,7 +145,7 @@ def build(name, spec, folder):
     outs = [f"y{i}" for i in range(spec["outputs"])]
     node = helper.make_node(spec["op"], names, outs, **spec["attrs"])
     graph = helper.make_graph([node], name, graph_inputs,
-                              [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs],
+                              [helper.make_tensor_value_info(o, spec["out_type"], None) for o in outs],
                               [numpy_helper.from_array(a, n) for n, a in spec["consts"]])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", spec["opset"])])
     model.ir_version = 8
