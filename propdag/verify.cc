@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "propdag/case_search.h"
+#include "propdag/engine.h"
 
 namespace propdag {
 
@@ -13,16 +14,50 @@ using internal::CaseSearch;
 using internal::Clock;
 using internal::Verdict;
 
-common::Result<VerifyResult> verify(const Model& model, const Spec& spec, const Options& options,
-                                    const SplitOptions& split) {
-  const Dag& dag = model.dag();
+namespace {
+
+common::Status check_sizes(const Model& model, const Spec& spec) {
   int64_t outputs = 0;
-  for (int o : dag.outputs()) outputs += model.numel(o);
+  for (int o : model.dag().outputs()) outputs += model.numel(o);
   if (spec.num_inputs != model.input_size() || spec.num_outputs != outputs)
     return model.graph().error("property declares " + std::to_string(spec.num_inputs) +
                                " inputs and " + std::to_string(spec.num_outputs) +
                                " outputs, the model has " + std::to_string(model.input_size()) +
                                " and " + std::to_string(outputs));
+  return {};
+}
+
+}  // namespace
+
+common::Result<bool> confirm_counterexample(const Model& model, const Spec& spec, const Vec& x) {
+  RETURN_IF_ERROR(check_sizes(model, spec));
+  if (x.size() != spec.num_inputs) return false;
+  Options exact;
+  exact.method = Method::kIbp;
+  ASSIGN_OR_RETURN(std::vector<Interval> ys, output_bounds(model, {x, x}, exact));
+  Interval y{Vec(spec.num_outputs), Vec(spec.num_outputs)};
+  Eigen::Index at = 0;
+  for (const Interval& part : ys) {
+    y.lo.segment(at, part.size()) = part.lo;
+    y.hi.segment(at, part.size()) = part.hi;
+    at += part.size();
+  }
+  for (const SpecCase& c : spec.cases) {
+    if (((x.array() < c.box.lo.array()) || (x.array() > c.box.hi.array())).any()) continue;
+    bool all = true;
+    for (const OutputConstraint& u : c.unsafe) {
+      // Upper end of coef . y over [y.lo, y.hi].
+      double top = u.coef.cwiseMax(0).dot(y.hi) + u.coef.cwiseMin(0).dot(y.lo);
+      if (!(top <= u.rhs)) all = false;
+    }
+    if (all) return true;
+  }
+  return false;
+}
+
+common::Result<VerifyResult> verify(const Model& model, const Spec& spec, const Options& options,
+                                    const SplitOptions& split) {
+  RETURN_IF_ERROR(check_sizes(model, spec));
   const auto deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(
                          std::chrono::duration<double>(split.seconds > 0 ? split.seconds : 0));

@@ -50,4 +50,10 @@ struct VerifyResult {
 common::Result<VerifyResult> verify(const Model& model, const Spec& spec, const Options& options,
                                     const SplitOptions& split = {});
 
+/// Whether `x` is a counterexample of `spec` on `model` (e.g. the original of a graph that was
+/// rewritten before verification): x lies in some case's box and the model's outputs at x,
+/// evaluated in double (IBP on the one-point box), meet every unsafe constraint of that case with
+/// the upper end of c . y. The model must have the spec's input and output counts.
+common::Result<bool> confirm_counterexample(const Model& model, const Spec& spec, const Vec& x);
+
 }  // namespace propdag

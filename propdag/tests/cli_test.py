@@ -2,6 +2,7 @@
 
 import json
 import os
+import subprocess
 
 import numpy as np
 import onnx
@@ -158,3 +159,46 @@ def test_verify_writes_a_vnncomp_result_file(tmp_path):
     rc, _, err = sampling.propdag("verify", model, prop(folder, "(assert (>= Y_0 3.5))\n"),
                                   "--result", os.path.join(folder, "missing", "r.txt"))
     assert rc == 2 and err.count("\n") == 1 and "r.txt" in err
+
+
+def shifted_net1(folder):
+    """Network 1 plus 1 at the output: y' = y + 1 >= 1 everywhere."""
+    m = onnx.load(net1(folder))
+    m.graph.initializer.append(numpy_helper.from_array(np.array([[1]], np.float32), "one"))
+    m.graph.node[-1].output[0] = "y0"
+    m.graph.node.append(helper.make_node("Add", ["y0", "one"], ["y"]))
+    path = os.path.join(folder, "net1_shifted.onnx")
+    onnx.save(m, path)
+    return path
+
+
+def test_verify_model_from_stdin_with_check_model(tmp_path):
+    folder = str(tmp_path)
+    model = net1(folder)
+    other = shifted_net1(folder)
+    spec = prop(folder, "(assert (<= Y_0 0.5))\n")
+    result = os.path.join(folder, "result.txt")
+
+    def run(check):
+        with open(model, "rb") as stdin:
+            r = subprocess.run([sampling.PROPDAG, "verify", "-", spec, "--split", "100",
+                                "--result", result, "--check-model", check],
+                               stdin=stdin, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return r.stdout, r.stderr, open(result).read()
+
+    # Checked on the model itself: the point stands; the file's Y_0 is the original's output.
+    out, _, text = run(model)
+    assert out.startswith("falsified\n") and text.startswith("sat\n")
+    # On the shifted model (y' >= 1 > 0.5) no point is a counterexample: unknown, said on stderr.
+    out, err, text = run(other)
+    assert out == "unknown\n" and text == "unknown\n"
+    assert "misses the property" in err and other in err
+    # A property whose sizes do not fit the model to check against: one-line error, exit 2.
+    bad = os.path.join(folder, "bad.vnnlib")
+    with open(bad, "w") as f:
+        f.write("(declare-const X_0 Real)\n(declare-const Y_0 Real)\n(assert (>= X_0 0))\n")
+    with open(model, "rb") as stdin:
+        r = subprocess.run([sampling.PROPDAG, "verify", "-", bad], stdin=stdin,
+                           capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1
