@@ -77,6 +77,7 @@ struct Args {
   std::string model, spec, box, method = "crown", branch = "input", result, check_model;
   int alpha_steps = propdag::Options{}.alpha_steps;
   int alpha_warm_steps = propdag::Options{}.alpha_warm_steps;
+  double refine_budget = propdag::Options{}.refine_budget;
   bool json = false, stats = false, no_carry_bounds = false;
   propdag::SplitOptions split;
 };
@@ -86,6 +87,7 @@ propdag::Options options(propdag::Method method, const Args& a) {
   o.method = method;
   o.alpha_steps = a.alpha_steps;
   o.alpha_warm_steps = a.alpha_warm_steps;
+  o.refine_budget = a.refine_budget;
   return o;
 }
 
@@ -193,6 +195,14 @@ static int main_body(int argc, char** argv) {
   const std::string steps_help =
       "gradient steps of --method alpha (default " + std::to_string(a.alpha_steps) + ")";
   bounds->add_option("--alpha-steps", a.alpha_steps, steps_help)->check(kSteps);
+  char budget_text[32];
+  std::snprintf(budget_text, sizeof budget_text, "%g", a.refine_budget);
+  const std::string budget_help =
+      "CROWN bounds the input of a nonlinear op by a backward pass when its cost (rows x "
+      "elements crossed) is at most this; otherwise by IBP (default " +
+      std::string(budget_text) + ")";
+  bounds->add_option("--refine-budget", a.refine_budget, budget_help)
+      ->check(CLI::NonNegativeNumber);
   CLI::App* verify = app.add_subcommand(
       "verify", "prove a VNN-LIB property: prints verified, unknown, or with --split falsified");
   verify->add_option("MODEL", a.model, "model (.onnx, .onnx.gz, - for stdin)")->required();
@@ -218,6 +228,8 @@ static int main_body(int argc, char** argv) {
                    "(default: no limit)")
       ->check(CLI::NonNegativeNumber);
   verify->add_option("--alpha-steps", a.alpha_steps, steps_help)->check(kSteps);
+  verify->add_option("--refine-budget", a.refine_budget, budget_help)
+      ->check(CLI::NonNegativeNumber);
   verify
       ->add_option("--alpha-warm-steps", a.alpha_warm_steps,
                    "with --split: gradient steps for a box whose slopes start from those of the "

@@ -18,6 +18,8 @@ PACKAGES=(
   libopenblas0-serial
   # The build's lint: clang-tidy runs as the ctest `clang_tidy` (scripts/tidy.sh); clang-format formats.
   clang-tidy clang-format
+  # auto_LiRPA (../shared/clients), the independent CROWN propdag's tests compare with, imports these.
+  python3-tqdm python3-appdirs
 )
 # Node.js + npm run the onnxruntime reference; keep an existing installation (some ship npm inside nodejs).
 command -v npm >/dev/null 2>&1 || PACKAGES+=(nodejs npm)

@@ -202,3 +202,24 @@ def test_verify_model_from_stdin_with_check_model(tmp_path):
         r = subprocess.run([sampling.PROPDAG, "verify", "-", bad], stdin=stdin,
                            capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.count("\n") == 1
+
+
+def test_refine_budget(tmp_path):
+    """Network 1 then y = relu(r1 + r2 - 3). CROWN bounds r1 + r2 by [0, 3] (engine_test.cc), so
+    with the refinement the second ReLU's input is in [-3, 0] and y in [0, 0]. With
+    --refine-budget 1 that input (cost about 14) keeps IBP's [-3, 1] while the output's pass (up to
+    50 x the budget) still runs: the chord y <= (z + 3) / 4 gives y <= (r1 + r2) / 4 <= 3/4. With 0
+    every bound is IBP's: y in [0, 1]."""
+    m = onnx.load(net1(str(tmp_path)))
+    m.graph.initializer.append(numpy_helper.from_array(np.array([[3]], np.float32), "three"))
+    m.graph.node[-1].output[0] = "s"
+    m.graph.node.extend([helper.make_node("Sub", ["s", "three"], ["z"]),
+                         helper.make_node("Relu", ["z"], ["y"])])
+    path = os.path.join(str(tmp_path), "net1_relu.onnx")
+    onnx.save(m, path)
+    for budget, hi in (("2e8", 0.0), ("1", 0.75), ("0", 1.0)):
+        rc, out, err = sampling.propdag("bounds", path, "--input-box", "-1,1", "--json",
+                                        "--refine-budget", budget)
+        assert rc == 0, err
+        o = json.loads(out)["outputs"][0]
+        assert o["lower"] == [0.0] and abs(o["upper"][0] - hi) < 1e-12, (budget, o)

@@ -1,0 +1,86 @@
+"""propdag's CROWN against auto_LiRPA 0.5.0's CROWN (../shared/clients, an independent
+implementation) on the first dist_shift instance: a Gemm / ReLU / Sigmoid chain whose Sigmoid
+input needs a backward pass of cost 2.5e8 (784 rows x 316k coefficients) to be bounded by CROWN.
+With --refine-budget 1e9 every output's width is at most auto_LiRPA's (measured: 0.77-0.90 of
+it); at a budget of 2e8 the Sigmoid's input keeps IBP bounds and the widths were 110-1,024 times
+auto_LiRPA's. The torch model is built from the ONNX graph node by node, not from names."""
+
+import json
+import os
+import sys
+
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper
+
+import sampling
+from vnncomp import vnnlib
+
+LIRPA = os.path.join(sampling.REPO, "..", "shared", "clients", "auto_LiRPA-0.5.0")
+BENCH = os.path.join(sampling.BENCH, "dist_shift_2023")
+
+
+def lirpa():
+    """The auto_LiRPA module, or None when it or what it needs is missing."""
+    if not os.path.isdir(LIRPA):
+        return None
+    sys.path.insert(0, LIRPA)
+    try:
+        import auto_LiRPA
+        return auto_LiRPA
+    except ImportError:
+        return None
+
+
+def torch_chain(path):
+    """nn.Sequential of a graph that is a chain of Gemm, Relu, Sigmoid, Tanh and Reshape."""
+    import torch
+    g = sampling.load(path).graph
+    init = {i.name: numpy_helper.to_array(i) for i in g.initializer}
+    layers = []
+    for n in g.node:
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in n.attribute}
+        if n.op_type == "Gemm":
+            assert attrs.get("transA", 0) == 0
+            w = init[n.input[1]].astype(np.float32) * attrs.get("alpha", 1.0)
+            w = w if attrs.get("transB", 0) else w.T
+            lin = torch.nn.Linear(w.shape[1], w.shape[0])
+            lin.weight.data = torch.tensor(w)
+            b = init[n.input[2]] * attrs.get("beta", 1.0) if len(n.input) > 2 else 0 * w[:, 0]
+            lin.bias.data = torch.tensor(b.astype(np.float32))
+            layers.append(lin)
+        elif n.op_type in ("Relu", "Sigmoid", "Tanh"):
+            layers.append({"Relu": torch.nn.ReLU, "Sigmoid": torch.nn.Sigmoid,
+                           "Tanh": torch.nn.Tanh}[n.op_type]())
+        else:
+            assert n.op_type == "Reshape", n.op_type  # a flat vector stays flat here
+    return torch.nn.Sequential(*layers).eval()
+
+
+@pytest.mark.skipif(lirpa() is None, reason="no auto_LiRPA (or python3-tqdm / python3-appdirs)")
+@pytest.mark.skipif(not os.path.isdir(BENCH), reason="no VNN-COMP benchmarks")
+def test_crown_at_least_as_tight_as_auto_lirpa_on_dist_shift():
+    import torch
+    from auto_LiRPA import BoundedModule, BoundedTensor
+    from auto_LiRPA.perturbations import PerturbationLpNorm
+    model = sampling.on_disk(os.path.join(BENCH, "onnx", "mnist_concat.onnx"))
+    spec = sampling.on_disk(os.path.join(BENCH, "vnnlib", "index2101_delta0.13.vnnlib"))
+    box = vnnlib.read(spec)
+    lo = torch.tensor(np.asarray(box.lower, np.float32)).reshape(1, -1)
+    hi = torch.tensor(np.asarray(box.upper, np.float32)).reshape(1, -1)
+    net = torch_chain(model)
+    bounded = BoundedModule(net, torch.zeros_like(lo))
+    x = BoundedTensor((lo + hi) / 2, PerturbationLpNorm(x_L=lo, x_U=hi))
+    a_lo, a_hi = (t.detach().numpy().ravel().astype(np.float64)
+                  for t in bounded.compute_bounds(x=(x,), method="backward"))
+    rc, out, err = sampling.propdag("bounds", model, "--vnnlib", spec, "--method", "crown",
+                                    "--json", "--refine-budget", "1e9")
+    assert rc == 0, err
+    o = json.loads(out)["outputs"][0]
+    p_lo, p_hi = np.array(o["lower"]), np.array(o["upper"])
+    ratio = (p_hi - p_lo) / (a_hi - a_lo)
+    print(f"propdag / auto_LiRPA widths: {np.round(ratio, 3).tolist()}")
+    # auto_LiRPA computes in float32: its bounds may be off by its rounding.
+    slack = 1e-4 * (1 + np.abs(a_lo) + np.abs(a_hi))
+    assert np.all(p_hi - p_lo <= a_hi - a_lo + slack), ratio
