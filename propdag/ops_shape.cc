@@ -208,7 +208,8 @@ Result<OpOutputs> slice_rule(const OpContext& ctx) {
   std::vector<int64_t> axes = attrs ? ctx.node.attr_ints("axes") : ints_input_or_attr(ctx, 3, "");
   std::vector<int64_t> steps = attrs ? std::vector<int64_t>{} : ints_input_or_attr(ctx, 4, "");
   for (size_t i = 1; i < 5; ++i)
-    if (ctx.variable(i)) return ctx.error("Slice needs constant starts/ends/axes/steps");
+    if (ctx.variable(i))
+      return ctx.error("no bound rule for Slice with variable starts/ends/axes/steps");
   if (axes.empty())
     for (size_t i = 0; i < starts.size(); ++i) axes.push_back(i);
   if (steps.empty()) steps.assign(starts.size(), 1);
