@@ -43,6 +43,22 @@ def _contains(lb, ub, outs, slack):
     return bool(((outs >= lb - slack) & (outs <= ub + slack)).all()) and bool((lo == lb).all())
 
 
+class _Joined:
+    """A model with several outputs as one: their flattened concatenation (batch kept)."""
+
+    def __new__(cls, model):
+        import torch
+
+        class Joined(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.inner = model
+
+            def forward(self, *xs):
+                return torch.cat([o.flatten(1) for o in self.inner(*xs)], 1)
+        return Joined()
+
+
 def _bounds(onnx_path, py, pth, vnnlib_path):
     """Runs in the forked, limited child: the row's auto_LiRPA fields."""
     import torch
@@ -57,6 +73,9 @@ def _bounds(onnx_path, py, pth, vnnlib_path):
     box = [(torch.tensor(lo_, dtype=torch.float32), torch.tensor(hi_, dtype=torch.float32))
            for lo_, hi_ in numerics.split_box(specs, lo, hi)]
     centre = tuple((lo_ + hi_) / 2 for lo_, hi_ in box)
+    with torch.no_grad():
+        if len(checks.as_list(model(*centre))) > 1:  # auto_LiRPA bounds one output
+            model, row["outputs"] = _Joined(model), "joined"
     t = time.time()
     try:
         bm = BoundedModule(model, centre, device="cpu", verbose=False)

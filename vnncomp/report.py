@@ -11,7 +11,7 @@ float64_error <= 2 * reference_error and reference_error <= 1e-4 (accuracy_verdi
 rounding", else "within tolerance"; vnncomp/float64.py). float64_semantic ("ok", "fail", "n/a")
 and float64_semantic_error compare the ONNX model made double and run by onnxruntime with the
 generated code in float64 at 1e-9 (float64_semantic_why says why it is "n/a": no double kernel,
-subgraphs). vmap_error (and vmap_gpu_error) is the float32 vmap-vs-loop error; when it exceeds the
+subgraphs); it is recorded, not part of the status, since slimonnx folds constants in float32. vmap_error (and vmap_gpu_error) is the float32 vmap-vs-loop error; when it exceeds the
 tolerance, vmap_float64_error and vmap_float32_noise record the same check in float64 and the
 float32 loop's own error against float64 (the check passes as float32 rounding when the first is
 <= 1e-9 and the error is at most twice the second; worker._vmap). Check fields are "ok", "fail" or
