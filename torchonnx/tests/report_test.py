@@ -116,3 +116,32 @@ def test_report_on_success(tmp_path):
     assert "## Problems\n\nNone." in md
     passes = md.split("| slimonnx pass | rewrites |\n|---|---|\n")[1].split("\n\n")[0]
     assert passes.splitlines() and all(int(ln.split("|")[2]) >= 1 for ln in passes.splitlines())
+
+
+SHAPEONNX = os.environ.get("SHAPEONNX", os.path.join(os.path.dirname(__file__), "..", "..", "build",
+                                                     "shapeonnx", "shapeonnx"))
+
+
+@pytest.mark.skipif(not os.path.exists(SHAPEONNX), reason="shapeonnx not built")
+def test_shapeonnx_report_on_failure_and_success(tmp_path):
+    bad = tmp_path / "bad.onnx"
+    three_bad_model(bad)
+    r = subprocess.run([SHAPEONNX, bad, "-o", tmp_path / "bad_out.onnx", "--report", tmp_path / "b.md"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and not (tmp_path / "bad_out.onnx").exists()
+    md = (tmp_path / "b.md").read_text()
+    assert md.startswith(f"# shapeonnx: {bad}\n\nNot inferred: 1 problem.")
+    assert "| ai.onnx.contrib | 1 |" in md and "| NonZero | 3 |" in md and "| loaded | 6 |" in md
+    assert "- `x: float [1, 2, 4, 4]`" in md
+    problem = md.split("## Problems\n\n")[1].strip()
+    assert problem.startswith("- node '") and r.stderr.strip().endswith(problem[len("- "):])
+    good = tmp_path / "good.onnx"
+    good_model(good)
+    r = subprocess.run([SHAPEONNX, good, "-o", tmp_path / "g_out.onnx", "--batch-size", "3",
+                        "--report", tmp_path / "g.md"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    md = (tmp_path / "g.md").read_text()
+    assert md.startswith(f"# shapeonnx: {good}\n\nInferred.")
+    assert "- `x: float [3, 6]`" in md and "- `y: float [3, 3]`" in md
+    assert "| inferred (control flow unrolled with --unroll) | 3 |" in md
+    assert "## Problems\n\nNone." in md
