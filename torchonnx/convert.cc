@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
+#include <string>
 #include <utility>
 
 #include "common/onnx_io.h"
@@ -19,11 +21,53 @@ namespace torchonnx {
 
 namespace {
 
+// An activation feeding a Reshape to a higher rank: the reshape first. slimonnx moves activations
+// above reshapes so that reshape pairs meet and vanish; where one stays (a ConvTranspose on a 1x1
+// input folded into a Gemm, then `reshape(-1, 128, 6, 6)`), verifiers that follow convolution
+// shapes (auto_LiRPA's patches mode) need the activation on the image, as the model had it.
+// Exact either way: the activation is elementwise.
+void activation_after_unflatten(common::Graph& g) {
+  static const std::set<std::string, std::less<>> kActivations = {"Relu", "LeakyRelu", "Sigmoid",
+                                                                  "Tanh"};
+  bool changed = false;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    common::Node& r = g.nodes[i];
+    if (r.op_type != "Reshape" || !r.domain.empty() || r.inputs.size() != 2 ||
+        !g.is_initializer(r.inputs[1])) {
+      continue;
+    }
+    const common::Value* mid = g.find(r.inputs[0]);
+    const common::Value* out = g.find(r.outputs[0]);
+    if (!mid || mid->producer < 0 || mid->consumers.size() != 1 || !mid->shape || !out ||
+        !out->shape || out->shape->size() <= mid->shape->size()) {
+      continue;
+    }
+    common::Node& u = g.nodes[mid->producer];
+    const auto& outs = g.outputs;
+    if (!u.domain.empty() || !kActivations.count(u.op_type) || u.inputs.size() != 1 ||
+        std::find(outs.begin(), outs.end(), u.outputs[0]) != outs.end()) {
+      continue;
+    }
+    // X -> u -> mid -> r -> y  becomes  X -> r -> mid -> u -> y (node slots swapped: in order).
+    const std::string x = u.inputs[0], m = u.outputs[0], y = r.outputs[0];
+    g.value(m).shape = out->shape;
+    g.value(m).dim_params.clear();
+    r.inputs[0] = x;
+    r.outputs[0] = m;
+    u.inputs[0] = m;
+    u.outputs[0] = y;
+    std::swap(u, r);
+    changed = true;
+  }
+  if (changed) g.rebuild_index();
+}
+
 common::Status slim(common::Graph& graph, const shapeonnx::Options& shape_options,
                     ConvertReport& report) {
 #if TORCHONNX_HAVE_SLIM
   ASSIGN_OR_RETURN(slimonnx::Report slimmed, slimonnx::run(graph));
   report.slim_rewrites = slimmed.rewrites;
+  activation_after_unflatten(graph);
   // Values slimonnx rewrote (even when it reports no rewrite, it may drop propagated shapes)
   // get their shapes again from the same inference.
   RETURN_IF_ERROR(shapeonnx::infer(graph, shape_options));
