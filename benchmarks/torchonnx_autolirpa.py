@@ -34,7 +34,8 @@ LIRPA = os.path.join(ROOT, "..", "shared", "clients", "auto_LiRPA-0.5.0")
 def _one_line(e):
     text = " | ".join(line.strip() for line in str(e).splitlines() if line.strip())
     text = f"{type(e).__name__}: {text}" if text else type(e).__name__
-    return text[:300]
+    # TorchScript errors put the reason last, after the trace.
+    return text if len(text) <= 300 else text[:100] + " ... " + text[-195:]
 
 
 def _contains(lb, ub, outs, slack):
