@@ -53,6 +53,8 @@ struct LowerState {
   bool rnn_modules = false;               ///< LowerOptions::rnn_modules
   const BatchAxes* batch_axes = nullptr;  ///< LowerOptions::batch_axes (null without a batch)
   std::map<std::string, View, std::less<>> views;  ///< ONNX value -> the view it is, if any
+  std::vector<common::Error>* problems = nullptr;  ///< LowerOptions::problems
+  std::set<std::string, std::less<>> failed;       ///< values of nodes that could not be lowered
 };
 
 /// The lowering of one node.

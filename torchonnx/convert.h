@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/graph.h"
 #include "torchonnx/module.h"
+#include "torchonnx/report.h"
 
 namespace torchonnx {
 
@@ -38,10 +39,14 @@ struct Converted {
 /// True when this build links slimonnx.
 bool slim_available();
 
-/// Infers shapes, optionally slims, lowers and emits. `graph` is consumed.
-common::Result<Converted> convert(common::Graph graph, const ConvertOptions& options);
+/// Infers shapes, optionally slims, lowers and emits. `graph` is consumed. On failure the first
+/// problem is returned; with `report`, it holds every node that cannot be compiled (the checks
+/// go on past one, skipping what reads its results) and what the conversion met.
+common::Result<Converted> convert(common::Graph graph, const ConvertOptions& options,
+                                  ConvertReport* report = nullptr);
 /// load_graph + convert.
-common::Result<Converted> convert_file(std::string_view path, const ConvertOptions& options);
+common::Result<Converted> convert_file(std::string_view path, const ConvertOptions& options,
+                                       ConvertReport* report = nullptr);
 /// Writes `<dir>/<stem>.py` and `<dir>/<stem>.pth`, both or neither (common::write_outputs_atomic).
 common::Status write_converted(const Converted& converted, std::string_view dir,
                                std::string_view stem);

@@ -126,9 +126,18 @@ common::Status lower_body(LowerState& state) {
     const bool used = std::any_of(node.outputs.begin(), node.outputs.end(),
                                   [&](const std::string& o) { return state.live.count(o); });
     if (state.done[i] || !used || all_outputs_known(graph, node)) continue;
-    RETURN_IF_ERROR(lower_node(state, static_cast<int>(i)));
+    const bool after_failure =
+        std::any_of(node.inputs.begin(), node.inputs.end(),
+                    [&](const std::string& v) { return state.failed.count(v); });
+    common::Status status =
+        after_failure ? common::Status() : lower_node(state, static_cast<int>(i));
     state.done[i] = true;
+    if (status.ok() && !after_failure) continue;
+    if (!state.problems) return status;
+    if (!status.ok()) state.problems->push_back(status.error());
+    state.failed.insert(node.outputs.begin(), node.outputs.end());
   }
+  if (state.problems && !state.problems->empty()) return state.problems->front();
   return {};
 }
 
@@ -248,6 +257,7 @@ common::Result<Module> lower_with(const Graph& graph, const LowerOptions& option
   state->batch = batch;
   state->rnn_modules = options.rnn_modules;
   state->batch_axes = batch > 0 ? options.batch_axes : nullptr;
+  state->problems = options.problems;
   Module& module = state->module;
   for (const common::PackedPort& port : interface_ports(graph.packed_inputs, graph.inputs)) {
     std::string param = state->locals.make(port.name.empty() ? "x" : port.name);

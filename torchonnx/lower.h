@@ -20,6 +20,9 @@ struct LowerOptions {
   /// Where the batch lives in each value (probe_batch_axes), so that reshapes and transposes that
   /// move it out of dim 0 keep the batch free; null: only a batch kept in dim 0 stays free.
   const BatchAxes* batch_axes = nullptr;
+  /// When set, lowering goes on past a node it cannot compile: every such node's error is
+  /// appended here (nodes reading its results are skipped), and the first one is returned.
+  std::vector<common::Error>* problems = nullptr;
 };
 
 /// Lowers a graph whose values all have static shapes (run shapeonnx::infer first). Fails with

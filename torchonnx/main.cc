@@ -7,6 +7,7 @@
 
 #include "common/cli.h"
 #include "common/cli_app.h"
+#include "common/onnx_io.h"
 #include "torchonnx/convert.h"
 #include "torchonnx/lower.h"
 #include "torchonnx/stems.h"
@@ -25,13 +26,31 @@ struct Args {
   std::vector<std::string> absent;
   bool stats = false;
   bool list_ops = false;
+  std::string report;  ///< --report FILE.md
 };
+
+// Prints a failed conversion: the one-line error when it is the only problem, else every node
+// that cannot be compiled (grouped by op type, then one line each).
+void print_problems(const std::string& input, const common::Error& first,
+                    const torchonnx::ConvertReport& report) {
+  if (report.problems.size() <= 1) {
+    common::Error e = first;
+    if (e.file.empty()) e.file = input;
+    common::report_error("torchonnx", e);
+    return;
+  }
+  for (const std::string& line : torchonnx::problem_lines(report.problems)) {
+    std::cerr << "torchonnx: " << common::one_line(input) << ": " << line << "\n";
+  }
+  std::cerr.flush();
+}
 
 // Converts one model; prints the error and returns false on failure (nothing is written then).
 bool convert_one(const Args& args, const torchonnx::ConvertOptions& options,
-                 const std::string& input, const std::string& stem) {
+                 const std::string& input, const std::string& stem,
+                 torchonnx::ConvertReport& report) {
   const double start = common::now_ms();
-  auto converted = torchonnx::convert_file(input, options);
+  auto converted = torchonnx::convert_file(input, options, &report);
   common::Status written = converted.status();
   if (written.ok()) {  // the folder is created only once there is something to write
     std::error_code ec;
@@ -41,9 +60,11 @@ bool convert_one(const Args& args, const torchonnx::ConvertOptions& options,
            : torchonnx::write_converted(*converted, args.out_dir, stem);
   }
   if (!written.ok()) {
-    common::Error e = written.error();
-    if (e.file.empty()) e.file = input;
-    common::report_error("torchonnx", e);
+    if (converted.ok()) {  // the writing failed: that is the problem
+      report.converted = false;
+      report.problems.push_back(written.error());
+    }
+    print_problems(input, written.error(), report);
     return false;
   }
   std::cout << input << " -> " << args.out_dir << "/" << stem << ".py" << std::endl;
@@ -100,11 +121,21 @@ int run(const Args& args) {
   options.absent_inputs.insert(args.absent.begin(), args.absent.end());
   torchonnx::StemAllocator stems;
   bool ok = true;
+  std::string markdown;
   for (const std::string& input : args.inputs) {
     const std::string stem = stems.make(input, args.class_name);
-    const int code = common::run_guarded(
-        "torchonnx", input, [&] { return convert_one(args, options, input, stem) ? 0 : 2; });
+    torchonnx::ConvertReport report;
+    report.source = input;
+    const int code = common::run_guarded("torchonnx", input, [&] {
+      return convert_one(args, options, input, stem, report) ? 0 : 2;
+    });
     ok = code == 0 && ok;
+    if (report.source.empty()) report.source = input;
+    markdown += (markdown.empty() ? "" : "\n") + torchonnx::markdown(report);
+  }
+  if (!args.report.empty()) {
+    common::Status written = common::write_output_atomic(args.report, markdown);
+    if (!written.ok()) return common::report_error("torchonnx", written.error());
   }
   return ok ? 0 : 2;
 }
@@ -137,6 +168,9 @@ static int main_body(int argc, char** argv) {
   app.add_flag(
       "--stats", args.stats,
       "print one JSON line {\"model\", \"nodes\", \"nodes_after\", \"ms\"} per model on stderr");
+  app.add_option("--report", args.report,
+                 "FILE.md: write a Markdown report of each conversion (opsets, op types, nodes "
+                 "before/after slimming by pass, inputs/outputs, every problem), also on failure");
   app.add_flag("--list-ops", args.list_ops, "print the ONNX op types torchonnx compiles and exit");
   app.set_version_flag("--version", std::string("torchonnx ") + SUITE_VERSION);
   if (auto code = common::parse_command_line(app, argc, argv)) return *code;

@@ -90,6 +90,9 @@ Status binary(Context& ctx) {
   Spec spec = binary_specs().at(op);
   const bool is_int = common::is_integer(ctx.dtype(0));
   if (op == "Div" && is_int) spec.pattern = "torch.div($0, $1, rounding_mode=\"trunc\")";
+  // A computed divisor as a product with its reciprocal: the form verifiers bound (auto_LiRPA has
+  // no bound for a division by a perturbed tensor).
+  if (op == "Div" && !is_int && !ctx.constant(1)) spec.pattern = "$0 * torch.reciprocal($1)";
   const bool literal_ok = spec.pattern[0] == '$';
   auto args = binary_operands(ctx, literal_ok);
   return ctx.emit_at(fill(spec.pattern, args), spec.hint, broadcast_batch_axis(ctx));

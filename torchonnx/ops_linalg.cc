@@ -300,10 +300,29 @@ bool matmul_batched(const Context& ctx) {
          (ctx.batched(1) && b >= 3 && (b == out || a == 1));
 }
 
+// A product with a constant vector, or of a constant matrix with a vector, in the forms
+// verifiers bound (auto_LiRPA has no bound for torch.matmul with a 1-D operand): `(x * w).sum(-1)`
+// for x @ w, `F.linear(x, W)` for W @ x. Null when neither applies.
+std::optional<Status> vector_product(Context& ctx) {
+  if (!common::is_floating(ctx.dtype(0)) || ctx.dtype(0) != ctx.dtype(1)) return std::nullopt;
+  const Tensor* a = ctx.constant(0);
+  const Tensor* b = ctx.constant(1);
+  if (b && !a && b->dims.size() == 1 && ctx.rank(0) >= 1) {
+    const int in_axis = ctx.batch_axis(0);
+    const int axis = in_axis >= 0 && in_axis < ctx.rank(0) - 1 ? in_axis : -1;
+    return ctx.emit_at("(" + ctx.in(0) + " * " + ctx.in(1) + ").sum(-1)", "dot", axis);
+  }
+  if (a && !b && a->dims.size() == 2 && ctx.rank(1) == 1) {
+    return ctx.emit_at("F.linear(" + ctx.in(1) + ", " + ctx.in(0) + ")", "matvec", -1);
+  }
+  return std::nullopt;
+}
+
 Status matmul(Context& ctx) {
   if (std::optional<LinearForm> form = linear_form(ctx, ctx.node())) {
     return emit_linear(ctx, std::move(*form));
   }
+  if (std::optional<Status> done = vector_product(ctx)) return *done;
   return ctx.emit("torch.matmul(" + ctx.in(0) + ", " + ctx.in(1) + ")", "matmul",
                   matmul_batched(ctx));
 }

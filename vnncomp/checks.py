@@ -105,23 +105,6 @@ def accuracy(model, specs, feeds, refs, device="cpu"):
     return worst, reason
 
 
-def float64_gap(model, specs, feeds, refs):
-    """The references' error against the generated model run in float64 (close to the exact
-    result): when the float32 outputs disagree, this tells whether onnxruntime is itself that far
-    from the exact value. None if the model does not run in float64."""
-    import copy
-    try:
-        m64 = copy.deepcopy(model).double()
-        worst = 0.0
-        for feed, ref in zip(feeds, refs):
-            exact = run(m64, _wide(feed), specs)
-            err, _ = numerics.compare(ref, [np.asarray(e) for e in exact])
-            worst = max(worst, err)
-        return worst if np.isfinite(worst) else None
-    except Exception:  # noqa: BLE001 - diagnostic only
-        return None
-
-
 def _stack(feeds, specs, device):
     return [torch.from_numpy(np.stack([f[s.name] for f in feeds])).to(device) for s in specs]
 

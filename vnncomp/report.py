@@ -6,7 +6,12 @@ nodes_before, nodes_after, convert_ms, max_error_cpu, max_error_gpu, vmap, vmap_
 torch_export, meta_device, batch, device, box, validate_s; a row whose max_error_cpu exceeds the
 tolerance also has reference_error: onnxruntime's error against the generated model run in float64
 (null if it cannot run so), which shows when the reference itself is that far from the exact
-result. vmap_error (and vmap_gpu_error) is the float32 vmap-vs-loop error; when it exceeds the
+result, and float64_error, ours against the same; such a row passes as float32 rounding when
+float64_error <= 2 * reference_error and reference_error <= 1e-4 (accuracy_verdict "float32
+rounding", else "within tolerance"; vnncomp/float64.py). float64_semantic ("ok", "fail", "n/a")
+and float64_semantic_error compare the ONNX model made double and run by onnxruntime with the
+generated code in float64 at 1e-9 (float64_semantic_why says why it is "n/a": no double kernel,
+subgraphs); it is recorded, not part of the status, since slimonnx folds constants in float32. vmap_error (and vmap_gpu_error) is the float32 vmap-vs-loop error; when it exceeds the
 tolerance, vmap_float64_error and vmap_float32_noise record the same check in float64 and the
 float32 loop's own error against float64 (the check passes as float32 rounding when the first is
 <= 1e-9 and the error is at most twice the second; worker._vmap). Check fields are "ok", "fail" or
@@ -110,12 +115,24 @@ def _bench_table(rows):
     return lines
 
 
+def _float64_lines(rows):
+    """The float64 checks' coverage: semantic check results, rows passed as float32 rounding."""
+    sem = [r.get("float64_semantic") for r in rows if r.get("float64_semantic")]
+    if not sem:
+        return []
+    rounding = [f"{r['benchmark']}/{r['model']}" for r in rows
+                if r.get("accuracy_verdict") == "float32 rounding"]
+    counts = ", ".join(f"{sem.count(k)} {k}" for k in ("ok", "fail", "n/a"))
+    return [f"float64 semantic check: {counts}; passed as float32 rounding: {len(rounding)}"
+            + (f" ({', '.join(rounding)})" if rounding else ""), ""]
+
+
 def to_markdown(doc):
     rows, s, meta = doc["results"], doc["summary"], doc.get("meta", {})
     head = ", ".join(f"{k} {v}" for k, v in meta.items() if k in ("device", "tolerance", "shard"))
     lines = ["# VNN-COMP regression report", "",
              f"{summary_line(s)} ({s['failed']} fail, {s['errors']} error, {s['skipped']} skipped)"
-             + (f"; {head}" if head else ""), "", "## Per benchmark", ""]
+             + (f"; {head}" if head else ""), "", *_float64_lines(rows), "## Per benchmark", ""]
     lines += _bench_table(rows)
     lines += ["", "## Models", "",
               "| benchmark | model | nodes before | nodes after | convert ms | status | "

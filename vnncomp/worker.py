@@ -16,7 +16,7 @@ import sys
 import time
 import traceback
 
-from . import numerics, onnxinfo, vnnlib
+from . import float64, numerics, onnxinfo, vnnlib
 
 CHECK_FIELDS = ("vmap", "trace", "export", "batch", "vmap_gpu")
 
@@ -133,6 +133,58 @@ def _accuracy(row, key, fn, tol):
         row.problem("fail", f"{key}: {why or f'max error {err:.3g} > {tol:g}'}")
 
 
+def _fair_accuracy(row, checks, model, specs, feeds, refs, tol):
+    """max_error_cpu against onnxruntime. Over `tol`, the generated code run in float64 is the
+    judge (float64.fair_pass): the row passes as float32 rounding when ours is within twice
+    onnxruntime's own distance from it and onnxruntime is within 1e-4 of it. reference_error and
+    float64_error record both distances; accuracy_verdict says which rule passed."""
+    key = "max_error_cpu"
+    try:
+        ours = [checks.run(model, f, specs) for f in feeds]
+    except Exception as e:  # noqa: BLE001
+        row.problem("fail", f"{key}: {one_line(e)}")
+        return
+    err, why = 0.0, None
+    for got, ref in zip(ours, refs):
+        e, w = numerics.compare(got, ref)
+        err, why = max(err, e), why or w
+    row[key] = err if math.isfinite(err) else None
+    if err <= tol:
+        row["accuracy_verdict"] = "within tolerance"
+        return
+    gap = float64.gaps(model, specs, feeds, refs, ours) if why is None else None
+    if gap is not None:
+        row["reference_error"], row["float64_error"] = gap
+    if why is None and float64.fair_pass(err, tol, gap):
+        row["accuracy_verdict"] = "float32 rounding"
+        return
+    msg = why or f"max error {err:.3g} > {tol:g}"
+    if gap is not None:
+        msg += f" (onnxruntime is {gap[0]:.3g} from the float64 result, ours {gap[1]:.3g})"
+    row.problem("fail", f"{key}: {msg}")
+
+
+def _semantic(row, req, model, specs, feeds):
+    """float64_semantic: the ONNX model in double by onnxruntime against the generated code in
+    float64, at 1e-9 (float64.semantic_error); "n/a" where onnxruntime lacks a double kernel.
+    Recorded, not deciding the row's status."""
+    if not req.get("semantic", True):
+        return
+    try:
+        err, why = float64.semantic_error(req["onnx"], model, specs, feeds[:2], req.get("scratch"))
+    except Exception as e:  # noqa: BLE001 - diagnostic: cannot tell
+        err, why = None, one_line(e)
+    row["float64_semantic_error"] = err
+    if err is None:
+        row["float64_semantic"] = "n/a"
+        row["float64_semantic_why"] = why
+        return
+    # Informational: slimonnx folds constants (BatchNorm into Conv, merged products) in float32,
+    # so slimmed weights differ from the model's by float32 rounding, which float64 sees; and
+    # Floor/Round/comparisons turn 1e-16 differences into whole steps.
+    row["float64_semantic"] = "ok" if err <= float64.SEMANTIC_LIMIT else "fail"
+
+
 def validate(req):
     from . import checks
     row = Row(status="pass", error="")
@@ -161,12 +213,8 @@ def validate(req):
     devices = req.get("devices") or ["cpu"]
     cpu = "cpu" in devices
     if cpu:
-        _accuracy(row, "max_error_cpu", lambda: checks.accuracy(model, specs, feeds, refs), tol)
-        if row.get("max_error_cpu") is not None and row["max_error_cpu"] > tol:
-            gap = checks.float64_gap(model, specs, feeds, refs)
-            row["reference_error"] = gap
-            if gap is not None and row["error"].startswith("max_error_cpu"):
-                row["error"] += f" (onnxruntime is {gap:.3g} from the float64 result)"
+        _fair_accuracy(row, checks, model, specs, feeds, refs, tol)
+        _semantic(row, req, model, specs, feeds)
     many = numerics.make_points(specs, lo, hi, checks.VMAP_BATCH - 1, seed + 1)
     loop = []
     try:

@@ -1,0 +1,77 @@
+"""auto_LiRPA 0.5.0 (../shared/clients/) on the generated code of a few shared VNN-COMP models.
+
+Each model exercises one form torchonnx writes for verifiers (torchonnx/README.md, "Generated code
+for verifiers"): a product with a 1-D weight as `(x * w).sum(-1)` (ml4acopf), a constant matrix
+times a 1-D input as `F.linear` (test_small), a division by a computed tensor as a product with
+its reciprocal (mscn). auto_LiRPA must build the module and its IBP (and CROWN where noted)
+bounds must contain the model's outputs at the box's centre and four random points.
+Skipped when auto_LiRPA, its dependencies (python3-tqdm, python3-appdirs) or the models are absent.
+The full sweep is benchmarks/torchonnx_autolirpa.py.
+"""
+
+import importlib
+import importlib.util
+import os
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+SHARED = os.path.join(ROOT, "..", "shared")
+BENCH = os.path.join(SHARED, "vnncomp2024", "benchmarks")
+LIRPA = os.path.join(SHARED, "clients", "auto_LiRPA-0.5.0")
+TORCHONNX = os.environ.get("TORCHONNX", os.path.join(ROOT, "build", "torchonnx", "torchonnx"))
+
+pytest.importorskip("tqdm")
+pytest.importorskip("appdirs")
+if not os.path.isdir(os.path.join(LIRPA, "auto_LiRPA")) or not os.path.isdir(BENCH):
+    pytest.skip("auto_LiRPA 0.5.0 or the shared models are absent", allow_module_level=True)
+
+
+def _sweep():
+    spec = importlib.util.spec_from_file_location(
+        "torchonnx_autolirpa", os.path.join(ROOT, "benchmarks", "torchonnx_autolirpa.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    sys.path[:0] = [ROOT, LIRPA]
+    import warnings
+    warnings.simplefilter("ignore")
+    importlib.import_module("auto_LiRPA")  # imported once, before the forks
+    return mod
+
+
+SWEEP = _sweep()
+
+# Where a divisor's interval reaches 0 (mscn's mask sums on its vnnlib box), auto_LiRPA refuses
+# the reciprocal: a property of the box, not of the code (with `/` it could not bound it at all).
+NONPOSITIVE = "AssertionError: Only positive values are supported in BoundReciprocal"
+
+# (benchmark, model file, form in the generated code, accepted IBP results, CROWN expected)
+CASES = [
+    # CROWN: auto_LiRPA 0.5.0's Gather with an index tensor fails in backward mode.
+    ("ml4acopf_2024", "14_ieee_ml4acopf-linear-nonresidual.onnx.gz", ").sum(-1)", ("ok",), False),
+    ("test", "test_small.onnx", "F.linear(X_0, self.const1)", ("ok",), False),  # no batch dim
+    ("nn4sys_2023", "mscn_128d.onnx.gz", "* torch.reciprocal(", ("ok", NONPOSITIVE), False),
+    ("acasxu_2023", "ACASXU_run2a_1_1_batch_2000.onnx.gz", "F.linear(", ("ok",), True),
+]
+
+
+class _Args:
+    timeout = 240
+    memory_gb = 4.0
+
+
+@pytest.mark.parametrize("bench,model,form,ibp,crown", CASES, ids=[c[1] for c in CASES])
+def test_autolirpa_bounds(tmp_path, bench, model, form, ibp, crown):
+    from vnncomp import discover
+    entries = [e for e in discover.from_benchmarks(BENCH, (bench,)) if e.model.endswith(model)]
+    if not entries or entries[0].missing:
+        pytest.skip(f"{bench}/{model} absent")
+    row = SWEEP.run_one(entries[0], TORCHONNX, str(tmp_path), _Args)
+    code = open(next(tmp_path.glob("*.py"))).read()
+    assert form in code
+    assert row["built"], row.get("error")
+    assert row["ibp"] in ibp, row["ibp"]
+    if crown:
+        assert row["crown"] == "ok", row["crown"]
