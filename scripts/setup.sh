@@ -16,12 +16,11 @@ PACKAGES=(
   # BLAS the generated models' matrix products and im2col convolutions run 2-4x slower (benchmarks/RESULTS.md).
   # The single-threaded build keeps results deterministic and leaves threading to torch.
   libopenblas0-serial
-  # auto_LiRPA 0.5.0 (../shared/clients/) imports them; torchonnx's auto_LiRPA test runs it on the generated code.
+  # auto_LiRPA 0.5.0 (../shared/clients/) imports them: torchonnx's tests run it on the generated code and
+  # propdag's compare its CROWN with auto_LiRPA's.
   python3-tqdm python3-appdirs
   # The build's lint: clang-tidy runs as the ctest `clang_tidy` (scripts/tidy.sh); clang-format formats.
   clang-tidy clang-format
-  # auto_LiRPA (../shared/clients), the independent CROWN propdag's tests compare with, imports these.
-  python3-tqdm python3-appdirs
 )
 # Node.js + npm run the onnxruntime reference; keep an existing installation (some ship npm inside nodejs).
 command -v npm >/dev/null 2>&1 || PACKAGES+=(nodejs npm)
