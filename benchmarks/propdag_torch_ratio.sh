@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Boxes bounded per second by propdag's torch engine (CPU, K = 1, 64, 1024 boxes per call) over
+# its Eigen engine (one box at a time), measured in one run of propdag_torch_bench, and load +
+# one CROWN bound per model.
+#   benchmarks/propdag_torch_ratio.sh [BUILD_DIR] [--benchmark_filter=...]
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${1:-$here/build}"
+shift || true
+out="$(mktemp)"
+trap 'rm -f "$out"' EXIT
+"$build/benchmarks/propdag_torch_bench" --benchmark_format=json --benchmark_out="$out" \
+  --benchmark_out_format=json "$@" >/dev/null
+/usr/bin/python3 - "$out" <<'PY'
+import json
+import sys
+
+runs = json.load(open(sys.argv[1]))["benchmarks"]
+rate = {}
+load = {}
+for r in runs:
+    if r.get("error_occurred"):
+        print("%s: %s" % (r["name"], r.get("error_message", "error")))
+        continue
+    parts = r["name"].split("/")
+    if parts[0] == "boxes":
+        key = (parts[2], parts[1], parts[3] if len(parts) > 3 else "1")
+        rate[key] = r["boxes_per_s"]
+    elif parts[0] == "load_crown":
+        load[(parts[2], parts[1])] = r["real_time"] / 1000.0
+models = sorted({k[0] for k in rate} | {k[0] for k in load})
+print("%-14s %12s %12s %12s %12s %8s %8s %8s" % (
+    "model", "eigen box/s", "torch K=1", "K=64", "K=1024", "x K=1", "x K=64", "x K=1024"))
+for m in models:
+    e = rate.get((m, "eigen", "1"))
+    if e is None:
+        continue
+    t = [rate.get((m, "torch", k)) for k in ("1", "64", "1024")]
+    cells = ["%12.1f" % v if v else "%12s" % "-" for v in t]
+    ratios = ["%8.2f" % (v / e) if v else "%8s" % "-" for v in t]
+    print("%-14s %12.1f %s %s" % (m, e, " ".join(cells), " ".join(ratios)))
+print()
+print("%-14s %14s %14s" % ("model", "eigen load+crown s", "torch load+crown s"))
+for m in models:
+    e, t = load.get((m, "eigen")), load.get((m, "torch"))
+    print("%-14s %14s %14s" % (m, "%.3f" % e if e else "-", "%.3f" % t if t else "-"))
+PY
