@@ -93,6 +93,15 @@ class TorchEngine : public Engine {
     return out;
   }
 
+  std::map<std::string, int> kinds() const override {
+    std::vector<std::string> all;
+    for (const auto& k : kernels_)
+      if (k) k->kinds(all);
+    std::map<std::string, int> out;
+    for (const std::string& k : all) ++out[k];
+    return out;
+  }
+
   // LibTorch reports failures (out of memory, a device error) by exceptions: one line each.
   template <class F>
   static auto guarded(F&& f) -> decltype(f()) {

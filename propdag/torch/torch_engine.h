@@ -4,6 +4,7 @@
 // links (propdag::propdag_torch) or opens at run time (load_torch_engine, see loader.h).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,6 +43,9 @@ class Engine {
   /// Nodes computed by the generic path (the Eigen op rule called once per box), by op type;
   /// empty when every node has a tensor rule.
   virtual std::vector<std::string> per_box_ops() const = 0;
+  /// How many linear maps and kernels of each kind the model became: "dense", "conv",
+  /// "conv_transpose", "gather", "identity", "sparse" (maps) and "relu", "per_box" (kernels).
+  virtual std::map<std::string, int> kinds() const = 0;
 };
 
 /// Prepares `model` for `device`. Fails in one line for an unknown device, for "cuda" without a

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <string>
 
@@ -96,6 +97,11 @@ TEST(TorchEngine, ConvNetEqualsEigen) {
   Model model = test::build(kConvNet);
   std::unique_ptr<Engine> engine = engine_for(model);
   EXPECT_EQ(engine->per_box_ops(), std::vector<std::string>{"Sigmoid"});
+  // Both Conv layers run as convolutions (their geometry matched the op rule's matrices).
+  std::map<std::string, int> kinds = engine->kinds();
+  EXPECT_EQ(kinds["conv"], 2);
+  EXPECT_EQ(kinds["sparse"], 0);
+  EXPECT_EQ(kinds["relu"], 2);
   std::mt19937 rng(3);
   std::uniform_real_distribution<double> u(-1, 1);
   for (int trial = 0; trial < 4; ++trial) {
@@ -106,6 +112,30 @@ TEST(TorchEngine, ConvNetEqualsEigen) {
     }
     expect_equal_bounds(model, box, "conv net trial " + std::to_string(trial));
   }
+}
+
+// A strided, padded ConvTranspose with output padding (the cGAN generator's kind of layer).
+constexpr const char* kConvTransposeNet = R"(
+  <ir_version: 8, opset_import: ["" : 15]>
+  g (float[1,2,3,3] x) => (float[1,108] y)
+  <float[2,3,3,3] w = {-1,1,-2,2,2,-1,-2,-2,-2,2,3,1,-2,-1,3,3,1,1,-1,-2,1,-1,-2,1,1,-1,-1,1,1,1,-2,3,1,2,3,-1,-1,-1,2,1,-2,3,1,-2,1,3,1,3,-1,2,2,3,1,2}, float[3] b = {0.5, -1, 0.25}> {
+    t = ConvTranspose <strides = [2, 2], pads = [1, 1, 1, 1], output_padding = [1, 1]> (x, w, b)
+    r = Relu(t)
+    y = Flatten(r)
+  })";
+
+TEST(TorchEngine, ConvTransposeNetEqualsEigen) {
+  Model model = test::build(kConvTransposeNet);
+  std::unique_ptr<Engine> engine = engine_for(model);
+  EXPECT_EQ(engine->kinds()["conv_transpose"], 1);
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<double> u(-1, 1);
+  Interval box{Vec(18), Vec(18)};
+  for (Eigen::Index i = 0; i < 18; ++i) {
+    const double c = u(rng), r = 0.5 * std::abs(u(rng));
+    box.lo[i] = c - r, box.hi[i] = c + r;
+  }
+  expect_equal_bounds(model, box, "conv transpose net");
 }
 
 TEST(TorchEngine, BatchEqualsSeparateCalls) {

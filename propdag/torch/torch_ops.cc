@@ -11,6 +11,7 @@
 #include <ATen/ops/mm.h>
 #include <ATen/ops/ones_like.h>
 #include <ATen/ops/sparse_coo_tensor.h>
+#include <ATen/ops/sum.h>
 #include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
 #include <ATen/ops/zeros_like.h>
@@ -62,6 +63,7 @@ class DenseMap : public LinearMap {
     return at::matmul(x, abs ? abs_wt_ : wt_);
   }
   at::Tensor adjoint(const at::Tensor& y) const override { return at::matmul(y, w_); }
+  const char* kind() const override { return "dense"; }
 
  private:
   at::Tensor w_, wt_, abs_wt_;
@@ -97,6 +99,7 @@ class GatherMap : public LinearMap {
     out.index_add_(1, src_, ones_ ? y : y * scale_);
     return out.narrow(1, 0, in_);
   }
+  const char* kind() const override { return identity_ ? "identity" : "gather"; }
 
  private:
   int64_t in_;
@@ -128,6 +131,7 @@ class SparseMap : public LinearMap {
     return at::mm(abs ? abs_w_ : w_, x.t()).t();
   }
   at::Tensor adjoint(const at::Tensor& y) const override { return at::mm(wt_, y.t()).t(); }
+  const char* kind() const override { return "sparse"; }
 
  private:
   at::Tensor w_, abs_w_, wt_;
@@ -138,6 +142,38 @@ class SparseMap : public LinearMap {
 struct ConvGeometry {
   int64_t c = 1, h = 1, w = 1, oc = 1, oh = 1, ow = 1;
   int64_t sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0, ph_end = 0, pw_end = 0, group = 1;
+};
+
+// A ConvTranspose layer (symmetric pads): conv_transpose2d forward, conv2d as its adjoint.
+class ConvTransposeMap : public LinearMap {
+ public:
+  ConvTransposeMap(at::Tensor weight, const ConvGeometry& g) : w_(std::move(weight)), g_(g) {
+    abs_w_ = w_.abs();
+    const int64_t kh = w_.size(2), kw = w_.size(3);
+    oph_ = g.oh - ((g.h - 1) * g.sh - 2 * g.ph + g.dh * (kh - 1) + 1);
+    opw_ = g.ow - ((g.w - 1) * g.sw - 2 * g.pw + g.dw * (kw - 1) + 1);
+  }
+  bool valid() const {
+    return oph_ >= 0 && opw_ >= 0 && oph_ < std::max(g_.sh, g_.dh) &&
+           opw_ < std::max(g_.sw, g_.dw) && g_.ph == g_.ph_end && g_.pw == g_.pw_end;
+  }
+  at::Tensor apply(const at::Tensor& x, bool abs) const override {
+    at::Tensor in = x.reshape({x.size(0), g_.c, g_.h, g_.w});
+    return at::conv_transpose2d(in, abs ? abs_w_ : w_, {}, {g_.sh, g_.sw}, {g_.ph, g_.pw},
+                                {oph_, opw_}, g_.group, {g_.dh, g_.dw})
+        .reshape({x.size(0), -1});
+  }
+  at::Tensor adjoint(const at::Tensor& y) const override {
+    at::Tensor out = y.reshape({y.size(0), g_.oc, g_.oh, g_.ow});
+    return at::conv2d(out, w_, {}, {g_.sh, g_.sw}, {g_.ph, g_.pw}, {g_.dh, g_.dw}, g_.group)
+        .reshape({y.size(0), -1});
+  }
+  const char* kind() const override { return "conv_transpose"; }
+
+ private:
+  at::Tensor w_, abs_w_;
+  ConvGeometry g_;
+  int64_t oph_ = 0, opw_ = 0;
 };
 
 class ConvMap : public LinearMap {
@@ -170,6 +206,7 @@ class ConvMap : public LinearMap {
     if (!symmetric_) x = x.narrow(2, g_.ph, g_.h).narrow(3, g_.pw, g_.w);
     return x.reshape({y.size(0), -1});
   }
+  const char* kind() const override { return "conv"; }
 
  private:
   at::Tensor w_, abs_w_;
@@ -182,11 +219,14 @@ std::pair<int64_t, int64_t> pair_of(const std::vector<int64_t>& v, bool one_d, i
   return one_d ? std::pair{fill, v[0]} : std::pair{v[0], v[1]};
 }
 
-// The Conv geometry of Dag node `node` when its weight is a constant and its batch is 1.
+// The Conv / ConvTranspose of Dag node `node` as a convolution, when its weight is a constant
+// and its batch is 1.
 std::unique_ptr<LinearMap> conv_map(const Model& model, int node, const at::TensorOptions& opts) {
   const DagNode& d = model.dag().node(node);
   const common::Node& gn = model.graph().nodes[d.graph_node];
-  if (gn.op_type != "Conv" || gn.inputs.size() < 2 || d.inputs.empty() || d.inputs[0] < 0)
+  const bool transposed = gn.op_type == "ConvTranspose";
+  if ((gn.op_type != "Conv" && !transposed) || gn.inputs.size() < 2 || d.inputs.empty() ||
+      d.inputs[0] < 0 || (transposed && !gn.attr_ints("output_shape").empty()))
     return nullptr;
   const common::Tensor* wt = model.graph().constant(gn.inputs[1]);
   const common::Dims& x = model.shape(d.inputs[0]);
@@ -212,6 +252,10 @@ std::unique_ptr<LinearMap> conv_map(const Model& model, int node, const at::Tens
   std::vector<int64_t> wd(wt->dims.begin(), wt->dims.end());
   if (one_d) wd.insert(wd.begin() + 2, 1);
   at::Tensor weight = at::from_blob(w.data(), wd, at::kDouble).to(opts, false, true).clone();
+  if (transposed) {
+    auto t = std::make_unique<ConvTransposeMap>(std::move(weight), g);
+    return t->valid() ? std::move(t) : nullptr;
+  }
   return std::make_unique<ConvMap>(std::move(weight), g);
 }
 
@@ -253,17 +297,17 @@ std::unique_ptr<LinearMap> gather_map(const SpMat& s, const at::TensorOptions& o
 void elementwise_step(const at::Tensor& lo_slope, const at::Tensor& lo_bias,
                       const at::Tensor& up_slope, const at::Tensor& up_bias, int in,
                       const at::Tensor& lam, const at::Tensor& om, TBackward& w) {
-  at::Tensor lp = lam.clamp_min(0.0), ln = lam.clamp_max(0.0);
-  at::Tensor op = om.clamp_min(0.0), on = om.clamp_max(0.0);
-  auto dot = [](const at::Tensor& a, const at::Tensor& v) {
-    return at::matmul(a, v.unsqueeze(-1)).squeeze(-1);
-  };
-  w.lb.add_(dot(lp, lo_bias) + dot(ln, up_bias));
-  w.ub.add_(dot(op, up_bias) + dot(on, lo_bias));
-  if (in < 0) return;
+  // crown.cc splits each coefficient into its positive and negative parts and takes the lower
+  // line for one and the upper for the other; one of the two is exactly 0, so selecting the
+  // line by the sign gives the same products with fewer temporaries.
+  at::Tensor lam_pos = lam >= 0, om_pos = om >= 0;
   at::Tensor ls = lo_slope.unsqueeze(1), us = up_slope.unsqueeze(1);
-  accumulate(w.lam[in], lp * ls + ln * us);
-  accumulate(w.om[in], op * us + on * ls);
+  at::Tensor lb = lo_bias.unsqueeze(1), ub = up_bias.unsqueeze(1);
+  w.lb.add_((lam * at::where(lam_pos, lb, ub)).sum(-1));
+  w.ub.add_((om * at::where(om_pos, ub, lb)).sum(-1));
+  if (in < 0) return;
+  accumulate(w.lam[in], lam * at::where(lam_pos, ls, us));
+  accumulate(w.om[in], om * at::where(om_pos, us, ls));
 }
 
 // out = sum_k W_k in[slot_k] + bias.
@@ -275,6 +319,9 @@ class AffineKernel : public Kernel {
   };
   AffineKernel(std::vector<int> inputs, std::vector<Term> terms, at::Tensor bias)
       : inputs_(std::move(inputs)), terms_(std::move(terms)), bias_(std::move(bias)) {}
+  void kinds(std::vector<std::string>& kinds) const override {
+    for (const Term& t : terms_) kinds.emplace_back(t.map->kind());
+  }
   Result<TBox> interval(const std::vector<const TBox*>& in) const override {
     at::Tensor lo, hi;
     for (const Term& t : terms_) {
@@ -314,6 +361,7 @@ class AffineKernel : public Kernel {
 class LeakyReluKernel : public Kernel {
  public:
   LeakyReluKernel(int in, double a) : in_(in), a_(a) {}
+  void kinds(std::vector<std::string>& kinds) const override { kinds.emplace_back("relu"); }
   Result<TBox> interval(const std::vector<const TBox*>& in) const override {
     return TBox{f(in[0]->lo), f(in[0]->hi)};
   }
@@ -343,6 +391,7 @@ class PerBoxKernel : public Kernel {
   PerBoxKernel(const BoundOp* op, std::vector<int> inputs, at::TensorOptions opts)
       : op_(op), inputs_(std::move(inputs)), opts_(opts) {}
   bool per_box() const override { return true; }
+  void kinds(std::vector<std::string>& kinds) const override { kinds.emplace_back("per_box"); }
   Result<TBox> interval(const std::vector<const TBox*>& in) const override {
     std::vector<Mat> lo, hi;
     const int64_t k = boxes(in, lo, hi);

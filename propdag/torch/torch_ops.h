@@ -33,6 +33,8 @@ class LinearMap {
   virtual ~LinearMap() = default;
   virtual at::Tensor apply(const at::Tensor& x, bool abs) const = 0;
   virtual at::Tensor adjoint(const at::Tensor& y) const = 0;
+  /// "dense", "conv", "conv_transpose", "gather", "identity" or "sparse".
+  virtual const char* kind() const = 0;
 };
 
 /// One Dag node's rule in this engine.
@@ -46,6 +48,8 @@ class Kernel {
   virtual common::Status step(int node, const std::vector<TBox>& b, TBackward& w) const = 0;
   /// Whether the node runs per box through the Eigen op rule.
   virtual bool per_box() const { return false; }
+  /// Adds what it computes with (its maps' kinds, "relu" or "per_box") to `kinds`.
+  virtual void kinds(std::vector<std::string>& kinds) const = 0;
 };
 
 /// The kernel of Dag node `node` (not a graph input) on `opts`' device and dtype.
