@@ -12,6 +12,7 @@
 #include <random>
 #include <string>
 
+#include "common/cli.h"
 #include "propdag/engine.h"
 #include "propdag/model.h"
 #include "propdag/torch/torch_engine.h"
@@ -163,4 +164,12 @@ const int kRegistered = register_all();
 
 }  // namespace
 
-BENCHMARK_MAIN();
+// As the propdag CLI: freed memory is kept for the next allocations (common::keep_freed_memory),
+// so that the torch engine's large tensors do not fault their pages in anew on every call.
+int main(int argc, char** argv) {
+  common::keep_freed_memory();
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
