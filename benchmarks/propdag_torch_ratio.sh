@@ -29,16 +29,14 @@ for r in runs:
     elif parts[0] == "load_crown":
         load[(parts[2], parts[1])] = r["real_time"] / 1000.0
 models = sorted({k[0] for k in rate} | {k[0] for k in load})
-print("%-14s %12s %12s %12s %12s %8s %8s %8s" % (
-    "model", "eigen box/s", "torch K=1", "K=64", "K=1024", "x K=1", "x K=64", "x K=1024"))
+print("%-14s %6s %14s %14s %8s" % ("model", "K", "torch box/s", "eigen box/s", "ratio"))
 for m in models:
     e = rate.get((m, "eigen", "1"))
-    if e is None:
-        continue
-    t = [rate.get((m, "torch", k)) for k in ("1", "64", "1024")]
-    cells = ["%12.1f" % v if v else "%12s" % "-" for v in t]
-    ratios = ["%8.2f" % (v / e) if v else "%8s" % "-" for v in t]
-    print("%-14s %12.1f %s %s" % (m, e, " ".join(cells), " ".join(ratios)))
+    for (mm, engine, k), v in sorted(rate.items(), key=lambda i: (i[0][0], int(i[0][2]))):
+        if mm != m or engine != "torch":
+            continue
+        ratio = "%8.2f" % (v / e) if e else "%8s" % "-"
+        print("%-14s %6s %14.1f %14s %s" % (m, k, v, "%.1f" % e if e else "-", ratio))
 print()
 print("%-14s %14s %14s" % ("model", "eigen load+crown s", "torch load+crown s"))
 for m in models:

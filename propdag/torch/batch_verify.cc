@@ -56,10 +56,12 @@ common::Result<CaseRun> run_case(Engine& engine, const Model& model, const SpecC
     open.resize(open.size() - static_cast<size_t>(take));
     for (Eigen::Index k = 0; k < take; ++k)
       in.lo.row(k) = taken[k].lo.transpose(), in.hi.row(k) = taken[k].hi.transpose();
-    ASSIGN_OR_RETURN(Boxes b, engine.linear_bounds(in, obj, options));
+    std::vector<Mat> coef;
+    ASSIGN_OR_RETURN(Boxes b, engine.linear_bounds(in, obj, options, &coef));
     run.boxes += take;
     for (Eigen::Index k = 0; k < take; ++k) {
-      if ((b.lo.row(k).transpose() - rhs).maxCoeff() > 0) continue;  // proved
+      Eigen::Index best = 0;
+      if ((b.lo.row(k).transpose() - rhs).maxCoeff(&best) > 0) continue;  // proved
       if (split.max_boxes <= 1) return run;
       const Interval& box = taken[k];
       const Vec mid = (box.lo + box.hi) * 0.5;
@@ -69,8 +71,13 @@ common::Result<CaseRun> run_case(Engine& engine, const Model& model, const SpecC
         run.counterexample = mid;
         return run;
       }
+      // The widest dimension (relative to the case's box), unless the best row's lower bound
+      // changes most along another one (|a_r,d| x width_d, as input_split.cc's steepest).
       Eigen::Index dim = 0;
       ((box.hi - box.lo).cwiseQuotient(scale)).maxCoeff(&dim);
+      Eigen::Index steep = 0;
+      const Vec slope = coef[k].row(best).transpose().cwiseAbs();
+      if ((slope.array() * (box.hi - box.lo).array()).maxCoeff(&steep) > 0) dim = steep;
       if (!(box.lo[dim] < mid[dim] && mid[dim] < box.hi[dim])) return run;  // a point
       Interval low = box, high = box;
       low.hi[dim] = mid[dim];

@@ -12,9 +12,9 @@ namespace propdag::torch_engine {
 /// when some row's lower bound exceeds its right-hand side. Open boxes are kept on a stack; each
 /// call bounds up to `batch` of them at once, checks the centre of each box left open for a
 /// counterexample (the network evaluated at that point in float64 by the Eigen engine: every
-/// constraint's upper value must meet it) and halves it along its widest dimension, relative to
-/// the case's box. split.max_boxes bounds per case (1: the whole box only), split.seconds for the
-/// whole property.
+/// constraint's upper value must meet it) and halves it along the dimension where the best row's
+/// lower bound changes most (|coefficient| x width; else the widest relative to the case's box).
+/// split.max_boxes bounds per case (1: the whole box only), split.seconds for the whole property.
 common::Result<VerifyResult> verify_batched(Engine& engine, const Model& model, const Spec& spec,
                                             const Options& options, const SplitOptions& split,
                                             int batch);

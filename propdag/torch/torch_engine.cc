@@ -113,15 +113,16 @@ class TorchEngine : public Engine {
       return out;
     });
   }
-  Result<Boxes> linear_bounds(const Boxes& input, const std::vector<Mat>& c,
-                              const Options& opt) override {
+  Result<Boxes> linear_bounds(const Boxes& input, const std::vector<Mat>& c, const Options& opt,
+                              std::vector<Mat>* lower_coef) override {
     return guarded([&]() -> Result<Boxes> {
       Boxes out;
+      if (lower_coef != nullptr) lower_coef->clear();
       for (Eigen::Index k0 = 0; k0 < input.count(); k0 += box_chunk_) {
         const Eigen::Index k = std::min(box_chunk_, input.count() - k0);
-        ASSIGN_OR_RETURN(
-            Boxes part,
-            compute_linear({input.lo.middleRows(k0, k), input.hi.middleRows(k0, k)}, c, opt));
+        ASSIGN_OR_RETURN(Boxes part,
+                         compute_linear({input.lo.middleRows(k0, k), input.hi.middleRows(k0, k)}, c,
+                                        opt, lower_coef));
         if (k0 == 0) out = {Mat(input.count(), part.lo.cols()), Mat(input.count(), part.lo.cols())};
         out.lo.middleRows(k0, k) = part.lo;
         out.hi.middleRows(k0, k) = part.hi;
@@ -184,7 +185,8 @@ class TorchEngine : public Engine {
     return out;
   }
 
-  Result<Boxes> compute_linear(const Boxes& input, const std::vector<Mat>& c, const Options& opt) {
+  Result<Boxes> compute_linear(const Boxes& input, const std::vector<Mat>& c, const Options& opt,
+                               std::vector<Mat>* lower_coef) {
     const Dag& dag = m_.dag();
     if (c.size() != dag.outputs().size())
       return m_.graph().error("one objective matrix per graph output is needed");
@@ -200,6 +202,9 @@ class TorchEngine : public Engine {
       RETURN_IF_ERROR(forward(x, opt, b));
     }
     TBox total{at::zeros({input.count(), rows}, opts_), at::zeros({input.count(), rows}, opts_)};
+    at::Tensor coef;  // [K, rows, inputs]: the lower bounds' input coefficients, when asked for
+    if (lower_coef != nullptr) coef = at::zeros({input.count(), rows, m_.input_size()}, opts_);
+    coef_ = lower_coef != nullptr ? &coef : nullptr;
     for (size_t o = 0; o < c.size(); ++o) {
       if (c[o].size() == 0) continue;
       const int node = dag.outputs()[o];
@@ -221,6 +226,16 @@ class TorchEngine : public Engine {
       }
       total.lo = total.lo + part.lo;
       total.hi = total.hi + part.hi;
+    }
+    coef_ = nullptr;
+    if (lower_coef != nullptr) {
+      at::Tensor flat = coef.reshape({input.count(), -1});
+      Mat all = internal::to_mat(flat);
+      for (Eigen::Index k = 0; k < all.rows(); ++k)
+        lower_coef->push_back(
+            Eigen::Map<
+                const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
+                all.row(k).eval().data(), rows, m_.input_size()));
     }
     return to_boxes(total);
   }
@@ -295,6 +310,8 @@ class TorchEngine : public Engine {
         if (!w.lam[n].defined()) continue;
         if (m_.op(n) == nullptr) {
           concretize(input_part(x, n), w.lam[n], w.om[n], w);
+          if (coef_ != nullptr)
+            coef_->narrow(1, r0, rk).narrow(2, offset_[n], m_.numel(n)).add_(w.lam[n]);
         } else {
           RETURN_IF_ERROR(kernels_[n]->step(n, b, w));
         }
@@ -323,6 +340,7 @@ class TorchEngine : public Engine {
   std::vector<char> feeds_nonlinear_;
   std::vector<double> row_cost_;
   Eigen::Index box_chunk_ = 1;
+  at::Tensor* coef_ = nullptr;  // during compute_linear: where input coefficients go
 };
 
 }  // namespace

@@ -37,9 +37,12 @@ class Engine {
   /// propdag::output_bounds, so each row equals its result for that box up to rounding.
   virtual common::Result<std::vector<Boxes>> output_bounds(const Boxes& input,
                                                            const Options& options) = 0;
-  /// Bounds of sum_o C_o y_o for each box (K x rows), as propdag::linear_bounds without BoundsIO.
+  /// Bounds of sum_o C_o y_o for each box (K x rows), as propdag::linear_bounds. With
+  /// `lower_coef`, one rows x inputs matrix per box: BoundsIO::lower_coef's a_r (zero rows where
+  /// an output fell back to interval bounds).
   virtual common::Result<Boxes> linear_bounds(const Boxes& input, const std::vector<Mat>& c,
-                                              const Options& options) = 0;
+                                              const Options& options,
+                                              std::vector<Mat>* lower_coef = nullptr) = 0;
   /// Nodes computed by the generic path (the Eigen op rule called once per box), by op type;
   /// empty when every node has a tensor rule.
   virtual std::vector<std::string> per_box_ops() const = 0;
