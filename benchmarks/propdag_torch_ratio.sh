@@ -24,7 +24,8 @@ for r in runs:
         continue
     parts = r["name"].split("/")
     if parts[0] == "boxes":
-        key = (parts[2], parts[1], parts[3] if len(parts) > 3 else "1")
+        ks = [p for p in parts[3:] if p.isdigit()]  # after it: min_time:..., iterations:...
+        key = (parts[2], parts[1], ks[0] if ks else "1")
         rate[key] = r["boxes_per_s"]
     elif parts[0] == "load_crown":
         load[(parts[2], parts[1])] = r["real_time"] / 1000.0
