@@ -117,6 +117,7 @@ common::Status torch_bounds(const Args& a, const propdag::Model& model, const In
   double start = common::now_ms();
   ASSIGN_OR_RETURN(auto parts, engine->output_bounds(in, options));
   std::vector<Interval> bounds;
+  bounds.reserve(parts.size());
   for (const auto& p : parts)
     bounds.push_back(
         {p.lo.colwise().minCoeff().transpose(), p.hi.colwise().maxCoeff().transpose()});
