@@ -1,11 +1,12 @@
 // propdag: bounds of a network's outputs over an input box, and sound verification of VNN-LIB
 // properties.
 //   propdag bounds MODEL (--vnnlib SPEC | --input-box LO,HI) [--method ibp|crown|alpha]
-//                  [--alpha-steps N] [--json]
+//                  [--alpha-steps N] [--json] [ENGINE]
 //   propdag verify MODEL SPEC [--method ibp|crown|alpha] [--alpha-steps N] [--alpha-warm-steps N]
 //                  [--split N] [--branch input|relu] [--timeout S] [--no-carry-bounds]
-//                  [--stats] [--result FILE] [--check-model ORIGINAL]
+//                  [--stats] [--result FILE] [--check-model ORIGINAL] [ENGINE]
 //   MODEL may be - (stdin), e.g. `slimonnx MODEL | propdag verify - SPEC --check-model MODEL`.
+//   ENGINE: --engine eigen|torch --device cpu|cuda [--dtype float64|float32] [--batch K]
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +17,8 @@
 #include "common/onnx_io.h"
 #include "propdag/engine.h"
 #include "propdag/model.h"
+#include "propdag/torch/batch_verify.h"
+#include "propdag/torch/loader.h"
 #include "propdag/verify.h"
 #include "propdag/vnnlib.h"
 
@@ -75,6 +78,8 @@ void print_bounds(const propdag::Model& model, const std::vector<Interval>& boun
 
 struct Args {
   std::string model, spec, box, method = "crown", branch = "input", result, check_model;
+  std::string engine = "eigen", device = "cpu", dtype = "float64";
+  int batch = 1;
   int alpha_steps = propdag::Options{}.alpha_steps;
   int alpha_warm_steps = propdag::Options{}.alpha_warm_steps;
   double refine_budget = propdag::Options{}.refine_budget;
@@ -91,6 +96,39 @@ propdag::Options options(propdag::Method method, const Args& a) {
   return o;
 }
 
+Result<std::unique_ptr<propdag::torch_engine::Engine>> torch_engine(const Args& a,
+                                                                    const propdag::Model& model) {
+  return propdag::torch_engine::load(model, {a.device, a.dtype == "float32"});
+}
+
+// The box cut into `a.batch` equal slices along its widest dimension, bounded in one call of the
+// torch engine; the bounds printed hold over the whole box (the hull of the slices' bounds).
+common::Status torch_bounds(const Args& a, const propdag::Model& model, const Interval& box,
+                            const propdag::Options& options) {
+  ASSIGN_OR_RETURN(auto engine, torch_engine(a, model));
+  const Eigen::Index k = a.batch;
+  propdag::torch_engine::Boxes in{box.lo.transpose().replicate(k, 1),
+                                  box.hi.transpose().replicate(k, 1)};
+  Eigen::Index dim = 0;
+  (box.hi - box.lo).maxCoeff(&dim);
+  const double width = box.hi[dim] - box.lo[dim];
+  for (Eigen::Index i = 0; i < k; ++i) {
+    in.lo(i, dim) = box.lo[dim] + width * static_cast<double>(i) / static_cast<double>(k);
+    in.hi(i, dim) = i + 1 == k
+                        ? box.hi[dim]
+                        : box.lo[dim] + width * static_cast<double>(i + 1) / static_cast<double>(k);
+  }
+  double start = common::now_ms();
+  ASSIGN_OR_RETURN(auto parts, engine->output_bounds(in, options));
+  std::vector<Interval> bounds;
+  bounds.reserve(parts.size());
+  for (const auto& p : parts)
+    bounds.push_back(
+        {p.lo.colwise().minCoeff().transpose(), p.hi.colwise().maxCoeff().transpose()});
+  print_bounds(model, bounds, a.json, common::now_ms() - start);
+  return {};
+}
+
 common::Status run_bounds(const Args& a) {
   ASSIGN_OR_RETURN(propdag::Method method, propdag::parse_method(a.method));
   ASSIGN_OR_RETURN(propdag::Model model, propdag::Model::load(a.model));
@@ -101,6 +139,7 @@ common::Status run_bounds(const Args& a) {
   } else {
     ASSIGN_OR_RETURN(box, parse_box(a.box, model.input_size()));
   }
+  if (a.engine == "torch") return torch_bounds(a, model, box, options(method, a));
   double start = common::now_ms();
   ASSIGN_OR_RETURN(std::vector<Interval> bounds,
                    propdag::output_bounds(model, box, options(method, a)));
@@ -142,9 +181,18 @@ common::Status run_verify(const Args& a) {
   propdag::SplitOptions split = a.split;
   split.carry_bounds = !a.no_carry_bounds;
   split.branching = a.branch == "relu" ? propdag::Branching::kRelu : propdag::Branching::kInput;
+  std::unique_ptr<propdag::torch_engine::Engine> engine;
+  if (a.engine == "torch") {
+    ASSIGN_OR_RETURN(engine, torch_engine(a, model));
+  }
   double start = common::now_ms();
-  ASSIGN_OR_RETURN(propdag::VerifyResult r,
-                   propdag::verify(model, spec, options(method, a), split));
+  propdag::VerifyResult r;
+  if (engine) {
+    ASSIGN_OR_RETURN(r, propdag::torch_engine::verify_batched(*engine, model, spec,
+                                                              options(method, a), split, a.batch));
+  } else {
+    ASSIGN_OR_RETURN(r, propdag::verify(model, spec, options(method, a), split));
+  }
   if (a.stats)
     std::fprintf(stderr,
                  "{\"model\": %s, \"spec\": %s, \"cases\": %d, \"cases_proved\": %d, "
@@ -249,6 +297,20 @@ static int main_body(int argc, char** argv) {
   verify->add_flag("--stats", a.stats,
                    "print one JSON line {\"model\", \"spec\", \"cases\", \"cases_proved\", "
                    "\"boxes\", \"ms\"} on stderr (boxes: bound computations)");
+  for (CLI::App* sub : {bounds, verify}) {
+    sub->add_option("--engine", a.engine,
+                    "eigen (default: one box at a time) or torch (LibTorch: batches of boxes, "
+                    "CPU or CUDA; ibp and crown)")
+        ->check(CLI::IsMember({"eigen", "torch"}));
+    sub->add_option("--device", a.device, "with --engine torch: cpu (default) or cuda")
+        ->check(CLI::IsMember({"cpu", "cuda"}));
+    sub->add_option("--dtype", a.dtype, "with --engine torch: float64 (default) or float32")
+        ->check(CLI::IsMember({"float64", "float32"}));
+    sub->add_option("--batch", a.batch,
+                    "with --engine torch: boxes per engine call (bounds: the box is cut into K "
+                    "slices along its widest dimension; verify: up to K open boxes at a time)")
+        ->check(CLI::Range(1, 1 << 20));
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -258,6 +320,10 @@ static int main_body(int argc, char** argv) {
   }
   if (bounds->parsed() && a.spec.empty() && a.box.empty()) {
     std::fprintf(stderr, "propdag: bounds needs --vnnlib SPEC or --input-box LO,HI\n");
+    return 2;
+  }
+  if (a.engine == "eigen" && (a.device != "cpu" || a.dtype != "float64" || a.batch != 1)) {
+    std::fprintf(stderr, "propdag: --device, --dtype and --batch need --engine torch\n");
     return 2;
   }
   return common::run_guarded("propdag", a.model, [&] {

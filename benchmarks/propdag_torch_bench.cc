@@ -1,0 +1,186 @@
+// propdag's torch engine against its Eigen engine: boxes bounded per second (CROWN bounds of
+// every output) on sub-boxes of a model's property box, the Eigen engine one box at a time and
+// the torch engine K = 1, 64, 1024 boxes per call on the CPU (K = 1, 4 on the conv nets, where
+// one CROWN bound takes seconds); and load + one CROWN bound, whole.
+//   propdag_torch_bench [--benchmark_filter=acasxu] ; VNNCOMP_BENCHMARKS overrides the folder.
+// benchmarks/propdag_torch_ratio.sh prints the ratios of one run.
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "common/cli.h"
+#include "propdag/engine.h"
+#include "propdag/model.h"
+#include "propdag/torch/torch_engine.h"
+#include "propdag/vnnlib.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using propdag::torch_engine::Boxes;
+
+std::string on_disk(const std::string& rel) {
+  const char* env = std::getenv("VNNCOMP_BENCHMARKS");
+  std::string path = std::string(env ? env : VNNCOMP_BENCHMARKS) + "/" + rel;
+  if (fs::exists(path)) return path;
+  return fs::exists(path + ".gz") ? path + ".gz" : "";
+}
+
+struct Case {
+  const char* name;
+  const char* onnx;
+  const char* vnnlib;
+};
+
+const Case kCases[] = {
+    {"acasxu", "acasxu_2023/onnx/ACASXU_run2a_1_1_batch_2000.onnx",
+     "acasxu_2023/vnnlib/prop_1.vnnlib"},
+    {"collins_conv", "collins_rul_cnn_2023/onnx/NN_rul_full_window_20.onnx",
+     "collins_rul_cnn_2023/vnnlib/robustness_2perturbations_delta5_epsilon10_w20.vnnlib"},
+    {"cgan", "cgan_2023/onnx/cGAN_imgSz32_nCh_1.onnx",
+     "cgan_2023/vnnlib/cGAN_imgSz32_nCh_1_prop_0_input_eps_0.010_output_eps_0.015.vnnlib"},
+    {"tinyyolo", "yolo_2023/onnx/TinyYOLO.onnx",
+     "yolo_2023/vnnlib/TinyYOLO_prop_000034_eps_1_255.vnnlib"},
+};
+
+constexpr int kPool = 1024;
+
+// A model, its property box and a pool of sub-boxes (each a random quarter-width part of it).
+struct Loaded {
+  std::unique_ptr<propdag::Model> model;
+  propdag::Interval box;
+  Boxes pool;
+  std::unique_ptr<propdag::torch_engine::Engine> engine;
+  std::string error;
+};
+
+Loaded& loaded(const Case& c) {
+  static std::map<std::string, Loaded> cache;
+  Loaded& l = cache[c.name];
+  if (l.model || !l.error.empty()) return l;
+  auto m = propdag::Model::load(on_disk(c.onnx));
+  auto s = propdag::read_vnnlib(on_disk(c.vnnlib));
+  if (!m.ok() || !s.ok()) {
+    l.error = !m.ok() ? m.error().str() : s.error().str();
+    return l;
+  }
+  l.model = std::make_unique<propdag::Model>(std::move(m).value());
+  l.box = s->hull();
+  const Eigen::Index n = l.box.size();
+  l.pool = {propdag::Mat(kPool, n), propdag::Mat(kPool, n)};
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<double> u(0, 0.75);
+  for (int k = 0; k < kPool; ++k)
+    for (Eigen::Index i = 0; i < n; ++i) {
+      const double w = l.box.hi[i] - l.box.lo[i], lo = l.box.lo[i] + u(rng) * w;
+      l.pool.lo(k, i) = lo, l.pool.hi(k, i) = lo + 0.25 * w;
+    }
+  auto e = propdag::torch_engine::create(*l.model, {"cpu", false});
+  if (!e.ok())
+    l.error = e.error().str();
+  else
+    l.engine = std::move(e).value();
+  return l;
+}
+
+void eigen_boxes(benchmark::State& state, const Case& c) {
+  Loaded& l = loaded(c);
+  if (!l.error.empty()) return state.SkipWithError(l.error.c_str());
+  int k = 0;
+  for (auto _ : state) {
+    propdag::Interval box{l.pool.lo.row(k).transpose(), l.pool.hi.row(k).transpose()};
+    auto r = propdag::output_bounds(*l.model, box, {propdag::Method::kCrown});
+    if (!r.ok()) return state.SkipWithError(r.error().str().c_str());
+    k = (k + 1) % kPool;
+  }
+  state.counters["boxes_per_s"] =
+      benchmark::Counter(state.iterations(), benchmark::Counter::kIsRate);
+}
+
+void torch_boxes(benchmark::State& state, const Case& c) {
+  Loaded& l = loaded(c);
+  if (!l.error.empty()) return state.SkipWithError(l.error.c_str());
+  const auto k = static_cast<Eigen::Index>(state.range(0));
+  Boxes in{l.pool.lo.topRows(k), l.pool.hi.topRows(k)};
+  for (auto _ : state) {
+    auto r = l.engine->output_bounds(in, {propdag::Method::kCrown});
+    if (!r.ok()) return state.SkipWithError(r.error().str().c_str());
+  }
+  state.counters["boxes_per_s"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * k), benchmark::Counter::kIsRate);
+}
+
+// Model::load + (torch: the engine's preparation) + one CROWN bound of the property box.
+void load_crown(benchmark::State& state, const Case& c, bool torch) {
+  const std::string onnx = on_disk(c.onnx), spec = on_disk(c.vnnlib);
+  if (onnx.empty() || spec.empty()) return state.SkipWithError("model absent");
+  auto s = propdag::read_vnnlib(spec);
+  if (!s.ok()) return state.SkipWithError(s.error().str().c_str());
+  const propdag::Interval box = s->hull();
+  for (auto _ : state) {
+    auto m = propdag::Model::load(onnx);
+    if (!m.ok()) return state.SkipWithError(m.error().str().c_str());
+    if (torch) {
+      auto e = propdag::torch_engine::create(*m, {"cpu", false});
+      if (!e.ok()) return state.SkipWithError(e.error().str().c_str());
+      auto r = (*e)->output_bounds({box.lo.transpose(), box.hi.transpose()}, {});
+      if (!r.ok()) return state.SkipWithError(r.error().str().c_str());
+    } else {
+      auto r = propdag::output_bounds(*m, box, {});
+      if (!r.ok()) return state.SkipWithError(r.error().str().c_str());
+    }
+  }
+}
+
+int register_all() {
+  for (const Case& c : kCases) {
+    const std::string n = c.name;
+    if (n == "acasxu") {
+      benchmark::RegisterBenchmark(("boxes/eigen/" + n).c_str(), eigen_boxes, c)
+          ->Unit(benchmark::kMillisecond)
+          ->MinTime(1.0);
+      benchmark::RegisterBenchmark(("boxes/torch/" + n).c_str(), torch_boxes, c)
+          ->Arg(1)
+          ->Arg(64)
+          ->Arg(1024)
+          ->Unit(benchmark::kMillisecond)
+          ->MinTime(1.0);
+    } else if (n != "tinyyolo") {
+      // Seconds per box with either engine here: a few boxes, once.
+      benchmark::RegisterBenchmark(("boxes/eigen/" + n).c_str(), eigen_boxes, c)
+          ->Unit(benchmark::kMillisecond)
+          ->Iterations(2);
+      benchmark::RegisterBenchmark(("boxes/torch/" + n).c_str(), torch_boxes, c)
+          ->Arg(1)
+          ->Arg(4)
+          ->Unit(benchmark::kMillisecond)
+          ->Iterations(1);
+    }
+    for (bool torch : {false, true})
+      benchmark::RegisterBenchmark(
+          ("load_crown/" + std::string(torch ? "torch/" : "eigen/") + n).c_str(), load_crown, c,
+          torch)
+          ->Unit(benchmark::kMillisecond)
+          ->Iterations(1);
+  }
+  return 0;
+}
+
+const int kRegistered = register_all();
+
+}  // namespace
+
+// As the propdag CLI: freed memory is kept for the next allocations (common::keep_freed_memory),
+// so that the torch engine's large tensors do not fault their pages in anew on every call.
+int main(int argc, char** argv) {
+  common::keep_freed_memory();
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

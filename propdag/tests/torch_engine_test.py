@@ -1,0 +1,87 @@
+"""`propdag bounds|verify --engine torch`: the same bounds and verdicts as the Eigen engine on
+ACAS Xu and a conv net, --batch slices, float32, and one-line errors with exit code 2."""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+PROPDAG = os.environ.get("PROPDAG", "build/propdag/propdag")
+BENCH = os.environ.get("VNNCOMP_BENCHMARKS", "../shared/vnncomp2024/benchmarks")
+
+
+def shared(rel):
+    path = os.path.join(BENCH, rel)
+    for p in (path, path + ".gz"):
+        if os.path.exists(p):
+            return p
+    pytest.skip("shared benchmarks absent: " + rel)
+
+
+ACAS = ("acasxu_2023/onnx/ACASXU_run2a_1_1_batch_2000.onnx", "acasxu_2023/vnnlib/prop_1.vnnlib")
+COLLINS = ("collins_rul_cnn_2023/onnx/NN_rul_small_window_20.onnx",
+           "collins_rul_cnn_2023/vnnlib/robustness_2perturbations_delta5_epsilon10_w20.vnnlib")
+
+
+def run(*args):
+    return subprocess.run([PROPDAG, *args], capture_output=True, text=True, timeout=600)
+
+
+def bounds(model, spec, *extra):
+    r = run("bounds", model, "--vnnlib", spec, "--json", *extra)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)["outputs"]
+    return [v for o in out for v in o["lower"]], [v for o in out for v in o["upper"]]
+
+
+def close(a, b, tol):
+    return all(abs(x - y) <= tol * max(1.0, abs(x), abs(y)) for x, y in zip(a, b)) and len(a) == len(b)
+
+
+@pytest.mark.parametrize("case", [ACAS, COLLINS])
+@pytest.mark.parametrize("method", ["ibp", "crown"])
+def test_bounds_equal_eigen(case, method):
+    model, spec = shared(case[0]), shared(case[1])
+    lo, hi = bounds(model, spec, "--method", method)
+    tlo, thi = bounds(model, spec, "--method", method, "--engine", "torch", "--device", "cpu")
+    assert close(lo, tlo, 1e-9) and close(hi, thi, 1e-9), (lo, tlo, hi, thi)
+    flo, fhi = bounds(model, spec, "--method", method, "--engine", "torch", "--dtype", "float32")
+    scale = 1 + max(abs(v) for v in lo + hi)
+    assert max(abs(a - b) for a, b in zip(lo + hi, flo + fhi)) <= 1e-3 * scale
+
+
+def test_batch_slices_are_sound_and_tighter():
+    model, spec = shared(ACAS[0]), shared(ACAS[1])
+    lo, hi = bounds(model, spec)
+    blo, bhi = bounds(model, spec, "--engine", "torch", "--batch", "16")
+    # The hull of 16 slices' CROWN bounds: within the whole box's bounds' span, and no looser.
+    assert all(b >= a - 1e-9 * max(1, abs(a)) for a, b in zip(lo, blo))
+    assert all(b <= a + 1e-9 * max(1, abs(a)) for a, b in zip(hi, bhi))
+    assert sum(h - l for l, h in zip(blo, bhi)) < sum(h - l for l, h in zip(lo, hi))
+
+
+def test_verify_acasxu_same_verdicts():
+    model = shared(ACAS[0])
+    for prop in ("prop_1", "prop_2"):
+        spec = shared("acasxu_2023/vnnlib/%s.vnnlib" % prop)
+        e = run("verify", model, spec, "--split", "2000", "--timeout", "20")
+        t = run("verify", model, spec, "--split", "2000", "--timeout", "20", "--engine", "torch",
+                "--batch", "64")
+        assert e.returncode == 0 and t.returncode == 0, (e.stderr, t.stderr)
+        ev, tv = e.stdout.split()[0], t.stdout.split()[0]
+        # A falsified verdict must be found by both; neither engine may contradict the other.
+        assert {ev, tv} != {"verified", "falsified"}, (ev, tv)
+
+
+def test_errors_one_line_exit_2():
+    model, spec = shared(ACAS[0]), shared(ACAS[1])
+    r = run("bounds", model, "--vnnlib", spec, "--engine", "torch", "--device", "cuda")
+    if r.returncode == 0:
+        pytest.skip("a CUDA device is available")
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.count("\n") == 1 and "--device cuda" in r.stderr, r.stderr
+    for bad in (["--engine", "jax"], ["--device", "tpu"], ["--dtype", "float16"], ["--batch", "0"],
+                ["--device", "cuda"]):
+        r = run("bounds", model, "--vnnlib", spec, *bad)
+        assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1, (bad, r.stderr)

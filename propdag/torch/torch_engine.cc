@@ -1,0 +1,368 @@
+// The batched engine: crown.cc's forward (IBP, refined by CROWN where an input of a nonlinear op
+// is affordable) and backward passes, on [K, n] bounds and [K, rows, n] coefficients.
+#include "propdag/torch/torch_engine.h"
+
+#include <ATen/Context.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/abs.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/eye.h>
+#include <ATen/ops/matmul.h>
+#include <ATen/ops/maximum.h>
+#include <ATen/ops/minimum.h>
+#include <ATen/ops/zeros.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+#include <optional>
+
+#include "propdag/crown.h"
+#include "propdag/torch/torch_ops.h"
+#include "propdag/traverse.h"
+
+namespace propdag::torch_engine {
+namespace {
+
+using common::Result;
+using common::Status;
+using internal::Kernel;
+using internal::TBackward;
+using internal::TBox;
+
+// As crown.cc: a final backward pass may cost this many times Options::refine_budget.
+constexpr double kOutputBudget = 50;
+// CPU: boxes per chunk x rows x elements of the widest node (see prepare()).
+constexpr double kCpuChunkEntries = 1 << 18;
+
+common::Error error(std::string message) { return common::Error{"", "", "", std::move(message)}; }
+
+// crown.cc's intersect: where rounding crosses the two bounds, the pair is swapped.
+void intersect(TBox& a, const at::Tensor& lo, const at::Tensor& hi) {
+  at::Tensor l = at::maximum(a.lo, lo), h = at::minimum(a.hi, hi);
+  a.lo = at::minimum(l, h);
+  a.hi = at::maximum(l, h);
+}
+
+// Bounds of c y for y in the box `y` ([K, n]), c [rows, n]: [K, rows].
+TBox box_of(const at::Tensor& c, const TBox& y) {
+  at::Tensor center = (y.lo + y.hi) * 0.5, radius = (y.hi - y.lo) * 0.5;
+  at::Tensor mid = at::matmul(center, c.t()), rad = at::matmul(radius, c.abs().t());
+  return {mid - rad, mid + rad};
+}
+
+Boxes to_boxes(const TBox& b) { return {internal::to_mat(b.lo), internal::to_mat(b.hi)}; }
+
+class TorchEngine : public Engine {
+ public:
+  TorchEngine(const Model& model, at::TensorOptions opts) : m_(model), opts_(opts) {}
+
+  Status prepare() {
+    const Dag& dag = m_.dag();
+    kernels_.resize(dag.size());
+    offset_.assign(dag.size(), 0);
+    int64_t at = 0;
+    for (int i : dag.inputs()) offset_[i] = at, at += m_.numel(i);
+    feeds_nonlinear_.assign(dag.size(), 0);
+    for (int n = 0; n < dag.size(); ++n) {
+      if (m_.op(n) == nullptr) continue;
+      ASSIGN_OR_RETURN(kernels_[n], internal::make_kernel(m_, n, opts_));
+      if (m_.op(n)->nonlinear())
+        for (int p : dag.node(n).preds) feeds_nonlinear_[p] = 1;
+    }
+    propdag::internal::Crown costs(m_, Options{});
+    row_cost_.assign(dag.size(), 0);
+    for (int n = 0; n < dag.size(); ++n)
+      if (feeds_nonlinear_[n] ||
+          std::find(dag.outputs().begin(), dag.outputs().end(), n) != dag.outputs().end())
+        row_cost_[n] = costs.row_cost(n);
+    // On the CPU, boxes go through in chunks whose coefficient tensors (boxes x rows x
+    // elements, at most) stay within the caches: one call with all boxes at once streams every
+    // elementwise step through memory and was 4x slower per box than the Eigen engine on ACAS Xu.
+    double rows = 1, widest = 1;
+    for (int n = 0; n < dag.size(); ++n) {
+      widest = std::max(widest, static_cast<double>(m_.numel(n)));
+      if (row_cost_[n] > 0) rows = std::max(rows, static_cast<double>(m_.numel(n)));
+    }
+    const char* env = std::getenv("PROPDAG_TORCH_CHUNK_ENTRIES");
+    const double entries = env ? std::atof(env) : kCpuChunkEntries;
+    box_chunk_ =
+        opts_.device().is_cpu()
+            ? std::max<Eigen::Index>(1, static_cast<Eigen::Index>(entries / (rows * widest)))
+            : std::numeric_limits<Eigen::Index>::max();
+    return {};
+  }
+
+  Result<std::vector<Boxes>> output_bounds(const Boxes& input, const Options& opt) override {
+    return guarded([&]() -> Result<std::vector<Boxes>> {
+      std::vector<Boxes> out;
+      for (Eigen::Index k0 = 0; k0 < input.count(); k0 += box_chunk_) {
+        const Eigen::Index k = std::min(box_chunk_, input.count() - k0);
+        ASSIGN_OR_RETURN(
+            std::vector<Boxes> part,
+            compute_outputs({input.lo.middleRows(k0, k), input.hi.middleRows(k0, k)}, opt));
+        if (out.empty()) {
+          for (const Boxes& p : part)
+            out.push_back({Mat(input.count(), p.lo.cols()), Mat(input.count(), p.lo.cols())});
+        }
+        for (size_t o = 0; o < part.size(); ++o) {
+          out[o].lo.middleRows(k0, k) = part[o].lo;
+          out[o].hi.middleRows(k0, k) = part[o].hi;
+        }
+      }
+      return out;
+    });
+  }
+  Result<Boxes> linear_bounds(const Boxes& input, const std::vector<Mat>& c, const Options& opt,
+                              std::vector<Mat>* lower_coef) override {
+    return guarded([&]() -> Result<Boxes> {
+      Boxes out;
+      if (lower_coef != nullptr) lower_coef->clear();
+      for (Eigen::Index k0 = 0; k0 < input.count(); k0 += box_chunk_) {
+        const Eigen::Index k = std::min(box_chunk_, input.count() - k0);
+        ASSIGN_OR_RETURN(Boxes part,
+                         compute_linear({input.lo.middleRows(k0, k), input.hi.middleRows(k0, k)}, c,
+                                        opt, lower_coef));
+        if (k0 == 0) out = {Mat(input.count(), part.lo.cols()), Mat(input.count(), part.lo.cols())};
+        out.lo.middleRows(k0, k) = part.lo;
+        out.hi.middleRows(k0, k) = part.hi;
+      }
+      return out;
+    });
+  }
+
+  std::vector<std::string> per_box_ops() const override {
+    std::vector<std::string> out;
+    for (int n = 0; n < m_.dag().size(); ++n)
+      if (kernels_[n] && kernels_[n]->per_box())
+        out.push_back(m_.graph().nodes[m_.dag().node(n).graph_node].op_type);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+
+  std::map<std::string, int> kinds() const override {
+    std::vector<std::string> all;
+    for (const auto& k : kernels_)
+      if (k) k->kinds(all);
+    std::map<std::string, int> out;
+    for (const std::string& k : all) ++out[k];
+    return out;
+  }
+
+  // LibTorch reports failures (out of memory, a device error) by exceptions: one line each.
+  template <class F>
+  static auto guarded(F&& f) -> decltype(f()) {
+    try {
+      return f();
+    } catch (const std::exception& e) {
+      std::string what = e.what();
+      return error("LibTorch: " + what.substr(0, what.find('\n')));
+    }
+  }
+
+ private:
+  Result<std::vector<Boxes>> compute_outputs(const Boxes& input, const Options& opt) {
+    ASSIGN_OR_RETURN(TBox x, boxes(input, opt));
+    std::vector<Boxes> out;
+    if (opt.method == Method::kIbp) {
+      ASSIGN_OR_RETURN(auto values, ibp(x));
+      for (int o : m_.dag().outputs()) out.push_back(to_boxes(*values[o]));
+      return out;
+    }
+    std::vector<TBox> b;
+    RETURN_IF_ERROR(forward(x, opt, b));
+    for (int o : m_.dag().outputs()) {
+      const int64_t n = m_.numel(o);
+      if (row_cost_[o] * static_cast<double>(n) > kOutputBudget * opt.refine_budget) {
+        out.push_back(to_boxes(b[o]));
+        continue;
+      }
+      ASSIGN_OR_RETURN(TBox r, backward(o, at::eye(n, opts_), x, b, opt));
+      if (opt.intersect_ibp) intersect(r, b[o].lo, b[o].hi);
+      out.push_back(to_boxes(r));
+    }
+    return out;
+  }
+
+  Result<Boxes> compute_linear(const Boxes& input, const std::vector<Mat>& c, const Options& opt,
+                               std::vector<Mat>* lower_coef) {
+    const Dag& dag = m_.dag();
+    if (c.size() != dag.outputs().size())
+      return m_.graph().error("one objective matrix per graph output is needed");
+    ASSIGN_OR_RETURN(TBox x, boxes(input, opt));
+    Eigen::Index rows = 0;
+    for (const Mat& m : c) rows = std::max(rows, m.rows());
+    const bool use_ibp = opt.method == Method::kIbp;
+    std::vector<TBox> b(dag.size());
+    if (use_ibp) {
+      ASSIGN_OR_RETURN(auto values, ibp(x));
+      for (int o : dag.outputs()) b[o] = *values[o];
+    } else {
+      RETURN_IF_ERROR(forward(x, opt, b));
+    }
+    TBox total{at::zeros({input.count(), rows}, opts_), at::zeros({input.count(), rows}, opts_)};
+    at::Tensor coef;  // [K, rows, inputs]: the lower bounds' input coefficients, when asked for
+    if (lower_coef != nullptr) coef = at::zeros({input.count(), rows, m_.input_size()}, opts_);
+    coef_ = lower_coef != nullptr ? &coef : nullptr;
+    for (size_t o = 0; o < c.size(); ++o) {
+      if (c[o].size() == 0) continue;
+      const int node = dag.outputs()[o];
+      if (c[o].cols() != m_.numel(node) || c[o].rows() != rows)
+        return m_.graph().error("objective matrix for output " + std::to_string(o) +
+                                " has the wrong size");
+      at::Tensor ct = internal::to_tensor(c[o], opts_);
+      const bool affordable = use_ibp || row_cost_[node] * static_cast<double>(rows) <=
+                                             kOutputBudget * opt.refine_budget;
+      TBox part;
+      if (affordable && !use_ibp) {
+        ASSIGN_OR_RETURN(part, backward(node, ct, x, b, opt));
+      } else {
+        part = box_of(ct, b[node]);
+      }
+      if (!use_ibp && opt.intersect_ibp) {
+        TBox loose = box_of(ct, b[node]);
+        intersect(part, loose.lo, loose.hi);
+      }
+      total.lo = total.lo + part.lo;
+      total.hi = total.hi + part.hi;
+    }
+    coef_ = nullptr;
+    if (lower_coef != nullptr) {
+      at::Tensor flat = coef.reshape({input.count(), -1});
+      Mat all = internal::to_mat(flat);
+      for (Eigen::Index k = 0; k < all.rows(); ++k)
+        lower_coef->push_back(
+            Eigen::Map<
+                const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
+                all.row(k).eval().data(), rows, m_.input_size()));
+    }
+    return to_boxes(total);
+  }
+
+  Result<TBox> boxes(const Boxes& input, const Options& opt) const {
+    if (input.lo.cols() != m_.input_size() || input.hi.cols() != m_.input_size() ||
+        input.lo.rows() != input.hi.rows() || input.count() == 0)
+      return m_.graph().error("input boxes have " + std::to_string(input.lo.cols()) +
+                              " elements, the model takes " + std::to_string(m_.input_size()));
+    if (opt.method == Method::kAlpha)
+      return m_.graph().error("the torch engine computes ibp and crown bounds (alpha: not yet)");
+    return TBox{internal::to_tensor(input.lo, opts_), internal::to_tensor(input.hi, opts_)};
+  }
+
+  TBox input_part(const TBox& x, int node) const {
+    return {x.lo.narrow(1, offset_[node], m_.numel(node)),
+            x.hi.narrow(1, offset_[node], m_.numel(node))};
+  }
+
+  // IBP over the breadth-first schedule, each node's bounds dropped after its last consumer.
+  Result<std::vector<std::optional<TBox>>> ibp(const TBox& x) const {
+    auto hook = [&](int n, const std::vector<const TBox*>& in) -> Result<TBox> {
+      if (m_.op(n) == nullptr) return input_part(x, n);
+      return kernels_[n]->interval(in);
+    };
+    ASSIGN_OR_RETURN(auto r, run_forward<TBox>(m_.dag(), m_.dag().bfs_order(), hook, false));
+    return std::move(r.values);
+  }
+
+  // crown.cc's Crown::forward without prior bounds or splits.
+  Status forward(const TBox& x, const Options& opt, std::vector<TBox>& b) {
+    const Dag& dag = m_.dag();
+    b.assign(dag.size(), TBox{});
+    for (int n = 0; n < dag.size(); ++n) {
+      if (m_.op(n) == nullptr) {
+        b[n] = input_part(x, n);
+        continue;
+      }
+      std::vector<const TBox*> in;
+      for (int p : dag.node(n).inputs) in.push_back(p >= 0 ? &b[p] : nullptr);
+      ASSIGN_OR_RETURN(b[n], kernels_[n]->interval(in));
+      const double cost = row_cost_[n] * static_cast<double>(m_.numel(n));
+      if (feeds_nonlinear_[n] && opt.refine_intermediate && cost <= opt.refine_budget &&
+          !opt.past_deadline()) {
+        ASSIGN_OR_RETURN(TBox c, backward(n, at::eye(m_.numel(n), opts_), x, b, opt));
+        intersect(b[n], c.lo, c.hi);
+      }
+    }
+    return {};
+  }
+
+  // Bounds of c * target ([K, rows]) for the objective c [rows, numel(target)].
+  Result<TBox> backward(int target, const at::Tensor& c, const TBox& x, const std::vector<TBox>& b,
+                        const Options& opt) const {
+    const Dag& dag = m_.dag();
+    std::vector<int> order = dag.backward_order(target);
+    double widest = 0;
+    for (int n : order) widest = std::max<double>(widest, static_cast<double>(m_.numel(n)));
+    const int64_t k = x.lo.size(0), rows = c.size(0);
+    const auto chunk = std::max<int64_t>(
+        1, static_cast<int64_t>(opt.chunk_entries / (widest * static_cast<double>(k))));
+    std::vector<at::Tensor> lo, hi;
+    for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+      const int64_t rk = std::min(chunk, rows - r0);
+      TBackward w{std::vector<at::Tensor>(dag.size()), std::vector<at::Tensor>(dag.size()),
+                  at::zeros({k, rk}, opts_), at::zeros({k, rk}, opts_)};
+      // [1, rows, n]: the same for every box until a nonlinear op's lines make it differ
+      // (every step broadcasts a batch of 1 against the boxes).
+      w.lam[target] = c.narrow(0, r0, rk).unsqueeze(0).contiguous();
+      w.om[target] = w.lam[target];
+      for (int n : order) {
+        if (!w.lam[n].defined()) continue;
+        if (m_.op(n) == nullptr) {
+          concretize(input_part(x, n), w.lam[n], w.om[n], w);
+          if (coef_ != nullptr)
+            coef_->narrow(1, r0, rk).narrow(2, offset_[n], m_.numel(n)).add_(w.lam[n]);
+        } else {
+          RETURN_IF_ERROR(kernels_[n]->step(n, b, w));
+        }
+        w.lam[n] = at::Tensor();
+        w.om[n] = at::Tensor();
+      }
+      lo.push_back(w.lb);
+      hi.push_back(w.ub);
+    }
+    if (lo.size() == 1) return TBox{lo[0], hi[0]};
+    return TBox{at::cat(lo, 1), at::cat(hi, 1)};
+  }
+
+  static void concretize(const TBox& in, const at::Tensor& lam, const at::Tensor& om,
+                         TBackward& w) {
+    at::Tensor center = ((in.lo + in.hi) * 0.5).unsqueeze(-1);
+    at::Tensor radius = ((in.hi - in.lo) * 0.5).unsqueeze(-1);
+    w.lb = w.lb + (at::matmul(lam, center) - at::matmul(lam.abs(), radius)).squeeze(-1);
+    w.ub = w.ub + (at::matmul(om, center) + at::matmul(om.abs(), radius)).squeeze(-1);
+  }
+
+  const Model& m_;
+  at::TensorOptions opts_;
+  std::vector<std::unique_ptr<Kernel>> kernels_;
+  std::vector<int64_t> offset_;
+  std::vector<char> feeds_nonlinear_;
+  std::vector<double> row_cost_;
+  Eigen::Index box_chunk_ = 1;
+  at::Tensor* coef_ = nullptr;  // during compute_linear: where input coefficients go
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Engine>> create(const Model& model, const Device& device) {
+  at::TensorOptions opts = at::TensorOptions().dtype(device.float32 ? at::kFloat : at::kDouble);
+  if (device.device == "cuda") {
+    if (!at::hasCUDA())
+      return error("--device cuda: LibTorch sees no CUDA device (a CPU-only build or no GPU)");
+    opts = opts.device(at::kCUDA);
+  } else if (device.device != "cpu") {
+    return error("unknown device '" + device.device + "' (cpu, cuda)");
+  }
+  return TorchEngine::guarded([&]() -> Result<std::unique_ptr<Engine>> {
+    auto engine = std::make_unique<TorchEngine>(model, opts);
+    RETURN_IF_ERROR(engine->prepare());
+    return std::unique_ptr<Engine>(std::move(engine));
+  });
+}
+
+}  // namespace propdag::torch_engine
+
+extern "C" __attribute__((visibility("default"))) PropdagTorchCreate propdag_torch_entry() {
+  return &propdag::torch_engine::create;
+}

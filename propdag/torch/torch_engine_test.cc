@@ -1,0 +1,265 @@
+// The torch engine against the Eigen engine: IBP and CROWN bounds equal in float64 (within 1e-9
+// relative) on hand-written nets and on shared VNN-COMP models, K boxes in one call equal to K
+// calls, float32 close, sampled soundness, and the --device cuda error without a GPU.
+#include "propdag/torch/torch_engine.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <ostream>
+#include <random>
+#include <string>
+
+#include "propdag/engine.h"
+#include "propdag/test_util.h"
+#include "propdag/vnnlib.h"
+
+namespace propdag::torch_engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+// |a - b| <= tol * max(1, |a|, |b|) elementwise.
+void expect_close(const Vec& a, const Vec& b, double tol, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (Eigen::Index i = 0; i < a.size(); ++i) {
+    const double scale = std::max({1.0, std::abs(a[i]), std::abs(b[i])});
+    ASSERT_LE(std::abs(a[i] - b[i]), tol * scale)
+        << what << " element " << i << ": " << a[i] << " vs " << b[i];
+  }
+}
+
+Boxes one(const Interval& box) { return {box.lo.transpose(), box.hi.transpose()}; }
+
+std::unique_ptr<Engine> engine_for(const Model& model, bool float32 = false) {
+  auto e = create(model, {"cpu", float32});
+  EXPECT_TRUE(e.ok()) << e.error().str();
+  return std::move(e).value();
+}
+
+// Eigen's and the torch engine's bounds of every output, for ibp and crown.
+void expect_equal_bounds(const Model& model, const Interval& box, const std::string& name) {
+  std::unique_ptr<Engine> engine = engine_for(model);
+  for (Method m : {Method::kIbp, Method::kCrown}) {
+    Options opt;
+    opt.method = m;
+    auto ref = output_bounds(model, box, opt);
+    ASSERT_TRUE(ref.ok()) << ref.error().str();
+    auto got = engine->output_bounds(one(box), opt);
+    ASSERT_TRUE(got.ok()) << got.error().str();
+    for (size_t o = 0; o < ref->size(); ++o) {
+      const std::string what = name + (m == Method::kIbp ? " ibp" : " crown");
+      expect_close((*ref)[o].lo, (*got)[o].lo.row(0).transpose(), 1e-9, what + " lo");
+      expect_close((*ref)[o].hi, (*got)[o].hi.row(0).transpose(), 1e-9, what + " hi");
+    }
+  }
+}
+
+TEST(TorchEngine, Network1MatchesHandWorkedBounds) {
+  Model model = test::build(test::kNet1);
+  std::unique_ptr<Engine> engine = engine_for(model);
+  Options crown;
+  auto b = engine->output_bounds(one(test::box({-1, -1}, {1, 1})), crown);
+  ASSERT_TRUE(b.ok()) << b.error().str();
+  EXPECT_DOUBLE_EQ((*b)[0].lo(0, 0), 0.0);
+  EXPECT_DOUBLE_EQ((*b)[0].hi(0, 0), 3.0);
+  crown.method = Method::kIbp;
+  b = engine->output_bounds(one(test::box({-1, -1}, {1, 1})), crown);
+  ASSERT_TRUE(b.ok()) << b.error().str();
+  EXPECT_DOUBLE_EQ((*b)[0].hi(0, 0), 4.0);
+}
+
+// A conv net with asymmetric pads, strides, dilation and groups, a LeakyRelu, a Sigmoid (the
+// per-box path), BatchNorm-like Mul/Add by constants, Flatten and Gemm.
+constexpr const char* kConvNet = R"(
+  <ir_version: 8, opset_import: ["" : 15]>
+  g (float[1,2,7,6] x) => (float[1,3] y)
+  <float[4,1,3,2] w1 = {1,-2,3,-1,2,1, -1,1,2,-2,1,3, 2,2,-1,1,-3,1, 1,-1,1,1,-1,2},
+   float[4] b1 = {0.5, -0.25, 0.1, 0},
+   float[1,4,1,1] s = {1.5, -0.5, 2, 0.75},
+   float[2,4,2,2] w2 = {1,-1,2,1, 0,1,-1,2, 1,1,-2,1, -1,2,1,0, 2,-1,1,1, 1,0,-1,1, -2,1,1,1, 1,1,1,-1},
+   float[3,8] wg = {1,-1,2,0,1,-2,1,1, -1,2,1,1,-1,0,1,-2, 2,1,-1,1,0,1,-1,1},
+   float[3] bg = {0.1, -0.2, 0.3}> {
+    c1 = Conv <pads = [1, 0, 0, 1], strides = [2, 1], dilations = [1, 2], group = 2> (x, w1, b1)
+    a1 = LeakyRelu <alpha = 0.1> (c1)
+    m1 = Mul(a1, s)
+    c2 = Conv <strides = [1, 2]> (m1, w2)
+    r2 = Relu(c2)
+    g2 = Sigmoid(c2)
+    s2 = Add(r2, g2)
+    f = Flatten(s2)
+    y = Gemm <transB = 1> (f, wg, bg)
+  })";
+
+TEST(TorchEngine, ConvNetEqualsEigen) {
+  Model model = test::build(kConvNet);
+  std::unique_ptr<Engine> engine = engine_for(model);
+  EXPECT_EQ(engine->per_box_ops(), std::vector<std::string>{"Sigmoid"});
+  // Both Conv layers run as convolutions (their geometry matched the op rule's matrices).
+  std::map<std::string, int> kinds = engine->kinds();
+  EXPECT_EQ(kinds["conv"], 2);
+  EXPECT_EQ(kinds["sparse"], 0);
+  EXPECT_EQ(kinds["relu"], 2);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (int trial = 0; trial < 4; ++trial) {
+    Interval box{Vec(84), Vec(84)};
+    for (Eigen::Index i = 0; i < 84; ++i) {
+      const double c = u(rng), r = 0.3 * std::abs(u(rng));
+      box.lo[i] = c - r, box.hi[i] = c + r;
+    }
+    expect_equal_bounds(model, box, "conv net trial " + std::to_string(trial));
+  }
+}
+
+// A strided, padded ConvTranspose with output padding (the cGAN generator's kind of layer).
+constexpr const char* kConvTransposeNet = R"(
+  <ir_version: 8, opset_import: ["" : 15]>
+  g (float[1,2,3,3] x) => (float[1,108] y)
+  <float[2,3,3,3] w = {-1,1,-2,2,2,-1,-2,-2,-2,2,3,1,-2,-1,3,3,1,1,-1,-2,1,-1,-2,1,1,-1,-1,1,1,1,-2,3,1,2,3,-1,-1,-1,2,1,-2,3,1,-2,1,3,1,3,-1,2,2,3,1,2}, float[3] b = {0.5, -1, 0.25}> {
+    t = ConvTranspose <strides = [2, 2], pads = [1, 1, 1, 1], output_padding = [1, 1]> (x, w, b)
+    r = Relu(t)
+    y = Flatten(r)
+  })";
+
+TEST(TorchEngine, ConvTransposeNetEqualsEigen) {
+  Model model = test::build(kConvTransposeNet);
+  std::unique_ptr<Engine> engine = engine_for(model);
+  EXPECT_EQ(engine->kinds()["conv_transpose"], 1);
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<double> u(-1, 1);
+  Interval box{Vec(18), Vec(18)};
+  for (Eigen::Index i = 0; i < 18; ++i) {
+    const double c = u(rng), r = 0.5 * std::abs(u(rng));
+    box.lo[i] = c - r, box.hi[i] = c + r;
+  }
+  expect_equal_bounds(model, box, "conv transpose net");
+}
+
+TEST(TorchEngine, BatchEqualsSeparateCalls) {
+  Model model = test::build(kConvNet);
+  std::unique_ptr<Engine> engine = engine_for(model);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> u(-1, 1);
+  const int k = 5;
+  Boxes all{Mat(k, 84), Mat(k, 84)};
+  for (int b = 0; b < k; ++b)
+    for (Eigen::Index i = 0; i < 84; ++i) {
+      const double c = u(rng), r = 0.2 * std::abs(u(rng));
+      all.lo(b, i) = c - r, all.hi(b, i) = c + r;
+    }
+  Options opt;
+  Mat c = Mat::Random(2, 3);
+  auto batched = engine->linear_bounds(all, {c}, opt);
+  ASSERT_TRUE(batched.ok()) << batched.error().str();
+  for (int b = 0; b < k; ++b) {
+    Interval box{all.lo.row(b).transpose(), all.hi.row(b).transpose()};
+    auto single = engine->linear_bounds(one(box), {c}, opt);
+    ASSERT_TRUE(single.ok());
+    expect_close(batched->lo.row(b).transpose(), single->lo.row(0).transpose(), 1e-12, "lo");
+    expect_close(batched->hi.row(b).transpose(), single->hi.row(0).transpose(), 1e-12, "hi");
+    auto ref = linear_bounds(model, box, {c}, opt);
+    ASSERT_TRUE(ref.ok());
+    expect_close(ref->lo, batched->lo.row(b).transpose(), 1e-9, "eigen lo");
+    expect_close(ref->hi, batched->hi.row(b).transpose(), 1e-9, "eigen hi");
+  }
+}
+
+TEST(TorchEngine, CudaWithoutGpuIsOneLineError) {
+  Model model = test::build(test::kNet1);
+  auto e = create(model, {"cuda", false});
+  if (e.ok()) GTEST_SKIP() << "a CUDA device is available";
+  EXPECT_NE(e.error().message.find("--device cuda"), std::string::npos) << e.error().str();
+  EXPECT_EQ(e.error().message.find('\n'), std::string::npos);
+  EXPECT_FALSE(create(model, {"tpu", false}).ok());
+}
+
+// ---- Shared VNN-COMP models ----
+
+fs::path benchmarks() { return fs::path(VNNCOMP_BENCHMARKS); }
+
+std::string existing(const fs::path& p) {
+  if (fs::exists(p)) return p.string();
+  if (fs::exists(p.string() + ".gz")) return p.string() + ".gz";
+  return "";
+}
+
+struct Shared {
+  const char* bench;
+  const char* onnx;
+  const char* vnnlib;
+};
+
+// A sample CI can afford (seconds each): ACAS Xu, two conv nets, cGAN (Conv + ConvTranspose).
+// Left out of this sample: TinyYOLO and the larger conv nets (Eigen's CROWN alone takes tens of
+// seconds on them), ViT and the nonlinear-heavy ones (per-box path; equal, but slow to compare).
+const Shared kShared[] = {
+    {"acasxu_2023", "onnx/ACASXU_run2a_1_1_batch_2000.onnx", "vnnlib/prop_1.vnnlib"},
+    {"acasxu_2023", "onnx/ACASXU_run2a_3_3_batch_2000.onnx", "vnnlib/prop_2.vnnlib"},
+    {"collins_rul_cnn_2023", "onnx/NN_rul_small_window_20.onnx",
+     "vnnlib/robustness_2perturbations_delta5_epsilon10_w20.vnnlib"},
+    {"cgan_2023", "onnx/cGAN_imgSz32_nCh_1.onnx",
+     "vnnlib/cGAN_imgSz32_nCh_1_prop_0_input_eps_0.010_output_eps_0.015.vnnlib"},
+};
+
+// gtest names the parameter in test listings (ctest -N) by this, not by its bytes.
+void PrintTo(const Shared& s, std::ostream* os) { *os << s.onnx; }
+
+class SharedModel : public ::testing::TestWithParam<Shared> {};
+
+TEST_P(SharedModel, EqualsEigenAndIsSound) {
+  const Shared& s = GetParam();
+  const std::string onnx = existing(benchmarks() / s.bench / s.onnx);
+  const std::string spec_path = existing(benchmarks() / s.bench / s.vnnlib);
+  if (onnx.empty() || spec_path.empty()) GTEST_SKIP() << "shared benchmarks absent";
+  auto model = Model::load(onnx);
+  ASSERT_TRUE(model.ok()) << model.error().str();
+  auto spec = read_vnnlib(spec_path);
+  ASSERT_TRUE(spec.ok()) << spec.error().str();
+  const Interval box = spec->hull();
+  expect_equal_bounds(*model, box, s.onnx);
+
+  // Sampled soundness: outputs at random points lie in the torch engine's CROWN bounds.
+  std::unique_ptr<Engine> engine = engine_for(*model);
+  auto b = engine->output_bounds(one(box), Options{});
+  ASSERT_TRUE(b.ok());
+  std::mt19937 rng(11);
+  Options point;
+  point.method = Method::kIbp;
+  for (int i = 0; i < 20; ++i) {
+    Vec x(box.size());
+    for (Eigen::Index j = 0; j < x.size(); ++j)
+      x[j] = std::uniform_real_distribution<double>(box.lo[j], box.hi[j])(rng);
+    auto y = output_bounds(*model, {x, x}, point);
+    ASSERT_TRUE(y.ok());
+    for (size_t o = 0; o < y->size(); ++o)
+      for (Eigen::Index j = 0; j < (*y)[o].size(); ++j) {
+        const double slack = 1e-9 * (1 + std::abs((*y)[o].lo[j]));
+        ASSERT_GE((*y)[o].lo[j], (*b)[o].lo(0, j) - slack);
+        ASSERT_LE((*y)[o].hi[j], (*b)[o].hi(0, j) + slack);
+      }
+  }
+
+  // float32: close to float64 (relative to the output's width scale).
+  std::unique_ptr<Engine> f32 = engine_for(*model, true);
+  auto g = f32->output_bounds(one(box), Options{});
+  ASSERT_TRUE(g.ok()) << g.error().str();
+  for (size_t o = 0; o < b->size(); ++o) {
+    const double scale = 1 + (*b)[o].hi.cwiseAbs().maxCoeff() + (*b)[o].lo.cwiseAbs().maxCoeff();
+    EXPECT_LE(((*g)[o].lo - (*b)[o].lo).cwiseAbs().maxCoeff(), 1e-3 * scale);
+    EXPECT_LE(((*g)[o].hi - (*b)[o].hi).cwiseAbs().maxCoeff(), 1e-3 * scale);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Vnncomp, SharedModel, ::testing::ValuesIn(kShared), [](const auto& info) {
+  std::string n = fs::path(info.param.onnx).stem().string();
+  std::replace_if(
+      n.begin(), n.end(), [](char c) { return !std::isalnum(c); }, '_');
+  return n;
+});
+
+}  // namespace
+}  // namespace propdag::torch_engine

@@ -1,0 +1,68 @@
+// The torch engine's per-node arithmetic: linear maps (dense, gather, sparse, convolution) and
+// node kernels (affine, ReLU-like, and the generic per-box path through the Eigen op rule).
+// Internal to propdag/torch: it includes ATen and is not installed.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "propdag/model.h"
+
+namespace propdag::torch_engine::internal {
+
+/// Bounds of K boxes, [K, n] each.
+struct TBox {
+  at::Tensor lo, hi;
+};
+
+/// Coefficients of the lower (lam) and upper (om) bound on each node, [K, rows, n], and the
+/// constant parts [K, rows]: the torch form of crown.h's Backward.
+struct TBackward {
+  std::vector<at::Tensor> lam, om;
+  at::Tensor lb, ub;
+};
+
+/// x -> W x for one LinearTerm, on rows: apply maps [M, in] to [M, out], adjoint [M, out] to
+/// [M, in] (x^T W).
+class LinearMap {
+ public:
+  virtual ~LinearMap() = default;
+  virtual at::Tensor apply(const at::Tensor& x, bool abs) const = 0;
+  virtual at::Tensor adjoint(const at::Tensor& y) const = 0;
+  /// "dense", "conv", "conv_transpose", "gather", "identity" or "sparse".
+  virtual const char* kind() const = 0;
+};
+
+/// One Dag node's rule in this engine.
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  /// Bounds of the output from bounds of the variable inputs (null for constant inputs).
+  virtual common::Result<TBox> interval(const std::vector<const TBox*>& in) const = 0;
+  /// Replaces the coefficients on `node` in `w` by coefficients on its inputs; `b` holds the
+  /// bounds of every node.
+  virtual common::Status step(int node, const std::vector<TBox>& b, TBackward& w) const = 0;
+  /// Whether the node runs per box through the Eigen op rule.
+  virtual bool per_box() const { return false; }
+  /// Adds what it computes with (its maps' kinds, "relu" or "per_box") to `kinds`.
+  virtual void kinds(std::vector<std::string>& kinds) const = 0;
+};
+
+/// The kernel of Dag node `node` (not a graph input) on `opts`' device and dtype.
+common::Result<std::unique_ptr<Kernel>> make_kernel(const Model& model, int node,
+                                                    const at::TensorOptions& opts);
+
+/// into += add, where an undefined `into` takes `add`.
+void accumulate(at::Tensor& into, at::Tensor add);
+
+/// An Eigen vector / column-major matrix as a tensor on `opts`' device (a copy).
+at::Tensor to_tensor(const Vec& v, const at::TensorOptions& opts);
+at::Tensor to_tensor(const Mat& m, const at::TensorOptions& opts);
+/// A [K, n] tensor as an Eigen K x n matrix (float64, on the CPU).
+Mat to_mat(const at::Tensor& t);
+
+}  // namespace propdag::torch_engine::internal
