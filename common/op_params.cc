@@ -93,4 +93,39 @@ Result<WindowDim> window_dim(const Window& w, size_t i, int64_t in) {
   return d;
 }
 
+std::vector<int64_t> broadcast_map(const Dims& in, const Dims& out) {
+  if (in.size() > out.size()) return {};
+  const size_t off = out.size() - in.size();
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (in[k] != 1 && in[k] != out[off + k]) return {};
+  }
+  const int64_t n = num_elements(out);
+  std::vector<int64_t> map(std::max<int64_t>(n, 0));
+  if (in == out) {
+    for (int64_t i = 0; i < n; ++i) map[i] = i;
+    return map;
+  }
+  if (num_elements(in) == 1 || n <= 0) return map;  // all zeros
+  // Strides of `in` aligned to the right of `out`, 0 along broadcast dims.
+  Dims st(out.size(), 0);
+  int64_t stride = 1;
+  for (size_t k = in.size(); k-- > 0;) {
+    st[off + k] = in[k] == 1 ? 0 : stride;
+    stride *= in[k];
+  }
+  // Walks `out` in row-major order, moving the offset into `in` along with its index.
+  Dims idx(out.size(), 0);
+  int64_t pos = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    map[i] = pos;
+    for (size_t k = out.size(); k-- > 0;) {
+      pos += st[k];
+      if (++idx[k] < out[k]) break;
+      pos -= st[k] * out[k];
+      idx[k] = 0;
+    }
+  }
+  return map;
+}
+
 }  // namespace common

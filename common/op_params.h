@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "common/graph.h"
@@ -40,5 +41,10 @@ Result<Window> read_window(const Node& node, size_t spatial, const Dims& kernel 
 /// split with the extra element at the end (SAME_UPPER) or the beginning (SAME_LOWER).
 /// Fails when the window does not fit the padded input.
 Result<WindowDim> window_dim(const Window& w, size_t i, int64_t in);
+
+/// For each element of `out` (row-major), the flat offset of the element of `in` it is broadcast
+/// from (numpy rules, `in` right-aligned). Empty when `in` does not broadcast to `out`, or when
+/// `out` has no elements.
+std::vector<int64_t> broadcast_map(const Dims& in, const Dims& out);
 
 }  // namespace common

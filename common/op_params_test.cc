@@ -110,5 +110,24 @@ TEST(WindowTest, MalformedAttributesAreErrors) {
   EXPECT_EQ(d.error().message, "window of size 3 does not fit input dim 2 with pads 0+0");
 }
 
+TEST(BroadcastMapTest, RightAlignedWithBroadcastDims) {
+  // in [3, 1] onto out [2, 3, 2]: element (a, b, c) reads in[b, 0] = offset b.
+  EXPECT_EQ(broadcast_map({3, 1}, {2, 3, 2}),
+            std::vector<int64_t>({0, 0, 1, 1, 2, 2, 0, 0, 1, 1, 2, 2}));
+  // in [1, 2] onto out [3, 2]: element (a, c) reads in[0, c] = offset c.
+  EXPECT_EQ(broadcast_map({1, 2}, {3, 2}), std::vector<int64_t>({0, 1, 0, 1, 0, 1}));
+  // A scalar and a one-element tensor read offset 0 everywhere; equal shapes are the identity.
+  EXPECT_EQ(broadcast_map({}, {2, 2}), std::vector<int64_t>(4, 0));
+  EXPECT_EQ(broadcast_map({1, 1}, {3}), std::vector<int64_t>());  // rank 2 onto rank 1
+  EXPECT_EQ(broadcast_map({2, 3}, {2, 3}), std::vector<int64_t>({0, 1, 2, 3, 4, 5}));
+}
+
+TEST(BroadcastMapTest, ShapesThatDoNotBroadcastGiveNothing) {
+  EXPECT_TRUE(broadcast_map({3}, {2, 4}).empty());
+  EXPECT_TRUE(broadcast_map({2, 1}, {3, 5}).empty());
+  EXPECT_TRUE(broadcast_map({1, 2, 3}, {2, 3}).empty());
+  EXPECT_TRUE(broadcast_map({1}, {0, 4}).empty());  // no elements to map
+}
+
 }  // namespace
 }  // namespace common
