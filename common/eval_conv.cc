@@ -2,6 +2,7 @@
 // sees small tensors). Sums accumulate in double.
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "common/eval_kernels.h"
 #include "common/op_params.h"
@@ -51,12 +52,18 @@ void for_each_tap(const Window& w, const std::vector<int64_t>& pos, F f) {
   } while (next_index(tap, w.kernel));
 }
 
-Result<Outputs> conv_kernel(const Ctx& c) {
+/// X and W of Conv and ConvTranspose: the same dtype, the same rank >= 3.
+Result<std::pair<const Tensor*, const Tensor*>> conv_operands(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
   ASSIGN_OR_RETURN(const Tensor* wt, c.need(1));
-  const Tensor* bias = c.in(2);
   if (x->dims.size() < 3 || wt->dims.size() != x->dims.size() || x->dtype != wt->dtype)
     return c.err("X and W must have the same type and rank >= 3");
+  return std::pair{x, wt};
+}
+
+Result<Outputs> conv_kernel(const Ctx& c) {
+  ASSIGN_OR_RETURN(auto operands, conv_operands(c));
+  const Tensor *x = operands.first, *wt = operands.second, *bias = c.in(2);
   int64_t n = x->dims[0], ch = x->dims[1], m = wt->dims[0], group = c.node.attr_int("group", 1);
   if (group <= 0 || ch % group != 0 || m % group != 0 || wt->dims[1] != ch / group)
     return c.err("channels do not match group " + std::to_string(group));
@@ -127,11 +134,8 @@ Result<Window> plan_transpose(const Ctx& c, const Dims& in, const Dims& kernel) 
 
 /// ConvTranspose: every input element scatters x * W[tap] to out[i * stride - pad + tap * dil].
 Result<Outputs> conv_transpose_kernel(const Ctx& c) {
-  ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
-  ASSIGN_OR_RETURN(const Tensor* wt, c.need(1));
-  const Tensor* bias = c.in(2);
-  if (x->dims.size() < 3 || wt->dims.size() != x->dims.size() || x->dtype != wt->dtype)
-    return c.err("X and W must have the same type and rank >= 3");
+  ASSIGN_OR_RETURN(auto operands, conv_operands(c));
+  const Tensor *x = operands.first, *wt = operands.second, *bias = c.in(2);
   int64_t n = x->dims[0], ch = x->dims[1], group = c.node.attr_int("group", 1);
   if (group <= 0 || ch % group != 0 || wt->dims[0] != ch) return c.err("W does not match X");
   int64_t mg = wt->dims[1], m = mg * group, cg = ch / group;
