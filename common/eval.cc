@@ -164,33 +164,6 @@ std::optional<std::vector<int64_t>> ints_input_or_attr(const Ctx& c, size_t inde
   return std::nullopt;
 }
 
-std::vector<int64_t> broadcast_map(const Dims& in, const Dims& out) {
-  int64_t n = num_elements(out);
-  std::vector<int64_t> map(std::max<int64_t>(n, 0));
-  if (in == out) {
-    for (int64_t i = 0; i < n; ++i) map[i] = i;
-    return map;
-  }
-  if (num_elements(in) == 1 || n <= 0) return map;  // all zeros
-  // Strides of `in` aligned to the right of `out`, 0 along broadcast dims.
-  size_t off = out.size() - in.size();
-  Dims in_strides = strides_of(in);
-  Dims st(out.size(), 0);
-  for (size_t k = 0; k < in.size(); ++k) st[off + k] = in[k] == 1 ? 0 : in_strides[k];
-  std::vector<int64_t> idx(out.size(), 0);
-  int64_t pos = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    map[i] = pos;
-    for (size_t k = out.size(); k-- > 0;) {
-      pos += st[k];
-      if (++idx[k] < out[k]) break;
-      pos -= st[k] * out[k];
-      idx[k] = 0;
-    }
-  }
-  return map;
-}
-
 Result<Dims> broadcast_all(const Ctx& c, const std::vector<const Tensor*>& ts) {
   Dims out;
   for (const Tensor* t : ts) {

@@ -2,8 +2,10 @@
 // sees small tensors). Sums accumulate in double.
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "common/eval_kernels.h"
+#include "common/op_params.h"
 
 namespace common::eval {
 namespace {
@@ -13,38 +15,19 @@ struct Window {
   Dims in, kernel, strides, dilations, pad_begin, pad_end, out;
 };
 
-/// Reads strides/dilations/pads/auto_pad and computes output sizes (ceil_mode for pools).
-Result<Window> plan_window(const Ctx& c, const Dims& in, const Dims& kernel, bool ceil_mode) {
-  size_t k = in.size();
-  Window w;
-  w.in = in;
-  w.kernel = kernel;
-  w.strides = c.node.attr_ints("strides", Dims(k, 1));
-  w.dilations = c.node.attr_ints("dilations", Dims(k, 1));
-  Dims pads = c.node.attr_ints("pads", Dims(2 * k, 0));
-  if (w.strides.size() != k || w.dilations.size() != k || pads.size() != 2 * k)
-    return c.err("strides, dilations or pads do not match the spatial rank");
-  w.pad_begin.assign(pads.begin(), pads.begin() + k);
-  w.pad_end.assign(pads.begin() + k, pads.end());
-  std::string auto_pad = c.node.attr_string("auto_pad", "NOTSET");
-  w.out.resize(k);
-  for (size_t d = 0; d < k; ++d) {
-    if (w.strides[d] <= 0 || w.dilations[d] <= 0) return c.err("strides must be positive");
-    int64_t eff = (kernel[d] - 1) * w.dilations[d] + 1;
-    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      w.out[d] = (in[d] + w.strides[d] - 1) / w.strides[d];
-      int64_t total = std::max<int64_t>((w.out[d] - 1) * w.strides[d] + eff - in[d], 0);
-      int64_t small = total / 2;
-      w.pad_begin[d] = auto_pad == "SAME_UPPER" ? small : total - small;
-      w.pad_end[d] = total - w.pad_begin[d];
-      continue;
-    }
-    if (auto_pad == "VALID") w.pad_begin[d] = w.pad_end[d] = 0;
-    int64_t span = in[d] + w.pad_begin[d] + w.pad_end[d] - eff;
-    if (span < 0) return c.err("kernel is larger than the padded input");
-    w.out[d] = (ceil_mode ? (span + w.strides[d] - 1) / w.strides[d] : span / w.strides[d]) + 1;
-    // A last window that starts in the end padding is dropped (ceil_mode only).
-    if (ceil_mode && (w.out[d] - 1) * w.strides[d] >= in[d] + w.pad_begin[d]) --w.out[d];
+/// The node's window (common::read_window) over spatial input sizes `in`, with `kernel` the
+/// weight's or kernel_shape's: explicit pads and output sizes per dim.
+Result<Window> plan_window(const Ctx& c, const Dims& in, const Dims& kernel) {
+  Result<common::Window> read = read_window(c.node, in.size(), kernel);
+  if (!read.ok()) return c.err(read.error().message);
+  if (read->kernel != kernel) return c.err("kernel_shape does not match the weight");
+  Window w{in, kernel, read->strides, read->dilations, {}, {}, {}};
+  for (size_t d = 0; d < in.size(); ++d) {
+    Result<common::WindowDim> dim = window_dim(*read, d, in[d]);
+    if (!dim.ok()) return c.err(dim.error().message);
+    w.pad_begin.push_back(dim->pad_begin);
+    w.pad_end.push_back(dim->pad_end);
+    w.out.push_back(dim->out);
   }
   return w;
 }
@@ -69,17 +52,23 @@ void for_each_tap(const Window& w, const std::vector<int64_t>& pos, F f) {
   } while (next_index(tap, w.kernel));
 }
 
-Result<Outputs> conv_kernel(const Ctx& c) {
+/// X and W of Conv and ConvTranspose: the same dtype, the same rank >= 3.
+Result<std::pair<const Tensor*, const Tensor*>> conv_operands(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
   ASSIGN_OR_RETURN(const Tensor* wt, c.need(1));
-  const Tensor* bias = c.in(2);
   if (x->dims.size() < 3 || wt->dims.size() != x->dims.size() || x->dtype != wt->dtype)
     return c.err("X and W must have the same type and rank >= 3");
+  return std::pair{x, wt};
+}
+
+Result<Outputs> conv_kernel(const Ctx& c) {
+  ASSIGN_OR_RETURN(auto operands, conv_operands(c));
+  const Tensor *x = operands.first, *wt = operands.second, *bias = c.in(2);
   int64_t n = x->dims[0], ch = x->dims[1], m = wt->dims[0], group = c.node.attr_int("group", 1);
   if (group <= 0 || ch % group != 0 || m % group != 0 || wt->dims[1] != ch / group)
     return c.err("channels do not match group " + std::to_string(group));
   Dims in(x->dims.begin() + 2, x->dims.end()), kernel(wt->dims.begin() + 2, wt->dims.end());
-  ASSIGN_OR_RETURN(Window w, plan_window(c, in, kernel, false));
+  ASSIGN_OR_RETURN(Window w, plan_window(c, in, kernel));
   Dims dims{n, m};
   dims.insert(dims.end(), w.out.begin(), w.out.end());
   RETURN_IF_ERROR(check_size(c, dims));
@@ -118,22 +107,16 @@ Result<Outputs> conv_kernel(const Ctx& c) {
 /// asks for in * stride) the total padding is derived and split as the ONNX spec says.
 Result<Window> plan_transpose(const Ctx& c, const Dims& in, const Dims& kernel) {
   size_t k = in.size();
-  Window w;
-  w.in = in;
-  w.kernel = kernel;
-  w.strides = c.node.attr_ints("strides", Dims(k, 1));
-  w.dilations = c.node.attr_ints("dilations", Dims(k, 1));
-  Dims pads = c.node.attr_ints("pads", Dims(2 * k, 0));
+  Result<common::Window> read = read_window(c.node, k, kernel);
+  if (!read.ok()) return c.err(read.error().message);
+  if (read->kernel != kernel) return c.err("kernel_shape does not match the weight");
+  Window w{in, kernel, read->strides, read->dilations, read->pad_begin, read->pad_end, Dims(k)};
   Dims out_pad = c.node.attr_ints("output_padding", Dims(k, 0));
   Dims out_shape = c.node.attr_ints("output_shape");
-  std::string auto_pad = c.node.attr_string("auto_pad", "NOTSET");
-  if (w.strides.size() != k || w.dilations.size() != k || pads.size() != 2 * k ||
-      out_pad.size() != k || (!out_shape.empty() && out_shape.size() != k))
-    return c.err("strides, dilations, pads or output_shape do not match the spatial rank");
-  w.pad_begin.assign(pads.begin(), pads.begin() + k);
-  w.pad_end.assign(pads.begin() + k, pads.end());
-  w.out.resize(k);
-  bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+  if (out_pad.size() != k || (!out_shape.empty() && out_shape.size() != k))
+    return c.err("output_padding or output_shape do not match the spatial rank");
+  const std::string& auto_pad = read->auto_pad;
+  bool same = read->same();
   for (size_t d = 0; d < k; ++d) {
     int64_t full = w.strides[d] * (in[d] - 1) + out_pad[d] + (kernel[d] - 1) * w.dilations[d] + 1;
     if (out_shape.empty() && !same) {
@@ -151,11 +134,8 @@ Result<Window> plan_transpose(const Ctx& c, const Dims& in, const Dims& kernel) 
 
 /// ConvTranspose: every input element scatters x * W[tap] to out[i * stride - pad + tap * dil].
 Result<Outputs> conv_transpose_kernel(const Ctx& c) {
-  ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
-  ASSIGN_OR_RETURN(const Tensor* wt, c.need(1));
-  const Tensor* bias = c.in(2);
-  if (x->dims.size() < 3 || wt->dims.size() != x->dims.size() || x->dtype != wt->dtype)
-    return c.err("X and W must have the same type and rank >= 3");
+  ASSIGN_OR_RETURN(auto operands, conv_operands(c));
+  const Tensor *x = operands.first, *wt = operands.second, *bias = c.in(2);
   int64_t n = x->dims[0], ch = x->dims[1], group = c.node.attr_int("group", 1);
   if (group <= 0 || ch % group != 0 || wt->dims[0] != ch) return c.err("W does not match X");
   int64_t mg = wt->dims[1], m = mg * group, cg = ch / group;
@@ -224,10 +204,9 @@ Result<Outputs> pool_kernel(const Ctx& c) {
   Dims kernel = c.node.attr_ints("kernel_shape");
   Dims in(x->dims.begin() + 2, x->dims.end());
   if (kernel.size() != in.size()) return c.err("kernel_shape does not match the spatial rank");
-  bool ceil_mode = c.node.attr_int("ceil_mode", 0) != 0;
   bool include_pad = c.node.attr_int("count_include_pad", 0) != 0;
   bool column_major = c.node.attr_int("storage_order", 0) != 0;
-  ASSIGN_OR_RETURN(Window w, plan_window(c, in, kernel, ceil_mode));
+  ASSIGN_OR_RETURN(Window w, plan_window(c, in, kernel));
   Dims dims{x->dims[0], x->dims[1]};
   dims.insert(dims.end(), w.out.begin(), w.out.end());
   RETURN_IF_ERROR(check_size(c, dims));

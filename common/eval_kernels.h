@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "common/eval.h"
 #include "common/graph.h"
+#include "common/op_params.h"  // broadcast_map
 #include "common/tensor.h"
 
 namespace common::eval {
@@ -79,8 +80,6 @@ std::vector<int64_t> ints_of(const Tensor& t);
 /// nullopt when neither is given.
 std::optional<std::vector<int64_t>> ints_input_or_attr(const Ctx& c, size_t index,
                                                        std::string_view attr);
-/// For each element of `out` (row-major), the offset of the element of `in` it broadcasts from.
-std::vector<int64_t> broadcast_map(const Dims& in, const Dims& out);
 /// Output shape of a multi-input broadcast, or an error naming both shapes.
 Result<Dims> broadcast_all(const Ctx& c, const std::vector<const Tensor*>& ts);
 std::string dims_str(const Dims& d);

@@ -118,6 +118,8 @@ Result<Outputs> layer_norm_kernel(const Ctx& c) {
   Dims norm_dims(x->dims.begin() + axis, x->dims.end());
   auto sm = broadcast_map(scale->dims, norm_dims);
   auto bm = bias ? broadcast_map(bias->dims, norm_dims) : std::vector<int64_t>();
+  if ((sm.empty() || (bias && bm.empty())) && num_elements(norm_dims) > 0)
+    return c.err("Scale or B does not broadcast to the normalized dims");
   Dims stat_dims = x->dims;
   for (int64_t d = axis; d < rank; ++d) stat_dims[d] = 1;
   return visit_floating(c, x->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {

@@ -1,4 +1,4 @@
-# propdag's benchmark program; include()d from benchmarks/CMakeLists.txt (owned by the lead):
+# propdag's benchmark program; include()d from benchmarks/CMakeLists.txt:
 #   include(${SUITE_SOURCE_DIR}/propdag/benchmarks.cmake)
 # Needs BUILD_PROPDAG (the propdag target).
 if(TARGET propdag)

@@ -2,7 +2,9 @@
 // 1-D inputs are handled as 2-D with a height of 1.
 #include <algorithm>
 #include <limits>
+#include <tuple>
 
+#include "common/op_params.h"
 #include "propdag/ops_util.h"
 
 namespace propdag {
@@ -29,45 +31,40 @@ std::pair<int64_t, int64_t> pair_attr(const std::vector<int64_t>& v, bool one_d,
   return one_d ? std::pair{fill, v[0]} : std::pair{v[0], v[1]};
 }
 
-int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe, bool ceil) {
-  int64_t span = in + pb + pe - ((k - 1) * d + 1);
-  return (ceil ? (span + s - 1) / s : span / s) + 1;
-}
-
-// Fills pads from auto_pad: SAME_* keeps ceil(in / stride) outputs.
-void same_pads(int64_t in, int64_t k, int64_t s, int64_t d, bool lower, int64_t& pb, int64_t& pe) {
-  int64_t out = (in + s - 1) / s;
-  int64_t total = std::max<int64_t>(0, (out - 1) * s + (k - 1) * d + 1 - in);
-  pb = lower ? total - total / 2 : total / 2;
-  pe = total - pb;
-}
-
-Result<Window> window(const OpContext& ctx, const Dims& x, std::pair<int64_t, int64_t> kernel) {
+// The node's window (common::read_window) on an [N, C, W] or [N, C, H, W] input with `kernel` (the
+// weight's spatial dims; empty for pools, which have kernel_shape). `forward` (Conv, pools):
+// auto_pad resolved and output sizes computed; otherwise (ConvTranspose) the pads as given.
+Result<Window> window(const OpContext& ctx, const Dims& x, const Dims& kernel, bool forward) {
   if (x.size() != 3 && x.size() != 4) return ctx.error("only 1-D and 2-D windows are supported");
+  Result<common::Window> read = common::read_window(ctx.node, x.size() - 2, kernel);
+  if (!read.ok()) return ctx.error(read.error().message);
+  const common::Window& r = *read;
+  if (!kernel.empty() && r.kernel != kernel) return ctx.error("kernel_shape does not match W");
   Window g;
   g.one_d = x.size() == 3;
   g.n = x[0];
   g.c = x[1];
   g.h = g.one_d ? 1 : x[2];
   g.w = x.back();
-  std::tie(g.kh, g.kw) = kernel;
-  std::tie(g.sh, g.sw) = pair_attr(ctx.node.attr_ints("strides"), g.one_d, 1);
-  std::tie(g.dh, g.dw) = pair_attr(ctx.node.attr_ints("dilations"), g.one_d, 1);
-  std::vector<int64_t> pads = ctx.node.attr_ints("pads");
-  if (!pads.empty()) {
-    if (g.one_d)
-      std::tie(g.pw, g.pw_end) = std::pair{pads[0], pads[1]};
-    else
-      std::tie(g.ph, g.pw, g.ph_end, g.pw_end) = std::tuple{pads[0], pads[1], pads[2], pads[3]};
+  std::vector<common::WindowDim> dims;
+  for (size_t i = 0; i < r.kernel.size(); ++i) {
+    if (!forward) {
+      if (r.same()) return ctx.error("ConvTranspose auto_pad SAME_* is not supported");
+      const bool valid = r.valid();
+      dims.push_back({0, valid ? 0 : r.pad_begin[i], valid ? 0 : r.pad_end[i]});
+      continue;
+    }
+    Result<common::WindowDim> d = common::window_dim(r, i, x[i + 2]);
+    if (!d.ok()) return ctx.error(d.error().message);
+    dims.push_back(*d);
   }
-  std::string autopad = ctx.node.attr_string("auto_pad", "NOTSET");
-  if (autopad == "SAME_UPPER" || autopad == "SAME_LOWER") {
-    same_pads(g.h, g.kh, g.sh, g.dh, autopad == "SAME_LOWER", g.ph, g.ph_end);
-    same_pads(g.w, g.kw, g.sw, g.dw, autopad == "SAME_LOWER", g.pw, g.pw_end);
+  const size_t wi = g.one_d ? 0 : 1;  // the width dim
+  std::tie(g.kw, g.sw, g.dw) = std::tuple{r.kernel[wi], r.strides[wi], r.dilations[wi]};
+  std::tie(g.pw, g.pw_end, g.ow) = std::tuple{dims[wi].pad_begin, dims[wi].pad_end, dims[wi].out};
+  if (!g.one_d) {
+    std::tie(g.kh, g.sh, g.dh) = std::tuple{r.kernel[0], r.strides[0], r.dilations[0]};
+    std::tie(g.ph, g.ph_end, g.oh) = std::tuple{dims[0].pad_begin, dims[0].pad_end, dims[0].out};
   }
-  bool ceil = ctx.node.attr_int("ceil_mode", 0) != 0;
-  g.oh = out_size(g.h, g.kh, g.sh, g.dh, g.ph, g.ph_end, ceil);
-  g.ow = out_size(g.w, g.kw, g.sw, g.dw, g.pw, g.pw_end, ceil);
   return g;
 }
 
@@ -100,8 +97,7 @@ Result<OpOutputs> conv_rule(const OpContext& ctx) {
   if (!ctx.variable(0) || ctx.variable(1) || ctx.variable(2))
     return ctx.error("Conv needs a variable input and constant weights");
   const Dims& wd = ctx.shape(1);
-  bool one_d = wd.size() == 3;
-  ASSIGN_OR_RETURN(Window g, window(ctx, ctx.shape(0), {one_d ? 1 : wd[2], wd.back()}));
+  ASSIGN_OR_RETURN(Window g, window(ctx, ctx.shape(0), Dims(wd.begin() + 2, wd.end()), true));
   int64_t groups = ctx.node.attr_int("group", 1), m = wd[0], cg = wd[1], mg = m / groups;
   if (cg * groups != g.c) return ctx.error("Conv weight channels do not match the input");
   std::vector<double> w = ctx.constants[1]->to_double();
@@ -145,7 +141,7 @@ Result<OpOutputs> conv_transpose_rule(const OpContext& ctx) {
   const Dims &x = ctx.shape(0), &wd = ctx.shape(1);
   bool one_d = wd.size() == 3;
   Window g;
-  ASSIGN_OR_RETURN(g, window(ctx, x, {one_d ? 1 : wd[2], wd.back()}));
+  ASSIGN_OR_RETURN(g, window(ctx, x, Dims(wd.begin() + 2, wd.end()), false));
   int64_t groups = ctx.node.attr_int("group", 1), cg = wd[0] / groups, mg = wd[1], m = mg * groups;
   auto [oph, opw] = pair_attr(ctx.node.attr_ints("output_padding"), one_d, 0);
   int64_t oh = g.sh * (g.h - 1) + oph + (g.kh - 1) * g.dh + 1 - g.ph - g.ph_end;
@@ -193,7 +189,7 @@ Result<OpOutputs> conv_transpose_rule(const OpContext& ctx) {
 Result<Window> pool_window(const OpContext& ctx) {
   std::vector<int64_t> ks = ctx.node.attr_ints("kernel_shape");
   if (ks.empty()) return ctx.error("pool needs kernel_shape");
-  return window(ctx, ctx.shape(0), pair_attr(ks, ctx.shape(0).size() == 3, 1));
+  return window(ctx, ctx.shape(0), {}, true);
 }
 
 Result<OpOutputs> average_pool_rule(const OpContext& ctx) {

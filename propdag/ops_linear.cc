@@ -28,7 +28,7 @@ Result<OpOutputs> add_sub(const OpContext& ctx, double sign_b) {
   for (int slot = 0; slot < 2; ++slot) {
     double coef = slot == 0 ? 1.0 : sign_b;
     if (ctx.variable(slot)) {
-      std::vector<int64_t> map = broadcast_map(out, ctx.shape(slot));
+      std::vector<int64_t> map = common::broadcast_map(ctx.shape(slot), out);
       terms.push_back(
           gather_term(slot, map, num_elements(ctx.shape(slot)), std::vector<double>(n, coef)));
       continue;
@@ -51,7 +51,7 @@ Result<OpOutputs> scale_rule(const OpContext& ctx, bool divide) {
   std::vector<double> c = broadcast_constant(*ctx.constants[1 - var], out);
   if (divide)
     for (double& v : c) v = 1.0 / v;
-  std::vector<int64_t> map = broadcast_map(out, ctx.shape(var));
+  std::vector<int64_t> map = common::broadcast_map(ctx.shape(var), out);
   std::vector<LinearTerm> terms = one_term(gather_term(var, map, num_elements(ctx.shape(var)), c));
   return affine_output(std::move(terms), Vec::Zero(num_elements(out)), out);
 }

@@ -225,9 +225,9 @@ Result<OpOutputs> interval_product(const OpContext& ctx, bool divide) {
   std::vector<double> numerator;
   if (!ctx.variable(0)) numerator = broadcast_constant(*ctx.constants[0], *out);
   OpOutputs result;
-  result.push_back({std::make_unique<BilinearOp>(broadcast_map(*out, ctx.shape(0)),
-                                                 broadcast_map(*out, ctx.shape(1)), divide, square,
-                                                 std::move(numerator)),
+  result.push_back({std::make_unique<BilinearOp>(common::broadcast_map(ctx.shape(0), *out),
+                                                 common::broadcast_map(ctx.shape(1), *out), divide,
+                                                 square, std::move(numerator)),
                     *out});
   return result;
 }

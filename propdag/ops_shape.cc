@@ -259,7 +259,7 @@ Result<OpOutputs> expand_rule(const OpContext& ctx) {
   if (!ctx.present(1) || ctx.variable(1)) return ctx.error("Expand needs a constant shape");
   auto out = common::broadcast_shapes(ctx.shape(0), ctx.constants[1]->to_int64());
   if (!out) return ctx.error("Expand shape does not broadcast");
-  std::vector<int64_t> map = broadcast_map(*out, ctx.shape(0));
+  std::vector<int64_t> map = common::broadcast_map(ctx.shape(0), *out);
   std::vector<Source> src(map.size());
   for (size_t i = 0; i < map.size(); ++i) src[i] = {0, map[i]};
   return select(ctx, *out, src);

@@ -20,25 +20,6 @@ int64_t norm_axis(int64_t axis, int64_t rank) {
   return axis < 0 || axis >= rank ? -1 : axis;
 }
 
-std::vector<int64_t> broadcast_map(const common::Dims& out, const common::Dims& in) {
-  if (in.size() > out.size()) return {};
-  size_t shift = out.size() - in.size();
-  for (size_t i = 0; i < in.size(); ++i)
-    if (in[i] != 1 && in[i] != out[shift + i]) return {};
-  std::vector<int64_t> out_strides = strides_of(out), in_strides = strides_of(in);
-  int64_t n = common::num_elements(out);
-  std::vector<int64_t> map(n);
-  for (int64_t flat = 0; flat < n; ++flat) {
-    int64_t src = 0;
-    for (size_t i = 0; i < in.size(); ++i) {
-      int64_t coord = (flat / out_strides[shift + i]) % out[shift + i];
-      if (in[i] != 1) src += coord * in_strides[i];
-    }
-    map[flat] = src;
-  }
-  return map;
-}
-
 LinearTerm gather_term(int slot, const std::vector<int64_t>& src, int64_t in_size,
                        const std::vector<double>& scale) {
   std::vector<Eigen::Triplet<double>> entries;
@@ -70,7 +51,7 @@ OpOutputs affine_output(std::vector<LinearTerm> terms, Vec bias, common::Dims sh
 }
 
 std::vector<double> broadcast_constant(const common::Tensor& t, const common::Dims& out) {
-  std::vector<int64_t> map = broadcast_map(out, t.dims);
+  std::vector<int64_t> map = common::broadcast_map(t.dims, out);
   if (map.empty() && common::num_elements(out) != 0) return {};
   std::vector<double> values = t.to_double();
   std::vector<double> result(map.size());
@@ -93,8 +74,12 @@ common::Result<MatMulShape> matmul_shape(const OpContext& ctx) {
   common::Dims ab(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
   auto batch = common::broadcast_shapes(ab, bb);
   if (!batch || a.back() != b[b.size() - 2]) return ctx.error("MatMul shapes do not match");
-  MatMulShape s{a[a.size() - 2],           a.back(), b.back(), broadcast_map(*batch, ab),
-                broadcast_map(*batch, bb), *batch};
+  MatMulShape s{a[a.size() - 2],
+                a.back(),
+                b.back(),
+                common::broadcast_map(ab, *batch),
+                common::broadcast_map(bb, *batch),
+                *batch};
   if (!a_vec) s.out.push_back(s.m);
   if (!b_vec) s.out.push_back(s.n);
   return s;

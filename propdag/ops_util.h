@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/op_params.h"  // broadcast_map
 #include "common/tensor.h"
 #include "propdag/op.h"
 #include "propdag/registry.h"
@@ -14,9 +15,6 @@ namespace propdag {
 std::vector<int64_t> strides_of(const common::Dims& dims);
 /// Axis in [0, rank) from a possibly negative axis; -1 when out of range.
 int64_t norm_axis(int64_t axis, int64_t rank);
-/// For every element of `out`, the flat index of the element of `in` broadcast onto it
-/// (numpy rules, `in` right-aligned). Empty if `in` does not broadcast to `out`.
-std::vector<int64_t> broadcast_map(const common::Dims& out, const common::Dims& in);
 /// Sparse term with W(i, src[i]) = scale[i] (rows with src[i] < 0 stay empty). `scale` empty: 1.
 LinearTerm gather_term(int slot, const std::vector<int64_t>& src, int64_t in_size,
                        const std::vector<double>& scale = {});

@@ -1,4 +1,4 @@
-# Shape-rule families (owned by the rules engineer); included by shapeonnx/CMakeLists.txt.
+# Shape-rule families, one file each; included by shapeonnx/CMakeLists.txt.
 set(SHAPEONNX_RULE_SOURCES
   rules_elementwise.cc rules_generator.cc rules_index.cc rules_linalg.cc rules_nn.cc
   rules_pool.cc rules_quant.cc rules_recurrent.cc rules_reduce.cc rules_resize.cc

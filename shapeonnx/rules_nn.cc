@@ -56,10 +56,8 @@ Status conv_rule(InferContext& ctx) {
 // SAME_UPPER / SAME_LOWER: out = in * stride (the padding absorbs the rest, as the spec says).
 int64_t conv_transpose_dim(const Window& w, const std::vector<int64_t>& output_padding, size_t i,
                            int64_t in) {
-  if (w.auto_pad == "SAME_UPPER" || w.auto_pad == "SAME_LOWER") return in * w.strides[i];
-  const size_t n = w.kernel.size();
-  const bool valid = w.auto_pad == "VALID";
-  const int64_t pads = valid ? 0 : w.pads[i] + w.pads[i + n];
+  if (w.same()) return in * w.strides[i];
+  const int64_t pads = w.valid() ? 0 : w.pad_begin[i] + w.pad_end[i];
   const int64_t effective = (w.kernel[i] - 1) * w.dilations[i] + 1;
   return w.strides[i] * (in - 1) + output_padding[i] + effective - pads;
 }

@@ -57,8 +57,8 @@ Status max_unpool_rule(InferContext& ctx) {
   ASSIGN_OR_RETURN(Window win, read_window(ctx, spatial, {}));
   Dims out = {x[0], x[1]};
   for (size_t i = 0; i < spatial; ++i) {
-    out.push_back((x[i + 2] - 1) * win.strides[i] + win.kernel[i] - win.pads[i] -
-                  win.pads[i + spatial]);
+    out.push_back((x[i + 2] - 1) * win.strides[i] + win.kernel[i] - win.pad_begin[i] -
+                  win.pad_end[i]);
   }
   ctx.set_output(0, ctx.dtype(0), std::move(out));
   return {};

@@ -121,78 +121,17 @@ int64_t ceil_div(int64_t a, int64_t b) {
   return (a % b != 0 && a > 0) ? q + 1 : q;
 }
 
-namespace {
-
-// Attribute `name` of length n, or `fill` repeated when absent.
-Result<std::vector<int64_t>> sized_attr(const InferContext& ctx, std::string_view name, size_t n,
-                                        int64_t fill) {
-  std::vector<int64_t> v = ctx.node().attr_ints(name, std::vector<int64_t>(n, fill));
-  if (v.size() != n) {
-    return ctx.error("attribute '" + std::string(name) + "' has " + std::to_string(v.size()) +
-                     " values, expected " + std::to_string(n));
-  }
-  return v;
-}
-
-}  // namespace
-
 Result<Window> read_window(const InferContext& ctx, size_t spatial,
                            const std::vector<int64_t>& kernel) {
-  Window w;
-  const common::Node& node = ctx.node();
-  w.kernel = node.has_attr("kernel_shape") ? node.attr_ints("kernel_shape") : kernel;
-  if (w.kernel.size() != spatial) {
-    return ctx.error("kernel has " + std::to_string(w.kernel.size()) + " dims, input has " +
-                     std::to_string(spatial) + " spatial dims");
-  }
-  ASSIGN_OR_RETURN(w.strides, sized_attr(ctx, "strides", spatial, 1));
-  ASSIGN_OR_RETURN(w.dilations, sized_attr(ctx, "dilations", spatial, 1));
-  ASSIGN_OR_RETURN(w.pads, sized_attr(ctx, "pads", 2 * spatial, 0));
-  w.auto_pad = node.attr_string("auto_pad", "NOTSET");
-  w.ceil_mode = node.attr_int("ceil_mode", 0) != 0;
-  if (w.auto_pad != "NOTSET" && w.auto_pad != "SAME_UPPER" && w.auto_pad != "SAME_LOWER" &&
-      w.auto_pad != "VALID") {
-    return ctx.error("unknown auto_pad '" + w.auto_pad + "'");
-  }
-  // Windows and padding beyond 2^24 per axis are malformed, not models (and their extents would
-  // overflow the arithmetic below).
-  constexpr int64_t kMaxWindow = int64_t{1} << 24;
-  for (size_t i = 0; i < spatial; ++i) {
-    if (w.kernel[i] < 1 || w.strides[i] < 1 || w.dilations[i] < 1) {
-      return ctx.error("kernel, strides and dilations must be positive");
-    }
-    if (w.kernel[i] > kMaxWindow || w.strides[i] > kMaxWindow || w.dilations[i] > kMaxWindow) {
-      return ctx.error("kernel, strides or dilations larger than 2^24");
-    }
-  }
-  for (int64_t p : w.pads) {
-    if (p < 0) return ctx.error("negative pads");
-    if (p > kMaxWindow) return ctx.error("pads larger than 2^24");
-  }
+  Result<Window> w = common::read_window(ctx.node(), spatial, kernel);
+  if (!w.ok()) return ctx.error(w.error().message);
   return w;
 }
 
-// ONNX: out = floor((in + pad_begin + pad_end - ((k - 1) * d + 1)) / s) + 1 (ceil with ceil_mode);
-// SAME_*: out = ceil(in / s); VALID: no padding. With ceil_mode, a last window that would start in
-// the end padding is dropped (as onnxruntime and PyTorch do).
 Result<int64_t> window_output(const InferContext& ctx, const Window& w, size_t i, int64_t in) {
-  const int64_t s = w.strides[i];
-  if (w.auto_pad == "SAME_UPPER" || w.auto_pad == "SAME_LOWER") return ceil_div(in, s);
-  const size_t n = w.kernel.size();
-  const bool valid = w.auto_pad == "VALID";
-  const int64_t begin = valid ? 0 : w.pads[i];
-  const int64_t end = valid ? 0 : w.pads[i + n];
-  const int64_t effective = (w.kernel[i] - 1) * w.dilations[i] + 1;
-  const int64_t span = in + begin + end - effective;
-  if (span < 0) {
-    return ctx.error("window of size " + std::to_string(effective) + " does not fit input dim " +
-                     std::to_string(in) + " with pads " + std::to_string(begin) + "+" +
-                     std::to_string(end));
-  }
-  if (!w.ceil_mode) return span / s + 1;
-  int64_t out = ceil_div(span, s) + 1;
-  if ((out - 1) * s >= in + begin) --out;
-  return out;
+  Result<common::WindowDim> d = common::window_dim(w, i, in);
+  if (!d.ok()) return ctx.error(d.error().message);
+  return d->out;
 }
 
 }  // namespace shapeonnx

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/op_params.h"
 #include "common/tensor.h"
 #include "shapeonnx/rules.h"
 
@@ -48,19 +49,12 @@ common::Result<int64_t> checked_product(const InferContext& ctx, const common::D
 int64_t floor_div(int64_t a, int64_t b);
 int64_t ceil_div(int64_t a, int64_t b);
 
-/// Attributes of a sliding-window op (Conv, pools), resolved for `spatial` spatial dims.
-struct Window {
-  std::vector<int64_t> kernel, strides, dilations, pads;  ///< pads: begins then ends
-  std::string auto_pad;                                   ///< NOTSET, SAME_UPPER, SAME_LOWER, VALID
-  bool ceil_mode = false;
-};
-
-/// Reads kernel_shape (or `kernel` when the attribute is absent), strides, dilations, pads,
-/// auto_pad and ceil_mode, checking their lengths.
+/// A sliding window's attributes (Conv, pools): common::read_window, with errors naming the node.
+using common::Window;
 common::Result<Window> read_window(const InferContext& ctx, size_t spatial,
                                    const std::vector<int64_t>& kernel);
 
-/// Output size of one spatial dim of a sliding window (Conv, MaxPool, AveragePool, LpPool).
+/// Output size of one spatial dim of a sliding window (common::window_dim), errors naming the node.
 common::Result<int64_t> window_output(const InferContext& ctx, const Window& w, size_t i,
                                       int64_t in);
 

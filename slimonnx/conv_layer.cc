@@ -1,8 +1,10 @@
 // Conv / ConvTranspose as layers that per-channel affine maps fold into.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string_view>
 
+#include "common/op_params.h"
 #include "slimonnx/layer.h"
 
 namespace slimonnx {
@@ -85,11 +87,16 @@ class ConvLayer : public Layer {
   }
 };
 
-bool has_zero_padding(const Node& n) {
-  const std::string pad = n.attr_string("auto_pad", "NOTSET");
-  if (pad != "NOTSET" && pad != "VALID") return false;
-  const std::vector<int64_t> pads = n.attr_ints("pads");
-  return std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
+// Whether the window (common::read_window) pads nothing explicitly; nullopt when it is malformed.
+std::optional<bool> has_zero_padding(const Node& n, const std::vector<int64_t>& wdims) {
+  const size_t spatial = wdims.size() - 2;
+  common::Result<common::Window> w =
+      common::read_window(n, spatial, std::vector<int64_t>(wdims.begin() + 2, wdims.end()));
+  if (!w.ok()) return std::nullopt;
+  const auto zero = [](const std::vector<int64_t>& p) {
+    return std::all_of(p.begin(), p.end(), [](int64_t v) { return v == 0; });
+  };
+  return !w->same() && zero(w->pad_begin) && zero(w->pad_end);
 }
 
 bool valid_grouping(const ConvLayer& c) {
@@ -116,8 +123,10 @@ std::unique_ptr<Layer> as_conv(const Editor& ed, const Node& n) {
   c->w = std::move(*w);
   c->dtype = wt->dtype;
   c->group = n.attr_int("group", 1);
-  c->zero_padding = has_zero_padding(n);
   if (!valid_grouping(*c)) return nullptr;
+  std::optional<bool> zero_padding = has_zero_padding(n, c->wdims);
+  if (!zero_padding) return nullptr;
+  c->zero_padding = *zero_padding;
   c->b.assign(c->out_channels(), 0.0);
   if (!n.has_input(2)) return c;
   std::optional<std::vector<double>> b = float_data(ed.initializer(n.inputs[2]));

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "common/op_params.h"
 #include "torchonnx/context.h"
 #include "torchonnx/ops_util.h"
 #include "torchonnx/pyfmt.h"
@@ -21,33 +22,22 @@ struct Pool {
 
 common::Result<Pool> pool_geometry(Context& ctx) {
   const common::Node& node = ctx.node();
-  Pool p;
-  p.kernel = node.attr_ints("kernel_shape");
-  const size_t n = p.kernel.size();
+  const size_t n = node.attr_ints("kernel_shape").size();
   if (n == 0 || n > 3 || ctx.rank(0) != static_cast<int64_t>(n) + 2) {
     return ctx.error("only 1-D, 2-D and 3-D pooling is supported");
   }
-  p.strides = node.attr_ints("strides", std::vector<int64_t>(n, 1));
-  p.dilations = node.attr_ints("dilations", std::vector<int64_t>(n, 1));
-  std::vector<int64_t> pads = node.attr_ints("pads", std::vector<int64_t>(2 * n, 0));
-  if (p.strides.size() != n || p.dilations.size() != n || pads.size() != 2 * n) {
-    return ctx.error("strides, dilations or pads do not match kernel_shape");
-  }
-  p.begin.assign(pads.begin(), pads.begin() + n);
-  p.end.assign(pads.begin() + n, pads.end());
-  p.ceil_mode = node.attr_int("ceil_mode", 0) != 0;
+  common::Result<common::Window> read = common::read_window(node, n);
+  if (!read.ok()) return ctx.error(read.error().message);
+  const common::Window& w = *read;
+  Pool p{w.kernel, w.strides, w.dilations, w.pad_begin, w.pad_end, {}, {}, w.ceil_mode};
   p.in.assign(ctx.shape(0).begin() + 2, ctx.shape(0).end());
   p.out.assign(ctx.out_shape().begin() + 2, ctx.out_shape().end());
-  const std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
-  if (auto_pad == "VALID") p.begin = p.end = std::vector<int64_t>(n, 0);
-  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-    for (size_t d = 0; d < n; ++d) {
-      const int64_t out = (p.in[d] + p.strides[d] - 1) / p.strides[d];
-      const int64_t total = std::max<int64_t>(
-          0, (out - 1) * p.strides[d] + (p.kernel[d] - 1) * p.dilations[d] + 1 - p.in[d]);
-      p.begin[d] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      p.end[d] = total - p.begin[d];
-    }
+  if (w.auto_pad == "NOTSET") return p;
+  for (size_t d = 0; d < n; ++d) {  // VALID and SAME_* resolved to explicit pads
+    common::Result<common::WindowDim> dim = common::window_dim(w, d, p.in[d]);
+    if (!dim.ok()) return ctx.error(dim.error().message);
+    p.begin[d] = dim->pad_begin;
+    p.end[d] = dim->pad_end;
   }
   return p;
 }

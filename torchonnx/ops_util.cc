@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/op_params.h"
 #include "torchonnx/pyfmt.h"
 
 namespace torchonnx {
@@ -126,30 +127,19 @@ std::vector<double> doubles(const common::Tensor& t) { return t.to_double(); }
 // Kernel, strides, dilations and explicit pads of a Conv-like node over `in` spatial dims.
 common::Result<ConvGeometry> conv_geometry(Context& ctx, const std::vector<int64_t>& kernel,
                                            const std::vector<int64_t>& in, bool transposed) {
-  const size_t n = kernel.size();
-  const common::Node& node = ctx.node();
-  ConvGeometry g;
-  g.kernel = kernel;
-  g.strides = node.attr_ints("strides", std::vector<int64_t>(n, 1));
-  g.dilations = node.attr_ints("dilations", std::vector<int64_t>(n, 1));
-  g.group = node.attr_int("group", 1);
-  std::vector<int64_t> pads = node.attr_ints("pads", std::vector<int64_t>(2 * n, 0));
-  if (g.strides.size() != n || g.dilations.size() != n || pads.size() != 2 * n) {
-    return ctx.error("strides, dilations or pads do not match the kernel rank");
-  }
-  g.begin.assign(pads.begin(), pads.begin() + n);
-  g.end.assign(pads.begin() + n, pads.end());
-  const std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
-  if (auto_pad == "VALID") g.begin = g.end = std::vector<int64_t>(n, 0);
-  if ((auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") && !transposed) {
-    for (size_t d = 0; d < n; ++d) {
-      const int64_t out = (in[d] + g.strides[d] - 1) / g.strides[d];
-      const int64_t total = std::max<int64_t>(
-          0, (out - 1) * g.strides[d] + (kernel[d] - 1) * g.dilations[d] + 1 - in[d]);
-      const int64_t small = total / 2;
-      g.begin[d] = auto_pad == "SAME_UPPER" ? small : total - small;
-      g.end[d] = total - g.begin[d];
-    }
+  common::Result<common::Window> read = common::read_window(ctx.node(), kernel.size(), kernel);
+  if (!read.ok()) return ctx.error(read.error().message);
+  const common::Window& w = *read;
+  if (w.kernel != kernel) return ctx.error("kernel_shape does not match the weight");
+  ConvGeometry g{kernel,      w.strides, w.dilations,
+                 w.pad_begin, w.pad_end, ctx.node().attr_int("group", 1)};
+  if (w.valid()) g.begin = g.end = std::vector<int64_t>(kernel.size(), 0);
+  if (!w.same() || transposed) return g;
+  for (size_t d = 0; d < kernel.size(); ++d) {
+    common::Result<common::WindowDim> dim = common::window_dim(w, d, in[d]);
+    if (!dim.ok()) return ctx.error(dim.error().message);
+    g.begin[d] = dim->pad_begin;
+    g.end[d] = dim->pad_end;
   }
   return g;
 }

@@ -1,0 +1,50 @@
+// Op parameters read once, validated once, for every tool: one reader per parameter family.
+// Errors carry only a message; callers turn it into their own error naming file, node and op.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "common/graph.h"
+#include "common/tensor.h"
+
+namespace common {
+
+/// The sliding window of Conv, ConvTranspose and the pools over `kernel.size()` spatial dims.
+struct Window {
+  Dims kernel, strides, dilations;
+  Dims pad_begin, pad_end;          ///< the `pads` attribute as given (zeros when absent)
+  std::string auto_pad = "NOTSET";  ///< NOTSET, SAME_UPPER, SAME_LOWER or VALID
+  bool ceil_mode = false;
+
+  bool same() const { return auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER"; }
+  bool valid() const { return auto_pad == "VALID"; }
+};
+
+/// One spatial dim of a window over an input of known size: output size and the padding that
+/// auto_pad resolves to (explicit pads for NOTSET, zeros for VALID, SAME's split otherwise).
+struct WindowDim {
+  int64_t out = 0, pad_begin = 0, pad_end = 0;
+};
+
+/// Reads kernel_shape (or `kernel` when the attribute is absent), strides, dilations, pads,
+/// auto_pad and ceil_mode for `spatial` spatial dims. Lengths must match; kernel, strides and
+/// dilations must be positive, pads nonnegative, all at most 2^24; auto_pad must be known.
+Result<Window> read_window(const Node& node, size_t spatial, const Dims& kernel = {});
+
+/// Dim `i` of window `w` over an input dim of size `in` (Conv and the pools; ONNX's formula):
+/// out = floor((in + pads - ((k - 1) * d + 1)) / s) + 1, ceil with ceil_mode, where a last window
+/// that would start in the end padding is dropped (as onnxruntime and PyTorch do); SAME_*:
+/// out = ceil(in / s) and the total padding (out - 1) * s + (k - 1) * d + 1 - in, at least 0, is
+/// split with the extra element at the end (SAME_UPPER) or the beginning (SAME_LOWER).
+/// Fails when the window does not fit the padded input.
+Result<WindowDim> window_dim(const Window& w, size_t i, int64_t in);
+
+/// For each element of `out` (row-major), the flat offset of the element of `in` it is broadcast
+/// from (numpy rules, `in` right-aligned). Empty when `in` does not broadcast to `out`, or when
+/// `out` has no elements.
+std::vector<int64_t> broadcast_map(const Dims& in, const Dims& out);
+
+}  // namespace common

@@ -1,0 +1,133 @@
+// The window reader against ONNX's output-size formulas, worked by hand.
+#include "common/op_params.h"
+
+#include <gtest/gtest.h>
+
+namespace common {
+namespace {
+
+Node pool(std::vector<Attribute> attrs) {
+  Node n;
+  n.name = "p";
+  n.op_type = "MaxPool";
+  n.attrs = std::move(attrs);
+  return n;
+}
+
+Attribute ints(const char* name, Dims v) { return Attribute::make_ints(name, std::move(v)); }
+
+TEST(WindowTest, DefaultsAndExplicitPads) {
+  Result<Window> w = read_window(pool({ints("pads", {1, 0, 2, 0})}), 2, {3, 3});
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  EXPECT_EQ(w->strides, Dims({1, 1}));
+  EXPECT_EQ(w->dilations, Dims({1, 1}));
+  EXPECT_EQ(w->pad_begin, Dims({1, 0}));
+  EXPECT_EQ(w->pad_end, Dims({2, 0}));
+  // dim 0: 5 + 1 + 2 - 3 = 5 -> 6 outputs; dim 1: 5 - 3 = 2 -> 3 outputs.
+  Result<WindowDim> d0 = window_dim(*w, 0, 5), d1 = window_dim(*w, 1, 5);
+  ASSERT_TRUE(d0.ok() && d1.ok());
+  EXPECT_EQ(d0->out, 6);
+  EXPECT_EQ(d1->out, 3);
+  EXPECT_EQ(d0->pad_begin, 1);
+  EXPECT_EQ(d0->pad_end, 2);
+}
+
+TEST(WindowTest, KernelShapeAttributeWinsOverTheGivenKernel) {
+  Result<Window> w = read_window(pool({ints("kernel_shape", {2})}), 1, {7});
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->kernel, Dims({2}));
+}
+
+TEST(WindowTest, SameUpperAndLowerSplitTheOddPadding) {
+  // in 5, k 4, s 2: out = ceil(5 / 2) = 3, total = 2 * 2 + 4 - 5 = 3 -> upper 1 + 2, lower 2 + 1.
+  for (const char* mode : {"SAME_UPPER", "SAME_LOWER"}) {
+    Result<Window> w =
+        read_window(pool({Attribute::make_string("auto_pad", mode), ints("strides", {2}),
+                          ints("pads", {9, 9})}),  // pads are ignored under SAME_*
+                    1, {4});
+    ASSERT_TRUE(w.ok());
+    Result<WindowDim> d = window_dim(*w, 0, 5);
+    ASSERT_TRUE(d.ok());
+    EXPECT_EQ(d->out, 3);
+    const bool upper = std::string(mode) == "SAME_UPPER";
+    EXPECT_EQ(d->pad_begin, upper ? 1 : 2) << mode;
+    EXPECT_EQ(d->pad_end, upper ? 2 : 1) << mode;
+  }
+}
+
+TEST(WindowTest, DilationWidensTheWindow) {
+  // k 3, d 2 -> effective 5; in 7, s 1: 7 - 5 + 1 = 3 outputs.
+  Result<Window> w = read_window(pool({ints("dilations", {2})}), 1, {3});
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(window_dim(*w, 0, 7)->out, 3);
+}
+
+TEST(WindowTest, ValidIgnoresPads) {
+  Result<Window> w = read_window(
+      pool({Attribute::make_string("auto_pad", "VALID"), ints("pads", {2, 2})}), 1, {3});
+  ASSERT_TRUE(w.ok());
+  Result<WindowDim> d = window_dim(*w, 0, 5);
+  EXPECT_EQ(d->out, 3);
+  EXPECT_EQ(d->pad_begin + d->pad_end, 0);
+}
+
+TEST(WindowTest, CeilModeDropsAWindowStartingInTheEndPadding) {
+  // in 5, k 2, s 2, pads 0+1: span 4 -> ceil(4 / 2) + 1 = 3, and the third window starts at 4,
+  // inside the input: kept. pads 0+2 and in 4: span 4 -> 3 windows, the third starts at 4 =
+  // in + pad_begin: dropped, 2.
+  Result<Window> w = read_window(
+      pool({Attribute::make_int("ceil_mode", 1), ints("strides", {2}), ints("pads", {0, 1})}), 1,
+      {2});
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(window_dim(*w, 0, 5)->out, 3);
+  w->pad_end = {2};
+  EXPECT_EQ(window_dim(*w, 0, 4)->out, 2);
+  // Without ceil_mode: floor(4 / 2) + 1 = 3 for in 4 with pads 0+2.
+  w->ceil_mode = false;
+  EXPECT_EQ(window_dim(*w, 0, 4)->out, 3);
+}
+
+TEST(WindowTest, MalformedAttributesAreErrors) {
+  const std::vector<std::pair<Node, std::string>> cases = {
+      {pool({ints("strides", {1, 1})}), "attribute 'strides' has 2 values, expected 1"},
+      {pool({ints("pads", {1})}), "attribute 'pads' has 1 values, expected 2"},
+      {pool({ints("strides", {0})}), "kernel, strides and dilations must be positive"},
+      {pool({ints("dilations", {int64_t{1} << 25})}),
+       "kernel, strides or dilations larger than 2^24"},
+      {pool({ints("pads", {-1, 0})}), "negative pads"},
+      {pool({Attribute::make_string("auto_pad", "SAME")}), "unknown auto_pad 'SAME'"},
+      {pool({ints("kernel_shape", {2, 2})}), "kernel has 2 dims, input has 1 spatial dims"},
+  };
+  for (const auto& [node, message] : cases) {
+    Result<Window> w = read_window(node, 1, {3});
+    ASSERT_FALSE(w.ok()) << message;
+    EXPECT_EQ(w.error().message, message);
+  }
+  Result<Window> w = read_window(pool({}), 1, {3});
+  ASSERT_TRUE(w.ok());
+  Result<WindowDim> d = window_dim(*w, 0, 2);
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.error().message, "window of size 3 does not fit input dim 2 with pads 0+0");
+}
+
+TEST(BroadcastMapTest, RightAlignedWithBroadcastDims) {
+  // in [3, 1] onto out [2, 3, 2]: element (a, b, c) reads in[b, 0] = offset b.
+  EXPECT_EQ(broadcast_map({3, 1}, {2, 3, 2}),
+            std::vector<int64_t>({0, 0, 1, 1, 2, 2, 0, 0, 1, 1, 2, 2}));
+  // in [1, 2] onto out [3, 2]: element (a, c) reads in[0, c] = offset c.
+  EXPECT_EQ(broadcast_map({1, 2}, {3, 2}), std::vector<int64_t>({0, 1, 0, 1, 0, 1}));
+  // A scalar and a one-element tensor read offset 0 everywhere; equal shapes are the identity.
+  EXPECT_EQ(broadcast_map({}, {2, 2}), std::vector<int64_t>(4, 0));
+  EXPECT_EQ(broadcast_map({1, 1}, {3}), std::vector<int64_t>());  // rank 2 onto rank 1
+  EXPECT_EQ(broadcast_map({2, 3}, {2, 3}), std::vector<int64_t>({0, 1, 2, 3, 4, 5}));
+}
+
+TEST(BroadcastMapTest, ShapesThatDoNotBroadcastGiveNothing) {
+  EXPECT_TRUE(broadcast_map({3}, {2, 4}).empty());
+  EXPECT_TRUE(broadcast_map({2, 1}, {3, 5}).empty());
+  EXPECT_TRUE(broadcast_map({1, 2, 3}, {2, 3}).empty());
+  EXPECT_TRUE(broadcast_map({1}, {0, 4}).empty());  // no elements to map
+}
+
+}  // namespace
+}  // namespace common
