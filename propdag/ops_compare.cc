@@ -203,7 +203,7 @@ Result<OpOutputs> nary(const OpContext& ctx, NaryOp::Fn fn) {
   std::vector<std::vector<double>> consts(count);
   for (size_t k = 0; k < count; ++k) {
     if (ctx.variable(k))
-      maps[k] = broadcast_map(out, ctx.shape(k));
+      maps[k] = common::broadcast_map(ctx.shape(k), out);
     else
       consts[k] = broadcast_constant(*ctx.constants[k], out);
   }
