@@ -2,8 +2,8 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <array>
-#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -235,7 +235,7 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max
   if (seed % 4 != 0) {
     std::string model(reinterpret_cast<const char*>(data), size);
     if (fuzz::mutate_model(model, seed) && model.size() <= max_size) {
-      std::memcpy(data, model.data(), model.size());
+      std::copy(model.begin(), model.end(), data);
       return model.size();
     }
   }
