@@ -85,6 +85,25 @@ def test_truncated_and_flipped_models_never_crash(tool, tmp_path):
         src.unlink()
 
 
+def limit_memory():
+    """Child processes get 4 GiB of address space: a regression fails, not the machine."""
+    import resource
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+
+def test_torchonnx_pool_padding_correction_is_bounded(tmp_path):
+    """Found by fuzz_torchonnx: AveragePool over a declared 2^31 dim with uneven pads made the
+    padding-correction buffer of every output position (22 GB resident, then the OOM killer)."""
+    if "torchonnx" not in available_tools():
+        pytest.skip("torchonnx not built")
+    src = os.path.join(os.path.dirname(__file__), "fuzz", "regress", "avgpool_dim_2pow31.onnx")
+    r = subprocess.run([tool_path("torchonnx"), src, "-o", str(tmp_path / "out")], timeout=60,
+                       capture_output=True, preexec_fn=limit_memory)
+    assert r.returncode == 2 and not (tmp_path / "out").exists()
+    assert r.stderr.decode() == (f"torchonnx: {src}: node 'AveragePool_0' (AveragePool): more than "
+                                 "2^24 output positions to correct for padding (opset 6)\n")
+
+
 @pytest.mark.parametrize("tool", available_tools())
 def test_deeply_nested_subgraphs_do_not_crash(tool, tmp_path):
     src = tmp_path / "nested.onnx"

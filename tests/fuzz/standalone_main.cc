@@ -6,7 +6,8 @@
 // PATH: files, or folders searched recursively for files whose name contains -ext. -max_seeds keeps
 // that many of them, evenly spaced in sorted order. Each seed runs as is, then N mutated copies
 // (LLVMFuzzerCustomMutator where the target has one, else the byte mutation below); -v names each
-// input on stderr before running it; -dump=FILE writes each input there first (what a crash ran).
+// input on stderr before running it; -mutation=S replays the mutation of seed S only (-runs=1);
+// -dump=FILE writes each input there first (what a crash ran).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -33,6 +34,7 @@ struct Args {
   std::string ext;
   unsigned seed = 1;
   bool verbose = false;
+  long mutation = -1;  // -mutation=S: only the mutation of seed S (as -v printed it)
   std::string dump;
   std::vector<std::string> paths;
 };
@@ -49,6 +51,8 @@ Args parse(int argc, char** argv) {
       a.ext = s.substr(5);
     } else if (s.rfind("-dump=", 0) == 0) {
       a.dump = s.substr(6);
+    } else if (s.rfind("-mutation=", 0) == 0) {
+      a.mutation = std::stol(std::string(s.substr(10)));
     } else if (s == "-v") {
       a.verbose = true;
     } else if (s.rfind("-seed=", 0) == 0) {
@@ -131,7 +135,9 @@ int main(int argc, char** argv) {
       const size_t max_size = 2 * seed.size() + 64;
       mutated.resize(max_size);
       auto* bytes = reinterpret_cast<uint8_t*>(mutated.data());
-      const unsigned s = args.seed * 7919u + static_cast<unsigned>(i * 1000 + k);
+      const unsigned s = args.mutation >= 0
+                             ? static_cast<unsigned>(args.mutation)
+                             : args.seed * 7919u + static_cast<unsigned>(i * 1000 + k);
       mutated.resize(LLVMFuzzerCustomMutator
                          ? LLVMFuzzerCustomMutator(bytes, seed.size(), max_size, s)
                          : LLVMFuzzerMutate(bytes, seed.size(), max_size));
