@@ -139,6 +139,7 @@ Result<OpOutputs> transpose_rule(const OpContext& ctx) {
 }
 
 Result<OpOutputs> concat_rule(const OpContext& ctx) {
+  if (!ctx.present(0)) return ctx.error("Concat input 0 is missing");
   const Dims& first = ctx.shape(0);
   int64_t axis = norm_axis(ctx.node.attr_int("axis", 0), first.size());
   if (axis < 0) return ctx.error("Concat axis out of range");
@@ -146,6 +147,13 @@ Result<OpOutputs> concat_rule(const OpContext& ctx) {
   out[axis] = 0;
   std::vector<int64_t> offset;
   for (size_t s = 0; s < ctx.shapes.size(); ++s) {
+    // Every input is present and has the first one's shape but along the axis (Concat(x, "")
+    // read the shape of the omitted input, an empty optional, and sized a vector from it).
+    if (!ctx.present(s)) return ctx.error("Concat input " + std::to_string(s) + " is missing");
+    Dims rest = ctx.shape(s);
+    if (rest.size() != first.size()) return ctx.error("Concat inputs differ in rank");
+    rest[axis] = first[axis];
+    if (rest != first) return ctx.error("Concat inputs differ off the concatenation axis");
     offset.push_back(out[axis]);
     out[axis] += ctx.shape(s)[axis];
   }

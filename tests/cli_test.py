@@ -104,6 +104,20 @@ def test_torchonnx_pool_padding_correction_is_bounded(tmp_path):
                                  "2^24 output positions to correct for padding (opset 6)\n")
 
 
+def test_propdag_concat_with_an_omitted_input_is_an_error():
+    """Found by fuzz_propdag (node test concat_1d_axis_0, second input renamed to ""): the Concat
+    rule read the omitted input's shape, and the process died (SIGSEGV or std::length_error)."""
+    propdag = os.path.join(BUILD, "propdag", "propdag")
+    if not os.path.exists(propdag):
+        pytest.skip("propdag not built")
+    src = os.path.join(os.path.dirname(__file__), "fuzz", "regress", "concat_omitted_input.onnx")
+    r = subprocess.run([propdag, "bounds", src, "--input-box", "-1,1"], capture_output=True,
+                       timeout=60, preexec_fn=limit_memory)
+    assert r.returncode == 2 and r.stdout == b""
+    assert r.stderr.decode() == (f"propdag: {src}: node 'Concat_0' (Concat): Concat input 1 is "
+                                 "missing\n")
+
+
 @pytest.mark.parametrize("tool", available_tools())
 def test_deeply_nested_subgraphs_do_not_crash(tool, tmp_path):
     src = tmp_path / "nested.onnx"
