@@ -118,6 +118,20 @@ def test_propdag_concat_with_an_omitted_input_is_an_error():
                                  "missing\n")
 
 
+def test_propdag_refuses_values_past_2_pow_28_elements():
+    """Found by fuzz_propdag (concat_1d_axis_negative_1 with a declared dim of 2^62): Concat's
+    per-element map asked for a vector past max_size() ("internal error")."""
+    propdag = os.path.join(BUILD, "propdag", "propdag")
+    if not os.path.exists(propdag):
+        pytest.skip("propdag not built")
+    src = os.path.join(os.path.dirname(__file__), "fuzz", "regress", "concat_dim_2pow62.onnx")
+    r = subprocess.run([propdag, "bounds", src, "--input-box", "-1,1"], capture_output=True,
+                       timeout=60, preexec_fn=limit_memory)
+    assert r.returncode == 2 and r.stdout == b""
+    assert r.stderr.decode() == (f"propdag: {src}: value 'value0' has more than 2^28 elements "
+                                 "(propdag's limit)\n")
+
+
 @pytest.mark.parametrize("tool", available_tools())
 def test_deeply_nested_subgraphs_do_not_crash(tool, tmp_path):
     src = tmp_path / "nested.onnx"
