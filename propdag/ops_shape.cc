@@ -125,6 +125,12 @@ Result<OpOutputs> transpose_rule(const OpContext& ctx) {
   if (perm.empty())
     for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
   if (static_cast<int64_t>(perm.size()) != rank) return ctx.error("Transpose perm has wrong rank");
+  // A permutation of 0..rank-1 (perm [-1, 1, 0] indexed the shape at -1: SIGSEGV).
+  std::vector<int64_t> sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  for (int64_t i = 0; i < rank; ++i) {
+    if (sorted[i] != i) return ctx.error("Transpose perm is not a permutation of the axes");
+  }
   Dims out(rank);
   for (int64_t i = 0; i < rank; ++i) out[i] = x[perm[i]];
   std::vector<int64_t> in_strides = strides_of(x), out_strides = strides_of(out);

@@ -118,6 +118,20 @@ def test_propdag_concat_with_an_omitted_input_is_an_error():
                                  "missing\n")
 
 
+def test_propdag_transpose_perm_must_be_a_permutation():
+    """Found by fuzz_propdag (transpose_all_permutations_5 with perm [-1, 1, 0]): the rule indexed
+    the input shape at -1 (SIGSEGV from the CLI)."""
+    propdag = os.path.join(BUILD, "propdag", "propdag")
+    if not os.path.exists(propdag):
+        pytest.skip("propdag not built")
+    src = os.path.join(os.path.dirname(__file__), "fuzz", "regress", "transpose_negative_perm.onnx")
+    r = subprocess.run([propdag, "bounds", src, "--input-box", "-1,1"], capture_output=True,
+                       timeout=60, preexec_fn=limit_memory)
+    assert r.returncode == 2 and r.stdout == b""
+    assert r.stderr.decode() == (f"propdag: {src}: node 'Transpose_0' (Transpose): Transpose perm "
+                                 "is not a permutation of the axes\n")
+
+
 def test_propdag_refuses_values_past_2_pow_28_elements():
     """Found by fuzz_propdag (concat_1d_axis_negative_1 with a declared dim of 2^62): Concat's
     per-element map asked for a vector past max_size() ("internal error")."""
