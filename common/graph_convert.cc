@@ -94,6 +94,19 @@ Status nodes_from_proto(onnx::GraphProto& g, Graph& graph) {
   return {};
 }
 
+namespace {
+
+// A declared element type outside ONNX's enum (a damaged or hostile file) is an error here:
+// kept, it would be written back out as is; dropped, the value would silently lose its type.
+Status check_elem_type(const Graph& graph, const onnx::ValueInfoProto& vi, std::string_view what) {
+  const auto& type = vi.type();
+  if (!type.has_tensor_type() || is_known_dtype(type.tensor_type().elem_type())) return {};
+  return graph.error(std::string(what) + " '" + vi.name() + "' has unknown element type " +
+                     std::to_string(type.tensor_type().elem_type()));
+}
+
+}  // namespace
+
 Result<Graph> from_proto(onnx::ModelProto&& model, std::string_view source) {
   Graph graph;
   graph.source = std::string(source);
@@ -120,16 +133,21 @@ Result<Graph> from_proto(onnx::ModelProto&& model, std::string_view source) {
   }
   RETURN_IF_ERROR(nodes_from_proto(g, graph));
   for (const auto& vi : g.input()) {
+    RETURN_IF_ERROR(check_elem_type(graph, vi, "graph input"));
     value_from_proto(vi, graph.value(vi.name()));
     if (auto port = port_type_from_proto(vi.type())) graph.port_types[vi.name()] = *port;
     if (!graph.is_initializer(vi.name())) graph.inputs.push_back(vi.name());
   }
   for (const auto& vi : g.output()) {
+    RETURN_IF_ERROR(check_elem_type(graph, vi, "graph output"));
     value_from_proto(vi, graph.value(vi.name()));
     if (auto port = port_type_from_proto(vi.type())) graph.port_types[vi.name()] = *port;
     graph.outputs.push_back(vi.name());
   }
-  for (const auto& vi : g.value_info()) value_from_proto(vi, graph.value(vi.name()));
+  for (const auto& vi : g.value_info()) {
+    RETURN_IF_ERROR(check_elem_type(graph, vi, "value"));
+    value_from_proto(vi, graph.value(vi.name()));
+  }
   model.Clear();
   RETURN_IF_ERROR(topo_sort(graph));
   return graph;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -32,13 +33,18 @@ bool is_gzip(std::string_view bytes) {
          static_cast<unsigned char>(bytes[1]) == 0x8b;
 }
 
+// Protobuf reads no message past 2 GiB; inflating further only fills memory (a gzip bomb).
+constexpr size_t kMaxInflated = std::numeric_limits<int>::max();
+
 // Inflates gzip data (all concatenated members).
 Result<std::string> gunzip(std::string_view in, std::string_view path) {
   std::string out;
   if (in.size() >= 18) {  // the trailer's ISIZE: uncompressed size mod 2^32 (of the last member)
     uint32_t isize = 0;
     std::memcpy(&isize, in.data() + in.size() - 4, 4);
-    out.reserve(isize);
+    // Trusted only as far as deflate can expand (at most 1032:1): a forged trailer of a few
+    // bytes' file would otherwise reserve 4 GiB.
+    out.reserve(std::min<size_t>(isize, in.size() * 1032));
   }
   z_stream zs{};
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) return file_error(path, "zlib init failed");
@@ -51,6 +57,10 @@ Result<std::string> gunzip(std::string_view in, std::string_view path) {
     zs.avail_out = static_cast<uInt>(chunk.size());
     rc = inflate(&zs, Z_NO_FLUSH);
     out.append(chunk.data(), chunk.size() - zs.avail_out);
+    if (out.size() > kMaxInflated) {
+      inflateEnd(&zs);
+      return file_error(path, "gzip data inflates past 2 GiB (the largest model protobuf reads)");
+    }
     if (rc == Z_STREAM_END) {
       if (zs.avail_in == 0) break;
       inflateReset(&zs);  // another gzip member follows

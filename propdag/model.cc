@@ -37,6 +37,20 @@ int64_t Model::input_size() const {
   return n;
 }
 
+namespace {
+
+// Every variable value gets bound vectors and per-element maps of its size: past 2^28 elements
+// (2 GiB per vector of doubles) the shape is a damaged model's, not one to bound (a declared dim
+// of 2^62 made Concat ask for a vector past max_size()).
+common::Status check_size(const common::Graph& graph, const std::string& name, const Dims& shape) {
+  double elements = 1;
+  for (const int64_t d : shape) elements *= static_cast<double>(d);
+  if (elements <= static_cast<double>(1 << 28)) return {};
+  return graph.error("value '" + name + "' has more than 2^28 elements (propdag's limit)");
+}
+
+}  // namespace
+
 common::Result<Model> Model::build(common::Graph graph) {
 #ifdef PROPDAG_HAVE_SHAPEONNX
   RETURN_IF_ERROR(shapeonnx::infer(graph));
@@ -48,6 +62,7 @@ common::Result<Model> Model::build(common::Graph graph) {
   m.shapes_.resize(m.dag_.size());
   for (int i : m.dag_.inputs()) {
     ASSIGN_OR_RETURN(m.shapes_[i], input_shape(m.graph_, m.dag_.node(i).name));
+    RETURN_IF_ERROR(check_size(m.graph_, m.dag_.node(i).name, m.shapes_[i]));
   }
   // Dag nodes of each graph node, by output index (-1: output not variable or unused).
   std::vector<std::vector<int>> produced(m.graph_.nodes.size());
@@ -105,6 +120,7 @@ common::Status Model::add_node(size_t n, const std::vector<int>& dag_nodes) {
 // The rule's output shape must be the one shape inference found (when it ran).
 common::Status Model::check_shape(const common::Node& node, const std::string& name,
                                   const Dims& shape) const {
+  RETURN_IF_ERROR(check_size(graph_, name, shape));
 #ifdef PROPDAG_HAVE_SHAPEONNX
   const common::Value* v = graph_.find(name);
   if (v == nullptr || !v->is_static() || *v->shape == shape) return {};

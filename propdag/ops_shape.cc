@@ -125,6 +125,12 @@ Result<OpOutputs> transpose_rule(const OpContext& ctx) {
   if (perm.empty())
     for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
   if (static_cast<int64_t>(perm.size()) != rank) return ctx.error("Transpose perm has wrong rank");
+  // A permutation of 0..rank-1 (perm [-1, 1, 0] indexed the shape at -1: SIGSEGV).
+  std::vector<int64_t> sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  for (int64_t i = 0; i < rank; ++i) {
+    if (sorted[i] != i) return ctx.error("Transpose perm is not a permutation of the axes");
+  }
   Dims out(rank);
   for (int64_t i = 0; i < rank; ++i) out[i] = x[perm[i]];
   std::vector<int64_t> in_strides = strides_of(x), out_strides = strides_of(out);
@@ -139,6 +145,7 @@ Result<OpOutputs> transpose_rule(const OpContext& ctx) {
 }
 
 Result<OpOutputs> concat_rule(const OpContext& ctx) {
+  if (!ctx.present(0)) return ctx.error("Concat input 0 is missing");
   const Dims& first = ctx.shape(0);
   int64_t axis = norm_axis(ctx.node.attr_int("axis", 0), first.size());
   if (axis < 0) return ctx.error("Concat axis out of range");
@@ -146,6 +153,13 @@ Result<OpOutputs> concat_rule(const OpContext& ctx) {
   out[axis] = 0;
   std::vector<int64_t> offset;
   for (size_t s = 0; s < ctx.shapes.size(); ++s) {
+    // Every input is present and has the first one's shape but along the axis (Concat(x, "")
+    // read the shape of the omitted input, an empty optional, and sized a vector from it).
+    if (!ctx.present(s)) return ctx.error("Concat input " + std::to_string(s) + " is missing");
+    Dims rest = ctx.shape(s);
+    if (rest.size() != first.size()) return ctx.error("Concat inputs differ in rank");
+    rest[axis] = first[axis];
+    if (rest != first) return ctx.error("Concat inputs differ off the concatenation axis");
     offset.push_back(out[axis]);
     out[axis] += ctx.shape(s)[axis];
   }

@@ -114,6 +114,10 @@ class Builder {
   Result<Linear> term(const Sexp& s) const {
     if (s.items.empty()) {
       if (auto var = variable(s.atom)) {
+        // SMT-LIB declares before use; an undeclared index would silently widen the property.
+        if (var->second >= (var->first == 'X' ? inputs : outputs)) {
+          return p_.error(s.line, "'" + s.atom + "' is not declared");
+        }
         Linear l;
         l.coef[*var] = 1;
         return l;

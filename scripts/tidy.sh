@@ -1,11 +1,25 @@
 #!/usr/bin/env bash
 # The build's lint. Checks that every C++ file of the project is clang-formatted (.clang-format)
-# and its Python is pyflakes-clean, then runs clang-tidy (the checks in .clang-tidy) over every
-# project source file the build compiles.
-# Usage: scripts/tidy.sh [BUILD_DIR] [FILE...]; files default to all of compile_commands.json.
+# and its Python is pyflakes-clean (both over the whole tree, seconds), then runs clang-tidy (the
+# checks in .clang-tidy) over the compiled sources that changed since the last lint-clean commit.
+#
+# Usage: scripts/tidy.sh [BUILD_DIR] [FILE...]
+#   FILE...        clang-tidy exactly these files.
+#   no FILE        the sources the build compiles that differ from the commit named in
+#                  scripts/tidy-clean (committed changes and the working tree), and every source
+#                  whose object depends on a changed header (ninja's recorded header deps).
+#   TIDY_ALL=1     every source the build compiles (the whole-tree pass: ~21 minutes on 2 cores).
+#   --record       after a clean whole-tree pass, write HEAD into scripts/tidy-clean.
+# Where scripts/tidy-clean's commit is not in this clone (a shallow clone), every source is checked.
 # Exit 0 when clean, 1 on findings, 77 when clang-tidy is not installed (ctest reports a skip).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+record=0
+if [[ "${1:-}" == "--record" ]]; then
+  record=1
+  shift
+  export TIDY_ALL=1
+fi
 build="${1:-${BUILD_DIR:-$here/build}}"
 shift || true
 tidy="$(command -v clang-tidy-14 || command -v clang-tidy || true)"
@@ -16,17 +30,6 @@ fi
 if [[ ! -f "$build/compile_commands.json" ]]; then
   echo "tidy.sh: $build/compile_commands.json missing; run scripts/build.sh first" >&2
   exit 2
-fi
-if (($#)); then
-  files=("$@")
-else
-  # The project's own sources: under the checkout, not under the build folder (generated files).
-  mapfile -t files < <(/usr/bin/python3 -c '
-import json, os, sys
-root, build = (os.path.realpath(p) + "/" for p in sys.argv[2:4])
-seen = sorted({os.path.realpath(e["file"]) for e in json.load(open(sys.argv[1]))})
-print("\n".join(f for f in seen if f.startswith(root) and not f.startswith(build)))
-' "$build/compile_commands.json" "$here" "$build")
 fi
 format="$(command -v clang-format-14 || command -v clang-format || true)"
 if [[ -n "$format" ]]; then
@@ -49,6 +52,39 @@ if /usr/bin/python3 -c 'import pyflakes' 2>/dev/null; then
     exit 1
   fi
 fi
+if (($#)); then
+  files=("$@")
+else
+  # The project's sources the build compiles (not generated ones under the build folder), narrowed
+  # to what changed since the recorded lint-clean commit unless TIDY_ALL=1.
+  clean=""
+  if [[ "${TIDY_ALL:-0}" != 1 ]]; then
+    clean="$(tr -d '[:space:]' <"$here/scripts/tidy-clean" 2>/dev/null || true)"
+    if [[ -n "$clean" ]] && ! git -C "$here" cat-file -e "$clean^{commit}" 2>/dev/null; then
+      echo "tidy.sh: lint-clean commit $clean not in this clone; checking every source" >&2
+      clean=""
+    fi
+  fi
+  changed=()
+  if [[ -n "$clean" ]]; then
+    mapfile -t changed < <({
+      git -C "$here" diff --name-only "$clean" --
+      git -C "$here" ls-files --others --exclude-standard
+    } | sort -u | sed "s|^|$here/|")
+  fi
+  deps="$(mktemp "${TMPDIR:-/tmp}/tidy_deps_XXXXXX")"
+  [[ -n "$clean" ]] && ninja -C "$build" -t deps >"$deps" 2>/dev/null || :
+  mapfile -t files < <(/usr/bin/python3 "$here/scripts/tidy_select.py" \
+    "$build/compile_commands.json" "$here" "$build" "$deps" ${clean:+--changed "${changed[@]}"})
+  rm -f "$deps"
+  if [[ -n "$clean" ]]; then
+    echo "tidy.sh: ${#files[@]} sources changed since lint-clean ${clean:0:12} (TIDY_ALL=1: all)"
+  fi
+  if ((${#files[@]} == 0)); then
+    echo "tidy.sh: formatting and Python clean; no compiled source changed"
+    exit 0
+  fi
+fi
 log="$(mktemp -d "${TMPDIR:-/tmp}/tidy_XXXXXX")"
 trap 'rm -rf "$log"' EXIT
 # One clang-tidy per file, as many at once as there are cores. Each writes its own log (named by
@@ -56,10 +92,8 @@ trap 'rm -rf "$log"' EXIT
 printf '%s\n' "${files[@]}" | nl -ba -w1 -s' ' |
   xargs -P "${JOBS:-$(nproc)}" -L1 sh -c \
     '"$0" -p "$1" --quiet "$4" >"$2/$3.log" 2>&1 || : >"$2/$3.failed"' "$tidy" "$build" "$log"
-failed=0
 for marker in "$log"/*.failed; do
   [[ -e "$marker" ]] || continue
-  failed=$((failed + 1))
   grep -E ': (warning|error):' "${marker%.failed}.log" || cat "${marker%.failed}.log"
 done | sort -u
 failed=$(find "$log" -name '*.failed' | wc -l)
@@ -68,3 +102,7 @@ if ((failed)); then
   exit 1
 fi
 echo "tidy.sh: ${#files[@]} files clean"
+if ((record)); then
+  git -C "$here" rev-parse HEAD >"$here/scripts/tidy-clean"
+  echo "tidy.sh: recorded $(cat "$here/scripts/tidy-clean") in scripts/tidy-clean (commit it)"
+fi

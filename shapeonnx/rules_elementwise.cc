@@ -21,8 +21,24 @@ Status unary_bool_rule(InferContext& ctx) {
   return {};
 }
 
+// Every input of a broadcasting op shares the first one's dtype (type constraint T; only Pow's
+// exponent has a type of its own). Unknown dtypes pass.
+Status same_dtypes(InferContext& ctx) {
+  if (ctx.node().op_type == "Pow" || ctx.dtype(0) == DType::kUndefined) return {};
+  for (size_t i = 1; i < ctx.num_inputs(); ++i) {
+    if (!ctx.has_input(i) || ctx.dtype(i) == DType::kUndefined || ctx.dtype(i) == ctx.dtype(0)) {
+      continue;
+    }
+    return ctx.error("input " + std::to_string(i) + " is " +
+                     std::string(common::dtype_name(ctx.dtype(i))) + ", input 0 is " +
+                     std::string(common::dtype_name(ctx.dtype(0))));
+  }
+  return {};
+}
+
 // C = A op B (op ...): numpy broadcasting, dtype of the first input.
 Status broadcast_rule(InferContext& ctx) {
+  RETURN_IF_ERROR(same_dtypes(ctx));
   ASSIGN_OR_RETURN(Dims dims, broadcast_inputs(ctx));
   ctx.set_output(0, ctx.dtype(0), std::move(dims));
   return {};

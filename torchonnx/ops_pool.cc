@@ -200,6 +200,13 @@ Status average_pool(Context& ctx) {
   if (native && padded && !include_pad) expr += ", count_include_pad=False";
   expr += ")";
   if (!native && !include_pad) {
+    // The correction is a buffer of one factor per output position: past 2^24 of them (64 MB)
+    // the shape is a damaged model's (a declared 2^31 dim took 22 GB here before this check).
+    double positions = 1;
+    for (const int64_t o : p.out) positions *= static_cast<double>(o);
+    if (positions > static_cast<double>(1 << 24)) {
+      return ctx.error("more than 2^24 output positions to correct for padding");
+    }
     common::Tensor scale = avg_correction(p);
     const auto v = scale.span<float>();
     if (std::any_of(v.begin(), v.end(), [](float f) { return f != 1.0f; })) {

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Runs the libFuzzer targets of tests/fuzz for a number of executions each.
+#
+#   benchmarks/fuzz.sh [RUNS] [TARGET...]     (RUNS default 1000000; targets default all six:
+#                                             onnx_load shapeonnx slimonnx torchonnx vnnlib propdag)
+#
+# Configures and builds $FUZZ_BUILD (default build-fuzz: clang-14, -DSUITE_FUZZ=ON and
+# -DSUITE_SANITIZE=ON, so ASan and UBSan findings count as crashes), makes the seed corpora
+# (tests/fuzz/make_corpus.py: ONNX node tests, small VNN-COMP models and properties), and runs each
+# target on its corpus with the structure-aware ONNX mutator. Per target: one summary line
+# (executions, seconds, corpus size, findings); crashing inputs land in $FUZZ_BUILD/crashes/NAME
+# (each one wants a regression input in tests/fuzz/regress and a fix). torchonnx's emitted model.py
+# files (every 64th) are py_compiled at the end. Exit 1 when any target found anything.
+set -uo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${FUZZ_BUILD:-$here/build-fuzz}"
+runs="${1:-1000000}"
+shift || true
+targets=("$@")
+((${#targets[@]})) || targets=(onnx_load shapeonnx slimonnx torchonnx vnnlib propdag)
+if [[ ! -f "$build/build.ninja" ]]; then
+  CXX=clang++-14 cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=None \
+    -DCMAKE_CXX_FLAGS="-O1 -gline-tables-only" -DSUITE_FUZZ=ON -DSUITE_SANITIZE=ON \
+    -DBUILD_BENCHMARKS=OFF >/dev/null || exit 2
+fi
+ninja -C "$build" -j"${JOBS:-$(nproc)}" "${targets[@]/#/fuzz_}" >/dev/null || exit 2
+/usr/bin/python3 "$here/tests/fuzz/make_corpus.py" "$build/corpus" >/dev/null || exit 2
+pydir="$build/emitted_py"
+mkdir -p "$pydir"
+export FUZZ_PYTHON_DIR="$pydir"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+found=0
+for t in "${targets[@]}"; do
+  corpus="$build/corpus/onnx"
+  [[ "$t" == vnnlib ]] && corpus="$build/corpus/vnnlib"
+  work="$build/corpus/found_$t"  # new inputs this target found; seeds stay untouched
+  crashes="$build/crashes/$t"
+  mkdir -p "$work" "$crashes"
+  log="$build/fuzz_$t.log"
+  start=$(date +%s)
+  "$build/tests/fuzz/fuzz_$t" "$work" "$corpus" -runs="$runs" -max_len=1048576 -timeout=20 \
+    -rss_limit_mb=4096 -malloc_limit_mb=4096 -artifact_prefix="$crashes/" -print_final_stats=1 \
+    >"$log" 2>&1
+  rc=$?
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
+  n=$(find "$crashes" -type f | wc -l)
+  ((n || rc)) && found=1
+  echo "fuzz_$t: $execs executions in $(($(date +%s) - start)) s, exit $rc, corpus +$(find "$work" -type f | wc -l), findings $n"
+done
+bad=0
+for f in "$pydir"/*.py; do
+  [[ -e "$f" ]] || continue
+  /usr/bin/python3 -m py_compile "$f" 2>/dev/null || { bad=$((bad + 1)); echo "does not compile: $f"; }
+done
+echo "emitted Python: $(find "$pydir" -name '*.py' | wc -l) files, $bad do not compile"
+((bad)) && found=1
+exit "$found"

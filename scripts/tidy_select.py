@@ -1,0 +1,81 @@
+"""The sources scripts/tidy.sh hands to clang-tidy, one per line.
+
+    tidy_select.py COMPILE_COMMANDS ROOT BUILD DEPS [--changed FILE...]
+
+Without --changed: every project source in compile_commands.json (under ROOT, not under BUILD).
+With it: those sources that are among FILE, or whose object depends on one of FILE according to
+DEPS (the output of `ninja -t deps`); all of them when .clang-tidy itself is among FILE (the
+checks changed). A changed header that no object records (a build without deps yet) selects the
+sources that name it in an #include line.
+"""
+
+import json
+import os
+import sys
+
+
+def project_sources(compile_commands, root, build):
+    seen = {os.path.realpath(os.path.join(e["directory"], e["file"]))
+            for e in json.load(open(compile_commands))}
+    return sorted(f for f in seen if f.startswith(root) and not f.startswith(build))
+
+
+def dependents(deps_file, build, sources):
+    """{dependency path: set of sources whose object records it}."""
+    out, current = {}, None
+    for line in open(deps_file, errors="replace"):
+        if not line.strip():
+            current = None
+        elif not line[0].isspace():
+            current = []
+        elif current is not None:
+            path = os.path.realpath(os.path.join(build, line.strip()))
+            current.append(path)
+            if len(current) == 1 and path not in sources:
+                current = None  # an object of something other than a project source
+                continue
+            out.setdefault(path, set()).add(current[0])
+    return out
+
+
+def including(header, sources):
+    """Sources with an #include line that ends in the header's folder/name."""
+    tail = "/".join(header.split("/")[-2:])
+    name = os.path.basename(header)
+    out = set()
+    for s in sources:
+        for line in open(s, errors="replace"):
+            if line.startswith("#include") and (tail in line or f'"{name}"' in line):
+                out.add(s)
+                break
+    return out
+
+
+def emit(paths):
+    for p in paths:
+        print(p)
+
+
+def main(argv):
+    compile_commands, root, build, deps_file = argv[:4]
+    root, build = (os.path.realpath(p) + "/" for p in (root, build))
+    sources = project_sources(compile_commands, root, build)
+    if len(argv) < 5 or argv[4] != "--changed":
+        emit(sources)
+        return
+    changed = {os.path.realpath(f) for f in argv[5:]}
+    if os.path.join(root, ".clang-tidy") in changed:
+        emit(sources)
+        return
+    by_dep = dependents(deps_file, build, set(sources)) if os.path.exists(deps_file) else {}
+    picked = set()
+    for f in changed:
+        if f in sources:
+            picked.add(f)
+        elif f.endswith(".h") and os.path.exists(f):
+            picked |= by_dep.get(f) or including(f, sources)
+    emit(sorted(picked))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,34 @@
+// propdag's model building and one IBP and one CROWN bound over the box [-1, 1]^n (models with
+// up to 4,096 inputs). Bounds must come out ordered (lower <= upper) wherever they are numbers.
+#include <cstdlib>
+
+#include "propdag/engine.h"
+#include "propdag/model.h"
+#include "tests/fuzz/fuzz_util.h"
+
+namespace {
+
+void bound(const propdag::Model& model, const propdag::Interval& box, propdag::Method method) {
+  propdag::Options options;
+  options.method = method;
+  const auto bounds = propdag::output_bounds(model, box, options);
+  if (!bounds.ok()) return;
+  for (const auto& b : *bounds) {
+    if ((b.lo.array() > b.hi.array()).any()) std::abort();
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  return fuzz::guarded([&] {
+    auto graph = fuzz::load(data, size);
+    if (!graph) return;
+    const auto model = propdag::Model::build(std::move(*graph));
+    if (!model.ok() || model->input_size() > 4096) return;
+    const auto n = static_cast<Eigen::Index>(model->input_size());
+    const propdag::Interval box{propdag::Vec::Constant(n, -1.0), propdag::Vec::Constant(n, 1.0)};
+    bound(*model, box, propdag::Method::kIbp);
+    bound(*model, box, propdag::Method::kCrown);
+  });
+}
