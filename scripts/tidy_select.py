@@ -2,7 +2,8 @@
 
     tidy_select.py COMPILE_COMMANDS ROOT BUILD DEPS [--changed FILE...]
 
-Without --changed: every project source in compile_commands.json (under ROOT, not under BUILD).
+Without --changed: every project source in compile_commands.json (under ROOT, not under BUILD),
+except those compiled against LibTorch (clang 14 cannot parse its headers in C++20 mode).
 With it: those sources that are among FILE, or whose object depends on one of FILE according to
 DEPS (the output of `ninja -t deps`); all of them when .clang-tidy itself is among FILE (the
 checks changed). A changed header that no object records (a build without deps yet) selects the
@@ -14,9 +15,16 @@ import os
 import sys
 
 
+def uses_libtorch(entry):
+    """Whether a compile command includes LibTorch's headers, which clang 14 cannot parse in C++20
+    mode (GCC compiles them; they get -Wall -Wextra there, not clang-tidy)."""
+    command = entry.get("command") or " ".join(entry.get("arguments", []))
+    return "torch/csrc/api/include" in command
+
+
 def project_sources(compile_commands, root, build):
     seen = {os.path.realpath(os.path.join(e["directory"], e["file"]))
-            for e in json.load(open(compile_commands))}
+            for e in json.load(open(compile_commands)) if not uses_libtorch(e)}
     return sorted(f for f in seen if f.startswith(root) and not f.startswith(build))
 
 
