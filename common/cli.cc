@@ -6,6 +6,9 @@
 #include <cstdio>
 #include <iostream>
 
+#include "common/dtype.h"
+#include "common/graph.h"
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -81,6 +84,19 @@ void keep_freed_memory() {
   mallopt(M_TRIM_THRESHOLD, INT_MAX);  // and freed memory is not handed back
   mallopt(M_TOP_PAD, 64 << 20);        // the heap grows 64 MiB at a time
 #endif
+}
+
+std::string port_text(const Graph& graph, const std::string& name) {
+  const Value* v = graph.find(name);
+  std::string out = name + ": " + std::string(dtype_name(v ? v->dtype : DType::kUndefined));
+  if (!v || !v->shape) return out + " (rank unknown)";
+  out += " [";
+  for (size_t i = 0; i < v->shape->size(); ++i) {
+    const int64_t d = (*v->shape)[i];
+    const std::string param = i < v->dim_params.size() ? v->dim_params[i] : "";
+    out += (i ? ", " : "") + (d >= 0 ? std::to_string(d) : param.empty() ? "?" : param);
+  }
+  return out + "]";
 }
 
 }  // namespace common

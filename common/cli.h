@@ -13,6 +13,11 @@
 
 namespace common {
 
+class Graph;
+
+/// "name: float [1, 3]" for a value of the graph (a symbolic dim as its name or "?"; "(rank
+/// unknown)" without a shape), as --report files list inputs and outputs.
+std::string port_text(const Graph& graph, const std::string& name);
 /// Parses `NAME=D0,D1,...` (as given to --input-shape); the name may itself contain '='.
 Result<std::pair<std::string, Dims>> parse_input_shape(std::string_view text);
 /// Parses every --input-shape argument; a name given twice is an error.

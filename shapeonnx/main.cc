@@ -9,7 +9,6 @@
 
 #include "common/cli.h"
 #include "common/cli_app.h"
-#include "common/dtype.h"
 #include "common/onnx_io.h"
 #include "shapeonnx/control_flow.h"
 #include "shapeonnx/infer.h"
@@ -25,21 +24,6 @@ struct Args {
   bool unroll = false;
   std::string report;  ///< --report FILE.md
 };
-
-// "name: float [1, 3]" for a graph input or output.
-std::string port_text(const common::Graph& graph, const std::string& name) {
-  const common::Value* v = graph.find(name);
-  std::string out =
-      name + ": " + std::string(common::dtype_name(v ? v->dtype : common::DType::kUndefined));
-  if (!v || !v->shape) return out + " (rank unknown)";
-  out += " [";
-  for (size_t i = 0; i < v->shape->size(); ++i) {
-    const int64_t d = (*v->shape)[i];
-    const std::string param = i < v->dim_params.size() ? v->dim_params[i] : "";
-    out += (i ? ", " : "") + (d >= 0 ? std::to_string(d) : param.empty() ? "?" : param);
-  }
-  return out + "]";
-}
 
 // What the --report file says about one run (filled as far as it got).
 struct Report {
@@ -61,8 +45,8 @@ struct Report {
   void interface(const common::Graph& g) {
     inputs.clear();
     outputs.clear();
-    for (const std::string& n : g.inputs) inputs.push_back(port_text(g, n));
-    for (const std::string& n : g.outputs) outputs.push_back(port_text(g, n));
+    for (const std::string& n : g.inputs) inputs.push_back(common::port_text(g, n));
+    for (const std::string& n : g.outputs) outputs.push_back(common::port_text(g, n));
   }
   std::string markdown(const std::string& input) const {
     auto n = [](int64_t v) { return v < 0 ? std::string("not reached") : std::to_string(v); };

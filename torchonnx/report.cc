@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include "common/dtype.h"
+#include "common/cli.h"
 #include "shapeonnx/control_flow.h"
 #include "shapeonnx/rules.h"
 #include "torchonnx/context.h"
@@ -16,20 +16,6 @@ bool default_domain(const std::string& domain) { return domain.empty() || domain
 
 std::string op_key(const common::Node& node) {
   return default_domain(node.domain) ? node.op_type : node.domain + "::" + node.op_type;
-}
-
-std::string port_text(const common::Graph& graph, const std::string& name) {
-  const common::Value* v = graph.find(name);
-  std::string out =
-      name + ": " + std::string(common::dtype_name(v ? v->dtype : common::DType::kUndefined));
-  if (!v || !v->shape) return out + " (rank unknown)";
-  out += " [";
-  for (size_t i = 0; i < v->shape->size(); ++i) {
-    const int64_t d = (*v->shape)[i];
-    const std::string param = i < v->dim_params.size() ? v->dim_params[i] : "";
-    out += (i ? ", " : "") + (d >= 0 ? std::to_string(d) : param.empty() ? "?" : param);
-  }
-  return out + "]";
 }
 
 // Markdown table cell text: no pipes or newlines.
@@ -95,8 +81,8 @@ void describe_loaded(const common::Graph& graph, ConvertReport& report) {
 void describe_interface(const common::Graph& graph, ConvertReport& report) {
   report.inputs.clear();
   report.outputs.clear();
-  for (const std::string& n : graph.inputs) report.inputs.push_back(port_text(graph, n));
-  for (const std::string& n : graph.outputs) report.outputs.push_back(port_text(graph, n));
+  for (const std::string& n : graph.inputs) report.inputs.push_back(common::port_text(graph, n));
+  for (const std::string& n : graph.outputs) report.outputs.push_back(common::port_text(graph, n));
 }
 
 std::vector<std::string> problem_lines(const std::vector<common::Error>& problems) {
