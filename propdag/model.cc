@@ -81,6 +81,9 @@ common::Result<Model> Model::build(common::Graph graph) {
 common::Result<OpContext> Model::context(size_t n) const {
   const common::Node& node = graph_.nodes[n];
   OpContext ctx{graph_, node, {}, {}, graph_.opset("")};
+  // No op with a bound rule takes its first input as optional; the rules read its shape.
+  if (!node.inputs.empty() && node.inputs[0].empty())
+    return graph_.error(node, "input 0 is missing");
   for (const std::string& in : node.inputs) {
     int d = in.empty() ? -1 : dag_.find(in);
     const common::Tensor* c = nullptr;

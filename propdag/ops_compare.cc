@@ -190,9 +190,17 @@ class NaryOp : public BoundOp {
   std::vector<std::vector<double>> consts_;
 };
 
+// An error for the first omitted input (an empty name) of an op whose inputs are all required.
+common::Status all_given(const OpContext& ctx) {
+  for (size_t k = 0; k < ctx.shapes.size(); ++k)
+    if (!ctx.present(k)) return ctx.error("input " + std::to_string(k) + " is missing");
+  return {};
+}
+
 Result<OpOutputs> nary(const OpContext& ctx, NaryOp::Fn fn) {
   size_t count = ctx.shapes.size();
   if (count == 0) return ctx.error("needs at least one input");
+  RETURN_IF_ERROR(all_given(ctx));
   Dims out = ctx.shape(0);
   for (size_t k = 1; k < count; ++k) {
     auto b = common::broadcast_shapes(out, ctx.shape(k));
@@ -215,6 +223,7 @@ Result<OpOutputs> nary(const OpContext& ctx, NaryOp::Fn fn) {
 
 // Min / Max: a clamp when input 0 is the only variable one and has the output's shape.
 Result<OpOutputs> min_max(const OpContext& ctx, bool is_max) {
+  RETURN_IF_ERROR(all_given(ctx));
   size_t count = ctx.shapes.size();
   bool clamp = count > 1 && ctx.variable(0);
   for (size_t k = 1; k < count && clamp; ++k)

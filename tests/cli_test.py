@@ -118,6 +118,20 @@ def test_propdag_concat_with_an_omitted_input_is_an_error():
                                  "missing\n")
 
 
+def test_propdag_max_with_an_omitted_input():
+    """Found by fuzz_propdag after Min/Max got bound rules (node test max_two_inputs with the second
+    input renamed to ""): the rule read the omitted input's shape (SIGSEGV in the fuzz target,
+    "internal error" from the CLI)."""
+    propdag = os.path.join(BUILD, "propdag", "propdag")
+    if not os.path.exists(propdag):
+        pytest.skip("propdag not built")
+    src = os.path.join(os.path.dirname(__file__), "fuzz", "regress", "max_omitted_input.onnx")
+    r = subprocess.run([propdag, "bounds", src, "--input-box", "-1,1"], capture_output=True,
+                       timeout=60, preexec_fn=limit_memory)
+    assert r.returncode == 2 and r.stdout == b""
+    assert r.stderr.decode() == f"propdag: {src}: node 'Max_0' (Max): input 1 is missing\n"
+
+
 def test_propdag_transpose_perm_must_be_a_permutation():
     """Found by fuzz_propdag (transpose_all_permutations_5 with perm [-1, 1, 0]): the rule indexed
     the input shape at -1 (SIGSEGV from the CLI)."""
