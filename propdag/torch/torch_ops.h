@@ -1,5 +1,6 @@
-// The torch engine's per-node arithmetic: linear maps (dense, gather, sparse, convolution) and
-// node kernels (affine, ReLU-like, and the generic per-box path through the Eigen op rule).
+// The torch engine's per-node arithmetic: linear maps (dense, gather, sparse, convolution;
+// torch_maps.cc) and node kernels (affine, ReLU-like, and the generic per-box path through the
+// Eigen op rule; torch_ops.cc).
 // Internal to propdag/torch: it includes ATen and is not installed.
 #pragma once
 
@@ -52,6 +53,11 @@ class Kernel {
   virtual void kinds(std::vector<std::string>& kinds) const = 0;
 };
 
+/// The map of one affine term of Dag node `node` (torch_maps.cc): dense weights as a dense
+/// product; for a node's only term, a convolution when the node is one and the map equals the
+/// term's matrix; else a gather where each row takes at most one input, else a sparse product.
+std::unique_ptr<LinearMap> term_map(const Model& model, int node, const LinearTerm& t, bool single,
+                                    const at::TensorOptions& opts);
 /// The kernel of Dag node `node` (not a graph input) on `opts`' device and dtype.
 common::Result<std::unique_ptr<Kernel>> make_kernel(const Model& model, int node,
                                                     const at::TensorOptions& opts);

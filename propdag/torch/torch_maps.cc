@@ -1,0 +1,278 @@
+#include <ATen/Dispatch.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/abs.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/constant_pad_nd.h>
+#include <ATen/ops/conv2d.h>
+#include <ATen/ops/conv_transpose2d.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/from_blob.h>
+#include <ATen/ops/matmul.h>
+#include <ATen/ops/mm.h>
+#include <ATen/ops/ones_like.h>
+#include <ATen/ops/sparse_coo_tensor.h>
+#include <ATen/ops/sum.h>
+#include <ATen/ops/where.h>
+#include <ATen/ops/zeros.h>
+#include <ATen/ops/zeros_like.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "propdag/torch/torch_ops.h"
+
+namespace propdag::torch_engine::internal {
+namespace {
+
+// ---- Linear maps ----
+
+class DenseMap : public LinearMap {
+ public:
+  DenseMap(const Mat& w, const at::TensorOptions& opts)
+      : w_(to_tensor(w, opts)), wt_(w_.t().contiguous()), abs_wt_(wt_.abs()) {}
+  at::Tensor apply(const at::Tensor& x, bool abs) const override {
+    return at::matmul(x, abs ? abs_wt_ : wt_);
+  }
+  at::Tensor adjoint(const at::Tensor& y) const override { return at::matmul(y, w_); }
+  const char* kind() const override { return "dense"; }
+
+ private:
+  at::Tensor w_, wt_, abs_wt_;
+};
+
+// Each output element copies at most one input element times a scale (Reshape, Flatten,
+// Transpose, Slice, Concat parts, elementwise Mul by a constant, BatchNorm, ...).
+class GatherMap : public LinearMap {
+ public:
+  GatherMap(std::vector<int64_t> src, std::vector<double> scale, int64_t in,
+            const at::TensorOptions& opts)
+      : in_(in) {
+    const auto out = static_cast<int64_t>(src.size());
+    identity_ = out == in;
+    ones_ = true;
+    for (int64_t i = 0; i < out; ++i) {
+      identity_ = identity_ && src[i] == i && scale[i] == 1.0;
+      ones_ = ones_ && scale[i] == 1.0;
+    }
+    src_ = at::from_blob(src.data(), {out}, at::kLong).to(opts.device(), false, true).clone();
+    scale_ = at::from_blob(scale.data(), {out}, at::kDouble).to(opts, false, true).clone();
+    abs_scale_ = scale_.abs();
+  }
+  at::Tensor apply(const at::Tensor& x, bool abs) const override {
+    if (identity_) return x;
+    at::Tensor padded = at::cat({x, at::zeros({x.size(0), 1}, x.options())}, 1);
+    at::Tensor y = padded.index_select(1, src_);
+    return ones_ ? y : y * (abs ? abs_scale_ : scale_);
+  }
+  at::Tensor adjoint(const at::Tensor& y) const override {
+    if (identity_) return y;
+    at::Tensor out = at::zeros({y.size(0), in_ + 1}, y.options());
+    out.index_add_(1, src_, ones_ ? y : y * scale_);
+    return out.narrow(1, 0, in_);
+  }
+  const char* kind() const override { return identity_ ? "identity" : "gather"; }
+
+ private:
+  int64_t in_;
+  bool identity_ = false, ones_ = false;
+  at::Tensor src_, scale_, abs_scale_;
+};
+
+// Any other sparse matrix (AveragePool, Pad, ConvTranspose, ReduceSum, ...).
+class SparseMap : public LinearMap {
+ public:
+  SparseMap(const SpMat& s, const at::TensorOptions& opts) {
+    std::vector<int64_t> rows, cols;
+    std::vector<double> vals;
+    for (Eigen::Index r = 0; r < s.outerSize(); ++r)
+      for (SpMat::InnerIterator it(s, r); it; ++it) {
+        rows.push_back(r), cols.push_back(it.col()), vals.push_back(it.value());
+      }
+    const auto nnz = static_cast<int64_t>(vals.size());
+    std::vector<int64_t> idx(rows);
+    idx.insert(idx.end(), cols.begin(), cols.end());
+    at::Tensor i = at::from_blob(idx.data(), {2, nnz}, at::kLong).clone();
+    at::Tensor v = at::from_blob(vals.data(), {nnz}, at::kDouble).clone();
+    at::Tensor w = at::sparse_coo_tensor(i, v, {s.rows(), s.cols()}).coalesce();
+    w_ = w.to(opts);
+    abs_w_ = at::sparse_coo_tensor(i, v.abs(), {s.rows(), s.cols()}).coalesce().to(opts);
+    wt_ = w.t().coalesce().to(opts);
+  }
+  at::Tensor apply(const at::Tensor& x, bool abs) const override {
+    return at::mm(abs ? abs_w_ : w_, x.t()).t();
+  }
+  at::Tensor adjoint(const at::Tensor& y) const override { return at::mm(wt_, y.t()).t(); }
+  const char* kind() const override { return "sparse"; }
+
+ private:
+  at::Tensor w_, abs_w_, wt_;
+};
+
+// A Conv layer as a 2-D convolution (1-D ones with a height of 1); the adjoint is the
+// transposed convolution. Asymmetric pads are applied by padding explicitly.
+struct ConvGeometry {
+  int64_t c = 1, h = 1, w = 1, oc = 1, oh = 1, ow = 1;
+  int64_t sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0, ph_end = 0, pw_end = 0, group = 1;
+};
+
+// A ConvTranspose layer (symmetric pads): conv_transpose2d forward, conv2d as its adjoint.
+class ConvTransposeMap : public LinearMap {
+ public:
+  ConvTransposeMap(at::Tensor weight, const ConvGeometry& g) : w_(std::move(weight)), g_(g) {
+    abs_w_ = w_.abs();
+    const int64_t kh = w_.size(2), kw = w_.size(3);
+    oph_ = g.oh - ((g.h - 1) * g.sh - 2 * g.ph + g.dh * (kh - 1) + 1);
+    opw_ = g.ow - ((g.w - 1) * g.sw - 2 * g.pw + g.dw * (kw - 1) + 1);
+  }
+  bool valid() const {
+    return oph_ >= 0 && opw_ >= 0 && oph_ < std::max(g_.sh, g_.dh) &&
+           opw_ < std::max(g_.sw, g_.dw) && g_.ph == g_.ph_end && g_.pw == g_.pw_end;
+  }
+  at::Tensor apply(const at::Tensor& x, bool abs) const override {
+    at::Tensor in = x.reshape({x.size(0), g_.c, g_.h, g_.w});
+    return at::conv_transpose2d(in, abs ? abs_w_ : w_, {}, {g_.sh, g_.sw}, {g_.ph, g_.pw},
+                                {oph_, opw_}, g_.group, {g_.dh, g_.dw})
+        .reshape({x.size(0), -1});
+  }
+  at::Tensor adjoint(const at::Tensor& y) const override {
+    at::Tensor out = y.reshape({y.size(0), g_.oc, g_.oh, g_.ow});
+    return at::conv2d(out, w_, {}, {g_.sh, g_.sw}, {g_.ph, g_.pw}, {g_.dh, g_.dw}, g_.group)
+        .reshape({y.size(0), -1});
+  }
+  const char* kind() const override { return "conv_transpose"; }
+
+ private:
+  at::Tensor w_, abs_w_;
+  ConvGeometry g_;
+  int64_t oph_ = 0, opw_ = 0;
+};
+
+class ConvMap : public LinearMap {
+ public:
+  ConvMap(at::Tensor weight, const ConvGeometry& g) : w_(std::move(weight)), g_(g) {
+    abs_w_ = w_.abs();
+    symmetric_ = g.ph == g.ph_end && g.pw == g.pw_end;
+  }
+  at::Tensor apply(const at::Tensor& x, bool abs) const override {
+    at::Tensor in = x.reshape({x.size(0), g_.c, g_.h, g_.w});
+    std::vector<int64_t> pad{g_.ph, g_.pw};
+    if (!symmetric_) {
+      in = at::constant_pad_nd(in, {g_.pw, g_.pw_end, g_.ph, g_.ph_end}, 0);
+      pad = {0, 0};
+    }
+    at::Tensor y =
+        at::conv2d(in, abs ? abs_w_ : w_, {}, {g_.sh, g_.sw}, pad, {g_.dh, g_.dw}, g_.group);
+    return y.reshape({x.size(0), -1});
+  }
+  at::Tensor adjoint(const at::Tensor& y) const override {
+    at::Tensor out = y.reshape({y.size(0), g_.oc, g_.oh, g_.ow});
+    const int64_t ph = symmetric_ ? g_.ph : 0, pw = symmetric_ ? g_.pw : 0;
+    const int64_t th = symmetric_ ? g_.h : g_.h + g_.ph + g_.ph_end;
+    const int64_t tw = symmetric_ ? g_.w : g_.w + g_.pw + g_.pw_end;
+    const int64_t kh = w_.size(2), kw = w_.size(3);
+    const int64_t oph = th - ((g_.oh - 1) * g_.sh - 2 * ph + g_.dh * (kh - 1) + 1);
+    const int64_t opw = tw - ((g_.ow - 1) * g_.sw - 2 * pw + g_.dw * (kw - 1) + 1);
+    at::Tensor x = at::conv_transpose2d(out, w_, {}, {g_.sh, g_.sw}, {ph, pw}, {oph, opw}, g_.group,
+                                        {g_.dh, g_.dw});
+    if (!symmetric_) x = x.narrow(2, g_.ph, g_.h).narrow(3, g_.pw, g_.w);
+    return x.reshape({y.size(0), -1});
+  }
+  const char* kind() const override { return "conv"; }
+
+ private:
+  at::Tensor w_, abs_w_;
+  ConvGeometry g_;
+  bool symmetric_ = true;
+};
+
+std::pair<int64_t, int64_t> pair_of(const std::vector<int64_t>& v, bool one_d, int64_t fill) {
+  if (v.empty()) return {fill, fill};
+  return one_d ? std::pair{fill, v[0]} : std::pair{v[0], v[1]};
+}
+
+// The Conv / ConvTranspose of Dag node `node` as a convolution, when its weight is a constant
+// and its batch is 1.
+std::unique_ptr<LinearMap> conv_map(const Model& model, int node, const at::TensorOptions& opts) {
+  const DagNode& d = model.dag().node(node);
+  const common::Node& gn = model.graph().nodes[d.graph_node];
+  const bool transposed = gn.op_type == "ConvTranspose";
+  if ((gn.op_type != "Conv" && !transposed) || gn.inputs.size() < 2 || d.inputs.empty() ||
+      d.inputs[0] < 0 || (transposed && !gn.attr_ints("output_shape").empty()))
+    return nullptr;
+  const common::Tensor* wt = model.graph().constant(gn.inputs[1]);
+  const common::Dims& x = model.shape(d.inputs[0]);
+  const common::Dims& y = model.shape(node);
+  if (wt == nullptr || (x.size() != 3 && x.size() != 4) || x[0] != 1 || y.size() != x.size() ||
+      wt->dims.size() != x.size())
+    return nullptr;
+  const bool one_d = x.size() == 3;
+  const std::string autopad = gn.attr_string("auto_pad", "NOTSET");
+  if (autopad != "NOTSET" && autopad != "VALID") return nullptr;  // the sparse form covers them
+  ConvGeometry g;
+  g.c = x[1], g.h = one_d ? 1 : x[2], g.w = x.back();
+  g.oc = y[1], g.oh = one_d ? 1 : y[2], g.ow = y.back();
+  std::tie(g.sh, g.sw) = pair_of(gn.attr_ints("strides"), one_d, 1);
+  std::tie(g.dh, g.dw) = pair_of(gn.attr_ints("dilations"), one_d, 1);
+  std::vector<int64_t> pads = gn.attr_ints("pads");
+  if (pads.size() == 2 && one_d) g.pw = pads[0], g.pw_end = pads[1];
+  if (pads.size() == 4 && !one_d)
+    g.ph = pads[0], g.pw = pads[1], g.ph_end = pads[2], g.pw_end = pads[3];
+  g.group = gn.attr_int("group", 1);
+  std::vector<double> w(wt->numel());
+  for (int64_t i = 0; i < wt->numel(); ++i) w[i] = wt->double_at(i);
+  std::vector<int64_t> wd(wt->dims.begin(), wt->dims.end());
+  if (one_d) wd.insert(wd.begin() + 2, 1);
+  at::Tensor weight = at::from_blob(w.data(), wd, at::kDouble).to(opts, false, true).clone();
+  if (transposed) {
+    auto t = std::make_unique<ConvTransposeMap>(std::move(weight), g);
+    return t->valid() ? std::move(t) : nullptr;
+  }
+  return std::make_unique<ConvMap>(std::move(weight), g);
+}
+
+// Whether `map` computes the same as the sparse matrix `s` (and its transpose) on a random
+// probe: the geometry read from the node's attributes matches the one the op rule used.
+bool same_map(const LinearMap& map, const SpMat& s, const at::TensorOptions& opts) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(-1, 1);
+  Vec x(s.cols()), y(s.rows());
+  for (auto& v : x) v = u(rng);
+  for (auto& v : y) v = u(rng);
+  Vec fx = s * x, fy = s.transpose() * y;
+  Mat mx = to_mat(map.apply(to_tensor(x, opts).unsqueeze(0), false));
+  Mat my = to_mat(map.adjoint(to_tensor(y, opts).unsqueeze(0)));
+  if (mx.cols() != fx.size() || my.cols() != fy.size()) return false;
+  const double eps = opts.dtype() == at::kFloat ? 1e-4 : 1e-9;
+  const double tol = eps * (1 + fx.cwiseAbs().maxCoeff() + fy.cwiseAbs().maxCoeff());
+  return (mx.row(0).transpose() - fx).cwiseAbs().maxCoeff() <= tol &&
+         (my.row(0).transpose() - fy).cwiseAbs().maxCoeff() <= tol;
+}
+
+std::unique_ptr<LinearMap> gather_map(const SpMat& s, const at::TensorOptions& opts) {
+  std::vector<int64_t> src(s.rows(), s.cols());
+  std::vector<double> scale(s.rows(), 0.0);
+  for (Eigen::Index r = 0; r < s.outerSize(); ++r) {
+    int count = 0;
+    for (SpMat::InnerIterator it(s, r); it; ++it) {
+      if (++count > 1) return nullptr;
+      src[r] = it.col(), scale[r] = it.value();
+    }
+  }
+  return std::make_unique<GatherMap>(std::move(src), std::move(scale), s.cols(), opts);
+}
+
+}  // namespace
+
+std::unique_ptr<LinearMap> term_map(const Model& model, int node, const LinearTerm& t, bool single,
+                                    const at::TensorOptions& opts) {
+  if (t.dense) return std::make_unique<DenseMap>(t.w, opts);
+  if (single) {
+    std::unique_ptr<LinearMap> conv = conv_map(model, node, opts);
+    if (conv && same_map(*conv, t.s, opts)) return conv;
+  }
+  if (std::unique_ptr<LinearMap> g = gather_map(t.s, opts)) return g;
+  return std::make_unique<SparseMap>(t.s, opts);
+}
+
+}  // namespace propdag::torch_engine::internal
