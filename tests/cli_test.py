@@ -104,60 +104,34 @@ def test_torchonnx_pool_padding_correction_is_bounded(tmp_path):
                                  "2^24 output positions to correct for padding (opset 6)\n")
 
 
-def test_propdag_concat_with_an_omitted_input_is_an_error():
-    """Found by fuzz_propdag (node test concat_1d_axis_0, second input renamed to ""): the Concat
-    rule read the omitted input's shape, and the process died (SIGSEGV or std::length_error)."""
+# Inputs fuzz_propdag found, and the one line each now gets (the process used to die):
+# - concat_omitted_input: node test concat_1d_axis_0, second input renamed to ""; the Concat rule
+#   read the omitted input's shape (SIGSEGV or std::length_error).
+# - max_omitted_input: node test max_two_inputs, second input renamed to "", after Min/Max got
+#   bound rules (SIGSEGV in the fuzz target, "internal error" from the CLI).
+# - transpose_negative_perm: transpose_all_permutations_5 with perm [-1, 1, 0]; the rule indexed
+#   the input shape at -1 (SIGSEGV).
+# - concat_dim_2pow62: concat_1d_axis_negative_1 with a declared dim of 2^62; Concat's per-element
+#   map asked for a vector past max_size() ("internal error").
+PROPDAG_REGRESSIONS = [
+    ("concat_omitted_input", "node 'Concat_0' (Concat): Concat input 1 is missing"),
+    ("max_omitted_input", "node 'Max_0' (Max): input 1 is missing"),
+    ("transpose_negative_perm",
+     "node 'Transpose_0' (Transpose): Transpose perm is not a permutation of the axes"),
+    ("concat_dim_2pow62", "value 'value0' has more than 2^28 elements (propdag's limit)"),
+]
+
+
+@pytest.mark.parametrize("name,message", PROPDAG_REGRESSIONS)
+def test_propdag_fuzz_regressions_are_one_line_errors(name, message):
     propdag = os.path.join(BUILD, "propdag", "propdag")
     if not os.path.exists(propdag):
         pytest.skip("propdag not built")
-    src = os.path.join(os.path.dirname(__file__), "fuzz", "regress", "concat_omitted_input.onnx")
+    src = os.path.join(os.path.dirname(__file__), "fuzz", "regress", name + ".onnx")
     r = subprocess.run([propdag, "bounds", src, "--input-box", "-1,1"], capture_output=True,
                        timeout=60, preexec_fn=limit_memory)
     assert r.returncode == 2 and r.stdout == b""
-    assert r.stderr.decode() == (f"propdag: {src}: node 'Concat_0' (Concat): Concat input 1 is "
-                                 "missing\n")
-
-
-def test_propdag_max_with_an_omitted_input():
-    """Found by fuzz_propdag after Min/Max got bound rules (node test max_two_inputs with the second
-    input renamed to ""): the rule read the omitted input's shape (SIGSEGV in the fuzz target,
-    "internal error" from the CLI)."""
-    propdag = os.path.join(BUILD, "propdag", "propdag")
-    if not os.path.exists(propdag):
-        pytest.skip("propdag not built")
-    src = os.path.join(os.path.dirname(__file__), "fuzz", "regress", "max_omitted_input.onnx")
-    r = subprocess.run([propdag, "bounds", src, "--input-box", "-1,1"], capture_output=True,
-                       timeout=60, preexec_fn=limit_memory)
-    assert r.returncode == 2 and r.stdout == b""
-    assert r.stderr.decode() == f"propdag: {src}: node 'Max_0' (Max): input 1 is missing\n"
-
-
-def test_propdag_transpose_perm_must_be_a_permutation():
-    """Found by fuzz_propdag (transpose_all_permutations_5 with perm [-1, 1, 0]): the rule indexed
-    the input shape at -1 (SIGSEGV from the CLI)."""
-    propdag = os.path.join(BUILD, "propdag", "propdag")
-    if not os.path.exists(propdag):
-        pytest.skip("propdag not built")
-    src = os.path.join(os.path.dirname(__file__), "fuzz", "regress", "transpose_negative_perm.onnx")
-    r = subprocess.run([propdag, "bounds", src, "--input-box", "-1,1"], capture_output=True,
-                       timeout=60, preexec_fn=limit_memory)
-    assert r.returncode == 2 and r.stdout == b""
-    assert r.stderr.decode() == (f"propdag: {src}: node 'Transpose_0' (Transpose): Transpose perm "
-                                 "is not a permutation of the axes\n")
-
-
-def test_propdag_refuses_values_past_2_pow_28_elements():
-    """Found by fuzz_propdag (concat_1d_axis_negative_1 with a declared dim of 2^62): Concat's
-    per-element map asked for a vector past max_size() ("internal error")."""
-    propdag = os.path.join(BUILD, "propdag", "propdag")
-    if not os.path.exists(propdag):
-        pytest.skip("propdag not built")
-    src = os.path.join(os.path.dirname(__file__), "fuzz", "regress", "concat_dim_2pow62.onnx")
-    r = subprocess.run([propdag, "bounds", src, "--input-box", "-1,1"], capture_output=True,
-                       timeout=60, preexec_fn=limit_memory)
-    assert r.returncode == 2 and r.stdout == b""
-    assert r.stderr.decode() == (f"propdag: {src}: value 'value0' has more than 2^28 elements "
-                                 "(propdag's limit)\n")
+    assert r.stderr.decode() == f"propdag: {src}: {message}\n"
 
 
 @pytest.mark.parametrize("tool", available_tools())
