@@ -1,5 +1,5 @@
 // Numeric tests per fusion: random weights, the slimmed model must compute what the original
-// computes, as judged by an independent executor (onnxruntime, via tools/ort_compare.js).
+// computes, as judged by an independent executor (onnxruntime, via vnncomp.compare).
 // Each case also asserts the node count it expects, so a fusion that silently stops firing fails.
 #include <gtest/gtest.h>
 

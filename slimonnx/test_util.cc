@@ -84,8 +84,6 @@ std::string quote(const std::string& s) {
   return out + "'";
 }
 
-std::string script() { return std::string(SUITE_SOURCE_DIR) + "/slimonnx/tools/ort_compare.js"; }
-
 }  // namespace
 
 bool ort_available() {
@@ -100,21 +98,27 @@ bool ort_available() {
 
 std::optional<double> ort_max_error(const std::string& a, const std::string& b,
                                     const std::string& vnnlib, std::string* why) {
-  // onnxruntime-node writes a log file per process into TMPDIR: keep them in a test folder.
+  // vnncomp.compare: the harness's comparison (VNN-LIB box, points, error rule). Its
+  // onnxruntime-node server writes a log file per process into TMPDIR: keep them in a test folder.
   static const std::string scratch = common::testing::temp_dir("ort");
-  std::string cmd =
-      "TMPDIR=" + quote(scratch) + " node " + quote(script()) + " " + quote(a) + " " + quote(b);
+  const std::string src = SUITE_SOURCE_DIR;
+  std::string cmd = "cd " + quote(src) + " && TMPDIR=" + quote(scratch) +
+                    " PYTHONPATH=" + quote(src) + " /usr/bin/python3 -m vnncomp.compare " +
+                    quote(a) + " " + quote(b) + " --tolerance inf";
   if (!vnnlib.empty()) cmd += " --vnnlib " + quote(vnnlib);
   int status = 0;
   const std::string out = run_command(cmd + " 2>&1", &status);
   const size_t at = out.find("\"max_error\":");
-  if (status != 0 || at == std::string::npos) {
+  if (at == std::string::npos) {
     *why = out;
     return std::nullopt;
   }
   const std::string value = out.substr(at + 12);
-  if (value.rfind("null", 0) == 0) return std::numeric_limits<double>::infinity();
-  return std::stod(value);
+  const size_t first = value.find_first_not_of(' ');
+  if (first == std::string::npos || value.compare(first, 4, "null") == 0) {
+    return std::numeric_limits<double>::infinity();
+  }
+  return std::stod(value.substr(first));
 }
 
 }  // namespace slimonnx::testing

@@ -15,8 +15,9 @@ common::Graph slim_text(const std::string& text, const Options& options = {},
 /// The graph as ONNX text (graph printer) followed by one line per initializer with its values.
 std::string graph_text(const common::Graph& graph);
 
-/// Runs tools/ort_compare.js on two model files; nullopt (with `why`) when node or
-/// onnxruntime-node is unavailable or the comparison failed.
+/// Largest error of the second model against the first under onnxruntime (`python3 -m
+/// vnncomp.compare`: the box centre and random points of the VNN-LIB box, else of [-1, 1]);
+/// nullopt (with `why`) when the comparison failed.
 std::optional<double> ort_max_error(const std::string& a, const std::string& b,
                                     const std::string& vnnlib, std::string* why);
 /// True when node and onnxruntime-node are installed.

@@ -247,15 +247,16 @@ def test_unroll_flag_expands_control_flow_and_keeps_the_function(tool, tmp_path)
     model = onnx.load(str(out))
     onnx.checker.check_model(model, full_check=True)
     assert not {"If", "Loop", "Scan"} & {n.op_type for n in model.graph.node}
-    script = os.path.join(os.path.dirname(__file__), "..", "slimonnx", "tools", "ort_compare.js")
     modules = os.environ.get("ORT_NODE_MODULES", os.path.join(BUILD, "ort", "node_modules"))
     if subprocess.run(["node", "--version"], capture_output=True).returncode or \
             not os.path.isdir(os.path.join(modules, "onnxruntime-node")):
         pytest.skip("node / onnxruntime-node not installed")
     import json
-    r = subprocess.run(["node", script, str(src), str(out), "--points", "8"], capture_output=True,
-                       env={**os.environ, "ORT_NODE_MODULES": modules, "TMPDIR": str(tmp_path)},
-                       timeout=120)
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    r = subprocess.run([sys.executable, "-m", "vnncomp.compare", str(src), str(out), "--points", "8"],
+                       capture_output=True, cwd=root, timeout=120,
+                       env={**os.environ, "ORT_NODE_MODULES": modules, "TMPDIR": str(tmp_path),
+                            "PYTHONPATH": root})
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout)
     assert result["outputs"] == 2 and result["max_error"] <= 1e-6, result
