@@ -75,3 +75,20 @@ def test_autolirpa_bounds(tmp_path, bench, model, form, ibp, crown):
     assert row["ibp"] in ibp, row["ibp"]
     if crown:
         assert row["crown"] == "ok", row["crown"]
+
+
+def test_batch_free_model_with_add_batch_dim(tmp_path):
+    """pensieve_small_parallel is declared [12, 8] and reshapes itself to [1, 12, 8]: as declared,
+    auto_LiRPA takes its 12 rows for a batch. With --add-batch-dim the input is [N, 12, 8], one
+    sample per box, and the bounds are of the one output of that sample."""
+    from vnncomp import discover
+    entries = [e for e in discover.from_benchmarks(BENCH, ("nn4sys_2023",))
+               if e.model.endswith("pensieve_small_parallel.onnx.gz") and not e.missing]
+    if not entries:
+        pytest.skip("pensieve_small_parallel absent")
+    row = SWEEP.run_one(entries[0], TORCHONNX, str(tmp_path), _Args, ["--add-batch-dim"])
+    code = open(next(tmp_path.glob("*.py"))).read()
+    assert "float [N, 12, 8]" in code and "reshape(1, 12, 8)" not in code
+    assert row["built"], row.get("error")
+    assert row["ibp"] == "ok" and row["crown"] == "ok", (row["ibp"], row["crown"])
+    assert len(row["ibp_lb"]) == 1  # one sample's one output
