@@ -21,7 +21,8 @@ std::vector<int64_t> unsqueeze_axes(const common::Graph& graph, const common::No
 }
 
 // Rewrites `node`, a reader of the unbatched input `name` of `numel` elements, so that it keeps
-// a leading batch dim where it added a unit dim.
+// a leading batch dim where it added a unit dim (a Reshape to [1, rest...] or [-1, rest...]
+// with rest holding every element, or an Unsqueeze at 0).
 common::Status keep_batch(common::Graph& graph, common::Node& node, const std::string& name,
                           int64_t numel) {
   const bool first = !node.inputs.empty() && node.inputs[0] == name;
@@ -39,11 +40,13 @@ common::Status keep_batch(common::Graph& graph, common::Node& node, const std::s
   std::vector<int64_t> dims = target ? target->to_int64() : std::vector<int64_t>{};
   int64_t rest = 1;
   for (size_t i = 1; i < dims.size(); ++i) rest = dims[i] > 0 ? rest * dims[i] : -1;
-  if (dims.empty() || dims[0] != 1 || rest != numel || node.attr_int("allowzero", 0) != 0) {
+  const bool unit = !dims.empty() && (dims[0] == 1 || dims[0] == -1);
+  if (!unit || rest != numel || node.attr_int("allowzero", 0) != 0) {
     return graph.error(node, "--add-batch-dim: input '" + name +
                                  "' is read here without first getting a leading unit dim "
                                  "(Reshape to [1, ...], Unsqueeze at 0); batch it with vmap");
   }
+  if (dims[0] == -1) return {};  // [-1, rest...] already keeps every sample
   dims[0] = -1;
   const std::string shape = graph.fresh_name(node.inputs[1] + "_batched");
   graph.initializers[shape] = common::Tensor::from_int64(dims, {static_cast<int64_t>(dims.size())});
