@@ -22,6 +22,7 @@ SHARED = os.path.join(ROOT, "..", "shared")
 BENCH = os.path.join(SHARED, "vnncomp2024", "benchmarks")
 LIRPA = os.path.join(SHARED, "clients", "auto_LiRPA-0.5.0")
 TORCHONNX = os.environ.get("TORCHONNX", os.path.join(ROOT, "build", "torchonnx", "torchonnx"))
+PROPDAG = os.environ.get("PROPDAG", os.path.join(ROOT, "build", "propdag", "propdag"))
 
 pytest.importorskip("tqdm")
 pytest.importorskip("appdirs")
@@ -92,3 +93,34 @@ def test_batch_free_model_with_add_batch_dim(tmp_path):
     assert row["built"], row.get("error")
     assert row["ibp"] == "ok" and row["crown"] == "ok", (row["ibp"], row["crown"])
     assert len(row["ibp_lb"]) == 1  # one sample's one output
+
+
+# IBP is one method: auto_LiRPA's float32 bounds on the generated code and propdag's float64 ones
+# on the ONNX model agree up to rounding (the sweep's --propdag counts every shared model).
+THREE_WAY = [
+    ("acasxu_2023", "ACASXU_run2a_1_1_batch_2000.onnx.gz"),
+]
+
+
+@pytest.mark.parametrize("bench,model", THREE_WAY, ids=[c[1] for c in THREE_WAY])
+def test_ibp_agrees_with_propdag(tmp_path, bench, model):
+    if not os.path.exists(PROPDAG):
+        pytest.skip("propdag not built")
+    from vnncomp import discover
+    entries = [e for e in discover.from_benchmarks(BENCH, (bench,)) if e.model.endswith(model)]
+    if not entries or entries[0].missing:
+        pytest.skip(f"{bench}/{model} absent")
+
+    class Args(_Args):
+        propdag = PROPDAG
+    row = SWEEP.run_one(entries[0], TORCHONNX, str(tmp_path), Args)
+    assert row["ibp"] == "ok" and row["propdag"] == "ok", (row["ibp"], row["propdag"])
+    assert row["agree"], row["ibp_rel"]
+
+
+def test_ibp_comparison_sees_a_difference():
+    assert SWEEP.ibp_rel_diff([1.0, -2.0], [1.0, -2.0]) == 0
+    assert SWEEP.ibp_rel_diff([100.0], [100.0 * (1 + 2 * SWEEP.AGREE_REL)]) > SWEEP.AGREE_REL
+    assert SWEEP.ibp_rel_diff([0.0], [2 * SWEEP.AGREE_REL]) > SWEEP.AGREE_REL
+    assert SWEEP.ibp_rel_diff([1.0], [float("nan")]) == float("inf")
+    assert SWEEP.ibp_rel_diff([1.0], [1.0, 2.0]) == float("inf")
