@@ -1,7 +1,6 @@
 #include "slimonnx/slim.h"
 
 #include <algorithm>
-#include <string>
 #include <string_view>
 
 #include "slimonnx/pass.h"
@@ -70,30 +69,6 @@ void forget_untrusted_shapes(common::Graph& graph) {
   }
 }
 
-// Nodes of a domain the passes do not know (a custom op the caller computes) are hidden from
-// them while they run: their op type becomes "domain::Op", which no pass matches, folds or
-// evaluates, and is restored afterwards (also when a pass fails).
-bool foreign_domain(const common::Node& n) {
-  return !n.domain.empty() && n.domain != "ai.onnx" && n.domain != "ai.onnx.preview.training";
-}
-
-struct ForeignOpsHidden {
-  common::Graph& graph;
-  explicit ForeignOpsHidden(common::Graph& g) : graph(g) {
-    for (common::Node& n : graph.nodes) {
-      if (foreign_domain(n)) n.op_type = n.domain + "::" + n.op_type;
-    }
-  }
-  ~ForeignOpsHidden() {
-    for (common::Node& n : graph.nodes) {
-      const std::string prefix = n.domain + "::";
-      if (foreign_domain(n) && n.op_type.starts_with(prefix)) n.op_type.erase(0, prefix.size());
-    }
-  }
-  ForeignOpsHidden(const ForeignOpsHidden&) = delete;
-  ForeignOpsHidden& operator=(const ForeignOpsHidden&) = delete;
-};
-
 }  // namespace
 
 const std::vector<Pass>& registered_passes() {
@@ -114,7 +89,6 @@ common::Result<Report> run(common::Graph& graph, const Options& options) {
   Report report;
   report.nodes_before = static_cast<int64_t>(graph.nodes.size());
   for (const Pass* p : selected) report.rewrites[std::string(p->name)] = 0;
-  ForeignOpsHidden hidden(graph);
   for (int round = 0; round < options.max_rounds; ++round) {
     int64_t changed = 0;
     for (bool late : {false, true}) {
