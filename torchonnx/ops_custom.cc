@@ -43,6 +43,7 @@ bool is_module_path(std::string_view s) {
 template <typename T, typename F>
 std::string py_list_of(const std::vector<T>& items, F format) {
   std::vector<std::string> parts;
+  parts.reserve(items.size());
   for (const T& x : items) parts.push_back(format(x));
   return "[" + join(parts) + "]";
 }

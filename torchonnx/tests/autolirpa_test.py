@@ -23,6 +23,7 @@ BENCH = os.path.join(SHARED, "vnncomp2024", "benchmarks")
 LIRPA = os.path.join(SHARED, "clients", "auto_LiRPA-0.5.0")
 TORCHONNX = os.environ.get("TORCHONNX", os.path.join(ROOT, "build", "torchonnx", "torchonnx"))
 PROPDAG = os.environ.get("PROPDAG", os.path.join(ROOT, "build", "propdag", "propdag"))
+SLIMONNX = os.environ.get("SLIMONNX", os.path.join(ROOT, "build", "slimonnx", "slimonnx"))
 
 pytest.importorskip("tqdm")
 pytest.importorskip("appdirs")
@@ -96,16 +97,19 @@ def test_batch_free_model_with_add_batch_dim(tmp_path):
 
 
 # IBP is one method: auto_LiRPA's float32 bounds on the generated code and propdag's float64 ones
-# on the ONNX model agree up to rounding (the sweep's --propdag counts every shared model).
+# on the graph that code computes (slimonnx's rewrite) agree up to rounding; propdag's bounds on
+# the model as given enclose them (slimonnx merges tllverifybench's consecutive affine layers,
+# which tightens IBP by 40%). The sweep's --propdag --slimonnx counts every shared model.
 THREE_WAY = [
     ("acasxu_2023", "ACASXU_run2a_1_1_batch_2000.onnx.gz"),
+    ("tllverifybench_2023", "tllBench_n=2_N=M=16_m=1_instance_1_0.onnx.gz"),
 ]
 
 
 @pytest.mark.parametrize("bench,model", THREE_WAY, ids=[c[1] for c in THREE_WAY])
 def test_ibp_agrees_with_propdag(tmp_path, bench, model):
-    if not os.path.exists(PROPDAG):
-        pytest.skip("propdag not built")
+    if not os.path.exists(PROPDAG) or not os.path.exists(SLIMONNX):
+        pytest.skip("propdag or slimonnx not built")
     from vnncomp import discover
     entries = [e for e in discover.from_benchmarks(BENCH, (bench,)) if e.model.endswith(model)]
     if not entries or entries[0].missing:
@@ -113,9 +117,11 @@ def test_ibp_agrees_with_propdag(tmp_path, bench, model):
 
     class Args(_Args):
         propdag = PROPDAG
+        slimonnx = SLIMONNX
     row = SWEEP.run_one(entries[0], TORCHONNX, str(tmp_path), Args)
     assert row["ibp"] == "ok" and row["propdag"] == "ok", (row["ibp"], row["propdag"])
     assert row["agree"], row["ibp_rel"]
+    assert row["onnx_contains"], row["ibp_rel_onnx"]
 
 
 def test_ibp_comparison_sees_a_difference():
