@@ -2,13 +2,26 @@
 """auto_LiRPA 0.5.0 on torchonnx's generated code: BoundedModule, IBP and CROWN per model.
 
     /usr/bin/python3 benchmarks/torchonnx_autolirpa.py --benchmarks ../shared/vnncomp2024/benchmarks \\
-        --torchonnx build/torchonnx/torchonnx [--only BENCH]... [--model SUBSTR]... [--timeout 120]
+        --torchonnx build/torchonnx/torchonnx [--only BENCH]... [--model SUBSTR]... [--timeout 120] \\
+        [--propdag build/propdag/propdag [--slimonnx build/slimonnx/slimonnx]] \\
+        [--torchonnx-flag=--add-batch-dim]... [--rows EARLIER.json]
 
 Each model is converted by the CLI, then a forked child (address space and time limited) builds
 auto_LiRPA's BoundedModule on the first vnnlib box of the model and computes IBP and CROWN
 (method="backward") bounds. Bounds are checked to contain the model's outputs at the box's centre
 and four random points of the box. Prints one line per model and counts per benchmark
 (built / IBP ok / CROWN ok); failures keep auto_LiRPA's reason. `--json FILE` writes the rows.
+
+With `--propdag PATH`, `propdag bounds --method ibp` also bounds the model over the same box
+(written as a VNN-LIB file), and where both IBPs succeed their bounds are compared: IBP is one
+method, so auto_LiRPA's float32 bounds and propdag's float64 ones must agree up to float32
+rounding. A row gets `ibp_rel` (max |a - b| / max(1, |a|, |b|) over every bound) and `agree`
+(ibp_rel <= AGREE_REL); the summary counts the agreeing models (3-way: torchonnx's code under
+auto_LiRPA, propdag, and the model itself at the sampled points). IBP depends on the graph:
+slimonnx merges consecutive affine layers, which tightens it. With `--slimonnx PATH` propdag
+bounds slimonnx's rewrite (the graph the code computes) for `agree`, and the model as given for
+`ibp_rel_onnx` and `onnx_contains` (its bounds enclose auto_LiRPA's). `--rows FILE` redoes only
+the comparison on the rows of an earlier `--json` run.
 The generated module is what a VNN-COMP entrant feeds α,β-CROWN; see torchonnx/README.md.
 """
 
@@ -29,6 +42,9 @@ import warnings
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 LIRPA = os.path.join(ROOT, "..", "shared", "clients", "auto_LiRPA-0.5.0")
+# IBP in float32 against float64: each layer's interval arithmetic rounds its sums once per term,
+# a relative 6e-8 each; deep models accumulate that over their layers.
+AGREE_REL = 1e-4
 
 
 def _one_line(e):
@@ -60,8 +76,9 @@ class _Joined:
         return Joined()
 
 
-def _bounds(onnx_path, py, pth, vnnlib_path):
-    """Runs in the forked, limited child: the row's auto_LiRPA fields."""
+def _bounds(onnx_path, py, pth, vnnlib_path, add_batch=False):
+    """Runs in the forked, limited child: the row's auto_LiRPA fields. `add_batch`: the code was
+    made with --add-batch-dim, so inputs declared without a batch dim take one of size 1."""
     import torch
     from auto_LiRPA import BoundedModule, BoundedTensor, PerturbationLpNorm
     from vnncomp import checks, numerics, onnxinfo, vnnlib
@@ -73,6 +90,8 @@ def _bounds(onnx_path, py, pth, vnnlib_path):
     model = checks.load_module(py, pth)
     box = [(torch.tensor(lo_, dtype=torch.float32), torch.tensor(hi_, dtype=torch.float32))
            for lo_, hi_ in numerics.split_box(specs, lo, hi)]
+    if add_batch:
+        box = [b if s.batched else (b[0][None], b[1][None]) for s, b in zip(specs, box)]
     centre = tuple((lo_ + hi_) / 2 for lo_, hi_ in box)
     with torch.no_grad():
         if len(checks.as_list(model(*centre))) > 1:  # auto_LiRPA bounds one output
@@ -145,6 +164,102 @@ def _forked(fn, timeout, memory_gb):
     return json.loads(text)
 
 
+def _write_box(lo, hi, path):
+    """A VNN-LIB file holding only the box [lo, hi] (no output constraint)."""
+    with open(path, "w") as f:
+        f.writelines(f"(declare-const X_{i} Real)\n" for i in range(len(lo)))
+        for i, (a, b) in enumerate(zip(lo, hi)):
+            f.write(f"(assert (>= X_{i} {float(a)!r}))\n(assert (<= X_{i} {float(b)!r}))\n")
+
+
+def _box(onnx_path, vnnlib_path):
+    """The flat box auto_LiRPA gets (_bounds): the property's first box, else [-1, 1]."""
+    import numpy as np
+    from vnncomp import numerics, onnxinfo, vnnlib
+    specs = onnxinfo.inputs(onnxinfo.load(onnx_path))
+    lo, hi = vnnlib.input_box(vnnlib_path) if vnnlib_path else (None, None)
+    parts = numerics.split_box(specs, lo, hi)
+    return (np.concatenate([p[0].ravel() for p in parts]),
+            np.concatenate([p[1].ravel() for p in parts]))
+
+
+def _propdag_ibp(propdag, onnx_path, vnnlib_path, out_dir, timeout, box_of=None):
+    """propdag's IBP bounds of `onnx_path` over the box auto_LiRPA gets (that of `box_of`, else
+    of `onnx_path`): ((lower, upper), None) or (None, why)."""
+    lo, hi = _box(box_of or onnx_path, vnnlib_path)
+    box = os.path.join(out_dir, "first_box.vnnlib")
+    _write_box(lo, hi, box)
+    try:
+        res = subprocess.run([propdag, "bounds", onnx_path, "--vnnlib", box, "--method", "ibp",
+                              "--json"], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, f"timeout ({timeout} s)"
+    if res.returncode != 0:
+        return None, (res.stderr.strip().splitlines() or ["?"])[-1]
+    outs = json.loads(res.stdout)["outputs"]
+    nan = float("nan")  # a non-finite bound (JSON null) agrees with nothing
+    return tuple([nan if v is None else v for o in outs for v in o[k]]
+                 for k in ("lower", "upper")), None
+
+
+def ibp_rel_diff(lirpa, ours):
+    """max |a - b| / max(1, |a|, |b|) over matching bounds; inf when the counts differ."""
+    if len(lirpa) != len(ours):
+        return float("inf")
+    worst = 0.0
+    for a, b in zip(lirpa, ours):
+        d = abs(a - b) / max(1.0, abs(a), abs(b))
+        worst = max(worst, d if d == d else float("inf"))
+    return worst
+
+
+def _rel(row, bounds):
+    return max(ibp_rel_diff(row["ibp_lb"], bounds[0]), ibp_rel_diff(row["ibp_ub"], bounds[1]))
+
+
+def _encloses(outer, row):
+    """Whether propdag's `outer` bounds contain auto_LiRPA's, up to AGREE_REL."""
+    def slack(a, b):
+        return AGREE_REL * max(1.0, abs(a), abs(b))
+    return (len(outer[0]) == len(row["ibp_lb"]) and
+            all(o <= a + slack(o, a) for o, a in zip(outer[0], row["ibp_lb"])) and
+            all(o >= a - slack(o, a) for o, a in zip(outer[1], row["ibp_ub"])))
+
+
+def _slimmed(slimonnx, onnx_path, out_dir, timeout):
+    """slimonnx's rewrite of the model (what torchonnx lowers), or (None, why)."""
+    path = os.path.join(out_dir, "slimmed.onnx")
+    try:
+        res = subprocess.run([slimonnx, onnx_path, "-o", path, "--unroll"], capture_output=True,
+                             text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, f"slimonnx: timeout ({timeout} s)"
+    if res.returncode != 0:
+        return None, "slimonnx: " + (res.stderr.strip().splitlines() or ["?"])[-1]
+    return path, None
+
+
+def _three_way(row, entry, out_dir, args):
+    """Adds propdag's IBP and its agreement with auto_LiRPA's to the row. With args.slimonnx,
+    propdag bounds slimonnx's rewrite, the graph the generated code computes (merged affine
+    layers tighten IBP), and `ibp_rel_onnx`/`onnx_contains` compare with the model as given."""
+    onnx_bounds, why = _propdag_ibp(args.propdag, entry.path, entry.vnnlib, out_dir, args.timeout)
+    bounds = onnx_bounds
+    if getattr(args, "slimonnx", None) and onnx_bounds is not None:
+        path, why = _slimmed(args.slimonnx, entry.path, out_dir, args.timeout)
+        if path:
+            bounds, why = _propdag_ibp(args.propdag, path, entry.vnnlib, out_dir, args.timeout,
+                                       box_of=entry.path)
+    row["propdag"] = why or "ok"
+    if bounds is None or row.get("ibp") != "ok" or "ibp_lb" not in row:
+        return
+    row["ibp_rel"] = _rel(row, bounds)
+    row["agree"] = row["ibp_rel"] <= AGREE_REL
+    if bounds is not onnx_bounds:
+        row["ibp_rel_onnx"] = _rel(row, onnx_bounds)
+        row["onnx_contains"] = _encloses(onnx_bounds, row)
+
+
 def run_one(entry, torchonnx, out_dir, args, extra_flags=()):
     """One model's row: conversion by the CLI, then auto_LiRPA in a limited child."""
     row = {"benchmark": entry.benchmark, "model": entry.model, "built": False, "ibp": None,
@@ -156,8 +271,11 @@ def run_one(entry, torchonnx, out_dir, args, extra_flags=()):
         row["error"] = "torchonnx: " + (conv.stderr.strip().splitlines() or ["?"])[-1]
         return row
     py = os.path.join(out_dir, produced[0])
-    row.update(_forked(lambda: _bounds(entry.path, py, py[:-3] + ".pth", entry.vnnlib),
+    add_batch = "--add-batch-dim" in extra_flags
+    row.update(_forked(lambda: _bounds(entry.path, py, py[:-3] + ".pth", entry.vnnlib, add_batch),
                        args.timeout, args.memory_gb))
+    if getattr(args, "propdag", None):
+        _three_way(row, entry, out_dir, args)
     return row
 
 
@@ -171,19 +289,68 @@ def _entries(args):
 
 
 def _summary(rows):
+    """Counts per benchmark; with propdag rows also propdag's IBP ok, both compared, agreeing."""
+    three = any("propdag" in r for r in rows)
     by = collections.OrderedDict()
     for r in rows:
-        c = by.setdefault(r["benchmark"], [0, 0, 0, 0])
+        c = by.setdefault(r["benchmark"], [0] * 8)
         c[0] += 1
         c[1] += bool(r["built"])
         c[2] += r["ibp"] == "ok"
         c[3] += r["crown"] == "ok"
-    print(f"{'benchmark':32} models built IBP CROWN")
-    total = [0, 0, 0, 0]
+        c[4] += r.get("propdag") == "ok"
+        c[5] += "agree" in r
+        c[6] += bool(r.get("agree"))
+        c[7] += bool(r.get("onnx_contains"))
+    slim = any("onnx_contains" in r for r in rows)
+    head = f"{'benchmark':32} models built IBP CROWN"
+    print(head + (" propdag compared 3-way" if three else "") + (" onnx-encloses" if slim else ""))
+    total = [0] * 8
+
+    def tail_of(c):
+        return ((f" {c[4]:7} {c[5]:8} {c[6]:5}" if three else "") +
+                (f" {c[7]:13}" if slim else ""))
     for b, c in by.items():
-        print(f"{b:32} {c[0]:6} {c[1]:5} {c[2]:3} {c[3]:5}")
+        tail = tail_of(c)
+        print(f"{b:32} {c[0]:6} {c[1]:5} {c[2]:3} {c[3]:5}" + tail)
         total = [t + x for t, x in zip(total, c)]
-    print(f"{'total':32} {total[0]:6} {total[1]:5} {total[2]:3} {total[3]:5}")
+    tail = tail_of(total)
+    print(f"{'total':32} {total[0]:6} {total[1]:5} {total[2]:3} {total[3]:5}" + tail)
+
+
+def _print_row(row):
+    why = row.get("error") or "; ".join(f"{k}: {row[k]}" for k in ("ibp", "crown", "propdag")
+                                        if row.get(k) not in (None, "ok"))
+    if "ibp_rel" in row:
+        why = f"ibp_rel={row['ibp_rel']:.2e} " + why
+    if "ibp_rel_onnx" in row:
+        why = f"ibp_rel_onnx={row['ibp_rel_onnx']:.2e} onnx_contains={row['onnx_contains']} " + why
+    print(f"{row['benchmark']}/{row['model']}: built={row['built']} ibp={row['ibp'] == 'ok'} "
+          f"crown={row['crown'] == 'ok'} {row.get('s', 0)}s {why}", flush=True)
+
+
+def _compare_rows(args):
+    """--rows: propdag's comparison redone on the auto_LiRPA rows of an earlier --json."""
+    sys.path[:0] = [ROOT]
+    with open(args.rows) as f:
+        rows = json.load(f)
+    entries = {(e.benchmark, e.model): e for e in _entries(args)}
+    kept = []
+    for row in rows:
+        entry = entries.get((row["benchmark"], row["model"]))
+        if entry is None:
+            continue
+        for k in ("propdag", "ibp_rel", "agree", "ibp_rel_onnx", "onnx_contains"):
+            row.pop(k, None)
+        with tempfile.TemporaryDirectory(prefix="lirpa_") as out:
+            _three_way(row, entry, out, args)
+        kept.append(row)
+        _print_row(row)
+    _summary(kept)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(kept, f, indent=1)
+    return 0
 
 
 def main(argv=None):
@@ -197,7 +364,16 @@ def main(argv=None):
     p.add_argument("--timeout", type=int, default=120, help="seconds per model")
     p.add_argument("--memory-gb", type=float, default=6.0, help="address space per model")
     p.add_argument("--json", help="write the rows here")
+    p.add_argument("--propdag", help="propdag CLI: compare its IBP bounds with auto_LiRPA's")
+    p.add_argument("--slimonnx", help="with --propdag: propdag bounds slimonnx's rewrite (the "
+                   "graph the generated code computes) and the model as given")
+    p.add_argument("--rows", help="with --propdag: compare again the rows of an earlier --json "
+                   "(no conversion, no auto_LiRPA)")
+    p.add_argument("--torchonnx-flag", action="append", default=[],
+                   help="extra torchonnx flag for every model (repeatable; --torchonnx-flag=-X)")
     args = p.parse_args(argv)
+    if args.rows:
+        return _compare_rows(args)
     sys.path[:0] = [ROOT, args.lirpa]
     warnings.simplefilter("ignore")  # auto_LiRPA's deprecation warnings, once per model
     importlib.import_module("auto_LiRPA")  # imported once; each model runs in a fork
@@ -207,13 +383,10 @@ def main(argv=None):
     for entry in _entries(args):
         with tempfile.TemporaryDirectory(prefix="lirpa_") as out:
             t = time.time()
-            row = run_one(entry, args.torchonnx, out, args)
+            row = run_one(entry, args.torchonnx, out, args, args.torchonnx_flag)
         row["s"] = round(time.time() - t, 1)
         rows.append(row)
-        why = row.get("error") or "; ".join(f"{k}: {row[k]}" for k in ("ibp", "crown")
-                                            if row[k] not in (None, "ok"))
-        print(f"{row['benchmark']}/{row['model']}: built={row['built']} ibp={row['ibp'] == 'ok'} "
-              f"crown={row['crown'] == 'ok'} {row['s']}s {why}", flush=True)
+        _print_row(row)
     _summary(rows)
     if args.json:
         with open(args.json, "w") as f:

@@ -187,7 +187,11 @@ Status check_arity(const Graph& graph, const Node& node) {
   return {};
 }
 
-Status infer_node(Graph& graph, const Node& node, const AffineValues& affine) {
+Status infer_node(Graph& graph, const Node& node, const AffineValues& affine,
+                  const Options& options) {
+  if (options.custom_ops.has(node)) {
+    return infer_custom(graph, node, options.custom_ops, options.batch_size);
+  }
   if (!node.domain.empty() && !is_training_op(node.domain, node.op_type)) {
     return graph.error(node, "unsupported domain '" + node.domain + "'");
   }
@@ -222,7 +226,7 @@ Status infer(Graph& graph, const Options& options) {
   RETURN_IF_ERROR(prepare_inputs(graph, options));
   AffineValues affine;
   for (const Node& node : graph.nodes) {
-    RETURN_IF_ERROR(infer_node(graph, node, affine));
+    RETURN_IF_ERROR(infer_node(graph, node, affine, options));
     affine.update(graph, node);
   }
   for (const std::string& out : graph.outputs) {

@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "common/graph.h"
+#include "shapeonnx/custom_ops.h"
 
 namespace shapeonnx {
 
@@ -31,6 +32,8 @@ struct Options {
   std::map<std::string, std::vector<common::Dims>> sequence_inputs;
   /// Optional inputs that hold no value; the others hold a tensor (or a sequence).
   std::set<std::string> absent_inputs;
+  /// Ops of other domains the caller computes itself: their outputs get the declared types.
+  CustomOps custom_ops;
 };
 
 /// Fills dtype, shape and (for small integer tensors and constants) the known value of every

@@ -22,7 +22,8 @@ struct Args {
   std::vector<std::string> input_shapes;
   bool stats = false;
   bool unroll = false;
-  std::string report;  ///< --report FILE.md
+  std::vector<std::string> custom_ops, custom_types;  ///< --custom-op, --custom-op-shape
+  std::string report;                                 ///< --report FILE.md
 };
 
 // What the --report file says about one run (filled as far as it got).
@@ -87,6 +88,11 @@ int infer_and_save(const Args& args, Report& report) {
   }
   report.loaded(*graph);
   shapeonnx::Options options{args.batch_size, *shapes};
+  if (auto s =
+          shapeonnx::parse_custom_flags(args.custom_ops, args.custom_types, options.custom_ops);
+      !s.ok()) {
+    return common::report_error("shapeonnx", s.error());
+  }
   common::Status s = shapeonnx::infer_with_control_flow(*graph, options, args.unroll);
   if (s.ok()) {
     report.nodes_inferred = static_cast<int64_t>(graph->nodes.size());
@@ -141,6 +147,13 @@ static int main_body(int argc, char** argv) {
   app.add_option("--report", args.report,
                  "FILE.md: write a Markdown report (opsets, op types, nodes, inputs/outputs with "
                  "shapes, the problem if any), also on failure");
+  app.add_option(
+      "--custom-op", args.custom_ops,
+      "DOMAIN::OP[=...]: an op computed outside the model (repeatable); its outputs take "
+      "their declared types and nothing is folded through it");
+  app.add_option("--custom-op-shape", args.custom_types,
+                 "NAME=DTYPE[D0,D1,...]: the type of a custom op's output NAME (a name as D0: the "
+                 "batch dim), where the model declares none");
   app.set_version_flag("--version", std::string("shapeonnx ") + SUITE_VERSION);
   if (auto code = common::parse_command_line(app, argc, argv)) return *code;
   return common::run_guarded("shapeonnx", args.input, [&] { return run(args); });

@@ -22,6 +22,7 @@ struct Args {
   bool list = false;
   bool stats = false;
   bool unroll = false;
+  std::vector<std::string> custom_ops, custom_types;  ///< --custom-op, --custom-op-shape
 };
 
 int list_passes() {
@@ -51,9 +52,15 @@ int run(const Args& args) {
     return common::report_error(
         "slimonnx", {args.input, "", "", "refusing to write a binary model to a terminal; use -o"});
   }
+  shapeonnx::Options options;
+  if (auto s =
+          shapeonnx::parse_custom_flags(args.custom_ops, args.custom_types, options.custom_ops);
+      !s.ok()) {
+    return common::report_error("slimonnx", s.error());
+  }
   auto graph = common::load_graph(args.input);
   if (!graph.ok()) return common::report_error("slimonnx", graph.error());
-  if (auto s = shapeonnx::infer_with_control_flow(*graph, {}, args.unroll); !s.ok())
+  if (auto s = shapeonnx::infer_with_control_flow(*graph, options, args.unroll); !s.ok())
     return common::report_error("slimonnx", s.error());
   auto report = slimonnx::run(*graph, {args.passes, args.disable});
   if (!report.ok()) return common::report_error("slimonnx", report.error());
@@ -85,6 +92,13 @@ static int main_body(int argc, char** argv) {
   app.add_flag(
       "--stats", args.stats,
       "print one JSON line {\"nodes_before\", \"nodes_after\", \"ms\", \"passes\"} on stderr");
+  app.add_option(
+      "--custom-op", args.custom_ops,
+      "DOMAIN::OP[=...]: an op computed outside the model (repeatable); its outputs take "
+      "their declared types and nothing is folded through it");
+  app.add_option("--custom-op-shape", args.custom_types,
+                 "NAME=DTYPE[D0,D1,...]: the type of a custom op's output NAME (a name as D0: the "
+                 "batch dim), where the model declares none");
   app.set_version_flag("--version", std::string("slimonnx ") + SUITE_VERSION);
   if (auto code = common::parse_command_line(app, argc, argv)) return *code;
   if (args.list) return list_passes();

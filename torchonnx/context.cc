@@ -186,6 +186,11 @@ std::string Context::method(std::string_view hint, std::vector<std::string> para
   return "self." + name;
 }
 
+void Context::add_import(const std::string& module) {
+  std::vector<std::string>& imports = state_.module.imports;
+  if (std::find(imports.begin(), imports.end(), module) == imports.end()) imports.push_back(module);
+}
+
 const common::Node* Context::sole_consumer(size_t i) const {
   if (i >= num_outputs()) return nullptr;
   const common::Value* v = find_value(graph(), node_.outputs[i]);

@@ -55,6 +55,8 @@ struct LowerState {
   std::map<std::string, View, std::less<>> views;  ///< ONNX value -> the view it is, if any
   std::vector<common::Error>* problems = nullptr;  ///< LowerOptions::problems
   std::set<std::string, std::less<>> failed;       ///< values of nodes that could not be lowered
+  /// LowerOptions::custom_ops (null: none).
+  const std::map<std::string, std::string, std::less<>>* custom_ops = nullptr;
 };
 
 /// The lowering of one node.
@@ -126,6 +128,9 @@ class Context {
   /// Registers a helper method (see Method) and returns `self.<name>` for the forward statement.
   std::string method(std::string_view hint, std::vector<std::string> params, std::string doc,
                      std::vector<std::string> lines);
+
+  /// Adds `import <module>` to the generated file (once).
+  void add_import(const std::string& module);
 
   /// The one consumer of output i when it has exactly one use and is not a graph output.
   const common::Node* sole_consumer(size_t i = 0) const;
@@ -215,5 +220,9 @@ void register_signal(HandlerTable& table);     // DFT, STFT, windows, MelWeightM
 void register_sampling(HandlerTable& table);   // GridSample, RoiAlign, MaxUnpool
 void register_misc(HandlerTable& table);       // Det, MeanVarianceNormalization, ReverseSequence
 void register_text(HandlerTable& table);       // TfIdfVectorizer
+
+/// A declared custom op: `<outputs> = module.function(inputs..., attr=value, ...)`, the module
+/// added to Module::imports; `target` is "module:function".
+common::Status lower_custom(Context& ctx, const std::string& target);
 
 }  // namespace torchonnx

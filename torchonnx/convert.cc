@@ -9,6 +9,7 @@
 #include "common/onnx_io.h"
 #include "shapeonnx/control_flow.h"
 #include "shapeonnx/infer.h"
+#include "torchonnx/add_batch.h"
 #include "torchonnx/batch_probe.h"
 #include "torchonnx/emit.h"
 #include "torchonnx/lower.h"
@@ -87,6 +88,8 @@ shapeonnx::Options shape_options_of(const ConvertOptions& options) {
   shape_options.sequence_lengths = options.sequence_lengths;
   shape_options.sequence_inputs = options.sequence_inputs;
   shape_options.absent_inputs = options.absent_inputs;
+  for (const auto& [op, target] : options.custom_ops) shape_options.custom_ops.ops.insert(op);
+  shape_options.custom_ops.types = options.custom_types;
   return shape_options;
 }
 
@@ -97,7 +100,9 @@ common::Result<Converted> run(common::Graph graph, const ConvertOptions& options
   Converted out;
   out.nodes = static_cast<int64_t>(graph.nodes.size());
   describe_loaded(graph, report);
-  report.problems = unsupported_nodes(graph);
+  report.custom_ops = options.custom_ops;
+  if (options.add_batch_dim) RETURN_IF_ERROR(add_batch_dim(graph));
+  report.problems = unsupported_nodes(graph, options.custom_ops);
   if (!report.problems.empty()) {
     drop_failed(graph, report.problems);
     report.nodes_dropped = report.nodes_loaded - static_cast<int64_t>(graph.nodes.size());
@@ -119,6 +124,7 @@ common::Result<Converted> run(common::Graph graph, const ConvertOptions& options
   lower_options.rnn_modules = options.rnn_modules;
   lower_options.batch_axes = &batch_axes;
   lower_options.problems = &report.problems;
+  lower_options.custom_ops = &options.custom_ops;
   ASSIGN_OR_RETURN(out.module, lower(graph, lower_options));
   if (!report.problems.empty()) return report.problems.front();
   ASSIGN_OR_RETURN(out.python, emit_python(out.module));

@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "common/graph.h"
+#include "shapeonnx/custom_ops.h"
 #include "torchonnx/module.h"
 #include "torchonnx/report.h"
 
@@ -27,6 +28,12 @@ struct ConvertOptions {
   std::map<std::string, std::vector<common::Dims>> sequence_inputs;
   /// Optional inputs that hold no value (forward takes None there); others hold a tensor.
   std::set<std::string> absent_inputs;
+  /// Inputs declared without a batch dim get one (add_batch.h).
+  bool add_batch_dim = false;
+  /// Custom ops ("domain::Op") -> the Python function computing them ("module:function"), and
+  /// types for their outputs where the model declares none.
+  std::map<std::string, std::string, std::less<>> custom_ops;
+  std::map<std::string, shapeonnx::ValueType, std::less<>> custom_types;
 };
 
 struct Converted {

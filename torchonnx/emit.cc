@@ -82,6 +82,7 @@ void imports(const Module& m, std::string& out) {
   if (!m.buffers.empty() || module_mentions(m, "torch")) out += "import torch\n";
   if (module_mentions(m, "F")) out += "import torch.nn.functional as F\n";
   out += "from torch import nn\n";
+  for (const std::string& module : m.imports) out += "import " + module + "\n";
 }
 
 common::Status init(const Module& m, std::string& out) {

@@ -79,6 +79,10 @@ bool all_outputs_known(const Graph& graph, const Node& node) {
 common::Status lower_node(LowerState& state, int index) {
   const Node& node = state.graph->nodes[index];
   Context ctx(state, index);
+  if (state.custom_ops && !node.domain.empty() && node.domain != "ai.onnx") {
+    auto custom = state.custom_ops->find(node.domain + "::" + node.op_type);
+    if (custom != state.custom_ops->end()) return lower_custom(ctx, custom->second);
+  }
   if (!node.domain.empty() && node.domain != "ai.onnx" &&
       !shapeonnx::is_training_op(node.domain, node.op_type)) {
     return ctx.error("op of domain '" + node.domain + "' has no PyTorch lowering");
@@ -258,7 +262,12 @@ common::Result<Module> lower_with(const Graph& graph, const LowerOptions& option
   state->rnn_modules = options.rnn_modules;
   state->batch_axes = batch > 0 ? options.batch_axes : nullptr;
   state->problems = options.problems;
+  state->custom_ops = options.custom_ops;
   Module& module = state->module;
+  if (options.custom_ops) {  // `import a.b` binds `a`: no local may shadow it
+    for (const auto& [op, target] : *options.custom_ops)
+      state->locals.reserve(target.substr(0, target.find_first_of(".:")));
+  }
   for (const common::PackedPort& port : interface_ports(graph.packed_inputs, graph.inputs)) {
     std::string param = state->locals.make(port.name.empty() ? "x" : port.name);
     module.inputs.push_back(param);

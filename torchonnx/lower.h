@@ -1,6 +1,7 @@
 // Lowering: an inferred (and optionally slimmed) Graph -> module IR, one handler per op.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,8 @@ struct LowerOptions {
   /// When set, lowering goes on past a node it cannot compile: every such node's error is
   /// appended here (nodes reading its results are skipped), and the first one is returned.
   std::vector<common::Error>* problems = nullptr;
+  /// Custom ops ("domain::Op") -> "module:function": a call of that function (ops_custom.cc).
+  const std::map<std::string, std::string, std::less<>>* custom_ops = nullptr;
 };
 
 /// Lowers a graph whose values all have static shapes (run shapeonnx::infer first). Fails with

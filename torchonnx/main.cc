@@ -20,13 +20,15 @@ struct Args {
   std::string class_name = "Model";
   bool no_slim = false;
   bool rnn_modules = false;
+  bool add_batch_dim = false;
   int64_t batch_size = 1;
   std::vector<std::string> input_shapes;
   std::vector<std::string> sequence_lengths;
   std::vector<std::string> absent;
   bool stats = false;
   bool list_ops = false;
-  std::string report;  ///< --report FILE.md
+  std::string report;                                 ///< --report FILE.md
+  std::vector<std::string> custom_ops, custom_types;  ///< --custom-op, --custom-op-shape
 };
 
 // Prints a failed conversion: the one-line error when it is the only problem, else every node
@@ -96,6 +98,24 @@ common::Result<std::map<std::string, int64_t>> parse_sequence_lengths(
   return out;
 }
 
+// Parses every --custom-op DOMAIN::OP=MODULE:FUNCTION and --custom-op-shape into `options`.
+common::Status parse_custom_ops(const Args& args, torchonnx::ConvertOptions& options) {
+  for (const std::string& text : args.custom_ops) {
+    ASSIGN_OR_RETURN(auto op, shapeonnx::parse_custom_op(text));
+    if (op.second.empty()) {
+      return common::Error{"", "", "",
+                           "--custom-op expects DOMAIN::OP=MODULE:FUNCTION, got '" + text + "'"};
+    }
+    if (!options.custom_ops.emplace(op.first, op.second).second) {
+      return common::Error{"", "", "", "--custom-op given twice for '" + op.first + "'"};
+    }
+  }
+  shapeonnx::CustomOps types;
+  RETURN_IF_ERROR(shapeonnx::parse_custom_flags({}, args.custom_types, types));
+  options.custom_types = types.types;
+  return {};
+}
+
 int run(const Args& args) {
   if (!torchonnx::is_valid_class_name(args.class_name)) {
     return common::report_error(
@@ -115,10 +135,13 @@ int run(const Args& args) {
   options.class_name = args.class_name;
   options.slim = !args.no_slim;
   options.rnn_modules = args.rnn_modules;
+  options.add_batch_dim = args.add_batch_dim;
   options.batch_size = args.batch_size;
   options.input_shapes = *shapes;
   options.sequence_lengths = *lengths;
   options.absent_inputs.insert(args.absent.begin(), args.absent.end());
+  if (auto s = parse_custom_ops(args, options); !s.ok())
+    return common::report_error("torchonnx", s.error());
   torchonnx::StemAllocator stems;
   bool ok = true;
   std::string markdown;
@@ -160,11 +183,22 @@ static int main_body(int argc, char** argv) {
                "RNN/GRU/LSTM as nn.RNN/nn.GRU/nn.LSTM layers where they compute the same (faster, "
                "but torch.vmap cannot batch them); default: a method looping over the time steps");
   common::add_shape_options(app, args.batch_size, args.input_shapes);
+  app.add_flag("--add-batch-dim", args.add_batch_dim,
+               "inputs declared without a batch dim get a leading dim N, where the model first "
+               "adds a unit dim to them (Reshape to [1, ...], Unsqueeze at 0); that dim becomes "
+               "the batch");
   app.add_option("--sequence-length", args.sequence_lengths,
                  "NAME=N: a sequence input holds N tensors (of its declared element shape, or "
                  "--input-shape NAME=...); forward takes it as a list");
   app.add_option("--absent", args.absent,
                  "NAME: an optional input that holds no value (forward takes None there)");
+  app.add_option("--custom-op", args.custom_ops,
+                 "DOMAIN::OP=MODULE:FUNCTION: nodes of that op become a call "
+                 "MODULE.FUNCTION(inputs..., **attributes) after `import MODULE` (repeatable); "
+                 "output types from the model's value_info or --custom-op-shape");
+  app.add_option("--custom-op-shape", args.custom_types,
+                 "NAME=DTYPE[D0,D1,...]: the type of a custom op's output NAME (a name as D0, e.g. "
+                 "N: the batch dim)");
   app.add_flag(
       "--stats", args.stats,
       "print one JSON line {\"model\", \"nodes\", \"nodes_after\", \"ms\"} per model on stderr");

@@ -75,6 +75,7 @@ struct Module {
   std::vector<Statement> body;
   std::vector<Method> methods;
   std::vector<std::string> outputs;  ///< returned expressions, in graph-output order
+  std::vector<std::string> imports;  ///< modules of custom-op functions (`import <module>`)
 };
 
 }  // namespace torchonnx

@@ -27,10 +27,12 @@ std::string cell(std::string text) {
 
 }  // namespace
 
-std::vector<common::Error> unsupported_nodes(const common::Graph& graph) {
+std::vector<common::Error> unsupported_nodes(
+    const common::Graph& graph, const std::map<std::string, std::string, std::less<>>& custom) {
   const std::vector<std::string>& expanded = shapeonnx::expanded_ops();
   std::vector<common::Error> out;
   for (const common::Node& node : graph.nodes) {
+    if (!default_domain(node.domain) && custom.count(op_key(node))) continue;
     const bool known_domain =
         default_domain(node.domain) || shapeonnx::is_training_op(node.domain, node.op_type);
     if (!known_domain) {
@@ -139,6 +141,14 @@ std::string markdown(const ConvertReport& r) {
   md += "\n## Op types (loaded model)\n\n| op | nodes |\n|---|---|\n";
   for (const auto& [op, n] : r.op_counts)
     md += "| " + cell(op) + " | " + std::to_string(n) + " |\n";
+  if (!r.custom_ops.empty()) {
+    md += "\n## Custom ops (declared)\n\n| op | Python function | nodes |\n|---|---|---|\n";
+    for (const auto& [op, target] : r.custom_ops) {
+      auto it = r.op_counts.find(op);
+      md += "| " + cell(op) + " | " + cell(target) + " | " +
+            std::to_string(it == r.op_counts.end() ? 0 : it->second) + " |\n";
+    }
+  }
   md += "\n## Inputs\n\n";
   for (const std::string& p : r.inputs) md += "- `" + cell(p) + "`\n";
   md += "\n## Outputs\n\n";

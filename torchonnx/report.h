@@ -22,10 +22,13 @@ struct ConvertReport {
   std::map<std::string, int64_t> slim_rewrites;  ///< slimonnx pass -> rewrites
   std::vector<std::string> inputs, outputs;      ///< "name: float32 [1, 5]"
   std::vector<common::Error> problems;           ///< every node that cannot be compiled, in order
+  std::map<std::string, std::string, std::less<>> custom_ops;  ///< declared: op -> module:function
 };
 
-/// Nodes of ops torchonnx has no lowering for (another domain, or no handler), in graph order.
-std::vector<common::Error> unsupported_nodes(const common::Graph& graph);
+/// Nodes of ops torchonnx has no lowering for (another domain, or no handler), in graph order;
+/// the declared custom ops ("domain::Op" keys) have one.
+std::vector<common::Error> unsupported_nodes(
+    const common::Graph& graph, const std::map<std::string, std::string, std::less<>>& custom = {});
 
 /// Removes the nodes named in `problems` and every node that reads their results, so that the
 /// rest of the graph can still be checked; graph outputs no longer computed are dropped.

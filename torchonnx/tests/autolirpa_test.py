@@ -22,6 +22,8 @@ SHARED = os.path.join(ROOT, "..", "shared")
 BENCH = os.path.join(SHARED, "vnncomp2024", "benchmarks")
 LIRPA = os.path.join(SHARED, "clients", "auto_LiRPA-0.5.0")
 TORCHONNX = os.environ.get("TORCHONNX", os.path.join(ROOT, "build", "torchonnx", "torchonnx"))
+PROPDAG = os.environ.get("PROPDAG", os.path.join(ROOT, "build", "propdag", "propdag"))
+SLIMONNX = os.environ.get("SLIMONNX", os.path.join(ROOT, "build", "slimonnx", "slimonnx"))
 
 pytest.importorskip("tqdm")
 pytest.importorskip("appdirs")
@@ -75,3 +77,56 @@ def test_autolirpa_bounds(tmp_path, bench, model, form, ibp, crown):
     assert row["ibp"] in ibp, row["ibp"]
     if crown:
         assert row["crown"] == "ok", row["crown"]
+
+
+def test_batch_free_model_with_add_batch_dim(tmp_path):
+    """pensieve_small_parallel is declared [12, 8] and reshapes itself to [1, 12, 8]: as declared,
+    auto_LiRPA takes its 12 rows for a batch. With --add-batch-dim the input is [N, 12, 8], one
+    sample per box, and the bounds are of the one output of that sample."""
+    from vnncomp import discover
+    entries = [e for e in discover.from_benchmarks(BENCH, ("nn4sys_2023",))
+               if e.model.endswith("pensieve_small_parallel.onnx.gz") and not e.missing]
+    if not entries:
+        pytest.skip("pensieve_small_parallel absent")
+    row = SWEEP.run_one(entries[0], TORCHONNX, str(tmp_path), _Args, ["--add-batch-dim"])
+    code = open(next(tmp_path.glob("*.py"))).read()
+    assert "float [N, 12, 8]" in code and "reshape(1, 12, 8)" not in code
+    assert row["built"], row.get("error")
+    assert row["ibp"] == "ok" and row["crown"] == "ok", (row["ibp"], row["crown"])
+    assert len(row["ibp_lb"]) == 1  # one sample's one output
+
+
+# IBP is one method: auto_LiRPA's float32 bounds on the generated code and propdag's float64 ones
+# on the graph that code computes (slimonnx's rewrite) agree up to rounding; propdag's bounds on
+# the model as given enclose them (slimonnx merges tllverifybench's consecutive affine layers,
+# which tightens IBP by 40%). The sweep's --propdag --slimonnx counts every shared model.
+THREE_WAY = [
+    ("acasxu_2023", "ACASXU_run2a_1_1_batch_2000.onnx.gz"),
+    ("tllverifybench_2023", "tllBench_n=2_N=M=16_m=1_instance_1_0.onnx.gz"),
+]
+
+
+@pytest.mark.parametrize("bench,model", THREE_WAY, ids=[c[1] for c in THREE_WAY])
+def test_ibp_agrees_with_propdag(tmp_path, bench, model):
+    if not os.path.exists(PROPDAG) or not os.path.exists(SLIMONNX):
+        pytest.skip("propdag or slimonnx not built")
+    from vnncomp import discover
+    entries = [e for e in discover.from_benchmarks(BENCH, (bench,)) if e.model.endswith(model)]
+    if not entries or entries[0].missing:
+        pytest.skip(f"{bench}/{model} absent")
+
+    class Args(_Args):
+        propdag = PROPDAG
+        slimonnx = SLIMONNX
+    row = SWEEP.run_one(entries[0], TORCHONNX, str(tmp_path), Args)
+    assert row["ibp"] == "ok" and row["propdag"] == "ok", (row["ibp"], row["propdag"])
+    assert row["agree"], row["ibp_rel"]
+    assert row["onnx_contains"], row["ibp_rel_onnx"]
+
+
+def test_ibp_comparison_sees_a_difference():
+    assert SWEEP.ibp_rel_diff([1.0, -2.0], [1.0, -2.0]) == 0
+    assert SWEEP.ibp_rel_diff([100.0], [100.0 * (1 + 2 * SWEEP.AGREE_REL)]) > SWEEP.AGREE_REL
+    assert SWEEP.ibp_rel_diff([0.0], [2 * SWEEP.AGREE_REL]) > SWEEP.AGREE_REL
+    assert SWEEP.ibp_rel_diff([1.0], [float("nan")]) == float("inf")
+    assert SWEEP.ibp_rel_diff([1.0], [1.0, 2.0]) == float("inf")

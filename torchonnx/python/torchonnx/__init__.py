@@ -4,6 +4,9 @@
     model = torchonnx.convert("net.onnx")                    # nn.Module, weights loaded, eval mode
     model = torchonnx.convert(onnx_bytes, batch_size=8)      # bytes work too
     py, pth = torchonnx.save("net.onnx", "out/")             # out/net.py and out/net.pth
+    model = torchonnx.convert("m.onnx", custom_ops={"my.domain::Proj": "my_ops:proj"},
+                              custom_op_shapes={"p": "float32[N,3]"})  # calls my_ops.proj(...)
+    model = torchonnx.convert("pensieve.onnx", add_batch_dim=True)  # [12, 8] -> [N, 12, 8]
 
 The tool is found through $TORCHONNX, then the path recorded when this package was built or
 installed (_tool.py), then PATH. Weights are read with torch.load(weights_only=True).
@@ -40,7 +43,27 @@ def tool():
     return exe
 
 
-def _arguments(class_name, batch_size, input_shapes, slim, report):
+def _target(fn):
+    """"module:function" for a custom op: the text itself, or where a function is defined."""
+    if isinstance(fn, str):
+        return fn
+    module, name = getattr(fn, "__module__", None), getattr(fn, "__qualname__", "")
+    if not module or module == "__main__" or not name.isidentifier():
+        raise ValueError(f"custom op function {fn!r} must be a top-level function of an "
+                         "importable module (or give 'module:function')")
+    return f"{module}:{name}"
+
+
+def _type_text(spec):
+    """"float32[N,3]" from that text or from (dtype, dims)."""
+    if isinstance(spec, str):
+        return spec
+    dtype, dims = spec
+    return f"{dtype}[{','.join(str(d) for d in dims)}]"
+
+
+def _arguments(class_name, batch_size, input_shapes, slim, report, custom_ops=None,
+               custom_op_shapes=None, add_batch_dim=False):
     args = ["--class-name", class_name]
     if batch_size is not None:
         args += ["--batch-size", str(int(batch_size))]
@@ -50,15 +73,26 @@ def _arguments(class_name, batch_size, input_shapes, slim, report):
         args.append("--no-slim")
     if report:
         args += ["--report", os.fspath(report)]
+    for op, fn in (custom_ops or {}).items():
+        args.append(f"--custom-op={op}={_target(fn)}")
+    for name, spec in (custom_op_shapes or {}).items():
+        args.append(f"--custom-op-shape={name}={_type_text(spec)}")
+    if add_batch_dim:
+        args.append("--add-batch-dim")
     return args
 
 
 def save(model, out_dir, *, class_name="Model", batch_size=None, input_shapes=None, slim=True,
-         report=None):
+         report=None, custom_ops=None, custom_op_shapes=None, add_batch_dim=False):
     """Converts `model` (a path, or the bytes of an ONNX model) into out_dir/<stem>.py and .pth.
 
     Returns (py_path, pth_path). `input_shapes` maps input names to full shapes; `report` names a
-    Markdown report file to write (also when the conversion fails). Raises ConversionError.
+    Markdown report file to write (also when the conversion fails). `custom_ops` maps
+    "domain::Op" to "module:function" or to the function itself (defined at the top level of an
+    importable module); `custom_op_shapes` maps output names of such ops to "float32[N,3]" or
+    (dtype, dims) where the model declares no type (--custom-op, --custom-op-shape).
+    `add_batch_dim` gives inputs declared without a batch dim one (--add-batch-dim).
+    Raises ConversionError.
     """
     with tempfile.TemporaryDirectory(prefix="torchonnx_") as tmp:
         if isinstance(model, (bytes, bytearray, memoryview)):
@@ -68,7 +102,8 @@ def save(model, out_dir, *, class_name="Model", batch_size=None, input_shapes=No
         else:
             path = os.fspath(model)
         cmd = [tool(), path, "-o", os.fspath(out_dir),
-               *_arguments(class_name, batch_size, input_shapes, slim, report)]
+               *_arguments(class_name, batch_size, input_shapes, slim, report, custom_ops,
+                           custom_op_shapes, add_batch_dim)]
         done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         raise ConversionError(done.stderr.strip() or f"torchonnx exited with {done.returncode}")
@@ -88,9 +123,13 @@ def load(py, pth, class_name="Model"):
 
 
 def convert(model, *, class_name="Model", batch_size=None, input_shapes=None, slim=True,
-            report=None):
-    """An nn.Module computing the ONNX `model` (a path, or bytes); see save() for the options."""
+            report=None, custom_ops=None, custom_op_shapes=None, add_batch_dim=False):
+    """An nn.Module computing the ONNX `model` (a path, or bytes); see save() for the options.
+
+    The modules of custom-op functions must be importable when the module is loaded."""
     with tempfile.TemporaryDirectory(prefix="torchonnx_") as out:
         py, pth = save(model, out, class_name=class_name, batch_size=batch_size,
-                       input_shapes=input_shapes, slim=slim, report=report)
+                       input_shapes=input_shapes, slim=slim, report=report,
+                       custom_ops=custom_ops, custom_op_shapes=custom_op_shapes,
+                       add_batch_dim=add_batch_dim)
         return load(py, pth, class_name)
