@@ -3,13 +3,10 @@
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -99,82 +96,6 @@ Result<std::string> read_input(std::string_view path) {
   if (data.empty()) return file_error(path, "empty input");
   if (is_gzip(data)) return gunzip(data, path);
   return data;
-}
-
-namespace {
-
-// A device or pipe (/dev/null, /dev/stdout, a fifo) is written in place, never renamed over.
-bool is_special_file(const std::string& target) {
-  struct stat st {};
-  if (::stat(target.c_str(), &st) != 0) return false;
-  return S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
-}
-
-Status write_in_place(std::string_view path, std::string_view bytes) {
-  if (path == "-") {
-    std::cout.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    std::cout.flush();
-    if (!std::cout) return file_error(path, "cannot write to stdout");
-    return {};
-  }
-  std::ofstream f{std::string(path), std::ios::binary};
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!f) return file_error(path, "cannot write");
-  return {};
-}
-
-// Writes `bytes` to a temporary file beside `target` and returns its name.
-Result<std::string> write_temporary(const std::string& target, std::string_view bytes) {
-  std::string tmp = target + ".tmp." + std::to_string(::getpid());
-  std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-  if (!f) return file_error(target, std::string("cannot write: ") + std::strerror(errno));
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  f.close();
-  if (!f) {
-    std::remove(tmp.c_str());
-    return file_error(target, "write failed");
-  }
-  return tmp;
-}
-
-}  // namespace
-
-Status write_output_atomic(std::string_view path, std::string_view bytes) {
-  return write_outputs_atomic({{path, bytes}});
-}
-
-Status write_outputs_atomic(
-    const std::vector<std::pair<std::string_view, std::string_view>>& files) {
-  std::vector<std::pair<std::string, std::string>> staged;  // (temporary, target)
-  auto discard = [&](size_t from) {
-    for (size_t i = from; i < staged.size(); ++i) std::remove(staged[i].first.c_str());
-  };
-  for (const auto& [path, bytes] : files) {
-    const std::string target(path);
-    if (path == "-" || is_special_file(target)) continue;
-    Result<std::string> tmp = write_temporary(target, bytes);
-    if (!tmp.ok()) {
-      discard(0);
-      return tmp.error();
-    }
-    staged.emplace_back(*tmp, target);
-  }
-  for (const auto& [path, bytes] : files) {
-    if (path != "-" && !is_special_file(std::string(path))) continue;
-    if (Status s = write_in_place(path, bytes); !s.ok()) {
-      discard(0);
-      return s;
-    }
-  }
-  for (size_t i = 0; i < staged.size(); ++i) {
-    if (std::rename(staged[i].first.c_str(), staged[i].second.c_str()) == 0) continue;
-    const std::string why = std::strerror(errno);
-    discard(i);
-    // The files already renamed would pair with the missing one's older version: remove them.
-    for (size_t j = 0; j < i; ++j) std::remove(staged[j].second.c_str());
-    return file_error(staged[i].second, "cannot rename into place: " + why);
-  }
-  return {};
 }
 
 Result<onnx::ModelProto> parse_model(std::string_view bytes, std::string_view source) {

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/atomic_write.h"
 #include "common/error.h"
 #include "common/graph.h"
 
@@ -18,13 +19,6 @@ namespace common {
 
 /// Reads all bytes of a file or of stdin ("-"), inflating gzip/zlib data transparently.
 Result<std::string> read_input(std::string_view path);
-/// Writes bytes to a path via a temporary file in the same folder + rename, or to stdout ("-").
-Status write_output_atomic(std::string_view path, std::string_view bytes);
-/// Writes several (path, bytes) files all or none: every regular file goes to a temporary first,
-/// and the temporaries are renamed into place only when all are written. A failure leaves none
-/// of them behind (files renamed before a failed rename are removed again).
-Status write_outputs_atomic(
-    const std::vector<std::pair<std::string_view, std::string_view>>& files);
 
 /// Parses an ONNX model from bytes. `source` names it in errors.
 Result<onnx::ModelProto> parse_model(std::string_view bytes, std::string_view source);
