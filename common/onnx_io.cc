@@ -110,31 +110,37 @@ bool is_special_file(const std::string& target) {
   return S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
 }
 
-Status write_in_place(std::string_view path, std::string_view bytes) {
+Status write_in_place(std::string_view path, const StreamWriter& write) {
   if (path == "-") {
-    std::cout.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    const bool written = write(std::cout);
     std::cout.flush();
-    if (!std::cout) return file_error(path, "cannot write to stdout");
+    if (!written || !std::cout) return file_error(path, "cannot write to stdout");
     return {};
   }
   std::ofstream f{std::string(path), std::ios::binary};
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!f) return file_error(path, "cannot write");
+  if (!write(f) || !f) return file_error(path, "cannot write");
   return {};
 }
 
-// Writes `bytes` to a temporary file beside `target` and returns its name.
-Result<std::string> write_temporary(const std::string& target, std::string_view bytes) {
+// Writes what `write` produces to a temporary file beside `target` and returns its name.
+Result<std::string> write_temporary(const std::string& target, const StreamWriter& write) {
   std::string tmp = target + ".tmp." + std::to_string(::getpid());
   std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
   if (!f) return file_error(target, std::string("cannot write: ") + std::strerror(errno));
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  const bool written = write(f);
   f.close();
-  if (!f) {
+  if (!written || !f) {
     std::remove(tmp.c_str());
     return file_error(target, "write failed");
   }
   return tmp;
+}
+
+StreamWriter bytes_writer(std::string_view bytes) {
+  return [bytes](std::ostream& out) {
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    return static_cast<bool>(out);
+  };
 }
 
 }  // namespace
@@ -143,25 +149,36 @@ Status write_output_atomic(std::string_view path, std::string_view bytes) {
   return write_outputs_atomic({{path, bytes}});
 }
 
+Status write_output_atomic(std::string_view path, const StreamWriter& write) {
+  return write_outputs_atomic(
+      std::vector<std::pair<std::string_view, StreamWriter>>{{path, write}});
+}
+
 Status write_outputs_atomic(
     const std::vector<std::pair<std::string_view, std::string_view>>& files) {
+  std::vector<std::pair<std::string_view, StreamWriter>> writers;
+  for (const auto& [path, bytes] : files) writers.emplace_back(path, bytes_writer(bytes));
+  return write_outputs_atomic(writers);
+}
+
+Status write_outputs_atomic(const std::vector<std::pair<std::string_view, StreamWriter>>& files) {
   std::vector<std::pair<std::string, std::string>> staged;  // (temporary, target)
   auto discard = [&](size_t from) {
     for (size_t i = from; i < staged.size(); ++i) std::remove(staged[i].first.c_str());
   };
-  for (const auto& [path, bytes] : files) {
+  for (const auto& [path, write] : files) {
     const std::string target(path);
     if (path == "-" || is_special_file(target)) continue;
-    Result<std::string> tmp = write_temporary(target, bytes);
+    Result<std::string> tmp = write_temporary(target, write);
     if (!tmp.ok()) {
       discard(0);
       return tmp.error();
     }
     staged.emplace_back(*tmp, target);
   }
-  for (const auto& [path, bytes] : files) {
+  for (const auto& [path, write] : files) {
     if (path != "-" && !is_special_file(std::string(path))) continue;
-    if (Status s = write_in_place(path, bytes); !s.ok()) {
+    if (Status s = write_in_place(path, write); !s.ok()) {
       discard(0);
       return s;
     }
@@ -191,19 +208,22 @@ Result<onnx::ModelProto> parse_model(std::string_view bytes, std::string_view so
   return model;
 }
 
-Result<Graph> load_graph(std::string_view path) {
-  ASSIGN_OR_RETURN(std::string bytes, read_input(path));
-  ASSIGN_OR_RETURN(onnx::ModelProto model, parse_model(bytes, path));
-  bytes.clear();
-  bytes.shrink_to_fit();
-  return from_proto(std::move(model), path);
+namespace {
+
+// Serializes straight into the output stream: no copy of the serialized model in memory.
+Status save_model(const onnx::ModelProto& model, std::string_view path) {
+  return write_output_atomic(path,
+                             [&](std::ostream& out) { return model.SerializeToOstream(&out); });
 }
 
+}  // namespace
+
 Status save_graph(const Graph& graph, std::string_view path) {
-  onnx::ModelProto model = to_proto(graph);
-  std::string bytes;
-  if (!model.SerializeToString(&bytes)) return file_error(path, "cannot serialize model");
-  return write_output_atomic(path, bytes);
+  return save_model(to_proto(graph), path);
+}
+
+Status save_graph(Graph&& graph, std::string_view path) {
+  return save_model(to_proto(std::move(graph)), path);
 }
 
 Status check_graph(const Graph& graph, bool full_check) {
