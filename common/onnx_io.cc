@@ -157,6 +157,7 @@ Status write_output_atomic(std::string_view path, const StreamWriter& write) {
 Status write_outputs_atomic(
     const std::vector<std::pair<std::string_view, std::string_view>>& files) {
   std::vector<std::pair<std::string_view, StreamWriter>> writers;
+  writers.reserve(files.size());
   for (const auto& [path, bytes] : files) writers.emplace_back(path, bytes_writer(bytes));
   return write_outputs_atomic(writers);
 }
