@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 namespace common {
@@ -34,31 +35,24 @@ bool written_in_place(std::string_view path) {
   return path == "-" || is_special_file(std::string(path));
 }
 
-// Writes all of `bytes` to `fd`, retrying short writes and interruptions.
-bool write_all(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    bytes.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
-
-Status write_in_place(std::string_view path, std::string_view bytes) {
+Status write_in_place(std::string_view path, const StreamWriter& write) {
   if (path == "-") {
-    std::cout.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    const bool written = write(std::cout);
     std::cout.flush();
-    if (!std::cout) return file_error(path, "cannot write to stdout");
+    if (!written || !std::cout) return file_error(path, "cannot write to stdout");
     return {};
   }
-  const int fd = ::open(std::string(path).c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return file_error(path, "cannot write: " + errno_text());
-  const bool ok = write_all(fd, bytes);
-  const std::string why = errno_text();
-  ::close(fd);
-  if (!ok) return file_error(path, "cannot write: " + why);
+  std::ofstream f(std::string(path), std::ios::binary);
+  if (!f) return file_error(path, "cannot write: " + errno_text());
+  if (!write(f) || !f.flush()) return file_error(path, "cannot write");
   return {};
+}
+
+StreamWriter bytes_writer(std::string_view bytes) {
+  return [bytes](std::ostream& out) {
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    return static_cast<bool>(out);
+  };
 }
 
 // `.NAME.PID-N.tmp` beside `target`.
@@ -81,12 +75,18 @@ Result<std::pair<int, std::string>> create_temporary(const std::string& target) 
   return file_error(target, "cannot write: " + errno_text());
 }
 
-// Writes `bytes` to a new temporary beside `target`, flushed to disk; returns its name.
-Result<std::string> write_temporary(const std::string& target, std::string_view bytes) {
+// Writes what `write` produces to a new temporary beside `target`, flushed to disk (fsync on
+// the descriptor that created it); returns its name.
+Result<std::string> write_temporary(const std::string& target, const StreamWriter& write) {
   Result<std::pair<int, std::string>> created = create_temporary(target);
   if (!created.ok()) return created.error();
   auto [fd, tmp] = std::move(*created);
-  const bool ok = write_all(fd, bytes) && ::fsync(fd) == 0;
+  bool ok = false;
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    ok = f && write(f) && f.flush();
+  }
+  ok = ok && ::fsync(fd) == 0;
   const std::string why = errno_text();
   if (::close(fd) != 0 || !ok) {
     std::remove(tmp.c_str());
@@ -127,24 +127,36 @@ Status write_output_atomic(std::string_view path, std::string_view bytes) {
   return write_outputs_atomic({{path, bytes}});
 }
 
+Status write_output_atomic(std::string_view path, const StreamWriter& write) {
+  return write_outputs_atomic(
+      std::vector<std::pair<std::string_view, StreamWriter>>{{path, write}});
+}
+
 Status write_outputs_atomic(
     const std::vector<std::pair<std::string_view, std::string_view>>& files) {
+  std::vector<std::pair<std::string_view, StreamWriter>> writers;
+  writers.reserve(files.size());
+  for (const auto& [path, bytes] : files) writers.emplace_back(path, bytes_writer(bytes));
+  return write_outputs_atomic(writers);
+}
+
+Status write_outputs_atomic(const std::vector<std::pair<std::string_view, StreamWriter>>& files) {
   Staged staged;
   auto discard = [&] {
     for (const auto& s : staged) std::remove(s.first.c_str());
   };
-  for (const auto& [path, bytes] : files) {
+  for (const auto& [path, write] : files) {
     if (written_in_place(path)) continue;
-    Result<std::string> tmp = write_temporary(std::string(path), bytes);
+    Result<std::string> tmp = write_temporary(std::string(path), write);
     if (!tmp.ok()) {
       discard();
       return tmp.error();
     }
     staged.emplace_back(std::move(*tmp), std::string(path));
   }
-  for (const auto& [path, bytes] : files) {
+  for (const auto& [path, write] : files) {
     if (!written_in_place(path)) continue;
-    if (Status s = write_in_place(path, bytes); !s.ok()) {
+    if (Status s = write_in_place(path, write); !s.ok()) {
       discard();
       return s;
     }

@@ -2,6 +2,8 @@
 // new one: never a partial file.
 #pragma once
 
+#include <functional>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -25,5 +27,11 @@ Status write_output_atomic(std::string_view path, std::string_view bytes);
 /// others beside it are the ones written with it.
 Status write_outputs_atomic(
     const std::vector<std::pair<std::string_view, std::string_view>>& files);
+
+/// Writes the bytes a function puts into a stream (false: it failed), with the same guarantees;
+/// the content never needs to be in memory at once.
+using StreamWriter = std::function<bool(std::ostream&)>;
+Status write_output_atomic(std::string_view path, const StreamWriter& write);
+Status write_outputs_atomic(const std::vector<std::pair<std::string_view, StreamWriter>>& files);
 
 }  // namespace common

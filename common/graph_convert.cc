@@ -222,4 +222,17 @@ onnx::ModelProto to_proto(const Graph& graph) {
   return model;
 }
 
+onnx::ModelProto to_proto(Graph&& graph) {
+  std::vector<std::string> raws;  // in the map's order, which to_proto keeps
+  raws.reserve(graph.initializers.size());
+  for (auto& [name, t] : graph.initializers) {
+    raws.push_back(std::move(t.raw));
+    t.raw.clear();
+  }
+  onnx::ModelProto model = to_proto(graph);
+  auto& inits = *model.mutable_graph()->mutable_initializer();
+  for (int i = 0; i < inits.size(); ++i) inits.Mutable(i)->mutable_raw_data()->swap(raws[i]);
+  return model;
+}
+
 }  // namespace common

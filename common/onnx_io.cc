@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -112,19 +113,22 @@ Result<onnx::ModelProto> parse_model(std::string_view bytes, std::string_view so
   return model;
 }
 
-Result<Graph> load_graph(std::string_view path) {
-  ASSIGN_OR_RETURN(std::string bytes, read_input(path));
-  ASSIGN_OR_RETURN(onnx::ModelProto model, parse_model(bytes, path));
-  bytes.clear();
-  bytes.shrink_to_fit();
-  return from_proto(std::move(model), path);
+namespace {
+
+// Serializes straight into the output stream: no copy of the serialized model in memory.
+Status save_model(const onnx::ModelProto& model, std::string_view path) {
+  return write_output_atomic(path,
+                             [&](std::ostream& out) { return model.SerializeToOstream(&out); });
 }
 
+}  // namespace
+
 Status save_graph(const Graph& graph, std::string_view path) {
-  onnx::ModelProto model = to_proto(graph);
-  std::string bytes;
-  if (!model.SerializeToString(&bytes)) return file_error(path, "cannot serialize model");
-  return write_output_atomic(path, bytes);
+  return save_model(to_proto(graph), path);
+}
+
+Status save_graph(Graph&& graph, std::string_view path) {
+  return save_model(to_proto(std::move(graph)), path);
 }
 
 Status check_graph(const Graph& graph, bool full_check) {

@@ -28,16 +28,25 @@ Result<onnx::ModelProto> parse_model(std::string_view bytes, std::string_view so
 Result<Graph> from_proto(onnx::ModelProto&& model, std::string_view source);
 /// The IR as a model: value_info carries every known intermediate dtype/shape.
 onnx::ModelProto to_proto(const Graph& graph);
+/// The same, moving the initializers' bytes out of `graph` instead of copying them (its
+/// initializers are left without content).
+onnx::ModelProto to_proto(Graph&& graph);
 
 /// A TensorProto's content (raw_data or typed fields; external data is not supported).
 Result<Tensor> tensor_from_proto(const onnx::TensorProto& proto);
 /// Moves a tensor into a TensorProto (raw_data).
 void tensor_to_proto(Tensor tensor, onnx::TensorProto* proto);
 
-/// read_input + parse_model + from_proto.
+/// Reads and parses a model from a file or stdin ("-"), inflating gzip data, as one stream: the
+/// file's bytes are never held in memory beside the parsed message (onnx_read.cc). The same
+/// errors as read_input + parse_model.
+Result<onnx::ModelProto> read_model(std::string_view path);
+/// read_model + from_proto.
 Result<Graph> load_graph(std::string_view path);
-/// to_proto + serialize + write_output_atomic.
+/// to_proto + serialize + write_output_atomic; the serialized model is streamed to the file.
 Status save_graph(const Graph& graph, std::string_view path);
+/// The same without a copy of the weights: `graph`'s initializers are moved out (see to_proto).
+Status save_graph(Graph&& graph, std::string_view path);
 
 /// Runs ONNX's checker on the IR (as a model); full_check adds ONNX's own shape inference.
 Status check_graph(const Graph& graph, bool full_check = false);

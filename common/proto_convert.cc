@@ -13,12 +13,15 @@ namespace {
 template <class Field>
 void pack(const Field& field, Tensor& t) {
   const Dims flat{static_cast<int64_t>(field.size())};
-  if (t.dtype == DType::kFloat16 || t.dtype == DType::kBFloat16) {  // int32_data: 16-bit patterns
+  using Elem = std::decay_t<decltype(*field.begin())>;
+  // int32_data of a 16-bit float holds its bit patterns; float values (a damaged file) are
+  // converted as values below, never cast to integers.
+  const bool half = t.dtype == DType::kFloat16 || t.dtype == DType::kBFloat16;
+  if (half && !std::is_floating_point_v<Elem>) {
     std::vector<int64_t> bits(field.begin(), field.end());
     t.raw = Tensor::from_int64(bits, flat, DType::kUInt16).raw;
     return;
   }
-  using Elem = std::decay_t<decltype(*field.begin())>;
   if constexpr (std::is_floating_point_v<Elem>) {
     t.raw = Tensor::from_double(std::vector<double>(field.begin(), field.end()), flat, t.dtype).raw;
   } else {

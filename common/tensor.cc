@@ -3,6 +3,7 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 namespace common {
 
@@ -102,6 +103,23 @@ void store(std::string& raw, int64_t i, T v) {
 }
 
 // Writes element i of a tensor of any numeric dtype from a double or int64 source.
+// A value as the integer type T: a floating one truncated and saturated at T's range, NaN as 0
+// (a plain cast of a floating value out of T's range is undefined behaviour).
+template <class T, class S>
+T to_integer(S v) {
+  if constexpr (std::is_floating_point_v<S>) {
+    if (std::isnan(v)) return 0;
+    // Both bounds are powers of two (or one less): as doubles, min is exact and max rounds up.
+    if (static_cast<double>(v) <= static_cast<double>(std::numeric_limits<T>::min())) {
+      return std::numeric_limits<T>::min();
+    }
+    if (static_cast<double>(v) >= static_cast<double>(std::numeric_limits<T>::max())) {
+      return std::numeric_limits<T>::max();
+    }
+  }
+  return static_cast<T>(v);
+}
+
 template <class S>
 void put(Tensor& t, int64_t i, S v) {
   switch (t.dtype) {
@@ -114,23 +132,23 @@ void put(Tensor& t, int64_t i, S v) {
     case DType::kBFloat16:
       return store(t.raw, i, float_to_bfloat16(static_cast<float>(v)));
     case DType::kInt8:
-      return store(t.raw, i, static_cast<int8_t>(v));
+      return store(t.raw, i, to_integer<int8_t>(v));
     case DType::kUInt8:
-      return store(t.raw, i, static_cast<uint8_t>(v));
+      return store(t.raw, i, to_integer<uint8_t>(v));
     case DType::kBool:
       return store(t.raw, i, static_cast<uint8_t>(v != 0));
     case DType::kInt16:
-      return store(t.raw, i, static_cast<int16_t>(v));
+      return store(t.raw, i, to_integer<int16_t>(v));
     case DType::kUInt16:
-      return store(t.raw, i, static_cast<uint16_t>(v));
+      return store(t.raw, i, to_integer<uint16_t>(v));
     case DType::kInt32:
-      return store(t.raw, i, static_cast<int32_t>(v));
+      return store(t.raw, i, to_integer<int32_t>(v));
     case DType::kUInt32:
-      return store(t.raw, i, static_cast<uint32_t>(v));
+      return store(t.raw, i, to_integer<uint32_t>(v));
     case DType::kInt64:
-      return store(t.raw, i, static_cast<int64_t>(v));
+      return store(t.raw, i, to_integer<int64_t>(v));
     case DType::kUInt64:
-      return store(t.raw, i, static_cast<uint64_t>(v));
+      return store(t.raw, i, to_integer<uint64_t>(v));
     default:
       return;
   }

@@ -21,6 +21,9 @@ using common::Error;
 using common::Result;
 
 constexpr size_t kMaxDisjuncts = 100000;
+// Lists nest a few levels in VNN-LIB; the reader recurses once per level, so a file nesting
+// deeper (a damaged or hostile one) is refused before the stack runs out.
+constexpr int kMaxDepth = 1000;
 
 struct Sexp {
   std::string atom;  // empty for a list
@@ -72,11 +75,16 @@ class Parser {
       s.atom = std::string(text_.substr(start, pos_ - start));
       return s;
     }
+    if (depth_ >= kMaxDepth) {
+      return error(line_, "lists nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    }
     ++pos_;
+    ++depth_;
     while (skip(), pos_ < text_.size() && text_[pos_] != ')') {
       ASSIGN_OR_RETURN(Sexp item, one());
       s.items.push_back(std::move(item));
     }
+    --depth_;
     if (pos_ >= text_.size()) return error(s.line, "unclosed '('");
     ++pos_;
     return s;
@@ -85,6 +93,7 @@ class Parser {
   std::string_view text_, source_;
   size_t pos_ = 0;
   int line_ = 1;
+  int depth_ = 0;
 };
 
 // sum(coef * var) + constant; variables keyed as 'X'/'Y' and index.

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <utility>
 
 #include "common/cli.h"
 #include "common/cli_app.h"
@@ -100,7 +101,7 @@ int infer_and_save(const Args& args, Report& report) {
     const auto st = shapeonnx::stats(*graph);
     report.values = st.values;
     report.static_values = st.static_values;
-    s = common::save_graph(*graph, args.output);
+    s = common::save_graph(std::move(*graph), args.output);
   }
   if (!s.ok()) {
     report.problem = s.error();

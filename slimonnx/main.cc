@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/cli.h"
@@ -64,7 +65,7 @@ int run(const Args& args) {
     return common::report_error("slimonnx", s.error());
   auto report = slimonnx::run(*graph, {args.passes, args.disable});
   if (!report.ok()) return common::report_error("slimonnx", report.error());
-  if (auto s = common::save_graph(*graph, args.output); !s.ok()) {
+  if (auto s = common::save_graph(std::move(*graph), args.output); !s.ok()) {
     return common::report_error("slimonnx", s.error());
   }
   if (args.stats) {

@@ -154,8 +154,9 @@ BOX = "".join(f"(declare-const X_{i} Real)\n" for i in range(4)) + "".join(
     (BOX + "(assert (<= Y_0 1)))\n", "unexpected ')'"),
     (BOX + "(assert (<= Y_0 foo))\n", "unknown term 'foo'"),
     ("(declare-const X_0 Real)\n(assert (<= X_0 1))\n", "input X_0 is not bounded"),
+    (BOX + "(assert " + "(" * 100000 + ")" * 100001 + "\n", ":17: lists nested deeper than 1000"),
 ], ids=["undeclared-input", "undeclared-output", "unclosed", "extra-paren", "unknown-term",
-        "unbounded"])
+        "unbounded", "nested-deep"])
 def test_bad_vnnlib_is_one_line_exit_2(text, needle, tmp_path):
     propdag = os.path.join(BUILD, "propdag", "propdag")
     if not os.path.exists(propdag):

@@ -167,10 +167,17 @@ common::Result<Converted> convert_file(std::string_view path, const ConvertOptio
 common::Status write_converted(const Converted& converted, std::string_view dir,
                                std::string_view stem) {
   const std::string base = std::string(dir) + "/" + std::string(stem);
-  ASSIGN_OR_RETURN(std::string weights, torch_save_bytes(state_dict(converted.module)));
+  ASSIGN_OR_RETURN(TorchArchive archive, torch_archive(state_dict(converted.module)));
   // Both or neither: a .pth without its .py (or beside an older one) would not load as a pair.
+  // The archive streams into its file: the weights are not copied into one more buffer.
   const std::string pth = base + ".pth", py = base + ".py";
-  return common::write_outputs_atomic({{pth, weights}, {py, converted.python}});
+  const std::vector<std::pair<std::string_view, common::StreamWriter>> files{
+      {pth, [&](std::ostream& out) { return write_torch_archive(archive, out); }},
+      {py, [&](std::ostream& out) {
+         out.write(converted.python.data(), static_cast<std::streamsize>(converted.python.size()));
+         return static_cast<bool>(out);
+       }}};
+  return common::write_outputs_atomic(files);
 }
 
 }  // namespace torchonnx

@@ -3,6 +3,9 @@
 #include <zlib.h>
 
 #include <cstdint>
+#include <ostream>
+#include <sstream>
+#include <string_view>
 
 #include "common/onnx_io.h"
 
@@ -122,62 +125,69 @@ common::Status pickle_tensor(Pickler& p, const Tensor& t, const std::string& key
 // A zip archive of STORED entries (no compression), data aligned to 64 bytes.
 class ZipWriter {
  public:
+  explicit ZipWriter(std::ostream& out) : out_(out) {}
+
   void add(const std::string& name, std::string_view data) {
-    const uint64_t offset = out_.size();
+    const uint64_t offset = size_;
     const uint32_t crc = crc32(0, reinterpret_cast<const Bytef*>(data.data()), data.size());
     const size_t unpadded = offset + 30 + name.size() + 4;
     const size_t pad = (64 - unpadded % 64) % 64;
-    put_le(out_, 0x04034b50, 4);
-    put_le(out_, 20, 2);    // version needed
-    put_le(out_, 0, 2);     // flags
-    put_le(out_, 0, 2);     // stored
-    put_le(out_, 0, 2);     // time
-    put_le(out_, 0x21, 2);  // date: 1980-01-01, fixed for byte-identical output
-    put_le(out_, crc, 4);
-    put_le(out_, data.size(), 4);
-    put_le(out_, data.size(), 4);
-    put_le(out_, name.size(), 2);
-    put_le(out_, 4 + pad, 2);
-    out_ += name;
-    put_le(out_, 0x4246, 2);  // extra field "FB": padding, as torch writes it
-    put_le(out_, pad, 2);
-    out_.append(pad, 'Z');
-    out_.append(data);
+    std::string h;
+    put_le(h, 0x04034b50, 4);
+    put_le(h, 20, 2);    // version needed
+    put_le(h, 0, 2);     // flags
+    put_le(h, 0, 2);     // stored
+    put_le(h, 0, 2);     // time
+    put_le(h, 0x21, 2);  // date: 1980-01-01, fixed for byte-identical output
+    put_le(h, crc, 4);
+    put_le(h, data.size(), 4);
+    put_le(h, data.size(), 4);
+    put_le(h, name.size(), 2);
+    put_le(h, 4 + pad, 2);
+    h += name;
+    put_le(h, 0x4246, 2);  // extra field "FB": padding, as torch writes it
+    put_le(h, pad, 2);
+    h.append(pad, 'Z');
+    write(h);
+    write(data);
     entries_.push_back({name, crc, data.size(), offset});
   }
 
-  std::string finish() {
-    const uint64_t cd_offset = out_.size();
+  // Writes the central directory; false when the stream failed.
+  bool finish() {
+    const uint64_t cd_offset = size_;
+    std::string cd;
     for (const Entry& e : entries_) {
-      put_le(out_, 0x02014b50, 4);
-      put_le(out_, 20, 2);  // made by
-      put_le(out_, 20, 2);  // needed
-      put_le(out_, 0, 2);
-      put_le(out_, 0, 2);
-      put_le(out_, 0, 2);
-      put_le(out_, 0x21, 2);
-      put_le(out_, e.crc, 4);
-      put_le(out_, e.size, 4);
-      put_le(out_, e.size, 4);
-      put_le(out_, e.name.size(), 2);
-      put_le(out_, 0, 2);  // extra
-      put_le(out_, 0, 2);  // comment
-      put_le(out_, 0, 2);  // disk
-      put_le(out_, 0, 2);  // internal attributes
-      put_le(out_, 0, 4);  // external attributes
-      put_le(out_, e.offset, 4);
-      out_ += e.name;
+      put_le(cd, 0x02014b50, 4);
+      put_le(cd, 20, 2);  // made by
+      put_le(cd, 20, 2);  // needed
+      put_le(cd, 0, 2);
+      put_le(cd, 0, 2);
+      put_le(cd, 0, 2);
+      put_le(cd, 0x21, 2);
+      put_le(cd, e.crc, 4);
+      put_le(cd, e.size, 4);
+      put_le(cd, e.size, 4);
+      put_le(cd, e.name.size(), 2);
+      put_le(cd, 0, 2);  // extra
+      put_le(cd, 0, 2);  // comment
+      put_le(cd, 0, 2);  // disk
+      put_le(cd, 0, 2);  // internal attributes
+      put_le(cd, 0, 4);  // external attributes
+      put_le(cd, e.offset, 4);
+      cd += e.name;
     }
-    const uint64_t cd_size = out_.size() - cd_offset;
-    put_le(out_, 0x06054b50, 4);
-    put_le(out_, 0, 2);
-    put_le(out_, 0, 2);
-    put_le(out_, entries_.size(), 2);
-    put_le(out_, entries_.size(), 2);
-    put_le(out_, cd_size, 4);
-    put_le(out_, cd_offset, 4);
-    put_le(out_, 0, 2);
-    return std::move(out_);
+    const uint64_t cd_size = cd.size();
+    put_le(cd, 0x06054b50, 4);
+    put_le(cd, 0, 2);
+    put_le(cd, 0, 2);
+    put_le(cd, entries_.size(), 2);
+    put_le(cd, entries_.size(), 2);
+    put_le(cd, cd_size, 4);
+    put_le(cd, cd_offset, 4);
+    put_le(cd, 0, 2);
+    write(cd);
+    return static_cast<bool>(out_);
   }
 
  private:
@@ -187,7 +197,12 @@ class ZipWriter {
     uint64_t size;
     uint64_t offset;
   };
-  std::string out_;
+  void write(std::string_view bytes) {
+    out_.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    size_ += bytes.size();
+  }
+  std::ostream& out_;
+  uint64_t size_ = 0;
   std::vector<Entry> entries_;
 };
 
@@ -202,7 +217,7 @@ std::vector<std::pair<std::string, const Tensor*>> state_dict(const Module& modu
   return out;
 }
 
-common::Result<std::string> torch_save_bytes(
+common::Result<TorchArchive> torch_archive(
     const std::vector<std::pair<std::string, const Tensor*>>& entries) {
   uint64_t total = 0;
   for (const auto& [key, t] : entries) total += t->raw.size();
@@ -213,25 +228,41 @@ common::Result<std::string> torch_save_bytes(
   p.proto();
   p.ordered_dict();
   p.op(kMark);
+  TorchArchive archive;
   for (size_t i = 0; i < entries.size(); ++i) {
     p.str(entries[i].first);
     RETURN_IF_ERROR(pickle_tensor(p, *entries[i].second, std::to_string(i)));
+    archive.tensors.push_back(entries[i].second);
   }
   p.op(kSetItems);
   p.op(kStop);
-  ZipWriter zip;
-  zip.add("archive/data.pkl", p.bytes());
+  archive.pickle = p.bytes();
+  return archive;
+}
+
+bool write_torch_archive(const TorchArchive& archive, std::ostream& out) {
+  ZipWriter zip(out);
+  zip.add("archive/data.pkl", archive.pickle);
   zip.add("archive/byteorder", "little");
-  for (size_t i = 0; i < entries.size(); ++i) {
-    zip.add("archive/data/" + std::to_string(i), entries[i].second->raw);
+  for (size_t i = 0; i < archive.tensors.size(); ++i) {
+    zip.add("archive/data/" + std::to_string(i), archive.tensors[i]->raw);
   }
   zip.add("archive/version", "3\n");
   return zip.finish();
 }
 
+common::Result<std::string> torch_save_bytes(
+    const std::vector<std::pair<std::string, const Tensor*>>& entries) {
+  ASSIGN_OR_RETURN(TorchArchive archive, torch_archive(entries));
+  std::ostringstream out;
+  if (!write_torch_archive(archive, out)) return common::Error{"", "", "", "cannot write weights"};
+  return std::move(out).str();
+}
+
 common::Status write_weights(const Module& module, std::string_view path) {
-  ASSIGN_OR_RETURN(std::string bytes, torch_save_bytes(state_dict(module)));
-  return common::write_output_atomic(path, bytes);
+  ASSIGN_OR_RETURN(TorchArchive archive, torch_archive(state_dict(module)));
+  return common::write_output_atomic(
+      path, [&](std::ostream& out) { return write_torch_archive(archive, out); });
 }
 
 }  // namespace torchonnx

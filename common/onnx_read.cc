@@ -1,0 +1,194 @@
+// Loading a model from a file or stdin as a stream: the file's bytes (inflated when gzip) go
+// straight into the protobuf parser, so a model is never in memory twice (bytes and message).
+#include <fcntl.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <onnx/onnx_pb.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/onnx_io.h"
+
+namespace common {
+
+namespace {
+
+Error file_error(std::string_view path, std::string message) {
+  return Error{std::string(path), "", "", std::move(message)};
+}
+
+// Protobuf reads no message past 2 GiB; inflating further only costs time (a gzip bomb).
+constexpr uint64_t kMaxInflated = std::numeric_limits<int>::max();
+
+// The bytes of a file descriptor, inflated when they start as gzip (all concatenated members).
+// A failure ends the stream (Read returns -1) and is kept in `error`.
+class SourceStream : public google::protobuf::io::CopyingInputStream {
+ public:
+  SourceStream(int fd, std::string_view path) : fd_(fd), path_(path), in_(1 << 16) {}
+  ~SourceStream() override {
+    if (gzip_) inflateEnd(&zs_);
+  }
+  SourceStream(const SourceStream&) = delete;
+  SourceStream& operator=(const SourceStream&) = delete;
+
+  // Reads the first bytes and decides plain or gzip; false (with `error`) when there are none.
+  bool start() {
+    if (!fill()) return false;
+    if (avail_ == 0) return fail("empty input");
+    gzip_ = avail_ >= 2 && static_cast<unsigned char>(in_[0]) == 0x1f &&
+            static_cast<unsigned char>(in_[1]) == 0x8b;
+    if (gzip_ && inflateInit2(&zs_, 16 + MAX_WBITS) != Z_OK) {
+      gzip_ = false;
+      return fail("zlib init failed");
+    }
+    return true;
+  }
+
+  int Read(void* buffer, int size) override {
+    if (error) return -1;
+    return gzip_ ? inflate_into(static_cast<unsigned char*>(buffer), size)
+                 : copy_into(static_cast<char*>(buffer), size);
+  }
+
+  std::optional<Error> error;
+
+ private:
+  bool fail(std::string message) {
+    error = file_error(path_, std::move(message));
+    return false;
+  }
+  int fail_read(std::string message) {
+    fail(std::move(message));
+    return -1;
+  }
+
+  // Refills `in_` when it is used up; false on a read error. At the end, avail_ stays 0.
+  bool fill() {
+    if (avail_ > 0 || eof_) return true;
+    ssize_t n = 0;
+    do {
+      n = ::read(fd_, in_.data(), in_.size());
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) {
+      if (errno == EISDIR) return fail("cannot read (not a regular file?)");
+      return fail(std::string("read error: ") + std::strerror(errno));
+    }
+    eof_ = n == 0;
+    next_ = in_.data();
+    avail_ = static_cast<size_t>(n);
+    return true;
+  }
+
+  int copy_into(char* out, int size) {
+    if (!fill()) return -1;
+    const size_t n = std::min(avail_, static_cast<size_t>(size));
+    std::memcpy(out, next_, n);
+    next_ += n;
+    avail_ -= n;
+    return static_cast<int>(n);
+  }
+
+  int inflate_into(unsigned char* out, int size) {
+    while (true) {
+      if (!fill()) return -1;
+      if (avail_ == 0 && member_done_) return 0;  // the end, after a complete member
+      if (avail_ == 0) return fail_read("corrupt or truncated gzip data");
+      if (member_done_) {  // another member follows
+        inflateReset(&zs_);
+        member_done_ = false;
+      }
+      zs_.next_in = reinterpret_cast<Bytef*>(next_);
+      zs_.avail_in = static_cast<uInt>(avail_);
+      zs_.next_out = out;
+      zs_.avail_out = static_cast<uInt>(size);
+      const int rc = inflate(&zs_, Z_NO_FLUSH);
+      const bool consumed = zs_.avail_in < avail_;
+      next_ = reinterpret_cast<char*>(zs_.next_in);
+      avail_ = zs_.avail_in;
+      const int produced = size - static_cast<int>(zs_.avail_out);
+      inflated_ += static_cast<uint64_t>(produced);
+      if (inflated_ > kMaxInflated) {
+        return fail_read("gzip data inflates past 2 GiB (the largest model protobuf reads)");
+      }
+      if (rc == Z_STREAM_END) {
+        member_done_ = true;
+      } else if ((rc != Z_OK && rc != Z_BUF_ERROR) || (produced == 0 && !consumed)) {
+        return fail_read("corrupt or truncated gzip data");
+      }
+      if (produced > 0) return produced;
+    }
+  }
+
+  int fd_;
+  std::string path_;
+  std::vector<char> in_;
+  char* next_ = nullptr;
+  size_t avail_ = 0;
+  bool eof_ = false;
+  bool gzip_ = false;
+  bool member_done_ = false;
+  uint64_t inflated_ = 0;
+  z_stream zs_{};
+};
+
+// Closes a file descriptor it opened (not stdin).
+struct FdCloser {
+  int fd;
+  bool owned;
+  ~FdCloser() {
+    if (owned) ::close(fd);
+  }
+};
+
+// Parses the model `stream` carries; a stream error wins over the parser's complaint. After a
+// parse failure the rest of the stream is read, so that corrupt gzip data further on (or data
+// inflating past 2 GiB) is reported as such.
+Result<onnx::ModelProto> parse_stream(SourceStream& source, std::string_view path) {
+  onnx::ModelProto model;
+  bool parsed = false;
+  {
+    google::protobuf::io::CopyingInputStreamAdaptor stream(&source, 1 << 20);
+    parsed = model.ParseFromZeroCopyStream(&stream);
+  }
+  if (!parsed && !source.error) {
+    std::vector<char> scratch(1 << 20);
+    while (source.Read(scratch.data(), static_cast<int>(scratch.size())) > 0) {
+    }
+  }
+  if (source.error) return *source.error;
+  if (!parsed) return file_error(path, "not a valid ONNX model (protobuf parse failed)");
+  if (!model.unknown_fields().empty() || !model.has_graph() || model.ir_version() <= 0) {
+    return file_error(path, "not an ONNX model (no graph or IR version)");
+  }
+  return model;
+}
+
+}  // namespace
+
+Result<onnx::ModelProto> read_model(std::string_view path) {
+  int fd = 0;
+  if (path != "-") {
+    fd = ::open(std::string(path).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return file_error(path, std::string("cannot open: ") + std::strerror(errno));
+  }
+  FdCloser closer{fd, path != "-"};
+  SourceStream source(fd, path);
+  if (!source.start()) return *source.error;
+  return parse_stream(source, path);
+}
+
+Result<Graph> load_graph(std::string_view path) {
+  ASSIGN_OR_RETURN(onnx::ModelProto model, read_model(path));
+  return from_proto(std::move(model), path);
+}
+
+}  // namespace common
