@@ -10,11 +10,19 @@
 #include <optional>
 
 namespace propdag {
-namespace {
 
-// A final backward pass may cost this many times Options::refine_budget before the output keeps
-// its forward bounds instead (large outputs over large convolutions, e.g. TinyYOLO).
-constexpr double kOutputBudget = 50;
+void BoundsReport::add(const BoundsReport& r) {
+  boxes += r.boxes;
+  refined += r.refined;
+  ibp_budget += r.ibp_budget;
+  ibp_deadline += r.ibp_deadline;
+  ibp_option += r.ibp_option;
+  elements_ibp += r.elements_ibp;
+  outputs_forward += r.outputs_forward;
+  largest_skipped = std::max(largest_skipped, r.largest_skipped);
+}
+
+namespace {
 
 // Intersects two sound bounds of the same values. Where rounding makes them cross (both are exact
 // up to rounding, e.g. on a one-point box), the crossed pair is swapped so the result still spans
@@ -28,6 +36,45 @@ void intersect(Interval& a, const Vec& lo, const Vec& hi) {
 }  // namespace
 
 namespace internal {
+
+Refine refine_choice(const Options& options, double cost) {
+  if (!options.refine_intermediate) return Refine::kOption;
+  if (cost > options.refine_budget) return Refine::kBudget;
+  if (options.past_deadline()) return Refine::kDeadline;
+  return Refine::kYes;
+}
+
+void count_refine(const Options& options, Refine choice, double cost, int64_t elements,
+                  int64_t boxes) {
+  BoundsReport* r = options.report;
+  if (r == nullptr) return;
+  switch (choice) {
+    case Refine::kYes:
+      r->refined += boxes;
+      break;
+    case Refine::kBudget:
+      r->ibp_budget += boxes;
+      r->elements_ibp += elements * boxes;
+      r->largest_skipped = std::max(r->largest_skipped, cost);
+      break;
+    case Refine::kDeadline:
+      r->ibp_deadline += boxes;
+      r->elements_ibp += elements * boxes;
+      break;
+    case Refine::kOption:
+      r->ibp_option += boxes;
+      break;
+  }
+}
+
+bool output_affordable(const Options& options, double cost, int64_t boxes) {
+  if (cost <= kOutputBudget * options.refine_budget) return true;
+  if (options.report != nullptr) {
+    options.report->outputs_forward += boxes;
+    options.report->largest_skipped = std::max(options.report->largest_skipped, cost);
+  }
+  return false;
+}
 
 common::Status Crown::forward(const Interval& input, const std::vector<Interval>* prior,
                               const std::vector<NeuronSplit>* splits) {
@@ -47,6 +94,7 @@ common::Status Crown::forward(const Interval& input, const std::vector<Interval>
   offset_.assign(dag.size(), 0);
   Eigen::Index at = 0;
   for (int i : dag.inputs()) offset_[i] = at, at += m_.numel(i);
+  if (opt_.report != nullptr) ++opt_.report->boxes;
   std::vector<char> feeds_nonlinear(dag.size(), 0);
   for (int n = 0; n < dag.size(); ++n)
     if (m_.op(n) && m_.op(n)->nonlinear())
@@ -68,9 +116,15 @@ common::Status Crown::forward(const Interval& input, const std::vector<Interval>
     if (prior != nullptr && static_cast<int>(prior->size()) == dag.size() &&
         (*prior)[n].size() == b_[n].size())
       intersect(b_[n], (*prior)[n].lo, (*prior)[n].hi);
-    if (!narrow_by_splits(n, b_[n]) ||
-        (feeds_nonlinear[n] && opt_.refine_intermediate && cost(n) <= opt_.refine_budget &&
-         !opt_.past_deadline() && !refine(n))) {
+    if (!narrow_by_splits(n, b_[n])) {
+      empty_ = true;
+      return {};
+    }
+    if (!feeds_nonlinear[n]) continue;
+    const double c = cost(n);
+    const Refine choice = refine_choice(opt_, c);
+    count_refine(opt_, choice, c, m_.numel(n), 1);
+    if (choice == Refine::kYes && !refine(n)) {
       empty_ = true;
       return {};
     }
@@ -202,6 +256,35 @@ Interval box_of(const Mat& c, const Interval& y) {
 
 }  // namespace
 
+double default_refine_budget(const Model& model, double total) {
+  const Dag& dag = model.dag();
+  Crown crown(model, Options{});
+  std::vector<char> feeds_nonlinear(dag.size(), 0);
+  for (int n = 0; n < dag.size(); ++n)
+    if (model.op(n) && model.op(n)->nonlinear())
+      for (int p : dag.node(n).preds) feeds_nonlinear[p] = 1;
+  // Per pass: (the smallest budget that lets it run, its cost).
+  std::vector<std::pair<double, double>> passes;
+  for (int n = 0; n < dag.size(); ++n) {
+    const double cost = crown.row_cost(n) * static_cast<double>(model.numel(n));
+    if (feeds_nonlinear[n] && model.op(n) != nullptr) passes.emplace_back(cost, cost);
+  }
+  for (int o : dag.outputs()) {
+    const double cost = crown.row_cost(o) * static_cast<double>(model.numel(o));
+    passes.emplace_back(cost / internal::kOutputBudget, cost);
+  }
+  std::sort(passes.begin(), passes.end());
+  double spent = 0;
+  for (size_t i = 0; i < passes.size(); ++i) {
+    spent += passes[i].second;
+    if (spent <= total) continue;
+    // Passes of the same threshold as the first that does not fit are left out too.
+    while (i > 0 && passes[i - 1].first == passes[i].first) --i;
+    return i > 0 ? passes[i - 1].first : 0;
+  }
+  return std::numeric_limits<double>::infinity();
+}
+
 common::Status check_input(const Model& model, const Interval& input) {
   if (input.size() == model.input_size()) return {};
   return model.graph().error("input box has " + std::to_string(input.size()) +
@@ -247,8 +330,8 @@ common::Result<Interval> linear_bounds(const Model& model, const Interval& input
       return model.graph().error("objective matrix for output " + std::to_string(o) +
                                  " has the wrong size");
     const Eigen::Index judged = io.budget_rows > 0 ? std::min(rows, io.budget_rows) : rows;
-    bool affordable = ibp || crown->row_cost(node) * static_cast<double>(judged) <=
-                                 kOutputBudget * options.refine_budget;
+    bool affordable = ibp || internal::output_affordable(
+                                 options, crown->row_cost(node) * static_cast<double>(judged), 1);
     Interval part;
     if (affordable && !ibp && options.method == Method::kAlpha) {
       part.hi = crown->backward(node, c[o]).hi;
@@ -302,7 +385,7 @@ common::Result<std::vector<Interval>> output_bounds(const Model& model, const In
   RETURN_IF_ERROR(crown.forward(input));
   for (int o : dag.outputs()) {
     Eigen::Index n = model.numel(o);
-    if (crown.row_cost(o) * n > kOutputBudget * options.refine_budget) {
+    if (!internal::output_affordable(options, crown.row_cost(o) * static_cast<double>(n), 1)) {
       out.push_back(crown.bounds(o));  // too costly: the (refined) IBP bounds
       continue;
     }
