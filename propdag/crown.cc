@@ -20,6 +20,7 @@ void BoundsReport::add(const BoundsReport& r) {
   elements_ibp += r.elements_ibp;
   outputs_forward += r.outputs_forward;
   largest_skipped = std::max(largest_skipped, r.largest_skipped);
+  cost += r.cost;
 }
 
 namespace {
@@ -51,6 +52,7 @@ void count_refine(const Options& options, Refine choice, double cost, int64_t el
   switch (choice) {
     case Refine::kYes:
       r->refined += boxes;
+      r->cost += cost * static_cast<double>(boxes);
       break;
     case Refine::kBudget:
       r->ibp_budget += boxes;
@@ -68,7 +70,10 @@ void count_refine(const Options& options, Refine choice, double cost, int64_t el
 }
 
 bool output_affordable(const Options& options, double cost, int64_t boxes) {
-  if (cost <= kOutputBudget * options.refine_budget) return true;
+  if (cost <= kOutputBudget * options.refine_budget) {
+    if (options.report != nullptr) options.report->cost += cost * static_cast<double>(boxes);
+    return true;
+  }
   if (options.report != nullptr) {
     options.report->outputs_forward += boxes;
     options.report->largest_skipped = std::max(options.report->largest_skipped, cost);

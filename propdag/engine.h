@@ -36,6 +36,8 @@ struct BoundsReport {
   /// The largest cost (rows x elements crossed) of a pass left out for the budget: a
   /// refine_budget at least this large (50x for outputs) would have run it.
   double largest_skipped = 0;
+  /// The cost (rows x elements crossed) of the backward passes that ran, summed.
+  double cost = 0;
   /// Whether any bound was cut short (a budget or the deadline).
   bool cut_short() const { return ibp_budget + ibp_deadline + outputs_forward > 0; }
   void add(const BoundsReport& r);
@@ -78,7 +80,7 @@ struct Options {
 
 /// Multiply-adds (rows x elements crossed, summed over passes) that one CROWN bound computation
 /// of default_refine_budget may cost.
-constexpr double kDefaultCrownCost = 4e10;
+constexpr double kDefaultCrownCost = 1e10;
 
 /// A refine_budget for `model`: infinity (full CROWN) when the backward passes of every input of
 /// a nonlinear op and of every output together cost at most `total`; otherwise the largest

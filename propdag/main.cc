@@ -111,7 +111,7 @@ void print_report(const Args& a, const propdag::Options& o, const propdag::Bound
                "{\"crown\": {\"engine\": \"%s\", \"refine_budget\": %s, \"budget_from\": \"%s\", "
                "\"boxes\": %lld, \"refined\": %lld, \"ibp_budget\": %lld, \"ibp_deadline\": %lld, "
                "\"ibp_option\": %lld, \"elements_ibp\": %lld, \"outputs_forward\": %lld, "
-               "\"largest_skipped\": %g, \"cut_short\": %s}}\n",
+               "\"largest_skipped\": %g, \"cost\": %g, \"cut_short\": %s}}\n",
                a.engine.c_str(), budget,
                a.refine_budget >= 0 ? "option"
                : a.verify           ? "verify"
@@ -119,7 +119,7 @@ void print_report(const Args& a, const propdag::Options& o, const propdag::Bound
                static_cast<long long>(r.boxes), static_cast<long long>(r.refined),
                static_cast<long long>(r.ibp_budget), static_cast<long long>(r.ibp_deadline),
                static_cast<long long>(r.ibp_option), static_cast<long long>(r.elements_ibp),
-               static_cast<long long>(r.outputs_forward), r.largest_skipped,
+               static_cast<long long>(r.outputs_forward), r.largest_skipped, r.cost,
                r.cut_short() ? "true" : "false");
 }
 
