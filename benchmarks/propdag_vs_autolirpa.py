@@ -13,7 +13,7 @@ ONNX model with `bounds --method crown` and its default options on the same box 
 float32 as auto_LiRPA's is), and the line printed gives the summed output width of each and their
 ratio (propdag / auto_LiRPA; <= 1 is as tight or tighter), the times and propdag's `--stats` line
 (engine, and any intermediate bounds cut short). Models auto_LiRPA cannot bound are listed with
-its reason. `--lirpa-json FILE` reuses auto_LiRPA rows from FILE when it exists and writes them
+its reason (`--skip-unbounded`: propdag is not run on those). `--lirpa-json FILE` reuses auto_LiRPA rows from FILE when it exists and writes them
 there otherwise, so that propdag can be measured again without auto_LiRPA.
 """
 
@@ -99,6 +99,8 @@ def measure(entry, args, cached):
             row = tal.run_one(entry, args.torchonnx, out, args)
             row["s"] = round(time.time() - t, 1)
     row = dict(row)
+    if args.skip_unbounded and row.get("crown") != "ok":
+        return row
     lo, hi = first_box(entry)
     with tempfile.TemporaryDirectory(prefix="box_") as d:
         box = os.path.join(d, "box.vnnlib")
@@ -137,6 +139,8 @@ def main(argv=None):
     p.add_argument("--memory-gb", type=float, default=6.0, help="auto_LiRPA's address space")
     p.add_argument("--lirpa-json", help="auto_LiRPA rows: read if present, else written")
     p.add_argument("--propdag-arg", action="append", default=[], help="extra propdag argument")
+    p.add_argument("--skip-unbounded", action="store_true",
+                   help="run propdag only where auto_LiRPA's CROWN bounded the model")
     p.add_argument("--json", help="write the rows here")
     args = p.parse_args(argv)
     cached = lirpa_rows(args)

@@ -131,3 +131,38 @@ TEST(CrownReportTest, DefaultBudgetFitsTheTotalCost) {
 
 }  // namespace
 }  // namespace propdag
+
+namespace propdag {
+namespace {
+
+// A Conv's matrix is built lazily; its entry count, known without building it (the cost model
+// reads it), is the built matrix's, and building leaves the bounds those of an explicit product.
+TEST(LazyConvTerm, CountsItsEntriesWithoutBuildingThem) {
+  Model m = test::build(R"(
+    <ir_version: 8, opset_import: ["" : 15]>
+    g (float[1,2,5,4] x) => (float[1,3,3,2] y)
+    <float[3,2,2,2] w = {1,0,-2,1, 0,0,3,1, 2,-1,0,0, 1,1,1,0, 0,2,-1,1, 1,0,0,-3}> {
+      y = Conv <pads = [1, 0, 0, 1], strides = [2, 2], dilations = [1, 2]> (x, w)
+    })");
+  const auto* conv = dynamic_cast<const AffineOp*>(m.op(m.dag().find("y")));
+  ASSERT_NE(conv, nullptr);
+  const LinearTerm& t = conv->terms().front();
+  ASSERT_TRUE(static_cast<bool>(t.row_entries));
+  EXPECT_EQ(t.s.size(), 0);  // not built at load
+  const int64_t counted = t.stored();
+  const SpMat& s = t.sparse();
+  EXPECT_EQ(s.rows(), 18);
+  EXPECT_EQ(s.cols(), 40);
+  EXPECT_EQ(s.nonZeros(), counted);
+  EXPECT_EQ(t.stored(), counted);
+  // Output (oc 0, oy 1, ox 0) reads x[c, 2*1 - 1 + ky, 0 + 2 kx] for kx = 0, 1 (2 kx = 2 < 4).
+  Mat d = Mat(s);
+  EXPECT_EQ(d(2, 0 * 20 + 1 * 4 + 0), 1);                   // c 0, ky 0, kx 0: w = 1
+  EXPECT_EQ(d(2, 0 * 20 + 2 * 4 + 0), -2);                  // c 0, ky 1, kx 0: w = -2
+  EXPECT_EQ(d(2, 0 * 20 + 2 * 4 + 2), 1);                   // c 0, ky 1, kx 1: w = 1
+  EXPECT_EQ(d(2, 1 * 20 + 2 * 4 + 0), 3);                   // c 1, ky 1, kx 0: w = 3
+  EXPECT_EQ(d.row(2).cwiseAbs().sum(), 1 + 2 + 1 + 3 + 1);  // c 1, ky 1, kx 1: w = 1 too
+}
+
+}  // namespace
+}  // namespace propdag

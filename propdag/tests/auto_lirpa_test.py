@@ -114,7 +114,7 @@ def test_default_crown_within_1_001_of_auto_lirpa(bench, name):
     warnings.simplefilter("ignore")
     args = argparse.Namespace(benchmarks=sampling.BENCH, only=[bench], model=[name],
                               torchonnx=TORCHONNX, propdag=sampling.PROPDAG, timeout=120,
-                              memory_gb=6.0, propdag_arg=[])
+                              memory_gb=6.0, propdag_arg=[], skip_unbounded=False)
     entries = pva.tal._entries(args)
     assert entries, (bench, name)
     row = pva.measure(entries[0], args, None)
