@@ -10,8 +10,9 @@ Interval affine_interval(const LinearTerm& term, const Interval& x) {
     yc = term.w * c;
     yr = term.w.cwiseAbs() * r;
   } else {
-    yc = term.s * c;
-    yr = term.s.cwiseAbs() * r;
+    const SpMat& s = term.sparse();
+    yc = s * c;
+    yr = s.cwiseAbs() * r;
   }
   return {yc - yr, yc + yr};
 }
@@ -28,7 +29,7 @@ Interval AffineOp::interval(const std::vector<const Interval*>& in) const {
 
 int64_t AffineOp::weight_entries() const {
   int64_t n = 0;
-  for (const LinearTerm& t : terms_) n += t.dense ? t.w.size() : t.s.nonZeros();
+  for (const LinearTerm& t : terms_) n += t.stored();
   return n;
 }
 

@@ -88,7 +88,7 @@ std::vector<Mat> Crown::alpha_gradient(const std::vector<int>& order,
         if (t.dense)
           gn.noalias() += gi * t.w.transpose();
         else
-          gn += Mat(gi * t.s.transpose());
+          gn += Mat(gi * t.sparse().transpose());
       }
       continue;
     }

@@ -10,11 +10,8 @@
 #include <optional>
 
 namespace propdag {
-namespace {
 
-// A final backward pass may cost this many times Options::refine_budget before the output keeps
-// its forward bounds instead (large outputs over large convolutions, e.g. TinyYOLO).
-constexpr double kOutputBudget = 50;
+namespace {
 
 // Intersects two sound bounds of the same values. Where rounding makes them cross (both are exact
 // up to rounding, e.g. on a one-point box), the crossed pair is swapped so the result still spans
@@ -47,6 +44,7 @@ common::Status Crown::forward(const Interval& input, const std::vector<Interval>
   offset_.assign(dag.size(), 0);
   Eigen::Index at = 0;
   for (int i : dag.inputs()) offset_[i] = at, at += m_.numel(i);
+  if (opt_.report != nullptr) ++opt_.report->boxes;
   std::vector<char> feeds_nonlinear(dag.size(), 0);
   for (int n = 0; n < dag.size(); ++n)
     if (m_.op(n) && m_.op(n)->nonlinear())
@@ -68,9 +66,15 @@ common::Status Crown::forward(const Interval& input, const std::vector<Interval>
     if (prior != nullptr && static_cast<int>(prior->size()) == dag.size() &&
         (*prior)[n].size() == b_[n].size())
       intersect(b_[n], (*prior)[n].lo, (*prior)[n].hi);
-    if (!narrow_by_splits(n, b_[n]) ||
-        (feeds_nonlinear[n] && opt_.refine_intermediate && cost(n) <= opt_.refine_budget &&
-         !opt_.past_deadline() && !refine(n))) {
+    if (!narrow_by_splits(n, b_[n])) {
+      empty_ = true;
+      return {};
+    }
+    if (!feeds_nonlinear[n]) continue;
+    const double c = cost(n);
+    const Refine choice = refine_choice(opt_, c);
+    count_refine(opt_, choice, c, m_.numel(n), 1);
+    if (choice == Refine::kYes && !refine(n)) {
       empty_ = true;
       return {};
     }
@@ -247,8 +251,8 @@ common::Result<Interval> linear_bounds(const Model& model, const Interval& input
       return model.graph().error("objective matrix for output " + std::to_string(o) +
                                  " has the wrong size");
     const Eigen::Index judged = io.budget_rows > 0 ? std::min(rows, io.budget_rows) : rows;
-    bool affordable = ibp || crown->row_cost(node) * static_cast<double>(judged) <=
-                                 kOutputBudget * options.refine_budget;
+    bool affordable = ibp || internal::output_affordable(
+                                 options, crown->row_cost(node) * static_cast<double>(judged), 1);
     Interval part;
     if (affordable && !ibp && options.method == Method::kAlpha) {
       part.hi = crown->backward(node, c[o]).hi;
@@ -302,7 +306,7 @@ common::Result<std::vector<Interval>> output_bounds(const Model& model, const In
   RETURN_IF_ERROR(crown.forward(input));
   for (int o : dag.outputs()) {
     Eigen::Index n = model.numel(o);
-    if (crown.row_cost(o) * n > kOutputBudget * options.refine_budget) {
+    if (!internal::output_affordable(options, crown.row_cost(o) * static_cast<double>(n), 1)) {
       out.push_back(crown.bounds(o));  // too costly: the (refined) IBP bounds
       continue;
     }

@@ -23,10 +23,24 @@ inline void accumulate(Mat& into, Mat&& add) {
 }
 
 inline Mat times(const Mat& a, const LinearTerm& t) {
-  return t.dense ? Mat(a * t.w) : Mat(a * t.s);
+  return t.dense ? Mat(a * t.w) : Mat(a * t.sparse());
 }
 
 inline Mat scale_cols(const Mat& a, const Vec& s) { return a * s.asDiagonal(); }
+
+/// A final backward pass may cost this many times Options::refine_budget before the output keeps
+/// its forward bounds instead (large outputs over large convolutions, e.g. TinyYOLO).
+constexpr double kOutputBudget = 50;
+
+/// Whether CROWN refines an input of a nonlinear op whose backward pass costs `cost`, and if not,
+/// why; `boxes` such computations are added to options.report (if any) either way.
+enum class Refine { kYes, kBudget, kDeadline, kOption };
+Refine refine_choice(const Options& options, double cost);
+void count_refine(const Options& options, Refine choice, double cost, int64_t elements,
+                  int64_t boxes);
+/// Whether a final pass of `cost` is affordable; when not, counts `boxes` outputs bounded by
+/// their forward bounds in options.report.
+bool output_affordable(const Options& options, double cost, int64_t boxes);
 
 class Crown {
  public:

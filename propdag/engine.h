@@ -3,6 +3,8 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -15,14 +17,42 @@ namespace propdag {
 
 enum class Method { kIbp, kCrown, kAlpha };
 
+/// What kept CROWN bounds from being full (textbook) CROWN, where every input of a nonlinear op
+/// is bounded by a backward pass of its own and every output by a final backward pass. Counts add
+/// up over every bound computation given the report (Options::report), one per box: a verifier's
+/// whole run, say. Chunking rows or boxes changes no bound and is not counted.
+struct BoundsReport {
+  int64_t boxes = 0;    ///< CROWN / alpha bound computations (one per box)
+  int64_t refined = 0;  ///< intermediate nodes bounded by a backward pass
+  /// Intermediate nodes (inputs of nonlinear ops) left with IBP's bounds because the pass cost
+  /// more than Options::refine_budget, because Options::deadline had passed, or because
+  /// Options::refine_intermediate was off (asked for: not cut short).
+  int64_t ibp_budget = 0, ibp_deadline = 0, ibp_option = 0;
+  /// Elements of the nodes counted in ibp_budget and ibp_deadline.
+  int64_t elements_ibp = 0;
+  /// Outputs (objective parts, per box) whose final backward pass cost more than the output
+  /// budget (50 x refine_budget): bounded by box arithmetic on their forward bounds.
+  int64_t outputs_forward = 0;
+  /// The largest cost (rows x elements crossed) of a pass left out for the budget: a
+  /// refine_budget at least this large (50x for outputs) would have run it.
+  double largest_skipped = 0;
+  /// The cost (rows x elements crossed) of the backward passes that ran, summed.
+  double cost = 0;
+  /// Whether any bound was cut short (a budget or the deadline).
+  bool cut_short() const { return ibp_budget + ibp_deadline + outputs_forward > 0; }
+  void add(const BoundsReport& r);
+};
+
 /// "ibp", "crown" or "alpha".
 common::Result<Method> parse_method(std::string_view name);
 
 struct Options {
   Method method = Method::kCrown;
   /// CROWN computes the bounds of every input of a nonlinear op by a backward pass when its cost
-  /// (rows x elements of the nodes it crosses) stays under this budget; otherwise IBP's are used.
-  double refine_budget = 2e8;
+  /// (rows x elements of the nodes it crosses) stays under this budget; otherwise IBP's are used
+  /// (counted in `report`). The default, infinity, is full CROWN; `default_refine_budget` gives
+  /// a finite budget for a model.
+  double refine_budget = std::numeric_limits<double>::infinity();
   /// Off: CROWN keeps IBP's bounds for every intermediate node (no refining backward passes), as
   /// for a one-point box, where they are exact; the final backward passes still run.
   bool refine_intermediate = true;
@@ -42,9 +72,20 @@ struct Options {
   /// takes no more steps (the best bound so far stands): the bounds stay sound, only looser, and
   /// a computation started just before a verifier's time limit ends soon after it.
   std::optional<std::chrono::steady_clock::time_point> deadline;
+  /// When set, every CROWN / alpha bound computation adds what it cut short here (BoundsReport).
+  BoundsReport* report = nullptr;
   /// Whether `deadline` is set and has passed.
   bool past_deadline() const { return deadline && std::chrono::steady_clock::now() >= *deadline; }
 };
+
+/// Multiply-adds (rows x elements crossed, summed over passes) that one CROWN bound computation
+/// of default_refine_budget may cost.
+constexpr double kDefaultCrownCost = 1e10;
+
+/// A refine_budget for `model`: infinity (full CROWN) when the backward passes of every input of
+/// a nonlinear op and of every output together cost at most `total`; otherwise the largest
+/// budget under which the passes it lets run (cheapest first) stay within `total`.
+double default_refine_budget(const Model& model, double total = kDefaultCrownCost);
 
 /// IBP bounds of every Dag node for an input box over all graph inputs (concatenated in order).
 common::Result<std::vector<Interval>> ibp_all(const Model& model, const Interval& input);

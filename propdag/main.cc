@@ -1,7 +1,7 @@
 // propdag: bounds of a network's outputs over an input box, and sound verification of VNN-LIB
 // properties.
 //   propdag bounds MODEL (--vnnlib SPEC | --input-box LO,HI) [--method ibp|crown|alpha]
-//                  [--alpha-steps N] [--json] [ENGINE]
+//                  [--alpha-steps N] [--refine-budget C] [--json] [--stats] [ENGINE]
 //   propdag verify MODEL SPEC [--method ibp|crown|alpha] [--alpha-steps N] [--alpha-warm-steps N]
 //                  [--split N] [--branch input|relu] [--timeout S] [--no-carry-bounds]
 //                  [--stats] [--result FILE] [--check-model ORIGINAL] [ENGINE]
@@ -82,18 +82,45 @@ struct Args {
   int batch = 1;
   int alpha_steps = propdag::Options{}.alpha_steps;
   int alpha_warm_steps = propdag::Options{}.alpha_warm_steps;
-  double refine_budget = propdag::Options{}.refine_budget;
-  bool json = false, stats = false, no_carry_bounds = false;
+  double refine_budget = -1;  // negative: the default (kVerifyBudget, or the model's)
+  bool json = false, stats = false, no_carry_bounds = false, verify = false;
   propdag::SplitOptions split;
 };
 
-propdag::Options options(propdag::Method method, const Args& a) {
+// verify's default refinement budget: many bound computations per property, so a fixed budget
+// per pass (what it cuts short is reported by --stats); bounds defaults to the model's
+// (default_refine_budget: full CROWN where it fits).
+constexpr double kVerifyBudget = 2e8;
+
+propdag::Options options(propdag::Method method, const Args& a, const propdag::Model& model) {
   propdag::Options o;
   o.method = method;
   o.alpha_steps = a.alpha_steps;
   o.alpha_warm_steps = a.alpha_warm_steps;
-  o.refine_budget = a.refine_budget;
+  o.refine_budget = a.refine_budget >= 0 ? a.refine_budget
+                    : a.verify           ? kVerifyBudget
+                                         : propdag::default_refine_budget(model);
   return o;
+}
+
+// The --stats line on what CROWN cut short (engine.h's BoundsReport), after the existing lines.
+void print_report(const Args& a, const propdag::Options& o, const propdag::BoundsReport& r) {
+  char budget[32] = "null";  // infinity: full CROWN
+  if (std::isfinite(o.refine_budget)) std::snprintf(budget, sizeof budget, "%g", o.refine_budget);
+  std::fprintf(stderr,
+               "{\"crown\": {\"engine\": \"%s\", \"refine_budget\": %s, \"budget_from\": \"%s\", "
+               "\"boxes\": %lld, \"refined\": %lld, \"ibp_budget\": %lld, \"ibp_deadline\": %lld, "
+               "\"ibp_option\": %lld, \"elements_ibp\": %lld, \"outputs_forward\": %lld, "
+               "\"largest_skipped\": %g, \"cost\": %g, \"cut_short\": %s}}\n",
+               a.engine.c_str(), budget,
+               a.refine_budget >= 0 ? "option"
+               : a.verify           ? "verify"
+                                    : "model",
+               static_cast<long long>(r.boxes), static_cast<long long>(r.refined),
+               static_cast<long long>(r.ibp_budget), static_cast<long long>(r.ibp_deadline),
+               static_cast<long long>(r.ibp_option), static_cast<long long>(r.elements_ibp),
+               static_cast<long long>(r.outputs_forward), r.largest_skipped, r.cost,
+               r.cut_short() ? "true" : "false");
 }
 
 Result<std::unique_ptr<propdag::torch_engine::Engine>> torch_engine(const Args& a,
@@ -139,11 +166,17 @@ common::Status run_bounds(const Args& a) {
   } else {
     ASSIGN_OR_RETURN(box, parse_box(a.box, model.input_size()));
   }
-  if (a.engine == "torch") return torch_bounds(a, model, box, options(method, a));
-  double start = common::now_ms();
-  ASSIGN_OR_RETURN(std::vector<Interval> bounds,
-                   propdag::output_bounds(model, box, options(method, a)));
-  print_bounds(model, bounds, a.json, common::now_ms() - start);
+  propdag::BoundsReport report;
+  propdag::Options o = options(method, a, model);
+  o.report = &report;
+  if (a.engine == "torch") {
+    RETURN_IF_ERROR(torch_bounds(a, model, box, o));
+  } else {
+    double start = common::now_ms();
+    ASSIGN_OR_RETURN(std::vector<Interval> bounds, propdag::output_bounds(model, box, o));
+    print_bounds(model, bounds, a.json, common::now_ms() - start);
+  }
+  if (a.stats && method != propdag::Method::kIbp) print_report(a, o, report);
   return {};
 }
 
@@ -187,12 +220,17 @@ common::Status run_verify(const Args& a) {
   }
   double start = common::now_ms();
   propdag::VerifyResult r;
+  propdag::BoundsReport report;
+  propdag::Options o = options(method, a, model);
+  o.report = &report;
   if (engine) {
-    ASSIGN_OR_RETURN(r, propdag::torch_engine::verify_batched(*engine, model, spec,
-                                                              options(method, a), split, a.batch));
+    ASSIGN_OR_RETURN(
+        r, propdag::torch_engine::verify_batched(*engine, model, spec, o, split, a.batch));
   } else {
-    ASSIGN_OR_RETURN(r, propdag::verify(model, spec, options(method, a), split));
+    ASSIGN_OR_RETURN(r, propdag::verify(model, spec, o, split));
   }
+  // The crown line comes first: scripts read the last line as the verdict's statistics.
+  if (a.stats && method != propdag::Method::kIbp) print_report(a, o, report);
   if (a.stats)
     std::fprintf(stderr,
                  "{\"model\": %s, \"spec\": %s, \"cases\": %d, \"cases_proved\": %d, "
@@ -239,16 +277,18 @@ static int main_body(int argc, char** argv) {
   bounds->add_option("--method", a.method,
                      "ibp, crown (default), or alpha (CROWN with tuned ReLU lower lines)");
   bounds->add_flag("--json", a.json, "print JSON");
+  bounds->add_flag("--stats", a.stats,
+                   "crown and alpha: print one JSON line {\"crown\": {...}} on stderr: engine, "
+                   "refine budget, intermediate nodes refined or left with IBP bounds and why, "
+                   "cut_short");
   const CLI::Range kSteps(0, 1000000);
   const std::string steps_help =
       "gradient steps of --method alpha (default " + std::to_string(a.alpha_steps) + ")";
   bounds->add_option("--alpha-steps", a.alpha_steps, steps_help)->check(kSteps);
-  char budget_text[32];
-  std::snprintf(budget_text, sizeof budget_text, "%g", a.refine_budget);
   const std::string budget_help =
       "CROWN bounds the input of a nonlinear op by a backward pass when its cost (rows x "
-      "elements crossed) is at most this; otherwise by IBP (default " +
-      std::string(budget_text) + ")";
+      "elements crossed) is at most this; otherwise by IBP, which --stats reports (default: "
+      "bounds: the model's, full CROWN where it fits (README); verify: 2e8)";
   bounds->add_option("--refine-budget", a.refine_budget, budget_help)
       ->check(CLI::NonNegativeNumber);
   CLI::App* verify = app.add_subcommand(
@@ -296,7 +336,8 @@ static int main_body(int argc, char** argv) {
                      "For MODEL a rewritten copy of it, e.g. slimonnx's output on stdin");
   verify->add_flag("--stats", a.stats,
                    "print one JSON line {\"model\", \"spec\", \"cases\", \"cases_proved\", "
-                   "\"boxes\", \"ms\"} on stderr (boxes: bound computations)");
+                   "\"boxes\", \"ms\"} on stderr (boxes: bound computations), and for crown "
+                   "and alpha a line {\"crown\": {...}} before it, as bounds --stats prints");
   for (CLI::App* sub : {bounds, verify}) {
     sub->add_option("--engine", a.engine,
                     "eigen (default: one box at a time) or torch (LibTorch: batches of boxes, "
@@ -327,6 +368,7 @@ static int main_body(int argc, char** argv) {
     return 2;
   }
   return common::run_guarded("propdag", a.model, [&] {
+    a.verify = verify->parsed();
     common::Status s = bounds->parsed() ? run_bounds(a) : run_verify(a);
     return s.ok() ? 0 : common::report_error("propdag", s.error());
   });

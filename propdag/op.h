@@ -4,6 +4,7 @@
 
 #include <Eigen/Dense>
 #include <Eigen/SparseCore>
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -23,11 +24,30 @@ struct Interval {
 };
 
 /// out += W * in[slot], with W dense or sparse (rows: output elements, cols: input elements).
+/// A sparse term may be lazy (`row_entries` set): its matrix is built on the first call of
+/// sparse(), so a program that never multiplies by it (the torch engine, which applies
+/// convolutions as convolutions) does not pay for it. Not thread-safe on first use.
 struct LinearTerm {
+  using Entries = std::vector<std::pair<int64_t, double>>;
   int slot = 0;
   bool dense = false;
   Mat w;
-  SpMat s;
+  /// The sparse matrix as built so far: read it through sparse(); builders fill it directly.
+  mutable SpMat s;
+  /// Lazy terms: appends the entries of one row to `out` (columns ascending); `rows` x `cols`
+  /// is the matrix's size and `entries` its number of stored entries.
+  std::function<void(int64_t row, Entries& out)> row_entries;
+  int64_t rows = 0, cols = 0, entries = 0;
+
+  const SpMat& sparse() const {
+    if (row_entries && s.size() == 0 && rows * cols != 0) build();
+    return s;
+  }
+  /// Stored coefficients (the matrix's entries), without building a lazy term.
+  int64_t stored() const {
+    if (dense) return w.size();
+    return row_entries ? entries : s.nonZeros();
+  }
 
   LinearTerm() = default;
   LinearTerm(const LinearTerm&) = default;
@@ -35,7 +55,13 @@ struct LinearTerm {
   // Eigen 3.4's SparseMatrix has no move constructor, so a moved term would copy its matrix
   // (hundreds of MiB for a large convolution): moving swaps the storage instead.
   LinearTerm(LinearTerm&& other) noexcept
-      : slot(other.slot), dense(other.dense), w(std::move(other.w)) {
+      : slot(other.slot),
+        dense(other.dense),
+        w(std::move(other.w)),
+        row_entries(std::move(other.row_entries)),
+        rows(other.rows),
+        cols(other.cols),
+        entries(other.entries) {
     s.swap(other.s);
   }
   LinearTerm& operator=(LinearTerm&& other) noexcept {
@@ -43,9 +69,25 @@ struct LinearTerm {
     dense = other.dense;
     w = std::move(other.w);
     s.swap(other.s);
+    row_entries = std::move(other.row_entries);
+    rows = other.rows, cols = other.cols, entries = other.entries;
     return *this;
   }
   ~LinearTerm() = default;
+
+ private:
+  void build() const {
+    s.resize(rows, cols);
+    s.reserve(entries);
+    Entries row;
+    for (int64_t r = 0; r < rows; ++r) {
+      s.startVec(r);
+      row.clear();
+      row_entries(r, row);
+      for (const auto& [col, value] : row) s.insertBack(r, col) = value;
+    }
+    s.finalize();
+  }
 };
 
 /// The op's relaxation on the current input bounds.

@@ -2,6 +2,7 @@
 // 1-D inputs are handled as 2-D with a height of 1.
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <tuple>
 
 #include "common/op_params.h"
@@ -100,36 +101,48 @@ Result<OpOutputs> conv_rule(const OpContext& ctx) {
   ASSIGN_OR_RETURN(Window g, window(ctx, ctx.shape(0), Dims(wd.begin() + 2, wd.end()), true));
   int64_t groups = ctx.node.attr_int("group", 1), m = wd[0], cg = wd[1], mg = m / groups;
   if (cg * groups != g.c) return ctx.error("Conv weight channels do not match the input");
-  std::vector<double> w = ctx.constants[1]->to_double();
-  int64_t k = g.kh * g.kw, in_plane = g.h * g.w, out_plane = g.oh * g.ow;
-  // The matrix is filled row by row, in row-major order directly: within a row (one output
-  // element) the columns, channel-major then kernel position, only grow. Going through triplets
-  // sorted and converted by Eigen took most of the time to load a large CNN (TinyYOLO).
-  const int64_t rows = g.n * m * out_plane;
+  auto w = std::make_shared<const std::vector<double>>(ctx.constants[1]->to_double());
+  const int64_t k = g.kh * g.kw, in_plane = g.h * g.w, out_plane = g.oh * g.ow;
+  // A lazy term: the matrix is built from these rows on first use (the Eigen engine), not at
+  // load, where building TinyYOLO's took most of the time of a torch engine run, which applies
+  // the convolution as one. Within a row (one output element) the columns, channel-major then
+  // kernel position, only grow, so the matrix is filled in row-major order directly.
   LinearTerm term;
-  term.s.resize(rows, num_elements(ctx.shape(0)));
-  term.s.reserve(rows * cg * k);
-  for (int64_t b = 0; b < g.n; ++b)
-    for (int64_t oc = 0; oc < m; ++oc)
-      for (int64_t oy = 0; oy < g.oh; ++oy)
-        for (int64_t ox = 0; ox < g.ow; ++ox) {
-          const int64_t row = (b * m + oc) * out_plane + oy * g.ow + ox;
-          term.s.startVec(row);
-          for (int64_t c = 0; c < cg; ++c) {
-            const int64_t col0 = (b * g.c + oc / mg * cg + c) * in_plane;
-            const double* wk = &w[(oc * cg + c) * k];
-            for (int64_t ky = 0; ky < g.kh; ++ky) {
-              const int64_t iy = oy * g.sh - g.ph + ky * g.dh;
-              if (iy < 0 || iy >= g.h) continue;
-              for (int64_t kx = 0; kx < g.kw; ++kx) {
-                const int64_t ix = ox * g.sw - g.pw + kx * g.dw;
-                if (ix >= 0 && ix < g.w && wk[ky * g.kw + kx] != 0)
-                  term.s.insertBack(row, col0 + iy * g.w + ix) = wk[ky * g.kw + kx];
-              }
-            }
-          }
+  term.rows = g.n * m * out_plane;
+  term.cols = num_elements(ctx.shape(0));
+  term.row_entries = [g, m, cg, mg, k, in_plane, out_plane, w](int64_t row,
+                                                               LinearTerm::Entries& out) {
+    const int64_t ox = row % g.ow, oy = row / g.ow % g.oh, oc = row / out_plane % m,
+                  b = row / out_plane / m;
+    for (int64_t c = 0; c < cg; ++c) {
+      const int64_t col0 = (b * g.c + oc / mg * cg + c) * in_plane;
+      const double* wk = &(*w)[(oc * cg + c) * k];
+      for (int64_t ky = 0; ky < g.kh; ++ky) {
+        const int64_t iy = oy * g.sh - g.ph + ky * g.dh;
+        if (iy < 0 || iy >= g.h) continue;
+        for (int64_t kx = 0; kx < g.kw; ++kx) {
+          const int64_t ix = ox * g.sw - g.pw + kx * g.dw;
+          if (ix >= 0 && ix < g.w && wk[ky * g.kw + kx] != 0)
+            out.emplace_back(col0 + iy * g.w + ix, wk[ky * g.kw + kx]);
         }
-  term.s.finalize();
+      }
+    }
+  };
+  // Entries: per nonzero weight, the output positions whose tap lands inside the input.
+  std::vector<int64_t> fit_y(g.kh, 0), fit_x(g.kw, 0);
+  for (int64_t ky = 0; ky < g.kh; ++ky)
+    for (int64_t oy = 0; oy < g.oh; ++oy) {
+      const int64_t iy = oy * g.sh - g.ph + ky * g.dh;
+      fit_y[ky] += iy >= 0 && iy < g.h;
+    }
+  for (int64_t kx = 0; kx < g.kw; ++kx)
+    for (int64_t ox = 0; ox < g.ow; ++ox) {
+      const int64_t ix = ox * g.sw - g.pw + kx * g.dw;
+      fit_x[kx] += ix >= 0 && ix < g.w;
+    }
+  for (int64_t i = 0; i < m * cg * k; ++i)
+    if ((*w)[i] != 0) term.entries += fit_y[i % k / g.kw] * fit_x[i % g.kw];
+  term.entries *= g.n;
   return affine_output(one_term(std::move(term)), channel_bias(ctx, 2, m, g.n, out_plane),
                        out_dims(g, m));
 }

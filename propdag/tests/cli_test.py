@@ -223,3 +223,47 @@ def test_refine_budget(tmp_path):
         assert rc == 0, err
         o = json.loads(out)["outputs"][0]
         assert o["lower"] == [0.0] and abs(o["upper"][0] - hi) < 1e-12, (budget, o)
+
+
+def test_stats_say_what_crown_cut_short(tmp_path):
+    """`--stats` adds a {"crown": ...} line: with the default budget (the model's; full CROWN on
+    a net this small) both ReLU inputs are refined and nothing is cut short; with
+    --refine-budget 1 both keep IBP's bounds (h: 2 rows x 8 = 16; the second, 1 element: about
+    14, test_refine_budget) while the output's pass still runs, and the line says so, for bounds
+    and, before its existing statistics line (which stays last), for verify."""
+    m = onnx.load(net1(str(tmp_path)))
+    m.graph.initializer.append(numpy_helper.from_array(np.array([[3]], np.float32), "three"))
+    m.graph.node[-1].output[0] = "s"
+    m.graph.node.extend([helper.make_node("Sub", ["s", "three"], ["z"]),
+                         helper.make_node("Relu", ["z"], ["y"])])
+    path = os.path.join(str(tmp_path), "net1_relu.onnx")
+    onnx.save(m, path)
+
+    def crown_line(err):
+        lines = [json.loads(x) for x in err.splitlines() if x.startswith('{"crown"')]
+        assert len(lines) == 1, err
+        return lines[0]["crown"]
+
+    rc, _, err = sampling.propdag("bounds", path, "--input-box", "-1,1", "--stats")
+    assert rc == 0, err
+    full = crown_line(err)
+    assert full["budget_from"] == "model" and full["refine_budget"] is None, full
+    assert full["engine"] == "eigen" and full["boxes"] == 1 and full["refined"] == 2, full
+    assert full["ibp_budget"] == 0 and full["cut_short"] is False, full
+    rc, _, err = sampling.propdag("bounds", path, "--input-box", "-1,1", "--stats",
+                                  "--refine-budget", "1")
+    assert rc == 0, err
+    cut = crown_line(err)
+    assert cut["budget_from"] == "option" and cut["refine_budget"] == 1, cut
+    assert cut["refined"] == 0 and cut["ibp_budget"] == 2 and cut["elements_ibp"] == 3, cut
+    assert cut["outputs_forward"] == 0 and cut["cut_short"] is True, cut
+    assert cut["largest_skipped"] == 16, cut
+    rc, _, err = sampling.propdag("bounds", path, "--input-box", "-1,1", "--method", "ibp",
+                                  "--stats")
+    assert rc == 0 and err == "", err  # IBP cuts nothing short: no line
+    spec = prop(str(tmp_path), "(assert (>= Y_0 0.5))\n")
+    rc, out, err = sampling.propdag("verify", path, spec, "--stats", "--refine-budget", "1")
+    assert rc == 0, err
+    lines = err.strip().splitlines()
+    assert crown_line(err)["cut_short"] is True and lines[0].startswith('{"crown"'), err
+    assert json.loads(lines[-1])["cases"] == 1, err

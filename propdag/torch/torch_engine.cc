@@ -30,8 +30,6 @@ using internal::Kernel;
 using internal::TBackward;
 using internal::TBox;
 
-// As crown.cc: a final backward pass may cost this many times Options::refine_budget.
-constexpr double kOutputBudget = 50;
 // CPU: boxes per chunk x rows x elements of the widest node (see prepare()).
 constexpr double kCpuChunkEntries = 1 << 18;
 
@@ -174,7 +172,8 @@ class TorchEngine : public Engine {
     RETURN_IF_ERROR(forward(x, opt, b));
     for (int o : m_.dag().outputs()) {
       const int64_t n = m_.numel(o);
-      if (row_cost_[o] * static_cast<double>(n) > kOutputBudget * opt.refine_budget) {
+      if (!propdag::internal::output_affordable(opt, row_cost_[o] * static_cast<double>(n),
+                                                x.lo.size(0))) {
         out.push_back(to_boxes(b[o]));
         continue;
       }
@@ -212,8 +211,9 @@ class TorchEngine : public Engine {
         return m_.graph().error("objective matrix for output " + std::to_string(o) +
                                 " has the wrong size");
       at::Tensor ct = internal::to_tensor(c[o], opts_);
-      const bool affordable = use_ibp || row_cost_[node] * static_cast<double>(rows) <=
-                                             kOutputBudget * opt.refine_budget;
+      const bool affordable =
+          use_ibp || propdag::internal::output_affordable(
+                         opt, row_cost_[node] * static_cast<double>(rows), input.count());
       TBox part;
       if (affordable && !use_ibp) {
         ASSIGN_OR_RETURN(part, backward(node, ct, x, b, opt));
@@ -269,6 +269,8 @@ class TorchEngine : public Engine {
   Status forward(const TBox& x, const Options& opt, std::vector<TBox>& b) {
     const Dag& dag = m_.dag();
     b.assign(dag.size(), TBox{});
+    const int64_t k = x.lo.size(0);
+    if (opt.report != nullptr) opt.report->boxes += k;
     for (int n = 0; n < dag.size(); ++n) {
       if (m_.op(n) == nullptr) {
         b[n] = input_part(x, n);
@@ -277,9 +279,11 @@ class TorchEngine : public Engine {
       std::vector<const TBox*> in;
       for (int p : dag.node(n).inputs) in.push_back(p >= 0 ? &b[p] : nullptr);
       ASSIGN_OR_RETURN(b[n], kernels_[n]->interval(in));
+      if (!feeds_nonlinear_[n]) continue;
       const double cost = row_cost_[n] * static_cast<double>(m_.numel(n));
-      if (feeds_nonlinear_[n] && opt.refine_intermediate && cost <= opt.refine_budget &&
-          !opt.past_deadline()) {
+      const propdag::internal::Refine choice = propdag::internal::refine_choice(opt, cost);
+      propdag::internal::count_refine(opt, choice, cost, m_.numel(n), k);
+      if (choice == propdag::internal::Refine::kYes) {
         ASSIGN_OR_RETURN(TBox c, backward(n, at::eye(m_.numel(n), opts_), x, b, opt));
         intersect(b[n], c.lo, c.hi);
       }

@@ -249,6 +249,40 @@ bool same_map(const LinearMap& map, const SpMat& s, const at::TensorOptions& opt
          (my.row(0).transpose() - fy).cwiseAbs().maxCoeff() <= tol;
 }
 
+// The same check for a lazy term without building its matrix: `map` against the term's rows on
+// a sample of them (every row of small maps; the first and last output rows and random ones),
+// and its adjoint against `map` by <map x, y> = <x, map^T y>.
+bool same_rows(const LinearMap& map, const LinearTerm& t, const at::TensorOptions& opts) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(-1, 1);
+  Vec x(t.cols), y(t.rows);
+  for (auto& v : x) v = u(rng);
+  for (auto& v : y) v = u(rng);
+  Mat mx = to_mat(map.apply(to_tensor(x, opts).unsqueeze(0), false));
+  Mat my = to_mat(map.adjoint(to_tensor(y, opts).unsqueeze(0)));
+  if (mx.cols() != t.rows || my.cols() != t.cols) return false;
+  const double eps = opts.dtype() == at::kFloat ? 1e-4 : 1e-9;
+  const int64_t kSample = 4096;
+  std::vector<int64_t> rows;
+  if (t.rows <= 2 * kSample) {
+    for (int64_t r = 0; r < t.rows; ++r) rows.push_back(r);
+  } else {
+    std::uniform_int_distribution<int64_t> pick(0, t.rows - 1);
+    for (int64_t r = 0; r < kSample / 2; ++r) rows.push_back(r), rows.push_back(t.rows - 1 - r);
+    for (int64_t i = 0; i < kSample; ++i) rows.push_back(pick(rng));
+  }
+  LinearTerm::Entries entries;
+  for (int64_t r : rows) {
+    entries.clear();
+    t.row_entries(r, entries);
+    double sum = 0, scale = 1;
+    for (const auto& [col, value] : entries) sum += value * x[col], scale += std::abs(value);
+    if (std::abs(sum - mx(0, r)) > eps * scale) return false;
+  }
+  const double a = mx.row(0).dot(y), b = my.row(0).dot(x);
+  return std::abs(a - b) <= eps * (1 + mx.cwiseAbs().sum() + my.cwiseAbs().sum());
+}
+
 std::unique_ptr<LinearMap> gather_map(const SpMat& s, const at::TensorOptions& opts) {
   std::vector<int64_t> src(s.rows(), s.cols());
   std::vector<double> scale(s.rows(), 0.0);
@@ -269,10 +303,11 @@ std::unique_ptr<LinearMap> term_map(const Model& model, int node, const LinearTe
   if (t.dense) return std::make_unique<DenseMap>(t.w, opts);
   if (single) {
     std::unique_ptr<LinearMap> conv = conv_map(model, node, opts);
-    if (conv && same_map(*conv, t.s, opts)) return conv;
+    if (conv && (t.row_entries ? same_rows(*conv, t, opts) : same_map(*conv, t.sparse(), opts)))
+      return conv;
   }
-  if (std::unique_ptr<LinearMap> g = gather_map(t.s, opts)) return g;
-  return std::make_unique<SparseMap>(t.s, opts);
+  if (std::unique_ptr<LinearMap> g = gather_map(t.sparse(), opts)) return g;
+  return std::make_unique<SparseMap>(t.sparse(), opts);
 }
 
 }  // namespace propdag::torch_engine::internal

@@ -1,0 +1,168 @@
+// What CROWN reports it cut short (Options::report), and the default refinement budget, on a
+// hand-worked network whose pass costs are counted below.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "propdag/engine.h"
+#include "propdag/test_util.h"
+#include "propdag/verify.h"
+
+namespace propdag {
+namespace {
+
+using test::box;
+using test::build;
+
+// x (2) -> h1 = x w1 (3) -> r1 -> h2 = r1 w2 (3) -> r2 -> y = r2 w3 (1). The inputs of the
+// nonlinear ops are h1 and h2. Cost of one row (Crown::row_cost: elements of every node crossed
+// plus the weight entries of each affine op): from h1, h1 3 + w1 6 + x 2 = 11, so its pass (3
+// rows) costs 33; from h2, 3 + 9 + r1 3 + 11 = 26, 78 for 3 rows; from y, 1 + 3 + r2 3 + 26 = 33.
+constexpr const char* kNet = R"(
+  <ir_version: 8, opset_import: ["" : 15]>
+  g (float[1,2] x) => (float[1,1] y)
+  <float[2,3] w1 = {1, -1, 0.5, 1, 1, -2}, float[3,3] w2 = {1, -1, 2, -1, 1, 1, 0.5, 2, -1},
+   float[3,1] w3 = {1, -2, 1}> {
+    h1 = MatMul(x, w1)
+    r1 = Relu(h1)
+    h2 = MatMul(r1, w2)
+    r2 = Relu(h2)
+    y = MatMul(r2, w3)
+  })";
+
+BoundsReport bound_with(const Model& m, Options o, Interval* y = nullptr) {
+  BoundsReport r;
+  o.report = &r;
+  auto b = output_bounds(m, box({-1, -1}, {1, 1}), o);
+  EXPECT_TRUE(b.ok()) << b.error().str();
+  if (b.ok() && y != nullptr) *y = b->front();
+  return r;
+}
+
+TEST(CrownReportTest, FullCrownByDefaultReportsNothingCutShort) {
+  Model m = build(kNet);
+  EXPECT_TRUE(std::isinf(Options{}.refine_budget));
+  BoundsReport r = bound_with(m, Options{});
+  EXPECT_EQ(r.boxes, 1);
+  EXPECT_EQ(r.refined, 2);
+  EXPECT_EQ(r.ibp_budget + r.ibp_deadline + r.ibp_option + r.outputs_forward, 0);
+  EXPECT_FALSE(r.cut_short());
+}
+
+TEST(CrownReportTest, BudgetCutsAreCountedWithTheirCost) {
+  Model m = build(kNet);
+  Options o;
+  o.refine_budget = 40;  // h1's pass (33) runs, h2's (78) does not; y's (33 <= 50 x 40) does
+  BoundsReport r = bound_with(m, o);
+  EXPECT_EQ(r.refined, 1);
+  EXPECT_EQ(r.ibp_budget, 1);
+  EXPECT_EQ(r.elements_ibp, 3);
+  EXPECT_EQ(r.outputs_forward, 0);
+  EXPECT_DOUBLE_EQ(r.largest_skipped, 78);
+  EXPECT_TRUE(r.cut_short());
+  o.refine_budget = 0.5;  // nothing refined, and y's pass (33 > 25) is left out too
+  Interval y, full;
+  r = bound_with(m, o, &y);
+  bound_with(m, Options{}, &full);
+  EXPECT_EQ(r.ibp_budget, 2);
+  EXPECT_EQ(r.outputs_forward, 1);
+  EXPECT_DOUBLE_EQ(r.largest_skipped, 78);
+  EXPECT_LE(y.lo[0], full.lo[0]);
+  EXPECT_GE(y.hi[0], full.hi[0]);
+  EXPECT_TRUE(y.lo[0] < full.lo[0] || y.hi[0] > full.hi[0]);
+  // Reports add up over calls.
+  BoundsReport sum = bound_with(m, o);
+  sum.add(bound_with(m, o));
+  EXPECT_EQ(sum.boxes, 2);
+  EXPECT_EQ(sum.ibp_budget, 4);
+}
+
+TEST(CrownReportTest, DeadlineAndOptionAreToldApart) {
+  Model m = build(kNet);
+  Options late;
+  late.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  BoundsReport r = bound_with(m, late);
+  EXPECT_EQ(r.ibp_deadline, 2);
+  EXPECT_EQ(r.elements_ibp, 6);
+  EXPECT_TRUE(r.cut_short());
+  Options off;
+  off.refine_intermediate = false;  // asked for: not cut short
+  r = bound_with(m, off);
+  EXPECT_EQ(r.ibp_option, 2);
+  EXPECT_FALSE(r.cut_short());
+}
+
+TEST(CrownReportTest, LinearBoundsAndVerifyReportToo) {
+  Model m = build(kNet);
+  Options o;
+  o.refine_budget = 0.5;
+  BoundsReport r;
+  o.report = &r;
+  auto b = linear_bounds(m, box({-1, -1}, {1, 1}), {Mat::Identity(1, 1)}, o);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(r.boxes, 1);
+  EXPECT_EQ(r.ibp_budget, 2);
+  EXPECT_EQ(r.outputs_forward, 1);
+  Spec spec;  // unsafe: y >= 100, which no bound rules out without the final pass either
+  spec.num_inputs = 2, spec.num_outputs = 1;
+  spec.cases.push_back({box({-1, -1}, {1, 1}), {{Vec::Constant(1, -1), -100}}});
+  BoundsReport v;
+  o.report = &v;
+  auto res = verify(m, spec, o);
+  ASSERT_TRUE(res.ok()) << res.error().str();
+  EXPECT_GE(v.boxes, 1);
+  EXPECT_GE(v.ibp_budget, 2);
+  EXPECT_TRUE(v.cut_short());
+}
+
+// The default budget lets the cheapest passes run while their summed cost fits; passes are
+// ordered by the budget they need (an output's: its cost / 50): y (0.66, cost 33), h1 (33),
+// h2 (78).
+TEST(CrownReportTest, DefaultBudgetFitsTheTotalCost) {
+  Model m = build(kNet);
+  EXPECT_TRUE(std::isinf(default_refine_budget(m)));
+  EXPECT_TRUE(std::isinf(default_refine_budget(m, 144)));
+  EXPECT_DOUBLE_EQ(default_refine_budget(m, 143), 33);
+  EXPECT_DOUBLE_EQ(default_refine_budget(m, 66), 33);
+  EXPECT_DOUBLE_EQ(default_refine_budget(m, 65), 0.66);
+  EXPECT_DOUBLE_EQ(default_refine_budget(m, 32), 0);
+}
+
+}  // namespace
+}  // namespace propdag
+
+namespace propdag {
+namespace {
+
+// A Conv's matrix is built lazily; its entry count, known without building it (the cost model
+// reads it), is the built matrix's, and building leaves the bounds those of an explicit product.
+TEST(LazyConvTerm, CountsItsEntriesWithoutBuildingThem) {
+  Model m = test::build(R"(
+    <ir_version: 8, opset_import: ["" : 15]>
+    g (float[1,2,5,4] x) => (float[1,3,3,2] y)
+    <float[3,2,2,2] w = {1,0,-2,1, 0,0,3,1, 2,-1,0,0, 1,1,1,0, 0,2,-1,1, 1,0,0,-3}> {
+      y = Conv <pads = [1, 0, 0, 1], strides = [2, 2], dilations = [1, 2]> (x, w)
+    })");
+  const auto* conv = dynamic_cast<const AffineOp*>(m.op(m.dag().find("y")));
+  ASSERT_NE(conv, nullptr);
+  const LinearTerm& t = conv->terms().front();
+  ASSERT_TRUE(static_cast<bool>(t.row_entries));
+  EXPECT_EQ(t.s.size(), 0);  // not built at load
+  const int64_t counted = t.stored();
+  const SpMat& s = t.sparse();
+  EXPECT_EQ(s.rows(), 18);
+  EXPECT_EQ(s.cols(), 40);
+  EXPECT_EQ(s.nonZeros(), counted);
+  EXPECT_EQ(t.stored(), counted);
+  // Output (oc 0, oy 1, ox 0) reads x[c, 2*1 - 1 + ky, 0 + 2 kx] for kx = 0, 1 (2 kx = 2 < 4).
+  Mat d = Mat(s);
+  EXPECT_EQ(d(2, 0 * 20 + 1 * 4 + 0), 1);                   // c 0, ky 0, kx 0: w = 1
+  EXPECT_EQ(d(2, 0 * 20 + 2 * 4 + 0), -2);                  // c 0, ky 1, kx 0: w = -2
+  EXPECT_EQ(d(2, 0 * 20 + 2 * 4 + 2), 1);                   // c 0, ky 1, kx 1: w = 1
+  EXPECT_EQ(d(2, 1 * 20 + 2 * 4 + 0), 3);                   // c 1, ky 1, kx 0: w = 3
+  EXPECT_EQ(d.row(2).cwiseAbs().sum(), 1 + 2 + 1 + 3 + 1);  // c 1, ky 1, kx 1: w = 1 too
+}
+
+}  // namespace
+}  // namespace propdag
