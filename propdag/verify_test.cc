@@ -108,9 +108,9 @@ TEST(VerifyTest, SearchFindsACounterexampleAwayFromCentreAndCorners) {
 }
 
 // y = sum of sign(x_i) over 20 inputs in [-1, 1]; unsafe: y = 10, met where 15 inputs are
-// positive (1.5% of uniform points: descent's 20 starting points miss it). Sign's gradient is 0, so descent cannot move, the centre
-// gives y = 0, the corners where bounds are attained +-20, and 20 inputs are too many for the
-// pattern search: sampling finds it.
+// positive (1.5% of uniform points: descent's 20 starting points miss it). Sign's gradient is 0, so
+// descent cannot move, the centre gives y = 0, the corners where bounds are attained +-20, and 20
+// inputs are too many for the pattern search: sampling finds it.
 TEST(VerifyTest, SamplingFindsCounterexamplesOfLargeInputsWithoutGradients) {
   std::string ones = "1";
   std::string text = "(declare-const Y_0 Real)\n(assert (>= Y_0 10))\n(assert (<= Y_0 10))\n";
