@@ -118,11 +118,15 @@ common::Result<Verdict> CaseSearch::start() {
   if (margin(b) > 0) return Verdict::kProved;
   if (split_.max_boxes > 1 && !out_of_time()) {
     ASSIGN_OR_RETURN(bool hit, find_counterexample(case_.box, b));
-    if (!hit) {
+    // Large inputs: descent first (its few starts are cheap, and it often succeeds at once).
+    if (!hit && small()) {
       ASSIGN_OR_RETURN(hit, local_search(case_.box));
     }
     if (!hit) {
       ASSIGN_OR_RETURN(hit, descent(case_.box));
+    }
+    if (!hit && !small()) {
+      ASSIGN_OR_RETURN(hit, local_search(case_.box));
     }
     if (hit) return Verdict::kFalsified;
   }

@@ -111,8 +111,9 @@ class CaseSearch {
   common::Result<bool> counterexample_at(const Vec& x);
   // Records x, whose violation is <= 0, as the counterexample.
   bool found(Vec x);
-  // Before any splitting: a falsification attempt by sampling and, for small inputs, pattern
-  // search (point_search.h), for kSearchSeconds or a tenth of --timeout.
+  // Before any splitting (for large inputs after descent): a falsification attempt by sampling
+  // and, for small inputs, pattern search (point_search.h), for kSearchSeconds or a tenth of
+  // --timeout.
   common::Result<bool> local_search(const Interval& box);
   // Then, for any input size: gradient descent on the case's violated constraints
   // (point_search.h), their gradients from CROWN on one-point boxes (exact where every op's
