@@ -1,5 +1,6 @@
 // alpha-CROWN: the lower bound of an objective with the lower-line slopes of ReLU-like
-// relaxations tuned per row by projected gradient ascent. The gradient is reverse mode through
+// relaxations, and the tangent points of the lines of curves (sigmoid, tanh), tuned per row by
+// projected gradient ascent. The gradient is reverse mode through
 // the lower-bound half of CROWN's backward pass, whose relaxations are fixed for the box.
 // With neuron splits (z_j >= 0 or z_j <= 0 on the part of the box bounded), each split adds
 // -beta z_j or +beta z_j (beta >= 0, per row) to the objective: nonpositive on that part, so
@@ -9,6 +10,7 @@
 #include <cmath>
 
 #include "propdag/crown.h"
+#include "propdag/relax.h"
 
 namespace propdag::internal {
 
@@ -16,6 +18,52 @@ namespace {
 
 // The sign with which a split's element enters the objective: -1 for z >= 0, +1 for z <= 0.
 double side(const NeuronSplit& s) { return s.active ? -1.0 : 1.0; }
+
+// The line of element j of a relaxation with tangent families, in row `row` of its tuned points
+// `t` (rows x 2n: lower lines' points, then upper lines'): the tangent where the range is open,
+// the fixed line elsewhere.
+Line tuned_line(const Relaxation& r, const Mat& t, Eigen::Index row, Eigen::Index j, bool lower) {
+  const Eigen::Index i = lower ? j : r.lo_slope.size() + j;
+  if (!(r.t_max[i] > r.t_min[i]))
+    return lower ? Line{r.lo_slope[j], r.lo_bias[j]} : Line{r.up_slope[j], r.up_bias[j]};
+  return tangent_line(*r.curve, t(row, i), r.reach[j], lower);
+}
+
+// lower_pass's step through an elementwise node whose tangent points `t` are tuned: adds the
+// lines' constants to `lb` and returns the coefficients passed to the input.
+Mat tangent_step(const Relaxation& r, const Mat& t, const Mat& lam, Vec& lb) {
+  Mat next(lam.rows(), lam.cols());
+  for (Eigen::Index j = 0; j < lam.cols(); ++j) {
+    for (Eigen::Index row = 0; row < lam.rows(); ++row) {
+      const Line line = tuned_line(r, t, row, j, lam(row, j) >= 0);
+      lb[row] += lam(row, j) * line.bias;
+      next(row, j) = lam(row, j) * line.slope;
+    }
+  }
+  return next;
+}
+
+// The ranges tuning keeps an elementwise relaxation's parameters in (the lower slopes of
+// ReLU-like ops, the tangent points of curves) and their starting point; empty when fixed.
+struct Tunable {
+  Vec lo, hi, start;
+};
+
+Tunable tunable_range(const Relaxation& r) {
+  Tunable t;
+  if (r.kind != Relaxation::Kind::kElementwise) return t;
+  if (r.curve != nullptr)
+    t = {r.t_min, r.t_max, r.t0};
+  else if (r.lo_min.size() != 0)
+    t = {r.lo_min, r.lo_max, r.lo_slope};
+  if (t.lo.size() == 0 || !((t.hi - t.lo).maxCoeff() > 0)) return {};
+  return t;
+}
+
+void clamp_cols(Mat& a, const Tunable& range) {
+  for (Eigen::Index j = 0; j < a.cols(); ++j)
+    a.col(j) = a.col(j).cwiseMax(range.lo[j]).cwiseMin(range.hi[j]);
+}
 
 }  // namespace
 
@@ -42,7 +90,15 @@ Crown::LowerPass Crown::lower_pass(const std::vector<int>& order,
     if (r.kind == Relaxation::Kind::kAffine) {
       for (const LinearTerm& t : *r.terms) accumulate(p.lam[d.inputs[t.slot]], times(lam, t));
       p.lb += lam * *r.bias;
+    } else if (r.kind == Relaxation::Kind::kLinear) {
+      Mat lp = lam.cwiseMax(0.0), ln = lam.cwiseMin(0.0);
+      p.lb += lp * r.lo_bias + ln * r.up_bias;
+      accumulate(p.lam[d.inputs[0]], Mat(lp * r.lo_map) + Mat(ln * r.up_map));
     } else if (r.kind == Relaxation::Kind::kElementwise) {
+      if (r.curve != nullptr && alpha[n].size() != 0) {
+        accumulate(p.lam[d.inputs[0]], tangent_step(r, alpha[n], lam, p.lb));
+        continue;
+      }
       Mat lp = lam.cwiseMax(0.0), ln = lam.cwiseMin(0.0);
       p.lb += lp * r.lo_bias + ln * r.up_bias;
       Mat next = alpha[n].size() ? Mat(lp.cwiseProduct(alpha[n])) : scale_cols(lp, r.lo_slope);
@@ -93,11 +149,29 @@ std::vector<Mat> Crown::alpha_gradient(const std::vector<int>& order,
       continue;
     }
     const Mat& gi = g[d.inputs[0]];
+    if (rx.kind == Relaxation::Kind::kLinear) {
+      // lb gains lam_o (map row o . what follows + bias_o), the lower map where lam_o >= 0.
+      const Mat lo = gi * rx.lo_map.transpose(), up = gi * rx.up_map.transpose();
+      for (Eigen::Index j = 0; j < lam.cols(); ++j)
+        for (Eigen::Index r = 0; r < lam.rows(); ++r)
+          gn(r, j) = lam(r, j) >= 0 ? lo(r, j) + rx.lo_bias[j] : up(r, j) + rx.up_bias[j];
+      continue;
+    }
     const bool tuned = alpha[n].size() != 0;
-    if (tuned) grad[n] = Mat::Zero(lam.rows(), lam.cols());
+    if (tuned) grad[n] = Mat::Zero(alpha[n].rows(), alpha[n].cols());
     for (Eigen::Index j = 0; j < lam.cols(); ++j) {
       for (Eigen::Index r = 0; r < lam.rows(); ++r) {
-        if (lam(r, j) >= 0) {
+        if (tuned && rx.curve != nullptr) {
+          // lb gains lam (f(t) - f'(t) t) + (lam f'(t)) . (what follows): d / dt = lam f''(t)
+          // (g_in - t).
+          const bool lower = lam(r, j) >= 0;
+          const Line line = tuned_line(rx, alpha[n], r, j, lower);
+          gn(r, j) = gi(r, j) * line.slope + line.bias;
+          const Eigen::Index i = lower ? j : lam.cols() + j;
+          const double t = alpha[n](r, i);
+          if (rx.t_max[i] > rx.t_min[i])
+            grad[n](r, i) = lam(r, j) * rx.curve->ddf(t) * (gi(r, j) - t);
+        } else if (lam(r, j) >= 0) {
           gn(r, j) = gi(r, j) * (tuned ? alpha[n](r, j) : rx.lo_slope[j]) + rx.lo_bias[j];
           if (tuned) grad[n](r, j) = gi(r, j) * lam(r, j);
         } else {
@@ -125,6 +199,7 @@ Vec Crown::optimized_lower(int target, const Mat& c, Mat* lower_coef, const Vec*
   const Eigen::Index k = c.rows();
   std::vector<Relaxation> rel(dag.size());
   std::vector<Mat> alpha(dag.size());
+  std::vector<Tunable> range(dag.size());
   double entries = 0;
   bool tunable = false;
   std::vector<char> reached(dag.size(), 0);
@@ -133,11 +208,9 @@ Vec Crown::optimized_lower(int target, const Mat& c, Mat* lower_coef, const Vec*
     entries += static_cast<double>(m_.numel(n)) * static_cast<double>(k);
     if (m_.op(n) == nullptr) continue;
     rel[n] = relax_at(n);
-    const Relaxation& r = rel[n];
-    if (r.kind != Relaxation::Kind::kElementwise || r.lo_min.size() == 0 ||
-        !((r.lo_max - r.lo_min).maxCoeff() > 0))
-      continue;
-    alpha[n] = r.lo_slope.transpose().replicate(k, 1);
+    range[n] = tunable_range(rel[n]);
+    if (range[n].lo.size() == 0) continue;
+    alpha[n] = range[n].start.transpose().replicate(k, 1);
     tunable = true;
   }
   // The splits' multipliers, from 0 (CROWN's bound) where the objective depends on their node.
@@ -165,8 +238,8 @@ Vec Crown::optimized_lower(int target, const Mat& c, Mat* lower_coef, const Vec*
     for (int n : order) {
       const Mat& w = (*warm)[n];
       if (alpha[n].size() == 0 || w.rows() != k || w.cols() != alpha[n].cols()) continue;
-      for (Eigen::Index j = 0; j < w.cols(); ++j)
-        carried[n].col(j) = w.col(j).cwiseMax(rel[n].lo_min[j]).cwiseMin(rel[n].lo_max[j]);
+      carried[n] = w;
+      clamp_cols(carried[n], range[n]);
       carried_over = true;
     }
     if (carried_over) {
@@ -200,9 +273,7 @@ Vec Crown::optimized_lower(int target, const Mat& c, Mat* lower_coef, const Vec*
       if (alpha[n].size() == 0 || grad[n].size() == 0) continue;
       if (m1[n].size() == 0) m1[n] = m2[n] = Mat::Zero(k, alpha[n].cols());
       adam(alpha[n], m1[n], m2[n], grad[n], fix1, fix2);
-      const Relaxation& r = rel[n];
-      for (Eigen::Index j = 0; j < alpha[n].cols(); ++j)
-        alpha[n].col(j) = alpha[n].col(j).cwiseMax(r.lo_min[j]).cwiseMin(r.lo_max[j]);
+      clamp_cols(alpha[n], range[n]);
     }
     if (beta.size() != 0) {
       adam(beta, beta_m1, beta_m2, beta_grad, fix1, fix2);

@@ -97,9 +97,9 @@ class CaseSearch {
   // eight noise inputs of dist_shift's 792, whose image part is fixed).
   bool small() const;
   bool out_of_time() const { return split_.seconds > 0 && Clock::now() >= deadline_; }
-  // How long a point search may take: kSearchSeconds, at most a tenth of --timeout and at most
+  // How long a point search may take: `cap` seconds, at most a tenth of --timeout and at most
   // what is left of it.
-  double search_seconds() const;
+  double search_seconds(double cap) const;
   // Looks for a counterexample among a few points of the box: its centre (with `centre`) and,
   // per constraint, the corner that minimizes the linear function CROWN bounds that constraint
   // by (where the lower bound is attained, the likeliest place for the constraint to hold).
@@ -111,8 +111,9 @@ class CaseSearch {
   common::Result<bool> counterexample_at(const Vec& x);
   // Records x, whose violation is <= 0, as the counterexample.
   bool found(Vec x);
-  // Before any splitting, and for small inputs only: a falsification attempt by sampling and
-  // pattern search (point_search.h), for kSearchSeconds or a tenth of --timeout.
+  // Before any splitting (for large inputs after descent): a falsification attempt by sampling
+  // and, for small inputs, pattern search (point_search.h), for kSearchSeconds or a tenth of
+  // --timeout.
   common::Result<bool> local_search(const Interval& box);
   // Then, for any input size: gradient descent on the case's violated constraints
   // (point_search.h), their gradients from CROWN on one-point boxes (exact where every op's

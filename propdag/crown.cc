@@ -182,6 +182,13 @@ void Crown::step(int node, Backward& w) {
       w.ub += op_ * r.up_bias + on * r.lo_bias;
       accumulate(w.lam[d.inputs[0]], scale_cols(lp, r.lo_slope) + scale_cols(ln, r.up_slope));
       accumulate(w.om[d.inputs[0]], scale_cols(op_, r.up_slope) + scale_cols(on, r.lo_slope));
+    } else if (r.kind == Relaxation::Kind::kLinear) {
+      Mat lp = lam.cwiseMax(0.0), ln = lam.cwiseMin(0.0), op_ = om.cwiseMax(0.0),
+          on = om.cwiseMin(0.0);
+      w.lb += lp * r.lo_bias + ln * r.up_bias;
+      w.ub += op_ * r.up_bias + on * r.lo_bias;
+      accumulate(w.lam[d.inputs[0]], Mat(lp * r.lo_map) + Mat(ln * r.up_map));
+      accumulate(w.om[d.inputs[0]], Mat(op_ * r.up_map) + Mat(on * r.lo_map));
     } else {
       const Interval& o = b_[node];
       w.lb += lam.cwiseMax(0.0) * o.lo + lam.cwiseMin(0.0) * o.hi;

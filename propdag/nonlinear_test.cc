@@ -227,5 +227,77 @@ TEST(CompareTest, MinMaxEqualArgMax) {
   EXPECT_DOUBLE_EQ(y[4].hi[0], 2);
 }
 
+// MaxPool's lines, through o = max(x) - x0 for x in a 2 x 2 window (its true range is [0, 1]):
+//   x0 in [1, 3], x1 in [-1, 2], x2 in [0, 0.5], x3 in [-2, 0]: x0 has the largest lower bound,
+//   the others' largest upper bound is M = 2 in (1, 3): max >= x0, max <= chord of max(x0, 2)
+//   over [1, 3] = 0.5 x0 + 1.5. CROWN: o in [0, 1.5 - 0.5 * 1] = [0, 1]; IBP: [1, 3] - [1, 3].
+//   x0 in [3, 4]: x0 dominates, max = x0, o = 0.
+//   x0 in [1, 1.5]: u <= M, max <= 2: o <= 2 - x0 <= 1.
+TEST(NonlinearTest, MaxPoolLinesByHand) {
+  Model m = build(
+      "<int64[2] s14 = {1, 4}, int64[2] s11 = {1, 1}, float[4, 1] w = {1, 0, 0, 0}>\n"
+      "{ y = MaxPool <kernel_shape = [2, 2]> (x)\n xf = Reshape(x, s14)\n a = MatMul(xf, w)\n"
+      "  yf = Reshape(y, s11)\n o = Sub(yf, a) }",
+      "float[1, 1, 2, 2] x", "float[1, 1] o");
+  struct Case {
+    double x0_lo, x0_hi, lo, hi;
+  };
+  for (Case c : {Case{1, 3, 0, 1}, Case{3, 4, 0, 0}, Case{1, 1.5, 0, 1}}) {
+    Interval in = box({c.x0_lo, -1, 0, -2}, {c.x0_hi, 2, 0.5, 0});
+    auto ibp = run(m, in, Method::kIbp, false);
+    EXPECT_LT(ibp[0].lo[0], c.lo - 0.4);
+    for (Method method : {Method::kCrown, Method::kAlpha}) {
+      auto y = run(m, in, method, false);
+      EXPECT_NEAR(y[0].lo[0], c.lo, 1e-9) << c.x0_lo;
+      EXPECT_NEAR(y[0].hi[0], c.hi, 1e-9) << c.x0_lo;
+    }
+  }
+}
+
+// A sigmoid / tanh MLP: alpha tunes the tangent points and must stay sound (checked on a grid
+// of points evaluated in double) and never looser than CROWN, here strictly tighter.
+TEST(NonlinearTest, TunedTangentsStaySoundAndTighten) {
+  Model m = build(
+      "<float[2, 3] w1 = {1, -2, 0.5, 1.5, 1, -1}, float[3] b1 = {0.2, -0.1, 0.3},\n"
+      " float[3, 3] w2 = {2, -1, 1, -1, 3, 0.5, 1, 1, -2}, float[3, 2] w3 = {1, -1, -2, 1, 1.5, "
+      "1}>\n"
+      "{ h = MatMul(x, w1)\n hb = Add(h, b1)\n s = Sigmoid(hb)\n g = MatMul(s, w2)\n"
+      "  t = Tanh(g)\n y = MatMul(t, w3) }",
+      "float[1, 2] x", "float[1, 2] y");
+  Interval in = box({-1, -0.5}, {1, 1});
+  auto crown = run(m, in, Method::kCrown, false);
+  Options o;
+  o.method = Method::kAlpha;
+  o.intersect_ibp = false;
+  o.alpha_steps = 30;
+  auto alpha = output_bounds(m, in, o);
+  ASSERT_TRUE(alpha.ok());
+  const Interval& a = (*alpha)[0];
+  double gain = 0;
+  for (int j = 0; j < 2; ++j) {
+    EXPECT_GE(a.lo[j], crown[0].lo[j] - 1e-12);
+    EXPECT_LE(a.hi[j], crown[0].hi[j] + 1e-12);
+    gain += (a.lo[j] - crown[0].lo[j]) + (crown[0].hi[j] - a.hi[j]);
+  }
+  EXPECT_GT(gain, 1e-3);
+  auto sig = [](double v) { return 1 / (1 + std::exp(-v)); };
+  const double w1[2][3] = {{1, -2, 0.5}, {1.5, 1, -1}}, b1[3] = {0.2, -0.1, 0.3};
+  const double w2[3][3] = {{2, -1, 1}, {-1, 3, 0.5}, {1, 1, -2}},
+               w3[3][2] = {{1, -1}, {-2, 1}, {1.5, 1}};
+  for (int i = 0; i <= 40; ++i) {
+    for (int k = 0; k <= 40; ++k) {
+      double x[2] = {-1 + 2.0 * i / 40, -0.5 + 1.5 * k / 40}, s[3], t[3];
+      for (int c = 0; c < 3; ++c) s[c] = sig(x[0] * w1[0][c] + x[1] * w1[1][c] + b1[c]);
+      for (int c = 0; c < 3; ++c)
+        t[c] = std::tanh(s[0] * w2[0][c] + s[1] * w2[1][c] + s[2] * w2[2][c]);
+      for (int j = 0; j < 2; ++j) {
+        double y = t[0] * w3[0][j] + t[1] * w3[1][j] + t[2] * w3[2][j];
+        ASSERT_GE(y, a.lo[j] - 1e-9);
+        ASSERT_LE(y, a.hi[j] + 1e-9);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace propdag

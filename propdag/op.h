@@ -13,6 +13,8 @@
 
 namespace propdag {
 
+struct Curve;
+
 using Vec = Eigen::VectorXd;
 using Mat = Eigen::MatrixXd;
 using SpMat = Eigen::SparseMatrix<double, Eigen::RowMajor>;
@@ -96,6 +98,8 @@ struct Relaxation {
     kAffine,       ///< out = sum(terms) + bias, exact
     kElementwise,  ///< lo_slope*x+lo_bias <= out <= up_slope*x+up_bias, x = in[0], per element
     kConstant,     ///< out in the op's output interval (no dependency kept)
+    /// lo_map*x+lo_bias <= out <= up_map*x+up_bias, x = in[0] (maps: outputs x inputs)
+    kLinear,
   };
   Kind kind = Kind::kConstant;
   const std::vector<LinearTerm>* terms = nullptr;  ///< kAffine: owned by the op
@@ -104,6 +108,14 @@ struct Relaxation {
   /// kElementwise, optional: the lower slope of element i may be anything in
   /// [lo_min[i], lo_max[i]] with the same lo_bias (empty: fixed). Optimized bounds tune it.
   Vec lo_min, lo_max;
+  /// kElementwise, optional: tangent families (see Lines in relax.h). For element i of n, index i
+  /// of t0 / t_min / t_max is the lower line's tangent point (CROWN's) and range, index n + i the
+  /// upper line's; the tangent_line of `curve` at any point of a range with t_min < t_max is a
+  /// valid line there (elsewhere the fixed line stands). Optimized bounds tune the points.
+  const Curve* curve = nullptr;
+  Vec t0, t_min, t_max, reach;
+  /// kLinear: the lower and upper maps.
+  SpMat lo_map, up_map;
 };
 
 /// One output of one ONNX node. Input slots are the node's input positions; `in[slot]` is null

@@ -33,12 +33,19 @@ class ElementwiseOp : public BoundOp {
     Eigen::Index n = in[0]->size();
     r.lo_slope.resize(n), r.lo_bias.resize(n), r.up_slope.resize(n), r.up_bias.resize(n);
     r.lo_min.resize(n), r.lo_max.resize(n);
+    r.t0 = r.t_min = r.t_max = Vec::Zero(2 * n);
+    r.reach = Vec::Zero(n);
     for (Eigen::Index i = 0; i < n; ++i) {
       Lines l = lines_(in[0]->lo[i], in[0]->hi[i], param_);
       r.lo_slope[i] = l.lo_slope, r.lo_bias[i] = l.lo_bias;
       r.up_slope[i] = l.up_slope, r.up_bias[i] = l.up_bias;
       r.lo_min[i] = l.lo_min, r.lo_max[i] = l.lo_max;
+      if (l.curve == nullptr) continue;
+      r.curve = l.curve, r.reach[i] = l.reach;
+      r.t0[i] = l.lo_t, r.t_min[i] = l.lo_t_min, r.t_max[i] = l.lo_t_max;
+      r.t0[n + i] = l.up_t, r.t_min[n + i] = l.up_t_min, r.t_max[n + i] = l.up_t_max;
     }
+    if (r.curve == nullptr) r.t0 = r.t_min = r.t_max = r.reach = Vec();
     return r;
   }
 

@@ -1,6 +1,7 @@
-// Sliding-window layers: Conv and ConvTranspose (1-D/2-D), AveragePool, MaxPool (interval), Pad.
+// Sliding-window layers: Conv and ConvTranspose (1-D/2-D), AveragePool, MaxPool, Pad.
 // 1-D inputs are handled as 2-D with a height of 1.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <memory>
 #include <tuple>
@@ -225,7 +226,7 @@ Result<OpOutputs> average_pool_rule(const OpContext& ctx) {
   return affine_output(std::move(terms), Vec::Zero(planes * out_plane), out_dims(g, g.c));
 }
 
-// MaxPool: the max of the window's lower and upper bounds; relaxed to its output interval.
+// MaxPool: the max of the window's lower and upper bounds.
 class MaxPoolOp : public BoundOp {
  public:
   MaxPoolOp(std::vector<int64_t> taps, int64_t k) : taps_(std::move(taps)), k_(k) {}
@@ -242,8 +243,44 @@ class MaxPoolOp : public BoundOp {
       }
     return out;
   }
-  Relaxation relax(const std::vector<const Interval*>&, const Interval&) const override {
-    return {};
+  // Per output: the input i with the largest lower bound l_i is a lower line. With M the largest
+  // upper bound of the others, the output is x_i where l_i >= M, at most M where u_i <= M, and
+  // otherwise at most the chord of max(x_i, M) over [l_i, u_i].
+  Relaxation relax(const std::vector<const Interval*>& in, const Interval& out) const override {
+    const Interval& x = *in[0];
+    const int64_t n = taps_.size() / k_;
+    Relaxation r;
+    r.kind = Relaxation::Kind::kLinear;
+    r.lo_bias = Vec::Zero(n), r.up_bias = Vec::Zero(n);
+    std::vector<Eigen::Triplet<double>> lo, up;
+    for (int64_t o = 0; o < n; ++o) {
+      int64_t best = -1;
+      double m = -std::numeric_limits<double>::infinity();
+      for (int64_t j = 0; j < k_; ++j) {
+        int64_t i = taps_[o * k_ + j];
+        if (i >= 0 && (best < 0 || x.lo[i] > x.lo[best])) best = i;
+      }
+      for (int64_t j = 0; j < k_; ++j) {
+        int64_t i = taps_[o * k_ + j];
+        if (i >= 0 && i != best) m = std::max(m, x.hi[i]);
+      }
+      if (best < 0 || !std::isfinite(x.lo[best]) || !std::isfinite(x.hi[best])) return {};
+      const double l = x.lo[best], u = x.hi[best];
+      lo.emplace_back(o, best, 1.0);
+      if (l >= m) {
+        up.emplace_back(o, best, 1.0);
+      } else if (u <= m || !std::isfinite(m)) {
+        r.up_bias[o] = out.hi[o];
+      } else {
+        const double s = (u - m) / (u - l);
+        up.emplace_back(o, best, s);
+        r.up_bias[o] = m - s * l + 1e-12 * (1 + std::abs(u) + std::abs(l) + std::abs(m));
+      }
+    }
+    r.lo_map.resize(n, x.size()), r.up_map.resize(n, x.size());
+    r.lo_map.setFromTriplets(lo.begin(), lo.end());
+    r.up_map.setFromTriplets(up.begin(), up.end());
+    return r;
   }
 
  private:

@@ -4,11 +4,36 @@
 
 namespace propdag {
 
+/// A smooth function that is convex below 0 and concave above (sigmoid, tanh), with its first
+/// and second derivatives.
+struct Curve {
+  double (*f)(double);
+  double (*df)(double);
+  double (*ddf)(double);
+};
+const Curve& sigmoid_curve();
+const Curve& tanh_curve();
+
+/// A line y = slope * x + bias.
+struct Line {
+  double slope = 0, bias = 0;
+};
+
+/// The tangent of `c` at t, moved down (`below`) or up by a margin that covers rounding for every
+/// |x| <= reach.
+Line tangent_line(const Curve& c, double t, double reach, bool below);
+
 struct Lines {
   double lo_slope = 0, lo_bias = 0, up_slope = 0, up_bias = 0;
   /// Every lower line with a slope in [lo_min, lo_max] and the same lo_bias is valid too (equal
   /// to lo_slope where the lower line is fixed). Optimized bounds (alpha-CROWN) tune it.
   double lo_min = 0, lo_max = 0;
+  /// Tangent families (set by curve_lines): with lo_t_min < lo_t_max, the tangent_line of
+  /// `curve` at any t in [lo_t_min, lo_t_max] (with this `reach`) is a valid lower line, and
+  /// the fixed one is the tangent at lo_t; the same for the upper line. Optimized bounds tune t.
+  const Curve* curve = nullptr;
+  double reach = 0;
+  double lo_t = 0, lo_t_min = 0, lo_t_max = 0, up_t = 0, up_t_min = 0, up_t_max = 0;
 };
 
 /// LeakyReLU max(x, alpha x) with 0 <= alpha <= 1 (ReLU: alpha = 0). Stable intervals are exact;
@@ -16,8 +41,14 @@ struct Lines {
 /// is closer to the chord (CROWN's adaptive choice: 1 when u > -l); any slope in [alpha, 1]
 /// through the origin is a valid lower line there.
 Lines leaky_relu_lines(double l, double u, double alpha);
-/// Sigmoid / Tanh: both lines have the chord's slope, shifted down / up by the exact extreme of
-/// f(x) - slope * x over [l, u] (at l, u or where f'(x) = slope).
+/// Lines of a Curve. On the convex side (u <= 0) the chord is the upper line and the lower line
+/// is any tangent at a point of [l, u]; the concave side (l >= 0) mirrors that. Across 0, the
+/// lower line is the chord where the chord stays below the curve (f'(l) >= chord slope),
+/// otherwise a tangent at a point of [l, d], d in [l, 0] the point whose tangent passes through
+/// (u, f(u)); the upper line mirrors that. The fixed tangent is the one parallel to the chord
+/// where the range holds one (the tightest line of that slope), else CROWN's choice (the
+/// midpoint, or d).
+Lines curve_lines(const Curve& c, double l, double u);
 Lines sigmoid_lines(double l, double u);
 Lines tanh_lines(double l, double u);
 /// Constant lines [lo, hi].

@@ -37,11 +37,39 @@ TEST(RelaxTest, ReluLinesByHand) {
 }
 
 // The lines must bracket the function on the whole interval (checked densely) for many
-// intervals, including very wide, very narrow and one-sided ones.
+// intervals, including very wide, very narrow and one-sided ones; so must the tangents at points
+// drawn from the tangent families' ranges, and the fixed lines must be those of the families'
+// starting points.
+void check_families(const Curve& c, double l, double u, const Lines& s, std::mt19937& rng) {
+  auto check = [&](double slope, double bias, bool lower) {
+    for (int k = 0; k <= 200; ++k) {
+      double x = l + (u - l) * k / 200.0, y = c.f(x), v = slope * x + bias;
+      double tol = 1e-12 * (1 + std::abs(y) + std::abs(x));
+      if (lower)
+        ASSERT_LE(v, y + tol) << "l=" << l << " u=" << u << " x=" << x;
+      else
+        ASSERT_GE(v, y - tol) << "l=" << l << " u=" << u << " x=" << x;
+    }
+  };
+  std::uniform_real_distribution<double> unit(0, 1);
+  for (bool lower : {true, false}) {
+    double lo = lower ? s.lo_t_min : s.up_t_min, hi = lower ? s.lo_t_max : s.up_t_max;
+    if (!(hi > lo)) continue;
+    Line start = tangent_line(c, lower ? s.lo_t : s.up_t, s.reach, lower);
+    ASSERT_EQ(start.slope, lower ? s.lo_slope : s.up_slope);
+    ASSERT_EQ(start.bias, lower ? s.lo_bias : s.up_bias);
+    for (double t : {lo, hi, lo + (hi - lo) * unit(rng), lo + (hi - lo) * unit(rng)}) {
+      Line line = tangent_line(c, t, s.reach, lower);
+      check(line.slope, line.bias, lower);
+    }
+  }
+}
+
 template <class F, class L>
-void check_brackets(F f, L lines) {
+void check_brackets(F f, L lines, const Curve* curve = nullptr) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<double> center(-8, 8), log_width(-6, 2.5);
+  int families = 0;
   for (int trial = 0; trial < 2000; ++trial) {
     double c = center(rng), w = std::pow(10.0, log_width(rng));
     double l = c - w / 2, u = c + w / 2;
@@ -53,15 +81,20 @@ void check_brackets(F f, L lines) {
       ASSERT_LE(s.lo_slope * x + s.lo_bias, y + tol) << "l=" << l << " u=" << u << " x=" << x;
       ASSERT_GE(s.up_slope * x + s.up_bias, y - tol) << "l=" << l << " u=" << u << " x=" << x;
     }
+    if (curve == nullptr) continue;
+    ASSERT_EQ(s.curve, curve);
+    families += s.lo_t_max > s.lo_t_min || s.up_t_max > s.up_t_min;
+    check_families(*curve, l, u, s, rng);
   }
+  if (curve != nullptr) EXPECT_GT(families, 1000);
 }
 
 TEST(RelaxTest, SigmoidLinesBracket) {
-  check_brackets([](double x) { return 1 / (1 + std::exp(-x)); }, sigmoid_lines);
+  check_brackets([](double x) { return 1 / (1 + std::exp(-x)); }, sigmoid_lines, &sigmoid_curve());
 }
 
 TEST(RelaxTest, TanhLinesBracket) {
-  check_brackets([](double x) { return std::tanh(x); }, tanh_lines);
+  check_brackets([](double x) { return std::tanh(x); }, tanh_lines, &tanh_curve());
 }
 
 TEST(RelaxTest, LeakyReluLinesBracket) {
@@ -77,6 +110,59 @@ TEST(RelaxTest, SigmoidChordIsTightOnConcavePart) {
   EXPECT_DOUBLE_EQ(s.lo_slope, k);
   EXPECT_NEAR(s.lo_bias, 0.5, 1e-9);
   EXPECT_GT(s.up_bias, 0.5 + 1e-3);
+  // The upper line is the tangent parallel to the chord, tunable over [0, 2]:
+  // sigmoid'(t) = k at t = logit((1 + sqrt(1 - 4k)) / 2) on the concave side.
+  double t = std::log((1 + std::sqrt(1 - 4 * k)) / (1 - std::sqrt(1 - 4 * k)));
+  double st = 1 / (1 + std::exp(-t));
+  EXPECT_NEAR(s.up_t, t, 1e-9);
+  EXPECT_NEAR(s.up_slope, k, 1e-12);
+  EXPECT_NEAR(s.up_bias, st - k * t, 1e-9);
+  EXPECT_EQ(s.up_t_min, 0);
+  EXPECT_EQ(s.up_t_max, 2);
+  EXPECT_FALSE(s.lo_t_max > s.lo_t_min);
+}
+
+// Sigmoid on [-2, -1], convex there: the chord above, below the tangent at the t where
+// sigmoid'(t) = chord slope k, i.e. sigmoid(t) = (1 - sqrt(1 - 4k)) / 2.
+TEST(RelaxTest, SigmoidConvexPartByHand) {
+  Lines s = sigmoid_lines(-2, -1);
+  double a = 1 / (1 + std::exp(2.0)), b = 1 / (1 + std::exp(1.0)), k = b - a;
+  double st = (1 - std::sqrt(1 - 4 * k)) / 2, t = std::log(st / (1 - st));
+  EXPECT_NEAR(s.up_slope, k, 1e-15);
+  EXPECT_NEAR(s.up_bias, b + k, 1e-11);
+  EXPECT_NEAR(s.lo_t, t, 1e-9);
+  EXPECT_NEAR(s.lo_slope, k, 1e-12);
+  EXPECT_NEAR(s.lo_bias, st - k * t, 1e-9);
+  EXPECT_EQ(s.lo_t_min, -2);
+  EXPECT_EQ(s.lo_t_max, -1);
+}
+
+// Tanh on [-1, 3]: the chord (slope (tanh 3 + tanh 1) / 4 = 0.4392) is steeper than tanh'(-1)
+// = 0.42 and tanh'(3) = 0.0099, so it is neither line: the lower line is the tangent at the
+// d in (-1, 0) whose tangent passes through (3, tanh 3), the upper the tangent at the d' in
+// (0, 3) whose tangent passes through (-1, -tanh 1).
+TEST(RelaxTest, TanhAcrossZeroByHand) {
+  Lines s = tanh_lines(-1, 3);
+  EXPECT_EQ(s.lo_t_min, -1);
+  EXPECT_NEAR(s.lo_t_max, -0.97031594, 1e-7);  // d, by bisection of the condition by hand
+  Line d = tangent_line(tanh_curve(), s.lo_t_max, s.reach, true);
+  EXPECT_NEAR(d.slope * 3 + d.bias, std::tanh(3.0), 1e-9);
+  // The fixed lines: the tangents of the chord's slope 0.43916 at -+atanh(sqrt(1 - k)) = -+0.97043
+  // (the lower one just inside [-1, d]).
+  double k = (std::tanh(3.0) + std::tanh(1.0)) / 4, t = std::atanh(std::sqrt(1 - k));
+  EXPECT_NEAR(s.lo_t, -t, 1e-9);
+  EXPECT_NEAR(s.lo_slope, k, 1e-12);
+  EXPECT_NEAR(s.up_t, t, 1e-9);
+  EXPECT_NEAR(s.up_bias, std::tanh(t) - k * t, 1e-9);
+  EXPECT_NEAR(s.up_t_min, 0.45829939, 1e-7);  // d', whose tangent passes through (-1, -tanh 1)
+  EXPECT_EQ(s.up_t_max, 3);
+  // Sigmoid on [-0.1, 4]: the chord's slope 0.124 is below sigmoid'(-0.1) = 0.249, so the chord
+  // is the lower line; sigmoid'(4) = 0.018 is below it too, so the upper line is a tangent.
+  Lines c = sigmoid_lines(-0.1, 4);
+  double kc = (1 / (1 + std::exp(-4.0)) - 1 / (1 + std::exp(0.1))) / 4.1;
+  EXPECT_NEAR(c.lo_slope, kc, 1e-15);
+  EXPECT_FALSE(c.lo_t_max > c.lo_t_min);
+  EXPECT_TRUE(c.up_t_max > c.up_t_min);
 }
 
 }  // namespace

@@ -107,6 +107,36 @@ TEST(VerifyTest, SearchFindsACounterexampleAwayFromCentreAndCorners) {
   EXPECT_FALSE(whole->verified);
 }
 
+// y = sum of sign(x_i) over 20 inputs in [-1, 1]; unsafe: y = 10, met where 15 inputs are
+// positive (1.5% of uniform points: descent's 20 starting points miss it). Sign's gradient is 0, so
+// descent cannot move, the centre gives y = 0, the corners where bounds are attained +-20, and 20
+// inputs are too many for the pattern search: sampling finds it.
+TEST(VerifyTest, SamplingFindsCounterexamplesOfLargeInputsWithoutGradients) {
+  std::string ones = "1";
+  std::string text = "(declare-const Y_0 Real)\n(assert (>= Y_0 10))\n(assert (<= Y_0 10))\n";
+  for (int i = 0; i < 20; ++i) {
+    if (i > 0) ones += ", 1";
+    text += "(declare-const X_" + std::to_string(i) + " Real)\n(assert (>= X_" + std::to_string(i) +
+            " -1))\n(assert (<= X_" + std::to_string(i) + " 1))\n";
+  }
+  Model m = build(R"(
+    <ir_version: 8, opset_import: ["" : 15]>
+    g (float[1,20] x) => (float[1,1] y) <float[20,1] w = {)" +
+                  ones + R"(}> {
+      s = Sign(x)
+      y = MatMul(s, w)
+    })");
+  auto s = parse_vnnlib(text, "p.vnnlib");
+  ASSERT_TRUE(s.ok()) << s.error().str();
+  auto r = verify(m, *s, {Method::kCrown}, {2, 0});
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  ASSERT_TRUE(r->falsified);
+  double y = 0;
+  for (double v : r->counterexample) y += v > 0 ? 1 : (v < 0 ? -1 : 0);
+  EXPECT_GE(y, 10);
+  EXPECT_LE(y, 10);
+}
+
 // CROWN is exact on y = x - x, so the whole box suffices for the same property.
 TEST(VerifyTest, CrownNeedsNoSplitWhereItsBoundsAreExact) {
   Model m = build(kZero);
