@@ -9,5 +9,5 @@ build="${1:-$here/build}"
 shift || true
 cd "$here"
 PROPDAG="${PROPDAG:-$build/propdag/propdag}" PROPDAG_PER_BENCH="${PROPDAG_PER_BENCH:-0}" \
-  PROPDAG_POINTS="${PROPDAG_POINTS:-10000}" \
+  PROPDAG_POINTS="${PROPDAG_POINTS:-10000}" PROPDAG_REFINE_BUDGET="${PROPDAG_REFINE_BUDGET-}" \
   /usr/bin/python3 -m pytest -q -s -p no:cacheprovider propdag/tests/soundness_test.py "$@"

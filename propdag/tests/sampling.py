@@ -104,9 +104,9 @@ def propdag(*args):
     return r.returncode, r.stdout, r.stderr
 
 
-def bounds(model, spec, method):
+def bounds(model, spec, method, *extra):
     """Concatenated (lower, upper) of every output, or raises with propdag's message."""
-    rc, out, err = propdag("bounds", model, "--vnnlib", spec, "--method", method, "--json")
+    rc, out, err = propdag("bounds", model, "--vnnlib", spec, "--method", method, "--json", *extra)
     if rc != 0:
         raise RuntimeError(err.strip())
     data = json.loads(out)

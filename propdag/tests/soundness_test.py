@@ -12,8 +12,11 @@ its best bound). Prints one line per model.
 
 CI runs a sample: the first PROPDAG_PER_BENCH models of each benchmark (default 1, so every
 benchmark's architecture and ops) and the models of EXTRA (ops no first model bounds: MaxPool,
-Tanh; 33 s and 20 s) with PROPDAG_POINTS points (default 2,000 + corners). The full
-run, every model with 10,000 points, is benchmarks/propdag_soundness.sh.
+Tanh; 33 s and 20 s) with PROPDAG_POINTS points (default 2,000 + corners), CROWN and alpha at
+PROPDAG_REFINE_BUDGET (default 2e8: intermediate bounds whose backward pass costs more keep IBP's,
+which keeps the sample at about a minute; `bounds`' own default refines up to a total of 1e10 and
+took 354 s here). The full run, every model with 10,000 points and `bounds`' defaults, is
+benchmarks/propdag_soundness.sh.
 """
 
 import os
@@ -32,6 +35,8 @@ REQUIRED = {"acasxu_2023", "tllverifybench_2023", "safenlp", "cora", "collins_ru
 EXTRA = ("traffic_signs_recognition_2023/3_48_48_QConv_32_5_MP_2",
          "cgan_2023/cGAN_imgSz32_nCh_3_nonlinear_activations")
 POINTS = int(os.environ.get("PROPDAG_POINTS", "2000"))
+BUDGET = os.environ.get("PROPDAG_REFINE_BUDGET", "2e8")  # empty: bounds' default
+LINEAR = ("--refine-budget", BUDGET) if BUDGET else ()
 PER_BENCH = int(os.environ.get("PROPDAG_PER_BENCH", "1"))  # 0: every model
 # Image models make 10,000 points expensive to push through onnxruntime (metaroom: 10,000 x 5,376
 # floats); cap the sampled input data so the whole run fits CI. Models with up to 2,500 inputs
@@ -51,8 +56,8 @@ def check(bench, model, spec, rng):
     t0 = time.time()
     try:
         ibp = sampling.bounds(model, spec, "ibp")
-        crown = sampling.bounds(model, spec, "crown")
-        alpha = sampling.bounds(model, spec, "alpha")
+        crown = sampling.bounds(model, spec, "crown", *LINEAR)
+        alpha = sampling.bounds(model, spec, "alpha", *LINEAR)
     except RuntimeError as e:
         if "no bound rule" in str(e) and not required(bench, model):
             return f"{name}: skipped ({str(e).split(': ')[-1]})", None
