@@ -93,13 +93,7 @@ static int main_body(int argc, char** argv) {
   app.add_flag(
       "--stats", args.stats,
       "print one JSON line {\"nodes_before\", \"nodes_after\", \"ms\", \"passes\"} on stderr");
-  app.add_option(
-      "--custom-op", args.custom_ops,
-      "DOMAIN::OP[=...]: an op computed outside the model (repeatable); its outputs take "
-      "their declared types and nothing is folded through it");
-  app.add_option("--custom-op-shape", args.custom_types,
-                 "NAME=DTYPE[D0,D1,...]: the type of a custom op's output NAME (a name as D0: the "
-                 "batch dim), where the model declares none");
+  common::add_custom_op_options(app, args.custom_ops, args.custom_types);
   app.set_version_flag("--version", std::string("slimonnx ") + SUITE_VERSION);
   if (auto code = common::parse_command_line(app, argc, argv)) return *code;
   if (args.list) return list_passes();
