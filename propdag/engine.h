@@ -1,5 +1,6 @@
 // The built-in engines: IBP (forward intervals), CROWN (backward linear bound propagation), and
-// alpha-CROWN (CROWN whose final lower bounds tune the ReLU lower lines by gradient ascent).
+// alpha-CROWN (CROWN whose final bounds tune the ReLU lower lines and the Sigmoid/Tanh tangent
+// points by gradient steps).
 #pragma once
 
 #include <chrono>
@@ -61,8 +62,9 @@ struct Options {
   /// Intersect the final CROWN bounds with IBP's (intermediate bounds always are).
   bool intersect_ibp = true;
   /// kAlpha: projected gradient (Adam) steps that tune, per objective row, the lower-line slope of
-  /// every ReLU / LeakyReLU whose input interval crosses zero, from CROWN's choice; the best
-  /// bound seen is kept, so it is never looser than CROWN's. Intermediate bounds stay CROWN's.
+  /// every ReLU / LeakyReLU whose input interval crosses zero and the tangent points of the
+  /// Sigmoid / Tanh lines (within their families), from CROWN's choice; the best bound seen is
+  /// kept, so it is never looser than CROWN's. Intermediate bounds stay CROWN's.
   int alpha_steps = 10;
   /// Steps when the slopes start from ones carried over (linear_bounds' `slopes`, e.g. from the
   /// box a verifier split this one from): they start close, so fewer steps do.
