@@ -19,17 +19,7 @@ using test::build;
 // nonlinear ops are h1 and h2. Cost of one row (Crown::row_cost: elements of every node crossed
 // plus the weight entries of each affine op): from h1, h1 3 + w1 6 + x 2 = 11, so its pass (3
 // rows) costs 33; from h2, 3 + 9 + r1 3 + 11 = 26, 78 for 3 rows; from y, 1 + 3 + r2 3 + 26 = 33.
-constexpr const char* kNet = R"(
-  <ir_version: 8, opset_import: ["" : 15]>
-  g (float[1,2] x) => (float[1,1] y)
-  <float[2,3] w1 = {1, -1, 0.5, 1, 1, -2}, float[3,3] w2 = {1, -1, 2, -1, 1, 1, 0.5, 2, -1},
-   float[3,1] w3 = {1, -2, 1}> {
-    h1 = MatMul(x, w1)
-    r1 = Relu(h1)
-    h2 = MatMul(r1, w2)
-    r2 = Relu(h2)
-    y = MatMul(r2, w3)
-  })";
+constexpr const char* kNet = test::kTwoReluNet;
 
 BoundsReport bound_with(const Model& m, Options o, Interval* y = nullptr) {
   BoundsReport r;

@@ -50,17 +50,7 @@ TEST(EngineTest, Net1Crown) {
 // exactly those of CROWN without refinement (Options::refine_intermediate = false), looser than
 // on time on this network, and still contain every sampled output; alpha takes no step.
 TEST(EngineTest, PastADeadlineCrownStopsRefiningAndStaysSound) {
-  Model m = build(R"(
-    <ir_version: 8, opset_import: ["" : 15]>
-    g (float[1,2] x) => (float[1,1] y)
-    <float[2,3] w1 = {1, -1, 0.5, 1, 1, -2}, float[3,3] w2 = {1, -1, 2, -1, 1, 1, 0.5, 2, -1},
-     float[3,1] w3 = {1, -2, 1}> {
-      h1 = MatMul(x, w1)
-      r1 = Relu(h1)
-      h2 = MatMul(r1, w2)
-      r2 = Relu(h2)
-      y = MatMul(r2, w3)
-    })");
+  Model m = build(test::kTwoReluNet);
   const Interval b = box({-1, -1}, {1, 1});
   Options late{Method::kCrown};
   late.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);

@@ -33,6 +33,20 @@ inline constexpr const char* kNet1 = R"(
     y = MatMul(r, w2)
   })";
 
+// x (2) -> MatMul (3) -> Relu -> MatMul (3) -> Relu -> MatMul (1): two ReLU layers, so that
+// CROWN's refined bounds of the second layer's input are tighter than IBP's.
+inline constexpr const char* kTwoReluNet = R"(
+  <ir_version: 8, opset_import: ["" : 15]>
+  g (float[1,2] x) => (float[1,1] y)
+  <float[2,3] w1 = {1, -1, 0.5, 1, 1, -2}, float[3,3] w2 = {1, -1, 2, -1, 1, 1, 0.5, 2, -1},
+   float[3,1] w3 = {1, -2, 1}> {
+    h1 = MatMul(x, w1)
+    r1 = Relu(h1)
+    h2 = MatMul(r1, w2)
+    r2 = Relu(h2)
+    y = MatMul(r2, w3)
+  })";
+
 inline Model build(const std::string& text) {
   auto g = common::testing::parse_text(text);
   EXPECT_TRUE(g.ok()) << g.error().str();
