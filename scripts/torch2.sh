@@ -5,10 +5,13 @@
 # built here (run by this machine's loader and libraries):
 #   1. the ONNX backend node tests' generated Python (torchonnx_test NodeTests.*),
 #   2. the Python test suites (torchonnx/tests, vnncomp/tests),
-#   3. with --benchmarks DIR, the VNN-COMP harness on every model (report: --json FILE).
+#   3. vnncomp/tests/test_exported.py again with the models exported at opset 20,
+#   4. with --benchmarks DIR, the VNN-COMP harness on every model (report: --json FILE).
+# torch 2.x's dynamo-based exporter (`dynamo=True`) needs onnxscript, which Debian does not package
+# (neither trixie nor sid), so only the TorchScript-based exporter runs here.
 #
 #   scripts/torch2.sh [--root DIR] [--benchmarks DIR] [--json FILE]
-#   scripts/torch2.sh [--root DIR] [--benchmarks DIR] --run 'COMMAND'   (instead of 1-3, in the checkout,
+#   scripts/torch2.sh [--root DIR] [--benchmarks DIR] --run 'COMMAND'   (instead of 1-4, in the checkout,
 #       with TORCHONNX set; e.g. --run '/usr/bin/python3 benchmarks/torchonnx_bench.py')
 #
 # Needs root (debootstrap, chroot, mount), Debian's archive, and scripts/setup.sh + scripts/build.sh
@@ -25,7 +28,7 @@ while (($#)); do
     --benchmarks) benchmarks="$(realpath "$2")"; shift 2 ;;
     --json) json="$(realpath -m "$2")"; shift 2 ;;
     --run) run="$2"; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "torch2.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -107,6 +110,11 @@ echo "== Python test suites"
 inside sh -c "cd '$repo' && TORCHONNX=/usr/local/bin/torchonnx PYTHONPATH='$repo' \
   VNNCOMP_BENCHMARKS='${benchmarks}' python3 -m pytest -q -p no:cacheprovider \
   torchonnx/tests vnncomp/tests --deselect vnncomp/tests/test_real.py::test_all_models" || status=1
+
+echo "== architectures exported by torch 2.x at opset 20 (TorchScript-based exporter)"
+inside sh -c "cd '$repo' && TORCHONNX=/usr/local/bin/torchonnx PYTHONPATH='$repo' \
+  TORCHONNX_EXPORT_OPSET=20 python3 -m pytest -q -p no:cacheprovider vnncomp/tests/test_exported.py" ||
+  status=1
 
 if [[ -n $benchmarks ]]; then
   echo "== VNN-COMP harness over $benchmarks"

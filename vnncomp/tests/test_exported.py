@@ -5,6 +5,10 @@ must take any batch size directly (the harness's `batch` check), not only throug
 
 The torchvision models are skipped when python3-torchvision is not installed; the torch.nn ones need
 only torch. Weights are random (seeded); batch-norm statistics are randomized so that folds matter.
+
+TORCHONNX_EXPORT_OPSET (default 17, the newest torch 1.13 writes) sets the opset of the export; under
+torch 2.x (scripts/torch2.sh) 18 to 20 make the opset-18+ forms (reductions and Split taking their
+axes and sizes as inputs, and so on).
 """
 
 import os
@@ -87,6 +91,9 @@ def torchvision_models():
             "shufflenet_v2": (tv.models.shufflenet_v2_x0_5(num_classes=10), image)}
 
 
+OPSET = int(os.environ.get("TORCHONNX_EXPORT_OPSET", "17"))
+
+
 def export(models, folder):
     os.makedirs(folder, exist_ok=True)
     for name, (model, x) in models.items():
@@ -95,7 +102,7 @@ def export(models, folder):
             if isinstance(m, nn.BatchNorm2d):
                 m.running_mean.uniform_(-0.5, 0.5)
                 m.running_var.uniform_(0.5, 1.5)
-        torch.onnx.export(model, (x,), os.path.join(folder, name + ".onnx"), opset_version=17,
+        torch.onnx.export(model, (x,), os.path.join(folder, name + ".onnx"), opset_version=OPSET,
                           input_names=["x"], dynamic_axes={"x": {0: "batch"}})
 
 
