@@ -28,7 +28,7 @@ while (($#)); do
     --benchmarks) benchmarks="$(realpath "$2")"; shift 2 ;;
     --json) json="$(realpath -m "$2")"; shift 2 ;;
     --run) run="$2"; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "torch2.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
