@@ -63,46 +63,6 @@ T load(const std::string& raw, int64_t i) {
   return v;
 }
 
-template <class R>
-R element(const Tensor& t, int64_t i) {
-  switch (t.dtype) {
-    case DType::kFloat:
-      return static_cast<R>(load<float>(t.raw, i));
-    case DType::kDouble:
-      return static_cast<R>(load<double>(t.raw, i));
-    case DType::kFloat16:
-      return static_cast<R>(half_to_float(load<uint16_t>(t.raw, i)));
-    case DType::kBFloat16:
-      return static_cast<R>(bfloat16_to_float(load<uint16_t>(t.raw, i)));
-    case DType::kInt8:
-      return static_cast<R>(load<int8_t>(t.raw, i));
-    case DType::kUInt8:
-      return static_cast<R>(load<uint8_t>(t.raw, i));
-    case DType::kBool:
-      return static_cast<R>(load<uint8_t>(t.raw, i) != 0);
-    case DType::kInt16:
-      return static_cast<R>(load<int16_t>(t.raw, i));
-    case DType::kUInt16:
-      return static_cast<R>(load<uint16_t>(t.raw, i));
-    case DType::kInt32:
-      return static_cast<R>(load<int32_t>(t.raw, i));
-    case DType::kUInt32:
-      return static_cast<R>(load<uint32_t>(t.raw, i));
-    case DType::kInt64:
-      return static_cast<R>(load<int64_t>(t.raw, i));
-    case DType::kUInt64:
-      return static_cast<R>(load<uint64_t>(t.raw, i));
-    default:
-      return R{};
-  }
-}
-
-template <class T>
-void store(std::string& raw, int64_t i, T v) {
-  std::memcpy(raw.data() + i * sizeof(T), &v, sizeof(T));
-}
-
-// Writes element i of a tensor of any numeric dtype from a double or int64 source.
 // A value as the integer type T: a floating one truncated and saturated at T's range, NaN as 0
 // (a plain cast of a floating value out of T's range is undefined behaviour).
 template <class T, class S>
@@ -120,6 +80,57 @@ T to_integer(S v) {
   return static_cast<T>(v);
 }
 
+// A value of a tensor's element type as R (int64_t or double): floating values into an integer
+// saturate as to_integer does.
+template <class R, class S>
+R as(S v) {
+  if constexpr (std::is_integral_v<R>) {
+    return to_integer<R>(v);
+  } else {
+    return static_cast<R>(v);
+  }
+}
+
+template <class R>
+R element(const Tensor& t, int64_t i) {
+  switch (t.dtype) {
+    case DType::kFloat:
+      return as<R>(load<float>(t.raw, i));
+    case DType::kDouble:
+      return as<R>(load<double>(t.raw, i));
+    case DType::kFloat16:
+      return as<R>(half_to_float(load<uint16_t>(t.raw, i)));
+    case DType::kBFloat16:
+      return as<R>(bfloat16_to_float(load<uint16_t>(t.raw, i)));
+    case DType::kInt8:
+      return as<R>(load<int8_t>(t.raw, i));
+    case DType::kUInt8:
+      return as<R>(load<uint8_t>(t.raw, i));
+    case DType::kBool:
+      return static_cast<R>(load<uint8_t>(t.raw, i) != 0);
+    case DType::kInt16:
+      return as<R>(load<int16_t>(t.raw, i));
+    case DType::kUInt16:
+      return as<R>(load<uint16_t>(t.raw, i));
+    case DType::kInt32:
+      return as<R>(load<int32_t>(t.raw, i));
+    case DType::kUInt32:
+      return as<R>(load<uint32_t>(t.raw, i));
+    case DType::kInt64:
+      return as<R>(load<int64_t>(t.raw, i));
+    case DType::kUInt64:
+      return as<R>(load<uint64_t>(t.raw, i));
+    default:
+      return R{};
+  }
+}
+
+template <class T>
+void store(std::string& raw, int64_t i, T v) {
+  std::memcpy(raw.data() + i * sizeof(T), &v, sizeof(T));
+}
+
+// Writes element i of a tensor of any numeric dtype from a double or int64 source.
 template <class S>
 void put(Tensor& t, int64_t i, S v) {
   switch (t.dtype) {

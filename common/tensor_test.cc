@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 
 namespace common {
@@ -25,6 +26,17 @@ TEST(TensorTest, ConvertsBetweenTypes) {
   EXPECT_EQ(f.int_at(1), -1);  // truncation toward zero, as static_cast
   Tensor b = Tensor::from_int64({0, 7}, {2}, DType::kBool);
   EXPECT_EQ(b.to_int64(), (std::vector<int64_t>{0, 1}));
+}
+
+// Found by fuzz_shapeonnx (UBSan): a NaN read as an integer (a Reshape shape given as floats)
+// was a plain cast, undefined behaviour. Floating values now truncate and saturate, NaN as 0.
+TEST(TensorTest, FloatingValuesReadAsIntegersSaturate) {
+  const double inf = std::numeric_limits<double>::infinity();
+  Tensor d = Tensor::from_double({std::nan(""), 1e30, -inf, -2.75}, {4}, DType::kDouble);
+  EXPECT_EQ(d.to_int64(), (std::vector<int64_t>{0, std::numeric_limits<int64_t>::max(),
+                                                std::numeric_limits<int64_t>::min(), -2}));
+  Tensor h = Tensor::from_double({std::nan(""), 65504, -inf}, {3}, DType::kFloat16);
+  EXPECT_EQ(h.to_int64(), (std::vector<int64_t>{0, 65504, std::numeric_limits<int64_t>::min()}));
 }
 
 TEST(TensorTest, HalfPrecisionRoundTrips) {

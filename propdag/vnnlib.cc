@@ -205,12 +205,17 @@ class Builder {
   int64_t inputs = 0, outputs = 0;
 
  private:
+  // Past this a variable's index is refused: no network has that many inputs or outputs, and
+  // declaring it would allocate a box of that size.
+  static constexpr int64_t kMaxIndex = int64_t{1} << 28;
   static std::optional<std::pair<char, int64_t>> variable(const std::string& name) {
-    if (name.size() < 3 || (name[0] != 'X' && name[0] != 'Y') || name[1] != '_')
+    if (name.size() < 3 || (name[0] != 'X' && name[0] != 'Y') || name[1] != '_' || name[2] < '0' ||
+        name[2] > '9')  // from_chars would take "X_-1" as index -1
       return std::nullopt;
     int64_t index = 0;
     auto [end, ec] = std::from_chars(name.data() + 2, name.data() + name.size(), index);
     if (ec != std::errc() || end != name.data() + name.size()) return std::nullopt;
+    if (index >= kMaxIndex) return std::nullopt;
     return std::pair{name[0], index};
   }
   static void add(Linear& into, const Linear& x, double s) {

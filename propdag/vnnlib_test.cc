@@ -102,6 +102,17 @@ TEST(VnnlibTest, ErrorsHaveLines) {
   EXPECT_EQ(c.error().str(), "p.vnnlib:3: unknown term 'foo'");
 }
 
+// Found by fuzzing: "X_-1" was read as index -1, and the box was then indexed at -1.
+TEST(VnnlibTest, NegativeAndHugeIndicesAreNotVariables) {
+  const std::string box = "(declare-const X_0 Real)\n(declare-const Y_0 Real)\n";
+  auto a = parse_vnnlib(box + "(assert (<= X_-1 2))", "p.vnnlib");
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.error().str(), "p.vnnlib:3: unknown term 'X_-1'");
+  auto b = parse_vnnlib("(declare-const X_9223372036854775807 Real)", "p.vnnlib");
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.error().str(), "p.vnnlib:1: unsupported variable 'X_9223372036854775807'");
+}
+
 TEST(VnnlibTest, ReadsGzippedAcasXuProperty) {
   std::string dir = common::testing::vnncomp_dir();
   if (dir.empty()) GTEST_SKIP() << "no VNN-COMP benchmarks";

@@ -91,6 +91,20 @@ def limit_memory():
     resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
 
 
+def test_torchonnx_scatter_axis_out_of_range(tmp_path):
+    """Found by fuzz_torchonnx (UBSan): ScatterElements with axis 3 on a rank-2 input indexed the
+    input shape at -1."""
+    if "torchonnx" not in available_tools():
+        pytest.skip("torchonnx not built")
+    src = os.path.join(os.path.dirname(__file__), "fuzz", "regress",
+                       "scatter_elements_axis_out_of_range.onnx")
+    r = subprocess.run([tool_path("torchonnx"), src, "-o", str(tmp_path / "out")], timeout=60,
+                       capture_output=True, preexec_fn=limit_memory)
+    assert r.returncode == 2 and not (tmp_path / "out").exists()
+    assert r.stderr.decode() == (f"torchonnx: {src}: node 'ScatterElements_0' (ScatterElements): "
+                                 "axis out of range (opset 16)\n")
+
+
 def test_torchonnx_pool_padding_correction_is_bounded(tmp_path):
     """Found by fuzz_torchonnx: AveragePool over a declared 2^31 dim with uneven pads made the
     padding-correction buffer of every output position (22 GB resident, then the OOM killer)."""
@@ -119,6 +133,9 @@ PROPDAG_REGRESSIONS = [
     ("transpose_negative_perm",
      "node 'Transpose_0' (Transpose): Transpose perm is not a permutation of the axes"),
     ("concat_dim_2pow62", "value 'value0' has more than 2^28 elements (propdag's limit)"),
+    # fuzz_shapeonnx (UBSan): a Reshape shape of float16 NaNs was cast to int64 as it was.
+    ("reshape_shape_nan",
+     "node 'Reshape_1' (Reshape): shape has 0 at axis 2 beyond the input rank"),
 ]
 
 
@@ -155,8 +172,9 @@ BOX = "".join(f"(declare-const X_{i} Real)\n" for i in range(4)) + "".join(
     (BOX + "(assert (<= Y_0 foo))\n", "unknown term 'foo'"),
     ("(declare-const X_0 Real)\n(assert (<= X_0 1))\n", "input X_0 is not bounded"),
     (BOX + "(assert " + "(" * 100000 + ")" * 100001 + "\n", ":17: lists nested deeper than 1000"),
+    (BOX + "(assert (<= X_-1 1))\n", ":17: unknown term 'X_-1'"),  # found by fuzz_vnnlib
 ], ids=["undeclared-input", "undeclared-output", "unclosed", "extra-paren", "unknown-term",
-        "unbounded", "nested-deep"])
+        "unbounded", "nested-deep", "negative-index"])
 def test_bad_vnnlib_is_one_line_exit_2(text, needle, tmp_path):
     propdag = os.path.join(BUILD, "propdag", "propdag")
     if not os.path.exists(propdag):

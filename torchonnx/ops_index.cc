@@ -300,6 +300,7 @@ Status scatter_nd(Context& ctx) {
 Status scatter_elements(Context& ctx) {
   const std::string reduction = ctx.node().attr_string("reduction", "none");
   const int64_t axis = norm_axis(ctx.node().attr_int("axis", 0), ctx.rank(0));
+  if (axis < 0) return ctx.error("axis out of range");
   const int64_t dim = ctx.shape(0)[axis];
   const Tensor* idx = ctx.constant(1);
   std::string index =
@@ -330,6 +331,7 @@ Status topk(Context& ctx) {
     k = t->int_at(0);
   }
   const int64_t axis = norm_axis(ctx.node().attr_int("axis", -1), ctx.rank(0));
+  if (axis < 0) return ctx.error("axis out of range");
   const bool largest = ctx.node().attr_int("largest", 1) != 0;
   std::string expr = "torch.topk(" + ctx.in(0) + ", " + std::to_string(k) + ", " +
                      std::to_string(axis) + (largest ? "" : ", largest=False") + ")";
