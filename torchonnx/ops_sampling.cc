@@ -17,6 +17,25 @@ using common::DType;
 using common::Status;
 using common::Tensor;
 
+// The grid moved onto the pixel centres that ONNX's nearest mode picks, rounding halves to even
+// (as torch's 2-D kernel does; its 3-D kernel rounds them away from zero before torch 2.1):
+// pixel coordinates a * g + b are rounded, mapped back, and then lie on whole pixels. The
+// padding modes see the rounded coordinates, as in ONNX's reference.
+std::string round_grid(Context& ctx, const std::string& grid, bool align) {
+  const common::Dims& x = ctx.shape(0);
+  std::vector<double> a, b;  // grid's last dim is (x, y, z): W, H, D
+  for (size_t d = x.size(); d-- > 2;) {
+    const double size = static_cast<double>(x[d]);
+    const double scale = align ? (size - 1) / 2 : size / 2;
+    a.push_back(scale > 0 ? scale : 1.0);  // a size-1 axis with align_corners reads pixel 0
+    b.push_back((size - 1) / 2);
+  }
+  const DType dtype = ctx.dtype(0);
+  const std::string sa = ctx.buffer(Tensor::from_double(a, {3}, dtype), "grid_scale");
+  const std::string sb = ctx.buffer(Tensor::from_double(b, {3}, dtype), "grid_offset");
+  return "((torch.round(" + grid + " * " + sa + " + " + sb + ") - " + sb + ") / " + sa + ")";
+}
+
 // GridSample-16 modes bilinear/nearest/bicubic; GridSample-20 names them linear/nearest/cubic
 // and allows volumetric inputs (linear and nearest only in PyTorch).
 Status grid_sample(Context& ctx) {
@@ -41,6 +60,7 @@ Status grid_sample(Context& ctx) {
     grid += ".to(" + dtype + ")";
   }
   const bool align = n.attr_int("align_corners", 0) != 0;
+  if (rank == 5 && mode == "nearest") grid = round_grid(ctx, grid, align);
   const std::string expr = "F.grid_sample(" + ctx.in(0) + ", " + grid + ", mode=\"" + mode +
                            "\", padding_mode=\"" + padding +
                            "\", align_corners=" + (align ? "True" : "False") + ")";
