@@ -143,6 +143,7 @@ Status loss_rule(InferContext& ctx) {
 
 void register_nn_rules(RuleTable& table) {
   table.add("Conv", &conv_rule);
+  table.add("DeformConv", &conv_rule);  // offset and mask do not change the output shape
   table.add("ConvTranspose", &conv_transpose_rule);
   table.add("BatchNormalization", &batch_norm_rule);
   table.add("InstanceNormalization", &same_shape_rule);

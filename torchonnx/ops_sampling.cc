@@ -1,5 +1,6 @@
-// Sampling ops: GridSample as F.grid_sample (ONNX adopted PyTorch's definition), RoiAlign with
-// constant boxes as two interpolation matrices per box, MaxUnpool as a scatter into zeros.
+// Sampling ops: GridSample as F.grid_sample and AffineGrid as F.affine_grid (ONNX adopted
+// PyTorch's definitions), RoiAlign with constant boxes as two interpolation matrices per box,
+// MaxUnpool as a scatter into zeros.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -65,6 +66,20 @@ Status grid_sample(Context& ctx) {
                            "\", padding_mode=\"" + padding +
                            "\", align_corners=" + (align ? "True" : "False") + ")";
   return ctx.emit(expr, "sampled", ctx.batched(0));
+}
+
+// AffineGrid: F.affine_grid, whose definition ONNX adopted; the batch size is theta's.
+Status affine_grid(Context& ctx) {
+  ASSIGN_OR_RETURN(std::vector<int64_t> size, ints_from(ctx, 1, ""));
+  if (size.size() != 4 && size.size() != 5) return ctx.error("size must have 4 or 5 elements");
+  if (!common::is_floating(ctx.dtype(0))) return ctx.error("theta must be a float tensor");
+  const std::string theta = ctx.in(0);
+  std::vector<std::string> dims{ctx.batched(0) ? theta + ".shape[0]" : std::to_string(size[0])};
+  for (size_t d = 1; d < size.size(); ++d) dims.push_back(std::to_string(size[d]));
+  const bool align = ctx.node().attr_int("align_corners", 0) != 0;
+  return ctx.emit("F.affine_grid(" + theta + ", (" + join(dims) +
+                      "), align_corners=" + (align ? "True" : "False") + ")",
+                  "grid", ctx.batched(0));
 }
 
 // One axis of RoiAlign's average: row p of `m` ([bins, size]) weighs the input positions that
@@ -174,6 +189,7 @@ Status max_unpool(Context& ctx) {
 
 void register_sampling(HandlerTable& t) {
   t.add("GridSample", grid_sample);
+  t.add("AffineGrid", affine_grid);
   t.add("RoiAlign", roi_align);
   t.add("MaxUnpool", max_unpool);
 }
