@@ -108,8 +108,8 @@ Status deform_conv(Context& ctx) {
                         ", mode=\"bilinear\", padding_mode=\"zeros\", align_corners=False)" +
                         ".to(" + dtype + ")";
   if (ctx.has_input(4)) {  // [N * og, C / og, K * oH, oW] times mask [N, og * K, oH, oW]
-    sampled += ".reshape(-1, " + n_og + ", " + per_og + ", " + k + ", " + l + ") * " + ctx.in(4) +
-               ".reshape(-1, " + n_og + ", 1, " + k + ", " + l + ")";
+    sampled = "(" + sampled + ".reshape(-1, " + n_og + ", " + per_og + ", " + k + ", " + l +
+              ") * " + ctx.in(4) + ".reshape(-1, " + n_og + ", 1, " + k + ", " + l + "))";
   }
   const std::string group = std::to_string(g.group);
   const std::string columns =
