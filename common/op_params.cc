@@ -138,8 +138,8 @@ Result<std::vector<int64_t>> col2im_offsets(const Window& w, const Dims& image, 
     count *= dim.out;
     kernel *= w.kernel[d];
   }
-  if (static_cast<double>(count) * static_cast<double>(kernel) > static_cast<double>(1 << 28)) {
-    return param_error("more than 2^28 column elements");
+  if (static_cast<double>(count) * static_cast<double>(kernel) > static_cast<double>(1 << 24)) {
+    return param_error("more than 2^24 column elements");
   }
   *blocks = count;
   std::vector<int64_t> offsets;

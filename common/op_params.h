@@ -45,7 +45,7 @@ Result<WindowDim> window_dim(const Window& w, size_t i, int64_t in);
 /// Col2Im with window `w` (kernel = block_shape) over an image of dims `image`: for each column
 /// element, row-major over (kernel position, block), the flat image offset it adds to, or -1
 /// where it falls in the padding. `blocks` gets the number of blocks (the columns' last dim).
-/// Fails when the window does not fit the padded image or the table would pass 2^28 entries.
+/// Fails when the window does not fit the padded image or the table would pass 2^24 entries.
 Result<std::vector<int64_t>> col2im_offsets(const Window& w, const Dims& image, int64_t* blocks);
 
 /// For each element of `out` (row-major), the flat offset of the element of `in` it is broadcast

@@ -83,6 +83,12 @@ Status deform_conv(Context& ctx) {
     return ctx.error("offset_group and group must divide the input channels");
   }
   const int64_t kernel = wt[2] * wt[3], o_h = out[2], o_w = out[3], cells = o_h * o_w;
+  if (!ctx.has_input(2)) return ctx.error("offset is required");
+  // The window position tables hold kernel * oH and kernel * oW values: past 2^24 the shapes are
+  // a damaged model's.
+  if (static_cast<double>(kernel) * static_cast<double>(std::max(o_h, o_w)) > (1 << 24)) {
+    return ctx.error("more than 2^24 window positions");
+  }
   const std::string k = std::to_string(kernel), n_og = std::to_string(og);
   const common::DType f64 = common::DType::kDouble;
   const std::string rows = ctx.buffer(window_positions(g, 0, o_h, f64), "deform_rows");
