@@ -1,5 +1,5 @@
-// Conv, MaxPool and AveragePool over any number of spatial dims (direct loops: constant folding
-// sees small tensors). Sums accumulate in double.
+// Conv, MaxPool, AveragePool and Col2Im over any number of spatial dims (direct loops: constant
+// folding sees small tensors). Sums accumulate in double.
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -240,9 +240,46 @@ Result<Outputs> pool_kernel(const Ctx& c) {
   });
 }
 
+/// Col2Im(input [N, C * prod(block), L], image_shape, block_shape): every column element added
+/// to the image position its block and kernel position give (common::col2im_offsets).
+Result<Outputs> col2im_kernel(const Ctx& c) {
+  ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
+  ASSIGN_OR_RETURN(const Tensor* image_in, c.need(1));
+  ASSIGN_OR_RETURN(const Tensor* block_in, c.need(2));
+  const Dims image = ints_of(*image_in), block = ints_of(*block_in);
+  Result<common::Window> w = read_window(c.node, image.size(), block);
+  if (!w.ok()) return c.err(w.error().message);
+  int64_t blocks = 0;
+  Result<std::vector<int64_t>> offsets = col2im_offsets(*w, image, &blocks);
+  if (!offsets.ok()) return c.err(offsets.error().message);
+  const int64_t kernel = static_cast<int64_t>(offsets->size()) / std::max<int64_t>(blocks, 1);
+  if (x->dims.size() != 3 || kernel == 0 || x->dims[1] % kernel != 0 || x->dims[2] != blocks)
+    return c.err("input must be [N, C * prod(block_shape), number of blocks]");
+  const int64_t n = x->dims[0], ch = x->dims[1] / kernel, plane = num_elements(image);
+  Dims dims = {n, ch};
+  dims.insert(dims.end(), image.begin(), image.end());
+  RETURN_IF_ERROR(check_size(c, dims));
+  return visit_floating(c, x->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
+    std::vector<double> acc(static_cast<size_t>(n * ch * plane), 0.0);
+    auto in = x->span<T>();
+    const int64_t column = kernel * blocks;  // elements per (n, c)
+    for (int64_t g = 0; g < n * ch; ++g) {
+      for (int64_t e = 0; e < column; ++e) {
+        const int64_t at = (*offsets)[e];
+        if (at >= 0) acc[g * plane + at] += static_cast<double>(in[g * column + e]);
+      }
+    }
+    Tensor out = make_tensor(x->dtype, dims);
+    auto o = out.mutable_span<T>();
+    for (size_t i = 0; i < acc.size(); ++i) o[i] = static_cast<T>(acc[i]);
+    return Outputs{std::move(out)};
+  });
+}
+
 }  // namespace
 
 void register_conv(Registry& r) {
+  r["Col2Im"] = {col2im_kernel, true};
   r["Conv"] = {conv_kernel, true};
   r["ConvTranspose"] = {conv_transpose_kernel, true};
   r["MaxPool"] = {pool_kernel<true>, true};

@@ -241,6 +241,7 @@ Result<Outputs> trilu_kernel(const Ctx& c) {
 }  // namespace
 
 Result<Outputs> pad_kernel(const Ctx& c);
+Result<Outputs> center_crop_pad_kernel(const Ctx& c);
 Result<Outputs> scatter_nd_kernel(const Ctx& c);
 Result<Outputs> scatter_elements_kernel(const Ctx& c);
 
@@ -254,6 +255,7 @@ void register_index(Registry& r) {
   r["OneHot"] = {one_hot_kernel};
   r["Trilu"] = {trilu_kernel};
   r["Pad"] = {pad_kernel};
+  r["CenterCropPad"] = {center_crop_pad_kernel};
   r["ScatterND"] = {scatter_nd_kernel, true};
   r["ScatterElements"] = {scatter_elements_kernel, true};
   r["Scatter"] = {scatter_elements_kernel, true};

@@ -106,6 +106,76 @@ Result<Outputs> instance_norm_kernel(const Ctx& c) {
   });
 }
 
+/// GroupNormalization: per (n, group) over the group's channels and the spatial dims; scale and
+/// bias are per channel from opset 21, per group in opset 18.
+Result<Outputs> group_norm_kernel(const Ctx& c) {
+  ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
+  if (x->dims.size() < 2) return c.err("input must have rank >= 2");
+  const int64_t ch = x->dims[1], groups = c.node.attr_int("num_groups", 0);
+  if (groups < 1 || ch % groups != 0) return c.err("num_groups must divide the channels");
+  const int64_t per_group = ch / groups, spatial = prod(x->dims, 2, x->dims.size());
+  const int64_t params = c.opset >= 21 ? ch : groups;
+  ASSIGN_OR_RETURN(auto scale, per_channel(c, 1, params));
+  ASSIGN_OR_RETURN(auto bias, per_channel(c, 2, params));
+  const double eps = c.node.attr_float("epsilon", 1e-5f);
+  const int64_t inner = per_group * spatial;
+  return visit_floating(c, x->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
+    Tensor y = *x;
+    auto o = y.mutable_span<T>();
+    for (int64_t g = 0; inner > 0 && g < x->numel() / inner; ++g) {
+      T* p = o.data() + g * inner;
+      auto [m, v] = moments(p, inner, 1);
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t k = params == ch ? (g % groups) * per_group + i / spatial : g % groups;
+        p[i] = static_cast<T>((p[i] - m) / std::sqrt(v + eps) * scale[k] + bias[k]);
+      }
+    }
+    return Outputs{std::move(y)};
+  });
+}
+
+/// AffineGrid: for every output position, theta [N, k, k + 1] times (x, y[, z], 1), where the
+/// normalized coordinates run from -1 to 1 over pixel corners (align_corners) or centres.
+Result<Outputs> affine_grid_kernel(const Ctx& c) {
+  ASSIGN_OR_RETURN(const Tensor* theta, c.need(0));
+  ASSIGN_OR_RETURN(const Tensor* size_in, c.need(1));
+  const std::vector<int64_t> size = ints_of(*size_in);
+  const auto k = static_cast<int64_t>(size.size()) - 2;
+  if ((k != 2 && k != 3) || theta->dims != Dims{size[0], k, k + 1})
+    return c.err("theta must be [N, 2, 3] with a 4-D size or [N, 3, 4] with a 5-D size");
+  const bool align = c.node.attr_int("align_corners", 0) != 0;
+  Dims dims = {size[0]};
+  dims.insert(dims.end(), size.begin() + 2, size.end());  // D, H, W: z, y, x
+  dims.push_back(k);
+  RETURN_IF_ERROR(check_size(c, dims));
+  auto coord = [align](int64_t i, int64_t n) {
+    if (align)
+      return n > 1 ? -1.0 + 2.0 * static_cast<double>(i) / static_cast<double>(n - 1) : 0.0;
+    return (2.0 * static_cast<double>(i) + 1.0) / static_cast<double>(n) - 1.0;
+  };
+  return visit_floating(c, theta->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
+    Tensor out = make_tensor(theta->dtype, dims);
+    auto o = out.mutable_span<T>();
+    Dims spatial(dims.begin() + 1, dims.end() - 1);
+    std::vector<int64_t> idx(spatial.size(), 0);
+    const int64_t points = num_elements(spatial);
+    for (int64_t n = 0; n < size[0]; ++n) {
+      std::fill(idx.begin(), idx.end(), 0);
+      for (int64_t p = 0; p < points; ++p, next_index(idx, spatial)) {
+        std::vector<double> base(k + 1, 1.0);  // x, y[, z], 1
+        for (int64_t a = 0; a < k; ++a) base[a] = coord(idx[k - 1 - a], spatial[k - 1 - a]);
+        for (int64_t r = 0; r < k; ++r) {
+          double v = 0;
+          for (int64_t j = 0; j <= k; ++j)
+            v += scalar_double(*theta, (n * k + r) * (k + 1) + j) * base[j];
+          o[(n * points + p) * k + r] = static_cast<T>(v);
+        }
+      }
+    }
+    return Outputs{std::move(out)};
+  });
+}
+
 /// LayerNormalization (opset 17): normalizes over dims [axis, rank); outputs Y, Mean, InvStdDev.
 Result<Outputs> layer_norm_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
@@ -209,6 +279,8 @@ void register_nn(Registry& r) {
   r["BatchNormalization"] = {batch_norm_kernel, true};
   r["InstanceNormalization"] = {instance_norm_kernel, true};
   r["LayerNormalization"] = {layer_norm_kernel};
+  r["GroupNormalization"] = {group_norm_kernel, true};
+  r["AffineGrid"] = {affine_grid_kernel, true};
   r["MeanVarianceNormalization"] = {mvn_kernel, true};
   r["GlobalAveragePool"] = {global_pool_kernel<false>, true};
   r["GlobalMaxPool"] = {global_pool_kernel<true>, true};

@@ -48,6 +48,17 @@ const std::set<std::string> kSkip = {
     // ORT gives [1, 4] where the data say [1, 3.142857]). We follow onnxruntime.
     "test_resize_downsample_scales_cubic_align_corners",
     "test_resize_downsample_scales_linear_align_corners",
+    // ONNX 1.17's data. Strings are not tensor data in this IR; blocked quantization (opset 21's
+    // block_size) is not evaluated.
+    "test_equal_string",
+    "test_equal_string_broadcast",
+    "test_dequantizelinear_blocked",
+    "test_quantizelinear_blocked_asymmetric",
+    "test_quantizelinear_blocked_symmetric",
+    // The dilated reference divides the last windows of ceil_mode by the whole kernel with
+    // count_include_pad; its undilated reference, onnxruntime and PyTorch count only the
+    // positions inside the input and its pads, as we do (0.0637 apart here).
+    "test_averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_True",
 };
 
 Result<Tensor> read_tensor(const fs::path& path, std::string* name) {

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "common/eval_kernels.h"
+#include "common/resize_filter.h"
 
 namespace common::eval {
 namespace {
@@ -20,6 +21,7 @@ struct ResizeSpec {
   std::string nearest = "round_prefer_floor";  // or "simple" (Upsample, Resize-10)
   double cubic_a = -0.75;
   bool exclude_outside = false;
+  bool antialias = false;  // linear and cubic: the filter stretched by 1 / scale when < 1
   double extrapolation = 0;
   std::vector<double> scales;  // per axis
   Dims out;                    // per axis
@@ -75,6 +77,14 @@ std::vector<Tap> taps_for(const ResizeSpec& s, size_t axis, int64_t x, int64_t i
   if (!v) return {};
   auto clamp = [in](int64_t i) { return std::clamp<int64_t>(i, 0, in - 1); };
   if (s.mode == "nearest") return {{clamp(nearest_index(s, axis, *v)), 1.0}};
+  if (s.antialias) {
+    std::vector<Tap> taps;
+    for (const ResizeTap& t :
+         antialias_taps(s.mode == "cubic", *v, in, s.scales[axis], s.cubic_a, s.exclude_outside)) {
+      taps.push_back({t.index, t.weight});
+    }
+    return taps;
+  }
   auto base = static_cast<int64_t>(std::floor(*v));
   double r = *v - static_cast<double>(base);
   if (s.mode == "linear") return {{clamp(base), 1 - r}, {clamp(base + 1), r}};
@@ -190,7 +200,6 @@ Status plan_sizes(const Ctx& c, const Tensor& x, ResizeSpec& s) {
 
 Result<Outputs> resize_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
-  if (c.node.attr_int("antialias", 0) != 0) return c.err("antialias is not supported");
   ResizeSpec s;
   s.mode = c.node.attr_string("mode", "nearest");
   if (c.opset < 11) {  // Resize-10: X, scales; asymmetric like Upsample
@@ -205,6 +214,7 @@ Result<Outputs> resize_kernel(const Ctx& c) {
   s.nearest = c.node.attr_string("nearest_mode", "round_prefer_floor");
   s.cubic_a = c.node.attr_float("cubic_coeff_a", -0.75f);
   s.exclude_outside = c.node.attr_int("exclude_outside", 0) != 0;
+  s.antialias = c.node.attr_int("antialias", 0) != 0;
   s.extrapolation = c.node.attr_float("extrapolation_value", 0.0f);
   RETURN_IF_ERROR(plan_sizes(c, *x, s));
   if (s.transform == "tf_crop_and_resize") {

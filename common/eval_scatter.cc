@@ -88,6 +88,34 @@ void apply(T& dst, T v, Reduction r) {
 
 }  // namespace
 
+/// x padded by `before` and `after` per axis (negative amounts crop) in `mode` with `value`.
+Result<Outputs> pad_by(const Ctx& c, const Tensor& x, const Dims& before, const Dims& after,
+                       const std::string& mode, const Tensor& value) {
+  auto rank = static_cast<int64_t>(x.dims.size());
+  Dims dims(rank);
+  for (int64_t d = 0; d < rank; ++d) {
+    dims[d] = x.dims[d] + before[d] + after[d];
+    if (dims[d] < 0) return c.err("pads remove more than the whole axis " + std::to_string(d));
+    if (mode != "constant" && x.dims[d] == 0 && dims[d] > 0)
+      return c.err("cannot pad an empty axis in mode " + mode);
+  }
+  RETURN_IF_ERROR(check_size(c, dims));
+  Tensor out = make_tensor(x.dtype, dims);
+  size_t es = dtype_size(x.dtype);
+  Dims st = strides_of(x.dims);
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t i = 0; i < out.numel(); ++i, next_index(idx, dims)) {
+    int64_t off = 0;
+    for (int64_t d = 0; d < rank && off >= 0; ++d) {
+      int64_t s = pad_source(idx[d], before[d], x.dims[d], mode);
+      off = s < 0 ? -1 : off + s * st[d];
+    }
+    const char* src = off < 0 ? value.raw.data() : x.raw.data() + off * es;
+    std::memcpy(out.raw.data() + i * es, src, es);
+  }
+  return Outputs{std::move(out)};
+}
+
 /// Pad: pads/value attributes before opset 11; pads, constant_value (and axes, opset 18) inputs
 /// after. Modes constant, reflect, edge, wrap; negative pads crop.
 Result<Outputs> pad_kernel(const Ctx& c) {
@@ -99,28 +127,30 @@ Result<Outputs> pad_kernel(const Ctx& c) {
   if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
     return c.err("unknown pad mode '" + mode + "'");
   ASSIGN_OR_RETURN(Tensor value, pad_value(c, *x));
-  Dims dims(rank);
-  for (int64_t d = 0; d < rank; ++d) {
-    dims[d] = x->dims[d] + before[d] + after[d];
-    if (dims[d] < 0) return c.err("pads remove more than the whole axis " + std::to_string(d));
-    if (mode != "constant" && x->dims[d] == 0 && dims[d] > 0)
-      return c.err("cannot pad an empty axis in mode " + mode);
+  return pad_by(c, *x, before, after, mode, value);
+}
+
+/// CenterCropPad(input, shape) over `axes` (all by default): each axis cropped or zero-padded to
+/// its new length about its centre; an odd difference leaves the extra element at the end.
+Result<Outputs> center_crop_pad_kernel(const Ctx& c) {
+  ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
+  ASSIGN_OR_RETURN(const Tensor* shape, c.need(1));
+  auto rank = static_cast<int64_t>(x->dims.size());
+  std::vector<int64_t> axes = c.node.attr_ints("axes");
+  if (axes.empty()) {
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
   }
-  RETURN_IF_ERROR(check_size(c, dims));
-  Tensor out = make_tensor(x->dtype, dims);
-  size_t es = dtype_size(x->dtype);
-  Dims st = strides_of(x->dims);
-  std::vector<int64_t> idx(rank, 0);
-  for (int64_t i = 0; i < out.numel(); ++i, next_index(idx, dims)) {
-    int64_t off = 0;
-    for (int64_t d = 0; d < rank && off >= 0; ++d) {
-      int64_t s = pad_source(idx[d], before[d], x->dims[d], mode);
-      off = s < 0 ? -1 : off + s * st[d];
-    }
-    const char* src = off < 0 ? value.raw.data() : x->raw.data() + off * es;
-    std::memcpy(out.raw.data() + i * es, src, es);
+  ASSIGN_OR_RETURN(axes, normalize_axes(c, axes, rank));
+  const std::vector<int64_t> lengths = ints_of(*shape);
+  if (lengths.size() != axes.size()) return c.err("shape length does not match the axes");
+  Dims before(rank, 0), after(rank, 0);
+  for (size_t j = 0; j < axes.size(); ++j) {
+    const int64_t a = axes[j], diff = lengths[j] - x->dims[a];
+    if (lengths[j] < 0) return c.err("negative length in shape");
+    before[a] = diff >= 0 ? diff / 2 : -(-diff / 2);
+    after[a] = diff - before[a];
   }
-  return Outputs{std::move(out)};
+  return pad_by(c, *x, before, after, "constant", make_tensor(x->dtype, {}));
 }
 
 /// ScatterND(data, indices [..., k], updates): slices data[i1..ik] replaced or reduced.

@@ -128,4 +128,38 @@ std::vector<int64_t> broadcast_map(const Dims& in, const Dims& out) {
   return map;
 }
 
+Result<std::vector<int64_t>> col2im_offsets(const Window& w, const Dims& image, int64_t* blocks) {
+  const size_t n = image.size();
+  Dims out(n);
+  int64_t count = 1, kernel = 1;
+  for (size_t d = 0; d < n; ++d) {
+    ASSIGN_OR_RETURN(WindowDim dim, window_dim(w, d, image[d]));
+    out[d] = dim.out;
+    count *= dim.out;
+    kernel *= w.kernel[d];
+  }
+  if (static_cast<double>(count) * static_cast<double>(kernel) > static_cast<double>(1 << 24)) {
+    return param_error("more than 2^24 column elements");
+  }
+  *blocks = count;
+  std::vector<int64_t> offsets;
+  offsets.reserve(static_cast<size_t>(count * kernel));
+  for (int64_t k = 0; k < kernel; ++k) {
+    for (int64_t b = 0; b < count; ++b) {
+      int64_t offset = 0, stride = 1, kr = k, br = b;
+      for (size_t e = n; e-- > 0;) {  // row-major: the last dim varies fastest
+        const int64_t at =
+            (br % out[e]) * w.strides[e] - w.pad_begin[e] + (kr % w.kernel[e]) * w.dilations[e];
+        kr /= w.kernel[e];
+        br /= out[e];
+        if (at < 0 || at >= image[e]) offset = -1;
+        if (offset >= 0) offset += at * stride;
+        stride *= image[e];
+      }
+      offsets.push_back(offset);
+    }
+  }
+  return offsets;
+}
+
 }  // namespace common

@@ -42,6 +42,12 @@ Result<Window> read_window(const Node& node, size_t spatial, const Dims& kernel 
 /// Fails when the window does not fit the padded input.
 Result<WindowDim> window_dim(const Window& w, size_t i, int64_t in);
 
+/// Col2Im with window `w` (kernel = block_shape) over an image of dims `image`: for each column
+/// element, row-major over (kernel position, block), the flat image offset it adds to, or -1
+/// where it falls in the padding. `blocks` gets the number of blocks (the columns' last dim).
+/// Fails when the window does not fit the padded image or the table would pass 2^24 entries.
+Result<std::vector<int64_t>> col2im_offsets(const Window& w, const Dims& image, int64_t* blocks);
+
 /// For each element of `out` (row-major), the flat offset of the element of `in` it is broadcast
 /// from (numpy rules, `in` right-aligned). Empty when `in` does not broadcast to `out`, or when
 /// `out` has no elements.

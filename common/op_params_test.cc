@@ -129,5 +129,22 @@ TEST(BroadcastMapTest, ShapesThatDoNotBroadcastGiveNothing) {
   EXPECT_TRUE(broadcast_map({1}, {0, 4}).empty());  // no elements to map
 }
 
+TEST(Col2ImTest, OffsetsByKernelPositionThenBlock) {
+  // Image [3, 4], block [2, 2], pads [0, 1, 0, 1] (width padded by one on each side), stride 2
+  // on the width: blocks (3 - 2) + 1 = 2 rows by (4 + 2 - 2) / 2 + 1 = 3 columns.
+  // Kernel position (r, c), block (i, j) reads row i + r, column 2 j - 1 + c (-1 and 4: padding).
+  Result<Window> w =
+      read_window(pool({ints("pads", {0, 1, 0, 1}), ints("strides", {1, 2})}), 2, {2, 2});
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  int64_t blocks = 0;
+  Result<std::vector<int64_t>> offsets = col2im_offsets(*w, {3, 4}, &blocks);
+  ASSERT_TRUE(offsets.ok()) << offsets.error().message;
+  EXPECT_EQ(blocks, 6);
+  // Rows of 6 blocks per kernel position; offset = row * 4 + column.
+  EXPECT_EQ(*offsets, (std::vector<int64_t>{-1, 1, 3,  -1, 5,  7,      // (0, 0)
+                                            0,  2, -1, 4,  6,  -1,     // (0, 1)
+                                            -1, 5, 7,  -1, 9,  11,     // (1, 0)
+                                            4,  6, -1, 8,  10, -1}));  // (1, 1)
+}
 }  // namespace
 }  // namespace common

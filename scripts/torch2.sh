@@ -37,18 +37,8 @@ exe="$repo/build/torchonnx/torchonnx"
 [[ -x $exe ]] || { echo "torch2.sh: $exe is not built (scripts/build.sh)" >&2; exit 2; }
 [[ -z $benchmarks || -d $benchmarks ]] || { echo "torch2.sh: no folder $benchmarks" >&2; exit 2; }
 
-# The Debian archive this machine's apt uses (deb822 .sources, else one-line .list files), not
-# its security archive: the chroot comes from the same mirror.
-debian_archive() {
-  local uri
-  uri=$(grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources | awk '{print $2}' |
-    grep -v -- '-security' | head -n 1)
-  [[ -n $uri ]] || uri=$(grep -hsE '^deb[[:space:]]' /etc/apt/sources.list /etc/apt/sources.list.d/*.list |
-    sed -E 's/^deb[[:space:]]+(\[[^]]*\][[:space:]]+)?//' | awk '{print $1}' |
-    grep -v -- '-security' | head -n 1)
-  [[ -n $uri ]] || { echo "torch2.sh: no Debian archive in /etc/apt's sources" >&2; return 1; }
-  echo "$uri"
-}
+# The Debian archive (debian_archive): the chroot comes from the same mirror.
+source "$repo/scripts/debian_archive.sh"
 
 # The chroot, once.
 if [[ ! -f $root/.torchonnx-ready ]]; then

@@ -26,6 +26,7 @@ void compare(const common::Graph& graph, const onnx::ValueInfoProto& vi, CrossCh
   ++out.compared;
   if (ours && ours->shape && *ours->shape == theirs) return;
   ++out.mismatches;
+  out.mismatched.push_back(vi.name());
   if (!out.first_mismatch.empty()) return;
   auto text = [](const common::Dims& dims) {
     std::string s = "[";

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/graph.h"
 
@@ -12,6 +13,7 @@ struct CrossCheck {
   int64_t compared = 0;    ///< values ONNX resolved to a fully static shape
   int64_t mismatches = 0;  ///< of those, how many differ from ours
   std::string first_mismatch;
+  std::vector<std::string> mismatched;  ///< names of the values that differ, in ONNX's order
 };
 
 /// Runs ONNX shape inference (with data propagation) on `graph` as a model whose graph inputs have

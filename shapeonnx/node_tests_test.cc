@@ -1,12 +1,16 @@
 // shapeonnx over the ONNX backend node tests: shapes equal ONNX's inference and the expected
 // outputs.
 #include <gtest/gtest.h>
+#include <onnx/common/version.h>
+#include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "common/onnx_io.h"
@@ -63,6 +67,13 @@ bool numeric_tensors_only(const common::Graph& g) {
   return true;
 }
 
+// Whether the model's default-domain opset is newer than the installed ONNX library knows.
+bool newer_than_onnx(const common::Graph& g) {
+  const auto& known = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  auto range = known.find("");
+  return range != known.end() && g.opset("") > range->second.second;
+}
+
 // Ops of a control-flow body (Constant is folded on load), nested bodies included.
 bool body_ops_have_rules(const onnx::GraphProto& g) {
   for (const auto& n : g.node()) {
@@ -99,6 +110,7 @@ TEST(NodeTests, ShapesAgreeWithOnnxAndExpectedOutputs) {
   const auto tests = common::testing::node_tests();
   if (tests.empty()) GTEST_SKIP() << "ONNX backend node tests not installed";
   int run = 0, no_rule = 0, unloadable = 0, compared = 0, mismatches = 0, expected_checked = 0;
+  int onnx_too_old = 0;
   std::vector<std::string> failures;
   for (const std::string& dir : tests) {
     auto g = common::load_graph(dir + "/model.onnx");
@@ -119,22 +131,36 @@ TEST(NodeTests, ShapesAgreeWithOnnxAndExpectedOutputs) {
     }
     const CrossCheck cc = cross_check(*g);
     compared += cc.compared;
-    mismatches += cc.mismatches;
-    if (cc.mismatches) failures.push_back(name + ": " + cc.first_mismatch);
     const auto expected = expected_output_shapes(dir);
+    std::set<std::string> as_expected;  // outputs whose shape equals the test data's
     for (size_t i = 0; i < expected.size() && i < g->outputs.size(); ++i) {
       ++expected_checked;
       const common::Value* v = g->find(g->outputs[i]);
       if (!v || !v->shape || *v->shape != expected[i]) {
         failures.push_back(name + ": output " + std::to_string(i) + " differs from test data");
+      } else {
+        as_expected.insert(g->outputs[i]);
       }
     }
+    // ONNX's inference applies its newest schema to opsets it does not know (AveragePool-19's
+    // dilations are ignored): there, an output that disagrees with it but equals the test
+    // data's shape is ONNX's error, not ours.
+    const bool excused = newer_than_onnx(*g) &&
+                         std::all_of(cc.mismatched.begin(), cc.mismatched.end(),
+                                     [&](const std::string& v) { return as_expected.count(v); });
+    if (cc.mismatches && excused) {
+      onnx_too_old += cc.mismatches;
+      continue;
+    }
+    mismatches += cc.mismatches;
+    if (cc.mismatches) failures.push_back(name + ": " + cc.first_mismatch);
   }
   std::printf(
       "node tests: %zu total, %d run, %d without rules, %d non-numeric; onnx compared %d, "
-      "mismatches %d; expected outputs checked %d; failures %zu\n",
-      tests.size(), run, no_rule, unloadable, compared, mismatches, expected_checked,
-      failures.size());
+      "mismatches %d (and %d where ONNX %s does not know the opset and ours equal the test data); "
+      "expected outputs checked %d; failures %zu\n",
+      tests.size(), run, no_rule, unloadable, compared, mismatches, onnx_too_old,
+      onnx::LAST_RELEASE_VERSION, expected_checked, failures.size());
   for (const std::string& f : failures) std::printf("  FAIL %s\n", f.c_str());
   EXPECT_EQ(mismatches, 0);
   EXPECT_TRUE(failures.empty());

@@ -139,10 +139,41 @@ Status loss_rule(InferContext& ctx) {
   return {};
 }
 
+// Col2Im(input [N, C * prod(block), L], image_shape, block_shape) -> [N, C, image_shape...],
+// where L must be the number of blocks the window fits in the padded image.
+Status col2im_rule(InferContext& ctx) {
+  ASSIGN_OR_RETURN(std::vector<int64_t> image, known_ints(ctx, 1, "Col2Im image_shape"));
+  ASSIGN_OR_RETURN(std::vector<int64_t> block, known_ints(ctx, 2, "Col2Im block_shape"));
+  const Dims& x = ctx.shape(0);
+  if (image.size() != block.size() || image.empty() || x.size() != 3) {
+    return ctx.error(
+        "Col2Im needs input [N, C * prod(block), L] and image and block shapes "
+        "of one length");
+  }
+  ASSIGN_OR_RETURN(Window win, read_window(ctx, image.size(), block));
+  int64_t blocks = 1, kernel = 1;
+  for (size_t i = 0; i < image.size(); ++i) {
+    ASSIGN_OR_RETURN(int64_t d, window_output(ctx, win, i, image[i]));
+    ASSIGN_OR_RETURN(blocks, checked_mul(ctx, blocks, d));
+    ASSIGN_OR_RETURN(kernel, checked_mul(ctx, kernel, block[i]));
+  }
+  if (kernel <= 0 || x[1] % kernel != 0 || x[2] != blocks) {
+    return ctx.error("Col2Im input " + std::to_string(x[1]) + " x " + std::to_string(x[2]) +
+                     " does not hold C * " + std::to_string(kernel) + " x " +
+                     std::to_string(blocks) + " blocks");
+  }
+  Dims out = {x[0], x[1] / kernel};
+  out.insert(out.end(), image.begin(), image.end());
+  ctx.set_output(0, ctx.dtype(0), std::move(out));
+  return {};
+}
+
 }  // namespace
 
 void register_nn_rules(RuleTable& table) {
   table.add("Conv", &conv_rule);
+  table.add("DeformConv", &conv_rule);
+  table.add("Col2Im", &col2im_rule);  // offset and mask do not change the output shape
   table.add("ConvTranspose", &conv_transpose_rule);
   table.add("BatchNormalization", &batch_norm_rule);
   table.add("InstanceNormalization", &same_shape_rule);

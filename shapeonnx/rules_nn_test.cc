@@ -8,6 +8,7 @@ namespace {
 using testing::expect_error;
 using testing::expect_shapes;
 using testing::header;
+using testing::OnnxCheck;
 
 TEST(ConvRule, SymmetricPadsAndStride) {
   // out = floor((8 + 1 + 1 - 3) / 2) + 1 = 3 + 1 = 4; channels = W dim 0 = 4.
@@ -142,5 +143,32 @@ TEST(LossRules, ReductionNoneKeepsTargetShape) {
                 {{"a", {2, 3}}, {"b", {}}, {"c", {}}, {"p", {2, 5, 3}}});
 }
 
+TEST(ConvRule, DeformConvIsConvShaped) {
+  // offset [1, 2 * 3 * 3, 4, 4] does not change the shape: (6 + 1 + 1 - 3) / 1 + 1 = 6.
+  expect_shapes(header(19) + R"(g (float[1,2,6,6] x, float[5,2,3,3] w, float[1,18,6,6] o) => (y) {
+    y = DeformConv <pads = [1, 1, 1, 1]> (x, w, o)
+  })",
+                {{"y", {1, 5, 6, 6}}}, OnnxCheck::kNone);
+}
+
+TEST(Col2ImRule, ChannelsAndImage) {
+  // block [2, 3] over image [4, 5] with strides [2, 1]: blocks (4 - 2) / 2 + 1 = 2 by
+  // (5 - 3) + 1 = 3, so L = 6; 12 rows = C 2 * 6 kernel positions.
+  expect_shapes(header(18) + R"(g (float[1,12,6] x) => (y) {
+    i = Constant <value = int64[2] {4, 5}> ()
+    b = Constant <value = int64[2] {2, 3}> ()
+    y = Col2Im <strides = [2, 1]> (x, i, b)
+  })",
+                {{"y", {1, 2, 4, 5}}}, OnnxCheck::kNone);
+}
+
+TEST(Col2ImRule, ColumnsThatDoNotMatchTheBlocks) {
+  expect_error(header(18) + R"(g (float[1,12,5] x) => (y) {
+    i = Constant <value = int64[2] {4, 5}> ()
+    b = Constant <value = int64[2] {2, 3}> ()
+    y = Col2Im <strides = [2, 1]> (x, i, b)
+  })",
+               "does not hold C * 6 x 6 blocks");
+}
 }  // namespace
 }  // namespace shapeonnx

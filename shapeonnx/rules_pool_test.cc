@@ -97,5 +97,15 @@ TEST(SamplingRules, GridSampleAndRoiAlign) {
                 {{"g2", {1, 3, 5, 6}}, {"r", {7, 3, 2, 4}}});
 }
 
+TEST(PoolRules, AffineGrid2DAnd3D) {
+  // size [N, C, H, W] -> [N, H, W, 2]; [N, C, D, H, W] -> [N, D, H, W, 3].
+  expect_shapes(header(20) + R"(g (float[2,2,3] t, float[2,3,4] u) => (a, b) {
+    s = Constant <value = int64[4] {2, 7, 5, 6}> ()
+    z = Constant <value = int64[5] {2, 7, 4, 5, 6}> ()
+    a = AffineGrid (t, s)
+    b = AffineGrid (u, z)
+  })",
+                {{"a", {2, 5, 6, 2}}, {"b", {2, 4, 5, 6, 3}}}, OnnxCheck::kNone);
+}
 }  // namespace
 }  // namespace shapeonnx

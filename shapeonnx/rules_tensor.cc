@@ -211,6 +211,25 @@ Status pad_rule(InferContext& ctx) {
   return {};
 }
 
+// CenterCropPad: out[axes[k]] = shape[k] (all axes when `axes` is absent).
+Status center_crop_pad_rule(InferContext& ctx) {
+  const int64_t r = ctx.rank(0);
+  ASSIGN_OR_RETURN(std::vector<int64_t> lengths, known_ints(ctx, 1, "CenterCropPad shape"));
+  std::vector<int64_t> axes = ctx.node().attr_ints("axes");
+  if (axes.empty()) {
+    for (int64_t i = 0; i < r; ++i) axes.push_back(i);
+  }
+  ASSIGN_OR_RETURN(axes, normalize_axes(ctx, axes, r));
+  if (lengths.size() != axes.size()) return ctx.error("shape length does not match the axes");
+  Dims out = ctx.shape(0);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    if (lengths[k] < 0) return ctx.error("negative length in shape");
+    out[axes[k]] = lengths[k];
+  }
+  ctx.set_output(0, ctx.dtype(0), std::move(out));
+  return {};
+}
+
 // DepthToSpace: [N, C, H, W] -> [N, C / b^2, H * b, W * b].
 Status depth_to_space_rule(InferContext& ctx) {
   const Dims& in = ctx.shape(0);
@@ -251,6 +270,7 @@ void register_tensor_rules(RuleTable& table) {
   table.add("Expand", &expand_rule);
   table.add("Tile", &tile_rule);
   table.add("Pad", &pad_rule);
+  table.add("CenterCropPad", &center_crop_pad_rule);
   table.add("DepthToSpace", &depth_to_space_rule);
   table.add("SpaceToDepth", &space_to_depth_rule);
   register_index_rules(table);

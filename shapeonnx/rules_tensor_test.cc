@@ -198,5 +198,15 @@ TEST(TensorRules, DepthToSpaceAndSpaceToDepth) {
                 {{"d", {1, 2, 4, 6}}, {"s", {1, 8, 2, 3}}});
 }
 
+TEST(TensorRules, CenterCropPadToTheGivenLengths) {
+  // axes [0, 2]: dim 0 cropped 5 -> 3, dim 2 padded 4 -> 7; all axes: [2, 6, 1].
+  expect_shapes(header(18) + R"(g (float[5,6,4] x) => (y, z) {
+    s = Constant <value = int64[2] {3, 7}> ()
+    t = Constant <value = int64[3] {2, 6, 1}> ()
+    y = CenterCropPad <axes = [0, -1]> (x, s)
+    z = CenterCropPad (x, t)
+  })",
+                {{"y", {3, 6, 7}}, {"z", {2, 6, 1}}}, OnnxCheck::kNone);
+}
 }  // namespace
 }  // namespace shapeonnx

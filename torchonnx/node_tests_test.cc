@@ -19,63 +19,11 @@
 #include "shapeonnx/rules.h"
 #include "torchonnx/convert.h"
 #include "torchonnx/lower.h"
+#include "torchonnx/node_test_skips.h"
 #include "torchonnx/test_util.h"
 
 namespace torchonnx {
 namespace {
-
-// Node tests whose ops have handlers but which are not run, with the reason.
-const std::map<std::string, std::string>& skip_list() {
-  static const std::map<std::string, std::string> skips = {
-      // Training-mode semantics (random masks, batch statistics): not what inference code does.
-      {"test_batchnorm_epsilon_training_mode", "training mode"},
-      {"test_batchnorm_example_training_mode", "training mode"},
-      {"test_dropout_default_mask", "training-mode mask output"},
-      {"test_dropout_default_mask_ratio", "training-mode mask output"},
-      {"test_training_dropout", "random training-mode dropout"},
-      {"test_training_dropout_default", "random training-mode dropout"},
-      {"test_training_dropout_default_mask", "random training-mode dropout"},
-      {"test_training_dropout_mask", "random training-mode dropout"},
-      {"test_training_dropout_zero_ratio_mask", "training-mode mask output"},
-      // Element types PyTorch 1.13 (or numpy) cannot hold.
-      {"test_cast_BFLOAT16_to_FLOAT", "bfloat16 inputs are stored as uint16 by numpy"},
-      {"test_cast_FLOAT_to_BFLOAT16", "numpy has no bfloat16 for the comparison"},
-      {"test_castlike_BFLOAT16_to_FLOAT_expanded", "bfloat16 as uint16 in numpy"},
-      {"test_castlike_FLOAT_to_BFLOAT16_expanded", "bfloat16 as uint16 in numpy"},
-      {"test_cast_STRING_to_FLOAT", "string tensors"},
-      {"test_cast_FLOAT_to_STRING", "string tensors"},
-      {"test_castlike_STRING_to_FLOAT_expanded", "string tensors"},
-      {"test_castlike_FLOAT_to_STRING_expanded", "string tensors"},
-      {"test_castlike_BFLOAT16_to_FLOAT", "bfloat16 as uint16 in numpy"},
-      {"test_castlike_FLOAT_to_BFLOAT16", "bfloat16 as uint16 in numpy"},
-      {"test_castlike_STRING_to_FLOAT", "string tensors"},
-      {"test_castlike_FLOAT_to_STRING", "string tensors"},
-      {"test_bitshift_left_uint16", "uint16"},
-      {"test_bitshift_left_uint32", "uint32"},
-      {"test_bitshift_left_uint64", "uint64"},
-      {"test_bitshift_right_uint16", "uint16"},
-      {"test_bitshift_right_uint32", "uint32"},
-      {"test_bitshift_right_uint64", "uint64"},
-      {"test_max_uint16", "uint16"},
-      {"test_max_uint32", "uint32"},
-      {"test_max_uint64", "uint64"},
-      {"test_min_uint16", "uint16"},
-      {"test_min_uint32", "uint32"},
-      {"test_min_uint64", "uint64"},
-      {"test_mod_uint16", "uint16"},
-      {"test_mod_uint32", "uint32"},
-      {"test_mod_uint64", "uint64"},
-      {"test_pow_types_float32_uint32", "uint32"},
-      {"test_pow_types_float32_uint64", "uint64"},
-      // Expected values below float32 resolution.
-      {"test_dft_inverse", "float32 ifft leaves 2e-7 where float64 numpy gives 1e-15 (atol 1e-7)"},
-      // Expected data that contradicts the node: made with epsilon 1e-2 while the node leaves
-      // epsilon at its default 1e-6 (ONNX's own apply_adam with 1e-2 gives the stored 0.75913626,
-      // with 1e-6 0.75595933).
-      {"test_adam_multiple", "expected outputs computed with a different epsilon than the node's"},
-  };
-  return skips;
-}
 
 // What a sequence or optional input of a test data set holds: its tensors (none for an absent
 // optional).
@@ -232,39 +180,48 @@ bool supported(const std::string& domain, const std::string& op_type) {
          std::binary_search(ops.begin(), ops.end(), op_type);
 }
 
-// Ops of a control-flow body (Constant is folded on load), nested bodies included.
-bool all_ops_supported(const onnx::GraphProto& g) {
-  for (const auto& n : g.node()) {
-    if (n.op_type() != "Constant" && !supported(n.domain(), n.op_type())) return false;
-    for (const auto& a : n.attribute()) {
-      if (a.has_g() && !all_ops_supported(a.g())) return false;
-      for (const auto& sub : a.graphs()) {
-        if (!all_ops_supported(sub)) return false;
-      }
-    }
-  }
-  return true;
+std::string op_key(const std::string& domain, const std::string& op_type) {
+  return domain.empty() || domain == "ai.onnx" ? op_type : domain + "::" + op_type;
 }
 
-bool all_ops_supported(const common::Graph& graph) {
+// The first op without a handler in a control-flow body (Constant is folded on load), nested
+// bodies included; empty when every op has one.
+std::string unsupported_op(const onnx::GraphProto& g) {
+  for (const auto& n : g.node()) {
+    if (n.op_type() != "Constant" && !supported(n.domain(), n.op_type())) {
+      return op_key(n.domain(), n.op_type());
+    }
+    for (const auto& a : n.attribute()) {
+      std::string op = a.has_g() ? unsupported_op(a.g()) : "";
+      for (int i = 0; op.empty() && i < a.graphs_size(); ++i) op = unsupported_op(a.graphs(i));
+      if (!op.empty()) return op;
+    }
+  }
+  return "";
+}
+
+// Why the model's test cannot run: the first op without a handler, a non-tensor input or output,
+// or no nodes; empty when it can.
+std::string unsupported_op(const common::Graph& graph) {
   // Map and other non-tensor inputs or outputs: forward takes tensors, lists of them (ONNX
   // sequences) and None (absent optionals) only.
   for (const auto* names : {&graph.inputs, &graph.outputs}) {
     for (const std::string& name : *names) {
       const common::Value* v = graph.find(name);
       if (graph.port_types.count(name)) continue;
-      if (!v || v->dtype == common::DType::kUndefined) return false;
+      if (!v || v->dtype == common::DType::kUndefined) return "<non-tensor input or output>";
     }
   }
   for (const common::Node& n : graph.nodes) {
-    if (!supported(n.domain, n.op_type)) return false;
+    if (!supported(n.domain, n.op_type)) return op_key(n.domain, n.op_type);
     for (const common::Attribute& a : n.attrs) {
       if (a.type != common::AttrType::kGraph) continue;
       onnx::GraphProto body;
-      if (!body.ParseFromString(a.s) || !all_ops_supported(body)) return false;
+      if (!body.ParseFromString(a.s)) return "<unreadable body>";
+      if (std::string op = unsupported_op(body); !op.empty()) return op;
     }
   }
-  return !graph.nodes.empty();
+  return graph.nodes.empty() ? "<no nodes>" : "";
 }
 
 std::string basename(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
@@ -276,15 +233,18 @@ void check_suite(const std::vector<std::string>& tests, const std::string& tag,
   const std::string out = common::testing::temp_dir(tag);
   int unsupported = 0, skipped = 0, converted_count = 0;
   std::vector<std::string> convert_failures;
+  std::map<std::string, int> missing;  // ops without a handler and without a reason
   std::string manifest = "[";
   for (const std::string& dir : tests) {
     const std::string name = basename(dir);
     auto graph = common::load_graph(dir + "/model.onnx");
-    if (!graph.ok() || !all_ops_supported(*graph)) {
+    const std::string op = graph.ok() ? unsupported_op(*graph) : "<not loadable>";
+    if (!op.empty()) {
       ++unsupported;
+      if (op[0] != '<' && !ops_without_lowering().count(op)) ++missing[op];
       continue;
     }
-    if (skip_list().count(name)) {
+    if (node_test_skips().count(name)) {
       ++skipped;
       continue;
     }
@@ -313,6 +273,10 @@ void check_suite(const std::vector<std::string>& tests, const std::string& tag,
             << " failed to convert; generated Python: "
             << output.substr(output.rfind("node tests:")) << std::flush;
   for (const std::string& f : convert_failures) ADD_FAILURE() << "conversion: " << f;
+  for (const auto& [op, count] : missing) {
+    ADD_FAILURE() << op << " (" << count << " tests) has no handler and no reason in "
+                  << "ops_without_lowering()";
+  }
   EXPECT_GT(converted_count, 0);
   EXPECT_EQ(rc, 0) << output;
   // Every generated file is free of unused imports and variables (when pyflakes is installed).

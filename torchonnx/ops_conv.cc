@@ -258,9 +258,12 @@ Status conv_transpose(Context& ctx) {
 
 }  // namespace
 
+void register_conv_columns(HandlerTable& t);  // Col2Im, DeformConv (ops_conv_columns.cc)
+
 void register_conv(HandlerTable& t) {
   t.add("Conv", conv);
   t.add("ConvTranspose", conv_transpose);
+  register_conv_columns(t);
 }
 
 }  // namespace torchonnx

@@ -1,5 +1,5 @@
 // Ops that make tensors: Shape/Size (folded by shape inference), ConstantOfShape, Range,
-// EyeLike, and Pad.
+// EyeLike, Pad and CenterCropPad.
 #include <string>
 
 #include "torchonnx/context.h"
@@ -121,6 +121,39 @@ Status pad(Context& ctx) {
   return ctx.emit(expr, "pad", ctx.batched(0) && first > 0);
 }
 
+// CenterCropPad: F.pad with each axis's centred padding, negative where it crops (an odd
+// difference leaves the extra element at the end).
+Status center_crop_pad(Context& ctx) {
+  const int64_t rank = ctx.rank(0);
+  ASSIGN_OR_RETURN(std::vector<int64_t> lengths, ints_from(ctx, 1, ""));
+  std::vector<int64_t> axes = ctx.node().attr_ints("axes");
+  if (axes.empty()) {
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  }
+  if (lengths.size() != axes.size()) return ctx.error("shape length does not match the axes");
+  std::vector<int64_t> begin(rank, 0), end(rank, 0);
+  for (size_t j = 0; j < axes.size(); ++j) {
+    const int64_t a = norm_axis(axes[j], rank);
+    if (a < 0) return ctx.error("axis out of range");
+    const int64_t diff = lengths[j] - ctx.shape(0)[a];
+    begin[a] = diff >= 0 ? diff / 2 : -(-diff / 2);
+    end[a] = diff - begin[a];
+  }
+  int64_t first = 0;  // outermost changed dim
+  while (first < rank && begin[first] == 0 && end[first] == 0) ++first;
+  if (first == rank) {
+    ctx.alias(0, ctx.operand(0));
+    return {};
+  }
+  std::vector<int64_t> tp;
+  for (int64_t d = rank - 1; d >= first; --d) {
+    tp.push_back(begin[d]);
+    tp.push_back(end[d]);
+  }
+  return ctx.emit("F.pad(" + ctx.in(0) + ", " + py_tuple(tp) + ")", "crop_pad",
+                  ctx.batched(0) && first > 0);
+}
+
 }  // namespace
 
 void register_generator(HandlerTable& t) {
@@ -130,6 +163,7 @@ void register_generator(HandlerTable& t) {
   t.add("Range", range);
   t.add("EyeLike", eye_like);
   t.add("Pad", pad);
+  t.add("CenterCropPad", center_crop_pad);
 }
 
 }  // namespace torchonnx

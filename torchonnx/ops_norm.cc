@@ -1,5 +1,5 @@
 // Normalizations: BatchNormalization (nn.BatchNormNd), InstanceNormalization, LayerNormalization,
-// LRN.
+// GroupNormalization, LRN.
 #include <string>
 
 #include "torchonnx/context.h"
@@ -50,6 +50,31 @@ Status instance_norm(Context& ctx) {
                      ", bias=" + ctx.in(2) +
                      ", eps=" + py_float(ctx.node().attr_float("epsilon", 1e-5f)) + ")";
   return ctx.emit(expr, "instance_norm", ctx.batched(0));
+}
+
+// GroupNormalization as F.group_norm, whose weight and bias are per channel as in opset 21;
+// opset 18's per-group ones are repeated over each group's channels.
+Status group_norm(Context& ctx) {
+  const int64_t groups = ctx.node().attr_int("num_groups", 0);
+  if (ctx.rank(0) < 2) return ctx.error("input must have rank >= 2");
+  const int64_t channels = ctx.shape(0)[1];
+  if (groups < 1 || channels % groups != 0) return ctx.error("num_groups must divide the channels");
+  std::string params[2];
+  for (size_t i = 1; i <= 2; ++i) {
+    const Tensor* t = ctx.constant(i);
+    if (ctx.opset() >= 21 || groups == channels) {
+      params[i - 1] = ctx.in(i);
+    } else if (t) {
+      std::vector<double> v;
+      for (double g : t->to_double()) v.insert(v.end(), channels / groups, g);
+      params[i - 1] = ctx.buffer(Tensor::from_double(v, {channels}, t->dtype), "group_param");
+    } else {
+      params[i - 1] = ctx.in(i) + ".repeat_interleave(" + std::to_string(channels / groups) + ")";
+    }
+  }
+  return ctx.emit("F.group_norm(" + ctx.in(0) + ", " + std::to_string(groups) + ", " + params[0] +
+                      ", " + params[1] + eps_kwarg(ctx, 1e-5f) + ")",
+                  "group_norm", ctx.batched(0));
 }
 
 // Constant float scale (and bias) shaped like the normalized dims, as exporters write them: an
@@ -125,6 +150,7 @@ void register_norm(HandlerTable& t) {
   t.add("BatchNormalization", batch_norm);
   t.add("InstanceNormalization", instance_norm);
   t.add("LayerNormalization", layer_norm);
+  t.add("GroupNormalization", group_norm);
   t.add("LRN", lrn);
 }
 

@@ -184,10 +184,56 @@ common::Tensor avg_correction(const Pool& p) {
   return common::Tensor::from_double(values, p.out, common::DType::kFloat);
 }
 
+std::string lp_window_sums(Context& ctx, const Pool& p, const std::string& powered);
+
+// Per output position, the window positions that count: those inside the input, or with
+// count_include_pad inside the input and its declared pads (not the positions past them that
+// ceil_mode adds, as onnxruntime and PyTorch count).
+std::vector<double> window_counts(const Pool& p, bool include_pad) {
+  std::vector<double> values{1.0};
+  for (size_t d = 0; d < p.kernel.size(); ++d) {
+    const int64_t lo = include_pad ? -p.begin[d] : 0, hi = p.in[d] + (include_pad ? p.end[d] : 0);
+    std::vector<double> next;
+    for (double v : values) {
+      for (int64_t j = 0; j < p.out[d]; ++j) {
+        int64_t count = 0;
+        for (int64_t k = 0; k < p.kernel[d]; ++k) {
+          const int64_t at = j * p.strides[d] - p.begin[d] + k * p.dilations[d];
+          count += at >= lo && at < hi;
+        }
+        next.push_back(v * static_cast<double>(count));
+      }
+    }
+    values = std::move(next);
+  }
+  return values;
+}
+
+// Dilated AveragePool (opset 19), which torch's avg_pool lacks: window sums through a grouped
+// convolution with a ones kernel, divided by each window's count.
+Status dilated_average_pool(Context& ctx, const Pool& p) {
+  if (!common::is_floating(ctx.dtype(0))) return ctx.error("AveragePool needs a float input");
+  double positions = 1;
+  for (const int64_t o : p.out) positions *= static_cast<double>(o);
+  if (positions > static_cast<double>(1 << 24)) {
+    return ctx.error("more than 2^24 output positions to divide");
+  }
+  const bool include_pad = ctx.node().attr_int("count_include_pad", 0) != 0;
+  const std::vector<double> v = window_counts(p, include_pad);
+  std::string divisor;
+  if (std::all_of(v.begin(), v.end(), [&](double c) { return c == v[0]; })) {
+    divisor = std::to_string(static_cast<int64_t>(v[0]));
+  } else {
+    divisor = ctx.buffer(common::Tensor::from_double(v, p.out, ctx.dtype(0)), "pool_count");
+  }
+  // Dilated, the sums are one F.convNd call.
+  return ctx.emit(lp_window_sums(ctx, p, ctx.in(0)) + " / " + divisor, "avg_pool", ctx.batched(0));
+}
+
 Status average_pool(Context& ctx) {
   ASSIGN_OR_RETURN(Pool p, pool_geometry(ctx));
   const size_t n = p.kernel.size();
-  if (!all_equal(p.dilations, 1)) return ctx.error("dilated AveragePool");
+  if (!all_equal(p.dilations, 1)) return dilated_average_pool(ctx, p);
   const bool include_pad = ctx.node().attr_int("count_include_pad", 0) != 0;
   const bool native = native_ok(p);
   const bool padded = !all_equal(p.begin, 0);

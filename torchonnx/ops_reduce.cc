@@ -43,8 +43,34 @@ std::string subst(std::string_view pattern, const std::string& x) {
   return out;
 }
 
+bool empty_axis(const common::Dims& dims, const std::vector<int64_t>& axes) {
+  return std::any_of(axes.begin(), axes.end(), [&](int64_t a) { return dims[a] == 0; });
+}
+
+// ReduceMax's (`max`) or ReduceMin's value over an empty set, as a Python literal.
+std::string identity_value(DType t, bool max) {
+  if (common::is_floating(t)) return std::string(max ? "float(\"-inf\")" : "float(\"inf\")");
+  switch (t) {
+    case DType::kBool:
+      return std::string(max ? "False" : "True");
+    case DType::kUInt8:
+      return std::string(max ? "0" : "255");
+    case DType::kInt8:
+      return std::string(max ? "-128" : "127");
+    case DType::kInt16:
+      return std::string(max ? "-32768" : "32767");
+    case DType::kInt32:
+      return std::string(max ? "-2147483648" : "2147483647");
+    case DType::kInt64:
+      return std::string(max ? "-9223372036854775808" : "9223372036854775807");
+    default:
+      return "";
+  }
+}
+
 Status reduce(Context& ctx) {
   const Reduction& r = reductions().at(ctx.node().op_type);
+  const bool extreme = r.fn == "amax" || r.fn == "amin";
   const bool axes_input = ctx.num_inputs() > 1 ||
                           (ctx.node().op_type == "ReduceSum" && ctx.opset() >= 13) ||
                           ctx.opset() >= 18;
@@ -66,7 +92,15 @@ Status reduce(Context& ctx) {
   const bool keep = ctx.node().attr_int("keepdims", 1) != 0;
   const std::string kd = keep ? ", keepdim=True" : "";
   std::string expr = subst(r.pre, ctx.in(0));
-  if (r.fn == "prod") {
+  if (extreme && empty_axis(ctx.shape(0), axes)) {
+    // torch's amax/amin reject an empty dim; ONNX gives the identity (-inf for max, or the type's
+    // lowest value). sum keeps the batch and gives the output's shape.
+    const std::string value = identity_value(ctx.dtype(0), r.fn == "amax");
+    if (value.empty()) return ctx.error("no empty-set value for this element type");
+    ASSIGN_OR_RETURN(std::string dtype, torch_dtype(ctx.dtype(0)));
+    expr = "torch.full_like(" + expr + ".sum(" + int_or_tuple(axes, false) + kd + "), " + value +
+           ", dtype=" + dtype + ")";
+  } else if (r.fn == "prod") {
     // prod reduces one dim at a time; go from the last so the remaining indices stay valid.
     for (auto it = axes.rbegin(); it != axes.rend(); ++it) {
       expr += ".prod(" + std::to_string(*it) + kd + ")";
@@ -79,7 +113,7 @@ Status reduce(Context& ctx) {
   expr = subst(r.post, expr);
   // torch sums integer types into int64.
   const DType t = ctx.dtype(0);
-  if (common::is_integer(t) && t != DType::kInt64 && r.fn != "amax" && r.fn != "amin") {
+  if (common::is_integer(t) && t != DType::kInt64 && !extreme) {
     expr = cast_to_output(ctx, expr, DType::kInt64);
   }
   // The batch dim survives unless reduced; without keepdims it moves down past reduced dims.

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "common/resize_filter.h"
 #include "torchonnx/context.h"
 #include "torchonnx/ops_util.h"
 #include "torchonnx/pyfmt.h"
@@ -24,6 +25,7 @@ struct ResizeSpec {
   bool scales_given = false;
   double cubic_a = -0.75;
   bool exclude_outside = false;
+  bool antialias = false;  // linear and cubic: the filter stretched by 1 / scale when < 1
   // tf_crop_and_resize: per axis, the crop box as fractions of in - 1; positions outside the
   // input take `extrapolation`.
   std::vector<double> roi_start, roi_end;
@@ -65,6 +67,7 @@ common::Result<ResizeSpec> resize_spec(Context& ctx) {
   s.nearest_mode = legacy ? "floor" : n.attr_string("nearest_mode", "round_prefer_floor");
   s.cubic_a = n.attr_float("cubic_coeff_a", -0.75f);
   s.exclude_outside = n.attr_int("exclude_outside", 0) != 0;
+  s.antialias = !legacy && n.attr_int("antialias", 0) != 0;
   std::vector<double> given;
   if (upsample && n.has_attr("scales")) {
     for (float f : n.attr_floats("scales")) given.push_back(f);
@@ -102,6 +105,10 @@ double source_coord(const ResizeSpec& s, int64_t i, int64_t axis, int64_t in, in
     return static_cast<float>(start * span + offset);
   }
   if (t == "half_pixel") return (i + 0.5) / scale - 0.5;
+  if (t == "half_pixel_symmetric") {  // the centre of in * scale maps to the centre of out
+    const double adjust = static_cast<double>(out) / (scale * static_cast<double>(in));
+    return in / 2.0 * (1 - adjust) + (i + 0.5) / scale - 0.5;
+  }
   if (t == "pytorch_half_pixel") return out > 1 ? (i + 0.5) / scale - 0.5 : 0.0;
   // ONNX divides by the unrounded resized length in * scale.
   if (t == "align_corners") {
@@ -131,6 +138,13 @@ void matrix_row(const ResizeSpec& s, int64_t i, int64_t axis, int64_t in, int64_
                 std::vector<double>& m) {
   double x = source_coord(s, i, axis, in, out, scale);
   double* row = &m[i * in];
+  if (s.antialias) {
+    for (const common::ResizeTap& t :
+         common::antialias_taps(s.mode == "cubic", x, in, scale, s.cubic_a, s.exclude_outside)) {
+      row[t.index] += t.weight;
+    }
+    return;
+  }
   if (s.mode == "linear") {
     x = std::clamp(x, 0.0, static_cast<double>(in - 1));
     const int64_t x0 = static_cast<int64_t>(x);
@@ -205,7 +219,7 @@ bool try_interpolate(Context& ctx, const ResizeSpec& s, std::string* expr) {
             ", mode=\"nearest\")";
     return true;
   }
-  if (s.mode != "linear") return false;
+  if (s.mode != "linear" || s.antialias) return false;
   const std::string mode = rank == 3 ? "linear" : rank == 4 ? "bilinear" : "trilinear";
   bool exact_ratio = true;
   for (size_t d = 2; d < rank; ++d) exact_ratio = exact_ratio && s.scales[d] * in[d] == out[d];

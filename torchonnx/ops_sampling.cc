@@ -1,5 +1,6 @@
-// Sampling ops: GridSample as F.grid_sample (ONNX adopted PyTorch's definition), RoiAlign with
-// constant boxes as two interpolation matrices per box, MaxUnpool as a scatter into zeros.
+// Sampling ops: GridSample as F.grid_sample and AffineGrid as F.affine_grid (ONNX adopted
+// PyTorch's definitions), RoiAlign with constant boxes as two interpolation matrices per box,
+// MaxUnpool as a scatter into zeros.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -16,6 +17,25 @@ namespace {
 using common::DType;
 using common::Status;
 using common::Tensor;
+
+// The grid moved onto the pixel centres that ONNX's nearest mode picks, rounding halves to even
+// (as torch's 2-D kernel does; its 3-D kernel rounds them away from zero before torch 2.1):
+// pixel coordinates a * g + b are rounded, mapped back, and then lie on whole pixels. The
+// padding modes see the rounded coordinates, as in ONNX's reference.
+std::string round_grid(Context& ctx, const std::string& grid, bool align) {
+  const common::Dims& x = ctx.shape(0);
+  std::vector<double> a, b;  // grid's last dim is (x, y, z): W, H, D
+  for (size_t d = x.size(); d-- > 2;) {
+    const double size = static_cast<double>(x[d]);
+    const double scale = align ? (size - 1) / 2 : size / 2;
+    a.push_back(scale > 0 ? scale : 1.0);  // a size-1 axis with align_corners reads pixel 0
+    b.push_back((size - 1) / 2);
+  }
+  const DType dtype = ctx.dtype(0);
+  const std::string sa = ctx.buffer(Tensor::from_double(a, {3}, dtype), "grid_scale");
+  const std::string sb = ctx.buffer(Tensor::from_double(b, {3}, dtype), "grid_offset");
+  return "((torch.round(" + grid + " * " + sa + " + " + sb + ") - " + sb + ") / " + sa + ")";
+}
 
 // GridSample-16 modes bilinear/nearest/bicubic; GridSample-20 names them linear/nearest/cubic
 // and allows volumetric inputs (linear and nearest only in PyTorch).
@@ -41,10 +61,25 @@ Status grid_sample(Context& ctx) {
     grid += ".to(" + dtype + ")";
   }
   const bool align = n.attr_int("align_corners", 0) != 0;
+  if (rank == 5 && mode == "nearest") grid = round_grid(ctx, grid, align);
   const std::string expr = "F.grid_sample(" + ctx.in(0) + ", " + grid + ", mode=\"" + mode +
                            "\", padding_mode=\"" + padding +
                            "\", align_corners=" + (align ? "True" : "False") + ")";
   return ctx.emit(expr, "sampled", ctx.batched(0));
+}
+
+// AffineGrid: F.affine_grid, whose definition ONNX adopted; the batch size is theta's.
+Status affine_grid(Context& ctx) {
+  ASSIGN_OR_RETURN(std::vector<int64_t> size, ints_from(ctx, 1, ""));
+  if (size.size() != 4 && size.size() != 5) return ctx.error("size must have 4 or 5 elements");
+  if (!common::is_floating(ctx.dtype(0))) return ctx.error("theta must be a float tensor");
+  const std::string theta = ctx.in(0);
+  std::vector<std::string> dims{ctx.batched(0) ? theta + ".shape[0]" : std::to_string(size[0])};
+  for (size_t d = 1; d < size.size(); ++d) dims.push_back(std::to_string(size[d]));
+  const bool align = ctx.node().attr_int("align_corners", 0) != 0;
+  return ctx.emit("F.affine_grid(" + theta + ", (" + join(dims) +
+                      "), align_corners=" + (align ? "True" : "False") + ")",
+                  "grid", ctx.batched(0));
 }
 
 // One axis of RoiAlign's average: row p of `m` ([bins, size]) weighs the input positions that
@@ -154,6 +189,7 @@ Status max_unpool(Context& ctx) {
 
 void register_sampling(HandlerTable& t) {
   t.add("GridSample", grid_sample);
+  t.add("AffineGrid", affine_grid);
   t.add("RoiAlign", roi_align);
   t.add("MaxUnpool", max_unpool);
 }

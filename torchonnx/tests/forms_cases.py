@@ -319,8 +319,56 @@ def view_chains():
     return [graph_case("view_chains", nodes, x, outputs, inits)]
 
 
+def dilated_avgpool():
+    """AveragePool-19 with dilations (torch's avg_pool has none): each window's mean over the
+    positions inside the input (count_include_pad 0), or inside the input and its declared pads (1;
+    not the positions past them that ceil_mode adds, as onnxruntime and PyTorch count)."""
+    rng = np.random.default_rng(1)
+    cases = []
+    for name, shape, kernel, strides, dilations, pads, ceil, include in [
+            ("avgpool_dil_1d", (2, 3, 11), [3], [2], [2], [1, 0], 0, 0),
+            ("avgpool_dil_2d_pads", (2, 2, 7, 8), [3, 2], [2, 3], [2, 2], [1, 0, 2, 1], 0, 0),
+            ("avgpool_dil_2d_pads_ceil", (2, 2, 7, 8), [3, 2], [2, 3], [2, 2], [1, 0, 2, 1], 1, 0),
+            ("avgpool_dil_2d_include_pad_ceil", (1, 2, 7, 8), [3, 2], [2, 3], [2, 2], [1, 0, 2, 1], 1,
+             1)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        n = len(kernel)
+        out_shape, wins = windows(shape[2:], kernel, strides, dilations, pads, ceil)
+        y = np.zeros((*shape[:2], *out_shape), np.float64)
+        for o, taps in wins:
+            count = len(taps)
+            if include:  # positions within [-pad_begin, size + pad_end) on every dim
+                count = 1
+                for d in range(n):
+                    at = [o[d] * strides[d] - pads[d] + k * dilations[d] for k in range(kernel[d])]
+                    count *= sum(-pads[d] <= a < shape[2 + d] + pads[d + n] for a in at)
+            total = sum(x[(slice(None), slice(None), *pos)].astype(np.float64) for _, pos in taps)
+            y[(slice(None), slice(None), *o)] = total / count
+        node = helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=kernel, strides=strides,
+                                dilations=dilations, pads=pads, ceil_mode=ceil,
+                                count_include_pad=include)
+        cases.append(make_case(name, node, [("x", x)], [("y", y.astype(np.float32))], opset=19))
+    return cases
+
+
+def group_norm_18():
+    """GroupNormalization-18, whose scale and bias are per group (per channel from opset 21)."""
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((2, 6, 3, 4)).astype(np.float32)
+    scale, bias = rng.standard_normal(3).astype(np.float32), rng.standard_normal(3).astype(np.float32)
+    g = x.astype(np.float64).reshape(2, 3, -1)
+    norm = (g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-3)
+    y = norm * scale[:, None] + bias[:, None]
+    node = helper.make_node("GroupNormalization", ["x", "scale", "bias"], ["y"], num_groups=3,
+                            epsilon=1e-3)
+    return [make_case("group_norm_18", node, [("x", x)],
+                      [("y", y.reshape(x.shape).astype(np.float32))],
+                      [("scale", scale), ("bias", bias)], opset=18)]
+
+
 FAMILIES = {"maxpool_indices": maxpool_indices, "lppool": lppool, "global_lppool": global_lppool,
             "gathernd_batch_dims": gathernd,
             "tfidf_vectorizer": tfidf, "linear_siblings": linear_siblings,
-            "view_chains": view_chains}
+            "view_chains": view_chains, "dilated_avgpool": dilated_avgpool,
+            "group_norm_18": group_norm_18}
 

@@ -2,8 +2,9 @@
 MaxPool with Indices, LpPool, GlobalLpPool, GatherND batch_dims, Resize tf_crop_and_resize,
 Conv/ConvTranspose whose weight or bias is a graph input, the attribute forms of RNN/GRU/LSTM (as
 time-step loops, and with --rnn-modules as PyTorch's recurrent layers where they apply), and
-If/Loop/Scan. The cases live in forms_cases.py, forms_resize.py, forms_conv.py, forms_recurrent.py and
-forms_control.py; each family is converted with torchonnx --no-slim and run by tools/run_node_tests.py.
+If/Loop/Scan, and ops of opsets 18-22 whose node tests only newer test data holds. The cases live in
+forms_cases.py, forms_resize.py, forms_conv.py, forms_recurrent.py, forms_control.py and forms_opset18.py;
+each family is converted with torchonnx --no-slim and run by tools/run_node_tests.py.
 
     TORCHONNX=build/torchonnx/torchonnx /usr/bin/python3 -m pytest torchonnx/tests/forms_test.py
 """
@@ -19,11 +20,12 @@ import pytest
 import forms_cases
 import forms_control
 import forms_conv
+import forms_opset18
 import forms_recurrent
 import forms_resize
 
 EXE = os.environ.get("TORCHONNX")
-FAMILIES = {**forms_cases.FAMILIES, "resize_tf_crop_and_resize": forms_resize.resize_crop,
+FAMILIES = {**forms_cases.FAMILIES, **forms_opset18.FAMILIES, "resize_tf_crop_and_resize": forms_resize.resize_crop,
             "conv_runtime_weights": forms_conv.conv_runtime_weights,
             "recurrent": forms_recurrent.recurrent,
             "recurrent_modules": forms_recurrent.recurrent, "control_flow": forms_control.control_flow}
