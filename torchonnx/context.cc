@@ -150,6 +150,7 @@ bool Context::any_batched() const {
 
 std::string Context::buffer(Tensor tensor, std::string_view hint, bool parameter) {
   std::string attr = state_.attrs.make(hint, true);
+  if (state_.dry_run) std::string().swap(tensor.raw);
   state_.module.buffers.push_back(Buffer{attr, std::move(tensor), parameter});
   return "self." + attr;
 }
@@ -173,6 +174,9 @@ std::string Context::layer(std::string_view kind, std::string ctor, std::vector<
     }
   }
   std::string attr = state_.attrs.make(kind, true);
+  if (state_.dry_run) {
+    for (Param& p : params) std::string().swap(p.tensor.raw);
+  }
   state_.module.layers.push_back(
       Layer{attr, std::move(ctor), std::move(params), std::move(sources)});
   return attr;

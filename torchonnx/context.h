@@ -57,6 +57,12 @@ struct LowerState {
   std::set<std::string, std::less<>> failed;       ///< values of nodes that could not be lowered
   /// LowerOptions::custom_ops (null: none).
   const std::map<std::string, std::string, std::less<>>* custom_ops = nullptr;
+  /// A run that only finds batch_lost: layers and buffers keep their dims, not their bytes.
+  bool dry_run = false;
+  /// When set (the graph itself, lowered by move): release_after[i] lists the initializers whose
+  /// last reader is node i, freed once the loop is past it.
+  common::Graph* releasing = nullptr;
+  std::vector<std::vector<std::string>> release_after;
 };
 
 /// The lowering of one node.
