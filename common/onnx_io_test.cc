@@ -89,7 +89,7 @@ TEST(OnnxIoTest, ReadsTheSameMessageAsProtobufWithExactRawData) {
   w->set_data_type(onnx::TensorProto::FLOAT);
   w->add_dims(1024);
   w->add_dims(768);  // 3 MiB: past the 1 MiB read buffer
-  std::string raw(1024 * 768 * 4, '\0');
+  std::string raw(size_t{1024} * 768 * 4, '\0');
   for (size_t i = 0; i < raw.size(); ++i) raw[i] = static_cast<char>(i * 7 + i / 4096);
   w->set_raw_data(raw);
   w->set_doc_string("after raw_data");

@@ -69,7 +69,7 @@ std::vector<std::vector<std::string>> copied_constants(const common::Graph& grap
         (node.domain.empty() || node.domain == "ai.onnx") && kCopying.count(node.op_type) != 0;
     for (const std::string& in : node.inputs) {
       if (in.empty() || !graph.is_initializer(in)) continue;
-      auto [it, fresh] = last.try_emplace(in, n, copying);
+      auto it = last.try_emplace(in, n, copying).first;
       it->second = {n, copying && it->second.second};
     }
   }

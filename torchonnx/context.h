@@ -63,7 +63,14 @@ struct LowerState {
   /// last reader is node i, freed once the loop is past it.
   common::Graph* releasing = nullptr;
   std::vector<std::vector<std::string>> release_after;
+
+  /// Frees release_after[i] from `releasing` (when set).
+  void release_weights_read_last_by(size_t i);
 };
+
+/// Per node, the weights it is the last reader of: initializers that only Gemm, MatMul, Conv and
+/// ConvTranspose read (graph outputs excepted).
+std::vector<std::vector<std::string>> weights_by_last_reader(const common::Graph& graph);
 
 /// The lowering of one node.
 class Context {

@@ -3,9 +3,6 @@
 #include <algorithm>
 #include <map>
 #include <memory>
-#include <set>
-#include <string_view>
-#include <utility>
 
 #include "shapeonnx/control_flow.h"
 #include "shapeonnx/rules.h"
@@ -126,16 +123,10 @@ common::Status check_port_types(const Graph& graph) {
   return {};
 }
 
-// Frees the initializers whose last reader is node i (when lowering a graph given by move).
-void release_after(LowerState& state, size_t i) {
-  if (state.releasing == nullptr || i >= state.release_after.size()) return;
-  for (const std::string& name : state.release_after[i]) state.releasing->initializers.erase(name);
-}
-
 common::Status lower_body(LowerState& state) {
   const Graph& graph = *state.graph;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    if (i > 0) release_after(state, i - 1);
+    if (i > 0) state.release_weights_read_last_by(i - 1);
     const Node& node = graph.nodes[i];
     const bool used = std::any_of(node.outputs.begin(), node.outputs.end(),
                                   [&](const std::string& o) { return state.live.count(o); });
@@ -151,7 +142,7 @@ common::Status lower_body(LowerState& state) {
     if (!status.ok()) state.problems->push_back(status.error());
     state.failed.insert(node.outputs.begin(), node.outputs.end());
   }
-  if (!graph.nodes.empty()) release_after(state, graph.nodes.size() - 1);
+  if (!graph.nodes.empty()) state.release_weights_read_last_by(graph.nodes.size() - 1);
   if (state.problems && !state.problems->empty()) return state.problems->front();
   return {};
 }
@@ -342,30 +333,6 @@ common::Result<Module> lower_with(const Graph& graph, const LowerOptions& option
   return std::move(module);
 }
 
-// Per node, the initializers it is the last reader of, when only layers read them: their
-// handlers copy the weights into the module at their own turn, and no other handler looks back
-// at them (a Concat does look back at its Unsqueezes' axes). Graph outputs are never freed.
-std::vector<std::vector<std::string>> last_readers(const Graph& graph) {
-  static const std::set<std::string_view> kLayers = {"Gemm", "MatMul", "Conv", "ConvTranspose"};
-  std::map<std::string, std::pair<size_t, bool>, std::less<>> last;  // reader, only layers
-  for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    const Node& node = graph.nodes[i];
-    const bool layer = node.domain.empty() && kLayers.count(node.op_type) != 0;
-    for (const std::string& in : node.inputs) {
-      if (in.empty() || !graph.is_initializer(in)) continue;
-      auto [it, fresh] = last.try_emplace(in, i, layer);
-      it->second = {i, layer && it->second.second};
-    }
-  }
-  std::vector<std::vector<std::string>> out(graph.nodes.size());
-  for (const auto& [name, reader] : last) {
-    if (reader.second &&
-        std::find(graph.outputs.begin(), graph.outputs.end(), name) == graph.outputs.end())
-      out[reader.first].push_back(name);
-  }
-  return out;
-}
-
 }  // namespace
 
 common::Result<Module> lower(Graph&& graph, const LowerOptions& options) {
@@ -381,7 +348,7 @@ common::Result<Module> lower(Graph&& graph, const LowerOptions& options) {
   }
   auto state = std::make_unique<LowerState>();
   state->releasing = &graph;
-  state->release_after = last_readers(graph);
+  state->release_after = weights_by_last_reader(graph);
   ASSIGN_OR_RETURN(Module module,
                    lower_with(graph, options, lost.empty() ? batch : -1, state.get()));
   if (!lost.empty()) module.fixed_batch = lost;
