@@ -68,6 +68,54 @@ struct BadInput {
   const char* message;
 };
 
+// A model read field by field (initializers one by one, their raw_data exactly sized) equals
+// the one protobuf parses from the same bytes, also where the bytes are two models concatenated
+// (protobuf merges them: the graph twice, its nodes and initializers appended).
+TEST(OnnxIoTest, ReadsTheSameMessageAsProtobufWithExactRawData) {
+  onnx::ModelProto a;
+  a.set_ir_version(8);
+  a.add_opset_import()->set_version(13);
+  onnx::GraphProto* g = a.mutable_graph();
+  g->set_name("g");
+  g->add_input()->set_name("x");
+  g->add_output()->set_name("y");
+  onnx::NodeProto* n = g->add_node();
+  n->set_op_type("MatMul");
+  n->add_input("x");
+  n->add_input("w");
+  n->add_output("y");
+  onnx::TensorProto* w = g->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(1024);
+  w->add_dims(768);  // 3 MiB: past the 1 MiB read buffer
+  std::string raw(size_t{1024} * 768 * 4, '\0');
+  for (size_t i = 0; i < raw.size(); ++i) raw[i] = static_cast<char>(i * 7 + i / 4096);
+  w->set_raw_data(raw);
+  w->set_doc_string("after raw_data");
+  onnx::TensorProto* c = g->add_initializer();
+  c->set_name("c");
+  c->set_data_type(onnx::TensorProto::FLOAT);
+  c->add_float_data(1.5f);
+  onnx::ModelProto b;
+  b.mutable_graph()->add_node()->set_op_type("Relu");
+  b.mutable_graph()->add_initializer()->set_name("d");
+  b.set_producer_name("second");
+  const std::string bytes = a.SerializeAsString() + b.SerializeAsString();
+  onnx::ModelProto expected;
+  ASSERT_TRUE(expected.ParseFromString(bytes));
+  const std::string dir = testing::temp_dir("split");
+  write(dir + "/m.onnx", bytes);
+  write(dir + "/m.onnx.gz", gzip(bytes));
+  for (const char* name : {"/m.onnx", "/m.onnx.gz"}) {
+    auto m = read_model(dir + name);
+    ASSERT_TRUE(m.ok()) << m.error().str();
+    EXPECT_EQ(m->SerializeAsString(), expected.SerializeAsString()) << name;
+    ASSERT_EQ(m->graph().initializer_size(), 3);
+    EXPECT_EQ(m->graph().initializer(0).raw_data().capacity(), raw.size()) << name;
+  }
+}
+
 TEST(OnnxIoTest, BadInputsAreOneLineErrors) {
   const std::string dir = testing::temp_dir("bad");
   const std::string good = testing::text_to_bytes(kModel);

@@ -1,6 +1,10 @@
 #include "propdag/model.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
+#include <string_view>
+#include <utility>
 
 #include "common/eval.h"
 #include "common/onnx_io.h"
@@ -51,6 +55,35 @@ common::Status check_size(const common::Graph& graph, const std::string& name, c
 
 }  // namespace
 
+namespace {
+
+// Initializers read only by ops whose rules copy what they read into their own matrices (Gemm,
+// MatMul, Add, Sub), listed under their last reader: freed once it has its op, so that a large
+// weight is not held both as the graph's tensor and as the op's matrix.
+std::vector<std::vector<std::string>> copied_constants(const common::Graph& graph) {
+  static const std::set<std::string_view> kCopying = {"Gemm", "MatMul", "Add", "Sub"};
+  std::map<std::string, std::pair<size_t, bool>> last;  // name -> last reader, all copying
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const common::Node& node = graph.nodes[n];
+    const bool copying =
+        (node.domain.empty() || node.domain == "ai.onnx") && kCopying.count(node.op_type) != 0;
+    for (const std::string& in : node.inputs) {
+      if (in.empty() || !graph.is_initializer(in)) continue;
+      auto it = last.try_emplace(in, n, copying).first;
+      it->second = {n, copying && it->second.second};
+    }
+  }
+  std::vector<std::vector<std::string>> out(graph.nodes.size());
+  for (const auto& [name, reader] : last) {
+    const bool output =
+        std::find(graph.outputs.begin(), graph.outputs.end(), name) != graph.outputs.end();
+    if (reader.second && !output) out[reader.first].push_back(name);
+  }
+  return out;
+}
+
+}  // namespace
+
 common::Result<Model> Model::build(common::Graph graph) {
 #ifdef PROPDAG_HAVE_SHAPEONNX
   RETURN_IF_ERROR(shapeonnx::infer(graph));
@@ -73,7 +106,11 @@ common::Result<Model> Model::build(common::Graph graph) {
     if (outs.size() <= static_cast<size_t>(d.output_index)) outs.resize(d.output_index + 1, -1);
     outs[d.output_index] = i;
   }
-  for (size_t n = 0; n < m.graph_.nodes.size(); ++n) RETURN_IF_ERROR(m.add_node(n, produced[n]));
+  const std::vector<std::vector<std::string>> release = copied_constants(m.graph_);
+  for (size_t n = 0; n < m.graph_.nodes.size(); ++n) {
+    RETURN_IF_ERROR(m.add_node(n, produced[n]));
+    for (const std::string& name : release[n]) m.graph_.initializers.erase(name);
+  }
   return m;
 }
 

@@ -21,7 +21,9 @@ class Model {
   /// Builds the bound model of a graph: shapeonnx::infer gives every value a static shape (a
   /// symbolic batch becomes 1); constant sub-expressions are folded; every variable node gets its
   /// op's rule, whose output shape must agree with inference. Fails with node and op when an op
-  /// has no rule or its inputs do not fit it.
+  /// has no rule or its inputs do not fit it. Initializers that only Gemm, MatMul, Add and Sub
+  /// read are freed from graph() once their ops hold them (their values stay, with dtype and
+  /// shape): the weights are not held twice.
   static common::Result<Model> build(common::Graph graph);
   /// load_graph + build.
   static common::Result<Model> load(std::string_view path);

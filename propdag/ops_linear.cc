@@ -74,15 +74,17 @@ struct Product {
   std::function<int64_t(int64_t, int64_t, int64_t)> a_at, b_at;
 };
 
+// The constant operand is read in place (no copy of a large weight as doubles).
 LinearTerm product_term(const Product& p, int var_slot, bool a_variable,
-                        const std::vector<double>& konst, int64_t var_size, double alpha) {
+                        const common::Tensor& konst, int64_t var_size, double alpha) {
   if (a_variable && p.batch * p.m == 1) {  // dense row: W(n, k) = B[k, n]
     LinearTerm t;
     t.slot = var_slot;
     t.dense = true;
     t.w = Mat::Zero(p.n, var_size);
     for (int64_t k = 0; k < p.k; ++k)
-      for (int64_t j = 0; j < p.n; ++j) t.w(j, p.a_at(0, 0, k)) += alpha * konst[p.b_at(0, k, j)];
+      for (int64_t j = 0; j < p.n; ++j)
+        t.w(j, p.a_at(0, 0, k)) += alpha * konst.double_at(p.b_at(0, k, j));
     return t;
   }
   std::vector<Eigen::Triplet<double>> entries;
@@ -94,9 +96,9 @@ LinearTerm product_term(const Product& p, int var_slot, bool a_variable,
           int64_t row = (b * p.m + i) * p.n + j;
           int64_t a = p.a_at(b, i, k), bb = p.b_at(b, k, j);
           if (a_variable)
-            entries.emplace_back(row, a, alpha * konst[bb]);
+            entries.emplace_back(row, a, alpha * konst.double_at(bb));
           else
-            entries.emplace_back(row, bb, alpha * konst[a]);
+            entries.emplace_back(row, bb, alpha * konst.double_at(a));
         }
   return sparse_term(var_slot, p.batch * p.m * p.n, var_size, entries);
 }
@@ -114,9 +116,8 @@ Result<OpOutputs> gemm_rule(const OpContext& ctx) {
   p.b_at = [=](int64_t, int64_t k, int64_t j) { return tb ? j * K + k : k * N + j; };
   bool a_var = ctx.variable(0);
   int var = a_var ? 0 : 1;
-  std::vector<double> konst = ctx.constants[1 - var]->to_double();
-  std::vector<LinearTerm> terms =
-      one_term(product_term(p, var, a_var, konst, num_elements(ctx.shape(var)), alpha));
+  std::vector<LinearTerm> terms = one_term(
+      product_term(p, var, a_var, *ctx.constants[1 - var], num_elements(ctx.shape(var)), alpha));
   Dims out{M, N};
   Vec bias = Vec::Zero(M * N);
   if (ctx.present(2)) {
@@ -138,9 +139,8 @@ Result<OpOutputs> matmul_rule(const OpContext& ctx) {
   p.b_at = [=](int64_t bi, int64_t k, int64_t j) { return (s.b_batch[bi] * K + k) * N + j; };
   bool a_var = ctx.variable(0);
   int var = a_var ? 0 : 1;
-  std::vector<double> konst = ctx.constants[1 - var]->to_double();
-  std::vector<LinearTerm> terms =
-      one_term(product_term(p, var, a_var, konst, num_elements(ctx.shape(var)), 1));
+  std::vector<LinearTerm> terms = one_term(
+      product_term(p, var, a_var, *ctx.constants[1 - var], num_elements(ctx.shape(var)), 1));
   return affine_output(std::move(terms), Vec::Zero(B * M * N), s.out);
 }
 

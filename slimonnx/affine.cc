@@ -1,6 +1,7 @@
 #include "slimonnx/affine.h"
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string_view>
@@ -211,13 +212,90 @@ std::optional<AxisAffine> along_axis(const std::vector<double>& s, const std::ve
   return out;
 }
 
+namespace {
+
+using Mat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using Strided = Eigen::Map<Mat, 0, Eigen::OuterStride<>>;
+using Entry = std::function<double(int64_t, int64_t)>;
+
+// B at most this many elements is read whole.
+constexpr int64_t kWholeElements = int64_t{1} << 22;
+// Elements of B per block.
+constexpr int64_t kBlockElements = int64_t{1} << 21;
+
+// Rows [r0, r1) x columns [c0, c1) of B, row-major.
+std::vector<double> block(const Entry& b, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  std::vector<double> out((r1 - r0) * (c1 - c0));
+  size_t e = 0;
+  for (int64_t r = r0; r < r1; ++r) {
+    for (int64_t c = c0; c < c1; ++c) out[e++] = b(r, c);
+  }
+  return out;
+}
+
+// Block ends over [0, size): multiples of `step`, about `want` long, none shorter than `least`
+// (the last takes the rest).
+std::vector<int64_t> cuts(int64_t size, int64_t want, int64_t step, int64_t least) {
+  const int64_t len = std::max(least, want - want % step);
+  std::vector<int64_t> ends;
+  for (int64_t at = len; size - at >= least; at += len) ends.push_back(at);
+  ends.push_back(size);
+  return ends;
+}
+
+// k >= 2 rows: Eigen's GEMM sums each product over the depth in blocks whose size depends on the
+// depth and the L1 cache only, so column blocks of B (whole register panels: multiples of 64,
+// never one column, which would make it a GEMV) give every element the same sums.
+void by_columns(const std::vector<double>& a, const Entry& b, int64_t k, int64_t m, int64_t n,
+                std::vector<double>& out) {
+  Eigen::Map<const Mat> ma(a.data(), k, m);
+  int64_t c0 = 0;
+  for (int64_t c1 : cuts(n, kBlockElements / m, 64, 64)) {
+    const std::vector<double> part = block(b, 0, m, c0, c1);
+    Strided(out.data() + c0, k, c1 - c0, Eigen::OuterStride<>(n)).noalias() =
+        ma * Eigen::Map<const Mat>(part.data(), m, c1 - c0);
+    c0 = c1;
+  }
+}
+
+// One row: Eigen's GEMV adds into the result one chunk of 16 (or 4) depth steps at a time, the
+// chunk size set by B's row stride (kept: whole rows of B) when the depth is 128 or more; row
+// blocks of B that are multiples of 16 and at least 128 long add the same chunks in the same order.
+void by_rows(const std::vector<double>& a, const Entry& b, int64_t m, int64_t n,
+             std::vector<double>& out) {
+  Eigen::Map<Mat> result(out.data(), 1, n);
+  int64_t r0 = 0;
+  for (int64_t r1 : cuts(m, kBlockElements / n, 16, 128)) {
+    const std::vector<double> part = block(b, r0, r1, 0, n);
+    result.noalias() += Eigen::Map<const Mat>(a.data() + r0, 1, r1 - r0) *
+                        Eigen::Map<const Mat>(part.data(), r1 - r0, n);
+    r0 = r1;
+  }
+}
+
+}  // namespace
+
 std::vector<double> matmul(const std::vector<double>& a, const std::vector<double>& b, int64_t k,
                            int64_t m, int64_t n) {
-  using Mat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   std::vector<double> out(k * n);
   Eigen::Map<const Mat> ma(a.data(), k, m);
   Eigen::Map<const Mat> mb(b.data(), m, n);
   Eigen::Map<Mat>(out.data(), k, n).noalias() = ma * mb;
+  return out;
+}
+
+std::vector<double> matmul(const std::vector<double>& a, const Entry& b, int64_t k, int64_t m,
+                           int64_t n) {
+  const bool rows = k == 1 && m >= 256 && n >= 2;
+  const bool columns = k >= 2 && m >= 48 && n >= 128;
+  if (m * n <= kWholeElements || (!rows && !columns))
+    return matmul(a, block(b, 0, m, 0, n), k, m, n);
+  std::vector<double> out(k * n, 0.0);
+  if (rows) {
+    by_rows(a, b, m, n, out);
+  } else {
+    by_columns(a, b, k, m, n, out);
+  }
   return out;
 }
 

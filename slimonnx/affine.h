@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,5 +48,11 @@ bool is_layout_op(const common::Node& n);
 /// A . B for row-major k x m and m x n matrices.
 std::vector<double> matmul(const std::vector<double>& a, const std::vector<double>& b, int64_t k,
                            int64_t m, int64_t n);
+/// The same with B given element by element (row, column): a large B is read in blocks, never
+/// held whole as doubles, and the blocks are cut where Eigen's own blocking keeps every sum in
+/// the same order, so the result is bit for bit the one above.
+std::vector<double> matmul(const std::vector<double>& a,
+                           const std::function<double(int64_t, int64_t)>& b, int64_t k, int64_t m,
+                           int64_t n);
 
 }  // namespace slimonnx

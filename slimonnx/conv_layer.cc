@@ -69,8 +69,10 @@ class ConvLayer : public Layer {
     node.inputs[1] = ed.add_initializer(node.name + "_weight", float_tensor(w, wdims, dtype));
     node.inputs[2] =
         ed.add_initializer(node.name + "_bias", float_tensor(b, {out_channels()}, dtype));
+    const std::vector<std::string> old_inputs = ed.node(i).inputs;
     ed.remove_node(i);
     ed.add_node(std::move(node));
+    for (const std::string& in : old_inputs) ed.release_if_unused(in);
     return true;
   }
 

@@ -1,6 +1,7 @@
 // Dense layers (MatMul / Gemm with constant weights) read into and written from one form.
 #include <algorithm>
 #include <map>
+#include <span>
 #include <string_view>
 #include <utility>
 
@@ -17,20 +18,16 @@ bool is_float_type(common::DType t) {
   return t == common::DType::kFloat || t == common::DType::kDouble;
 }
 
-// A constant 2-D float matrix (optionally transposed), or nullopt.
-std::optional<std::vector<double>> matrix(const Tensor* t, bool transpose, int64_t* rows,
-                                          int64_t* cols) {
-  std::optional<std::vector<double>> v = float_data(t);
-  if (!v || t->dims.size() != 2) return std::nullopt;
-  *rows = t->dims[0];
-  *cols = t->dims[1];
-  if (!transpose) return v;
-  std::vector<double> out(v->size());
-  for (int64_t r = 0; r < *rows; ++r) {
-    for (int64_t c = 0; c < *cols; ++c) out[c * *rows + r] = (*v)[r * *cols + c];
-  }
-  std::swap(*rows, *cols);
-  return out;
+// A constant 2-D float matrix as the layer's weights (k x n, transposed when `transpose`).
+bool set_matrix(DenseLayer& d, const Tensor* t, bool transpose) {
+  if (t == nullptr || !is_float_type(t->dtype) || t->dims.size() != 2) return false;
+  if (t->numel() < 0 ||
+      static_cast<size_t>(t->numel()) * common::dtype_size(t->dtype) != t->raw.size())
+    return false;
+  d.k = t->dims[transpose ? 1 : 0];
+  d.n = t->dims[transpose ? 0 : 1];
+  d.set_source(t, transpose);
+  return true;
 }
 
 // MatMul(X, W) with W a constant k x n matrix and X of rank >= 2.
@@ -38,10 +35,9 @@ std::unique_ptr<DenseLayer> matmul_dense(const Editor& ed, const Node& n) {
   if (n.inputs.size() != 2 || ed.initializer(n.inputs[0]) != nullptr) return nullptr;
   auto d = std::make_unique<DenseLayer>();
   d->set_x(n.inputs[0]);
-  std::optional<std::vector<double>> w = matrix(ed.initializer(n.inputs[1]), false, &d->k, &d->n);
+  const bool w = set_matrix(*d, ed.initializer(n.inputs[1]), false);
   const Dims* xs = ed.shape(d->x());
   if (!w || xs == nullptr || xs->size() < 2 || xs->back() != d->k) return nullptr;
-  d->w = std::move(*w);
   d->dtype = ed.initializer(n.inputs[1])->dtype;
   return d;
 }
@@ -68,12 +64,10 @@ std::unique_ptr<DenseLayer> gemm_dense(const Editor& ed, const Node& n) {
   auto d = std::make_unique<DenseLayer>();
   d->set_x(n.inputs[0]);
   const Tensor* bt = ed.initializer(n.inputs[1]);
-  std::optional<std::vector<double>> w = matrix(bt, n.attr_int("transB", 0) != 0, &d->k, &d->n);
+  const bool w = set_matrix(*d, bt, n.attr_int("transB", 0) != 0);
   const Dims* xs = ed.shape(d->x());
   if (!w || xs == nullptr || xs->size() != 2 || (*xs)[1] != d->k) return nullptr;
-  const double alpha = n.attr_float("alpha", 1.0f);
-  for (double& v : *w) v *= alpha;
-  d->w = std::move(*w);
+  d->scale(n.attr_float("alpha", 1.0f));
   d->dtype = bt->dtype;
   if (!n.has_input(2)) return d;
   std::optional<std::vector<double>> b = gemm_bias(ed, n, (*xs)[0], d->n);
@@ -101,11 +95,85 @@ std::unique_ptr<DenseLayer> as_dense(const Editor& ed, const Node& n) {
   return d;
 }
 
+void DenseLayer::set_source(const Tensor* t, bool transposed) {
+  src_ = t;
+  transposed_ = transposed;
+  scalings_.clear();
+  w_.clear();
+}
+
+void DenseLayer::scale(double alpha) {
+  if (src_ != nullptr) {
+    scalings_.push_back({Scaling::Kind::kAll, {alpha}});
+    return;
+  }
+  for (double& v : w_) v *= alpha;
+}
+
+double DenseLayer::weight(int64_t r, int64_t c) const {
+  if (src_ == nullptr) return w_[r * n + c];
+  const int64_t at = transposed_ ? c * k + r : r * n + c;
+  double v =
+      src_->dtype == common::DType::kFloat ? src_->span<float>()[at] : src_->span<double>()[at];
+  for (const Scaling& s : scalings_) {
+    v *= s.kind == Scaling::Kind::kAll ? s.s[0] : s.kind == Scaling::Kind::kRow ? s.s[r] : s.s[c];
+  }
+  return v;
+}
+
+std::vector<double>& DenseLayer::weights() {
+  if (src_ == nullptr) return w_;
+  std::vector<double> w(k * n);
+  for (int64_t r = 0; r < k; ++r) {
+    for (int64_t c = 0; c < n; ++c) w[r * n + c] = weight(r, c);
+  }
+  set_weights(std::move(w));
+  return w_;
+}
+
+void DenseLayer::set_weights(std::vector<double> w) {
+  src_ = nullptr;
+  scalings_.clear();
+  w_ = std::move(w);
+}
+
+namespace {
+
+template <class T>
+void fill_weights(const DenseLayer& d, std::span<T> out) {
+  for (int64_t r = 0; r < d.k; ++r) {
+    for (int64_t c = 0; c < d.n; ++c) out[r * d.n + c] = static_cast<T>(d.weight(r, c));
+  }
+}
+
+}  // namespace
+
+Tensor DenseLayer::weight_tensor() const {
+  if (!is_float_type(dtype)) {
+    std::vector<double> w(k * n);
+    for (int64_t r = 0; r < k; ++r) {
+      for (int64_t c = 0; c < n; ++c) w[r * n + c] = weight(r, c);
+    }
+    return float_tensor(w, {k, n}, dtype);
+  }
+  Tensor t = Tensor::zeros(dtype, {k, n});
+  if (dtype == common::DType::kFloat) {
+    fill_weights(*this, t.mutable_span<float>());
+  } else {
+    fill_weights(*this, t.mutable_span<double>());
+  }
+  return t;
+}
+
 // layer(x) * S + T:  W[:, j] *= S[j],  b[j] = b[j] * S[j] + T[j]
 bool DenseLayer::fold_after(const AxisAffine& a) {
   if (static_cast<int64_t>(a.s.size()) != n) return false;
-  for (int64_t r = 0; r < k; ++r) {
-    for (int64_t c = 0; c < n; ++c) w[r * n + c] *= a.s[c];
+  if (src_ != nullptr) {
+    scalings_.push_back({Scaling::Kind::kColumn, a.s});
+  } else {
+    for (int64_t r = 0; r < k; ++r) {
+      for (int64_t c = 0; c < n; ++c) w_[r * n + c] *= a.s[c];
+    }
   }
   const bool shift = std::any_of(a.t.begin(), a.t.end(), [](double v) { return v != 0; });
   if (b.empty() && !shift) return true;
@@ -123,11 +191,15 @@ bool DenseLayer::fold_before(const Affine& a) {
   if (a.has_shift()) {
     if (b.empty()) b.assign(n, 0.0);
     for (int64_t r = 0; r < k; ++r) {
-      for (int64_t c = 0; c < n; ++c) b[c] += per_row->t[r] * w[r * n + c];
+      for (int64_t c = 0; c < n; ++c) b[c] += per_row->t[r] * weight(r, c);
     }
   }
+  if (src_ != nullptr) {
+    scalings_.push_back({Scaling::Kind::kRow, std::move(per_row->s)});
+    return true;
+  }
   for (int64_t r = 0; r < k; ++r) {
-    for (int64_t c = 0; c < n; ++c) w[r * n + c] *= per_row->s[r];
+    for (int64_t c = 0; c < n; ++c) w_[r * n + c] *= per_row->s[r];
   }
   return true;
 }
@@ -175,11 +247,13 @@ bool DenseLayer::write(Editor& ed, int i) const {
   node.name = ed.node(i).name;
   node.op_type = gemm ? "Gemm" : "MatMul";
   node.outputs = ed.node(i).outputs;
-  node.inputs = {x(), ed.add_initializer(node.name + "_weight", float_tensor(w, {k, n}, dtype))};
+  node.inputs = {x(), ed.add_initializer(node.name + "_weight", weight_tensor())};
   if (gemm)
     node.inputs.push_back(ed.add_initializer(node.name + "_bias", float_tensor(b, {n}, dtype)));
+  const std::vector<std::string> old_inputs = ed.node(i).inputs;
   ed.remove_node(i);
   ed.add_node(std::move(node));
+  for (const std::string& in : old_inputs) ed.release_if_unused(in);
   return true;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/graph.h"
 #include "slimonnx/affine.h"
@@ -43,18 +44,44 @@ class Layer {
 std::unique_ptr<Layer> as_layer(const Editor& ed, const common::Node& n);
 
 /// Y = X . W + b along the last axis of X (MatMul with constant 2-D W, or Gemm without transA).
+/// W read from an initializer stays there: the scalings folded into it are recorded and applied
+/// element by element when it is read or written, so a large matrix is never held as doubles
+/// beside its tensor (the same arithmetic, in the same order, as scaling a copy in place).
 class DenseLayer : public Layer {
  public:
   int64_t k = 0, n = 0;
-  std::vector<double> w;  ///< k x n, row-major
   std::vector<double> b;  ///< n, or empty for no bias
   common::DType dtype = common::DType::kFloat;
+
+  /// W is `t` (float or double, 2-D), transposed when `transposed`; `t` must outlive the reads.
+  void set_source(const common::Tensor* t, bool transposed);
+  /// W *= alpha.
+  void scale(double alpha);
+  /// W[r, c], as a double.
+  double weight(int64_t r, int64_t c) const;
+  /// W (k x n, row-major) as doubles, for rewrites that combine whole matrices; detaches W from
+  /// its source tensor.
+  std::vector<double>& weights();
+  void set_weights(std::vector<double> w);
+  /// W as a k x n tensor of `dtype`.
+  common::Tensor weight_tensor() const;
 
   int64_t out_axis(int64_t out_rank) const override { return out_rank - 1; }
   bool fold_after(const AxisAffine& a) override;
   bool fold_before(const Affine& a) override;
   bool write(Editor& ed, int i) const override;
   bool writable(const Editor& ed, int i) const override;
+
+ private:
+  /// A scaling of the source: by one factor, per row or per column.
+  struct Scaling {
+    enum class Kind { kAll, kRow, kColumn } kind;
+    std::vector<double> s;
+  };
+  const common::Tensor* src_ = nullptr;
+  bool transposed_ = false;
+  std::vector<Scaling> scalings_;  ///< in the order they apply
+  std::vector<double> w_;          ///< the matrix itself when there is no source
 };
 std::unique_ptr<DenseLayer> as_dense(const Editor& ed, const common::Node& n);
 

@@ -189,6 +189,11 @@ std::string Editor::add_initializer(std::string_view hint, Tensor tensor) {
   return name;
 }
 
+void Editor::release_if_unused(const std::string& value) {
+  if (value.empty() || !unused(value) || is_graph_input(value)) return;
+  graph_.initializers.erase(value);
+}
+
 std::string Editor::add_value(std::string_view hint, DType dtype, const common::Dims& dims) {
   std::string name = graph_.fresh_name(hint);
   common::Value& v = graph_.value(name);

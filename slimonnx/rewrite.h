@@ -65,6 +65,10 @@ class Editor {
 
   /// Adds an initializer under a fresh name derived from `hint`; returns the name.
   std::string add_initializer(std::string_view hint, common::Tensor tensor);
+  /// Frees the content of initializer `value` once nothing reads it (no live consumer, not a
+  /// graph output): a rewrite that replaced a layer's weights calls it, so that large weights are
+  /// not held twice until the dead-code pass. The value itself stays (fresh names do not change).
+  void release_if_unused(const std::string& value);
   /// A fresh value (dtype and shape set) for a new node's output.
   std::string add_value(std::string_view hint, common::DType dtype, const common::Dims& dims);
 

@@ -1,7 +1,9 @@
 #include "torchonnx/batch_probe.h"
 
 #include <set>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "shapeonnx/control_flow.h"
 
@@ -38,10 +40,68 @@ bool may_have_batch(const common::Graph& loaded) {
   return false;
 }
 
-BatchAxes probe_batch_axes(common::Graph original, const common::Graph& inferred,
+common::Graph copy_without_weights(common::Graph& graph) {
+  std::vector<std::string> raws;
+  raws.reserve(graph.initializers.size());
+  for (auto& [name, t] : graph.initializers) raws.push_back(std::exchange(t.raw, {}));
+  common::Graph copy = graph;
+  size_t i = 0;
+  for (auto& [name, t] : graph.initializers) t.raw = std::move(raws[i++]);
+  return copy;
+}
+
+namespace {
+
+size_t byte_size(const common::Tensor& t) {
+  const int64_t n = t.numel();
+  return n > 0 ? static_cast<size_t>(n) * common::dtype_size(t.dtype) : 0;
+}
+
+// Lends the bytes of `owner`'s initializers to the same-named initializers of `borrower` that
+// have none (same dtype and dims), and gives them back when it goes out of scope.
+class WeightLoan {
+ public:
+  WeightLoan(common::Graph& owner, common::Graph& borrower) : owner_(owner), borrower_(borrower) {
+    for (auto& [name, t] : borrower.initializers) {
+      if (t.raw.size() == byte_size(t)) continue;
+      auto it = owner.initializers.find(name);
+      if (!t.raw.empty() || it == owner.initializers.end() || it->second.dtype != t.dtype ||
+          it->second.dims != t.dims || it->second.raw.size() != byte_size(t)) {
+        complete_ = false;
+        continue;
+      }
+      t.raw.swap(it->second.raw);
+      names_.push_back(name);
+    }
+  }
+  ~WeightLoan() {
+    for (const std::string& name : names_) {
+      auto a = owner_.initializers.find(name);
+      auto b = borrower_.initializers.find(name);
+      if (a != owner_.initializers.end() && b != borrower_.initializers.end())
+        a->second.raw.swap(b->second.raw);
+    }
+  }
+  WeightLoan(const WeightLoan&) = delete;
+  WeightLoan& operator=(const WeightLoan&) = delete;
+  /// Every initializer of the borrower has its bytes.
+  bool complete() const { return complete_; }
+
+ private:
+  common::Graph& owner_;
+  common::Graph& borrower_;
+  std::vector<std::string> names_;
+  bool complete_ = true;
+};
+
+}  // namespace
+
+BatchAxes probe_batch_axes(common::Graph original, common::Graph& inferred,
                            shapeonnx::Options options) {
   const int64_t batch = batch_size(inferred);
   if (batch <= 0) return {};
+  const WeightLoan loan(inferred, original);
+  if (!loan.complete()) return {};
   options.batch_size = 2 * batch;
   for (const std::string& name : inferred.inputs) {
     if (!is_input_batched(inferred, name, batch)) continue;

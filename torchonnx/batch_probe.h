@@ -30,11 +30,17 @@ struct ProbedAxis {
 };
 using BatchAxes = std::map<std::string, ProbedAxis, std::less<>>;
 
-/// Runs inference on `original` (the graph before inference) with every batched input of
-/// `inferred` at twice its batch size and compares each value's shape with `inferred`'s. Empty
-/// when the model has no batch or the doubled model does not infer (a Reshape target that
-/// hard-codes the batch).
-BatchAxes probe_batch_axes(common::Graph original, const common::Graph& inferred,
+/// A copy of `graph` whose initializers have dims but no bytes: probe_batch_axes borrows the
+/// bytes of the inferred graph's initializers of the same names, so the probe holds no second
+/// copy of the weights (inference adds initializers but never changes one).
+common::Graph copy_without_weights(common::Graph& graph);
+
+/// Runs inference on `original` (the graph before inference, possibly from copy_without_weights)
+/// with every batched input of `inferred` at twice its batch size and compares each value's shape
+/// with `inferred`'s. Empty when the model has no batch or the doubled model does not infer (a
+/// Reshape target that hard-codes the batch). `inferred` lends its initializers' bytes while the
+/// probe runs and has them back on return.
+BatchAxes probe_batch_axes(common::Graph original, common::Graph& inferred,
                            shapeonnx::Options options);
 
 }  // namespace torchonnx

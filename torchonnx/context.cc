@@ -1,7 +1,12 @@
 #include "torchonnx/context.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include "torchonnx/pyfmt.h"
 
@@ -150,6 +155,7 @@ bool Context::any_batched() const {
 
 std::string Context::buffer(Tensor tensor, std::string_view hint, bool parameter) {
   std::string attr = state_.attrs.make(hint, true);
+  if (state_.dry_run) std::string().swap(tensor.raw);
   state_.module.buffers.push_back(Buffer{attr, std::move(tensor), parameter});
   return "self." + attr;
 }
@@ -173,6 +179,9 @@ std::string Context::layer(std::string_view kind, std::string ctor, std::vector<
     }
   }
   std::string attr = state_.attrs.make(kind, true);
+  if (state_.dry_run) {
+    for (Param& p : params) std::string().swap(p.tensor.raw);
+  }
   state_.module.layers.push_back(
       Layer{attr, std::move(ctor), std::move(params), std::move(sources)});
   return attr;
@@ -318,6 +327,34 @@ void Context::alias(size_t i, Operand operand) {
 
 common::Error Context::error(const std::string& message) const {
   return graph().error(node_, message + " (opset " + std::to_string(opset()) + ")");
+}
+
+void LowerState::release_weights_read_last_by(size_t i) {
+  if (releasing == nullptr || i >= release_after.size()) return;
+  for (const std::string& name : release_after[i]) releasing->initializers.erase(name);
+}
+
+// Only layers: their handlers copy the weights into the module at their own turn, and no other
+// handler looks back at them (a Concat does look back at its Unsqueezes' axes).
+std::vector<std::vector<std::string>> weights_by_last_reader(const common::Graph& graph) {
+  static const std::set<std::string_view> kLayers = {"Gemm", "MatMul", "Conv", "ConvTranspose"};
+  std::map<std::string, std::pair<size_t, bool>, std::less<>> last;  // reader, only layers
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const common::Node& node = graph.nodes[i];
+    const bool layer = node.domain.empty() && kLayers.count(node.op_type) != 0;
+    for (const std::string& in : node.inputs) {
+      if (in.empty() || !graph.is_initializer(in)) continue;
+      auto it = last.try_emplace(in, i, layer).first;
+      it->second = {i, layer && it->second.second};
+    }
+  }
+  std::vector<std::vector<std::string>> out(graph.nodes.size());
+  for (const auto& [name, reader] : last) {
+    if (reader.second &&
+        std::find(graph.outputs.begin(), graph.outputs.end(), name) == graph.outputs.end())
+      out[reader.first].push_back(name);
+  }
+  return out;
 }
 
 }  // namespace torchonnx

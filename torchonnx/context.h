@@ -57,7 +57,20 @@ struct LowerState {
   std::set<std::string, std::less<>> failed;       ///< values of nodes that could not be lowered
   /// LowerOptions::custom_ops (null: none).
   const std::map<std::string, std::string, std::less<>>* custom_ops = nullptr;
+  /// A run that only finds batch_lost: layers and buffers keep their dims, not their bytes.
+  bool dry_run = false;
+  /// When set (the graph itself, lowered by move): release_after[i] lists the initializers whose
+  /// last reader is node i, freed once the loop is past it.
+  common::Graph* releasing = nullptr;
+  std::vector<std::vector<std::string>> release_after;
+
+  /// Frees release_after[i] from `releasing` (when set).
+  void release_weights_read_last_by(size_t i);
 };
+
+/// Per node, the weights it is the last reader of: initializers that only Gemm, MatMul, Conv and
+/// ConvTranspose read (graph outputs excepted).
+std::vector<std::vector<std::string>> weights_by_last_reader(const common::Graph& graph);
 
 /// The lowering of one node.
 class Context {

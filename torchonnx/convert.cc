@@ -108,9 +108,10 @@ common::Result<Converted> run(common::Graph graph, const ConvertOptions& options
     report.nodes_dropped = report.nodes_loaded - static_cast<int64_t>(graph.nodes.size());
   }
   const shapeonnx::Options shape_options = shape_options_of(options);
-  // The probe infers a copy of the graph as loaded at twice the batch size.
+  // The probe infers a copy of the graph as loaded at twice the batch size (its weights are
+  // lent from `graph` while it runs).
   std::optional<common::Graph> original;
-  if (may_have_batch(graph)) original = graph;
+  if (may_have_batch(graph)) original = copy_without_weights(graph);
   // Lowering needs static structure: control flow is always unrolled.
   RETURN_IF_ERROR(shapeonnx::infer_with_control_flow(graph, shape_options, /*unroll=*/true));
   report.nodes_inferred = static_cast<int64_t>(graph.nodes.size());
@@ -125,7 +126,7 @@ common::Result<Converted> run(common::Graph graph, const ConvertOptions& options
   lower_options.batch_axes = &batch_axes;
   lower_options.problems = &report.problems;
   lower_options.custom_ops = &options.custom_ops;
-  ASSIGN_OR_RETURN(out.module, lower(graph, lower_options));
+  ASSIGN_OR_RETURN(out.module, lower(std::move(graph), lower_options));
   if (!report.problems.empty()) return report.problems.front();
   ASSIGN_OR_RETURN(out.python, emit_python(out.module));
   return out;

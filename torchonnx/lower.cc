@@ -126,6 +126,7 @@ common::Status check_port_types(const Graph& graph) {
 common::Status lower_body(LowerState& state) {
   const Graph& graph = *state.graph;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    if (i > 0) state.release_weights_read_last_by(i - 1);
     const Node& node = graph.nodes[i];
     const bool used = std::any_of(node.outputs.begin(), node.outputs.end(),
                                   [&](const std::string& o) { return state.live.count(o); });
@@ -141,6 +142,7 @@ common::Status lower_body(LowerState& state) {
     if (!status.ok()) state.problems->push_back(status.error());
     state.failed.insert(node.outputs.begin(), node.outputs.end());
   }
+  if (!graph.nodes.empty()) state.release_weights_read_last_by(graph.nodes.size() - 1);
   if (state.problems && !state.problems->empty()) return state.problems->front();
   return {};
 }
@@ -332,6 +334,26 @@ common::Result<Module> lower_with(const Graph& graph, const LowerOptions& option
 }
 
 }  // namespace
+
+common::Result<Module> lower(Graph&& graph, const LowerOptions& options) {
+  const int64_t batch = batch_size(graph);
+  std::string lost;
+  if (batch > 0) {  // whether the batch stays free decides the run that keeps the weights
+    std::vector<common::Error> problems;
+    LowerOptions dry = options;
+    if (options.problems) dry.problems = &problems;
+    auto state = std::make_unique<LowerState>();
+    state->dry_run = true;
+    if (lower_with(graph, dry, batch, state.get()).ok()) lost = state->batch_lost;
+  }
+  auto state = std::make_unique<LowerState>();
+  state->releasing = &graph;
+  state->release_after = weights_by_last_reader(graph);
+  ASSIGN_OR_RETURN(Module module,
+                   lower_with(graph, options, lost.empty() ? batch : -1, state.get()));
+  if (!lost.empty()) module.fixed_batch = lost;
+  return module;
+}
 
 common::Result<Module> lower(const Graph& graph, const LowerOptions& options) {
   const int64_t batch = batch_size(graph);

@@ -31,6 +31,11 @@ struct LowerOptions {
 /// Lowers a graph whose values all have static shapes (run shapeonnx::infer first). Fails with
 /// the node, op and opset when an op has no handler or uses a form that cannot be expressed.
 common::Result<Module> lower(const common::Graph& graph, const LowerOptions& options = {});
+/// The same, freeing each weight of `graph` (an initializer only Gemm, MatMul, Conv and
+/// ConvTranspose read) once the last node reading it is lowered, so that the weights are not held
+/// twice (graph and module). A model with a batch is first lowered
+/// without keeping any weights, to learn whether the batch stays free.
+common::Result<Module> lower(common::Graph&& graph, const LowerOptions& options = {});
 
 /// Op types with a handler (default ONNX domain), sorted.
 std::vector<std::string> supported_ops();

@@ -130,6 +130,8 @@ class Run:
         self.rows = [None] * len(entries)
         self.ready = queue.Queue()
         self.progress = Progress(len(entries))
+        self.jobs = max(1, args.jobs)
+        self.budget = pool.MemoryBudget(None)
 
     def finish(self, index, row):
         entry = self.entries[index]
@@ -154,7 +156,7 @@ class Run:
             pos += size
             for index, result in sorted(conv.convert(items).items()):
                 self.ready.put((index, result))
-        for _ in range(self.args.jobs):
+        for _ in range(self.jobs):
             self.ready.put(None)
 
     def _request(self, index, converted):
@@ -165,7 +167,7 @@ class Run:
                 "seed": self.args.seed, "scratch": self.workdir}
 
     def _validate_loop(self, slot):
-        threads = max(1, (os.cpu_count() or 1) // max(1, self.args.jobs))
+        threads = max(1, (os.cpu_count() or 1) // self.jobs)
         worker = pool.Worker(os.path.join(self.workdir, f"worker_{slot}.log"), threads)
         try:
             while True:
@@ -178,7 +180,12 @@ class Run:
                     self.finish(index, dict(base, status="error", error=conv.error))
                     continue
                 self.progress.start(self.entries[index])
-                row = worker.validate(self._request(index, conv), self.args.timeout)
+                need = pool.cost(pool.model_bytes(self.entries[index].path))
+                self.budget.acquire(need)
+                try:
+                    row = worker.validate(self._request(index, conv), self.args.timeout)
+                finally:
+                    self.budget.release(need)
                 row.pop("id", None)
                 self.finish(index, dict(base, **row))
         finally:
@@ -195,8 +202,14 @@ class Run:
                 todo.append((i, e))
         # Largest files first, so that no worker is left with a big model at the end.
         todo.sort(key=lambda item: -_size(item[1].path))
+        # As many workers as the largest models leave memory for; each validation then waits
+        # until its model fits beside those being validated.
+        available = pool.mem_available()
+        self.jobs = pool.plan([pool.model_bytes(e.path) for _, e in todo], available,
+                              self.args.jobs)
+        self.budget = pool.MemoryBudget(available)
         threads = [threading.Thread(target=self._validate_loop, args=(j,), daemon=True)
-                   for j in range(max(1, self.args.jobs))]
+                   for j in range(self.jobs)]
         for t in threads:
             t.start()
         try:

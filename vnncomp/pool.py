@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 
 PYTHON = os.environ.get("VNNCOMP_PYTHON", "/usr/bin/python3")
@@ -33,6 +34,88 @@ def _reason(path, offset):
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     fatal = [ln for ln in lines if ln.startswith("Fatal Python error")]
     return (fatal or lines or [""])[-1 if not fatal else 0]
+
+
+# A worker validating a model holds it several times over: onnxruntime's session, the PyTorch
+# module, its float64 copy and the traced and exported programs; plus what the worker itself holds
+# once torch is imported.
+MODEL_COPIES = 6
+WORKER_BYTES = 512 << 20
+
+
+def mem_available(meminfo="/proc/meminfo"):
+    """MemAvailable in bytes, or None where /proc/meminfo does not say."""
+    try:
+        with open(meminfo) as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def model_bytes(path):
+    """The model's size as loaded: a .gz file's uncompressed size (its trailer), else the file's."""
+    try:
+        if path.endswith(".gz"):
+            with open(path, "rb") as f:
+                f.seek(-4, os.SEEK_END)
+                return int.from_bytes(f.read(4), "little")  # modulo 4 GiB
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def cost(size):
+    """Bytes a worker needs while it validates a model of `size` bytes."""
+    return WORKER_BYTES + MODEL_COPIES * size
+
+
+def plan(sizes, available, jobs):
+    """How many of `jobs` workers to start so that the largest models (`sizes`, in bytes) fit
+    side by side in `available` bytes (None: unknown, all of them); at least 1."""
+    jobs = max(1, jobs)
+    if available is None or not sizes:
+        return jobs
+    workers, used = 0, 0
+    for size in sorted(sizes, reverse=True)[:jobs]:
+        used += cost(size)
+        if workers and used > available:
+            break
+        workers += 1
+    return workers
+
+
+class MemoryBudget:
+    """Bytes the validating workers may hold together: acquire blocks while a model would not fit
+    beside the ones being validated (one model alone always runs, whatever its size)."""
+
+    def __init__(self, total):
+        self.total = total
+        self.used = 0
+        self.cond = threading.Condition()
+
+    def acquire(self, n):
+        with self.cond:
+            while self.used and self.total is not None and self.used + n > self.total:
+                self.cond.wait()
+            self.used += n
+
+    def release(self, n):
+        with self.cond:
+            self.used -= n
+            self.cond.notify_all()
+
+
+def crash_text(code, reason):
+    """The error of a worker that exited with `code` (negative: killed by that signal) while
+    validating; a SIGKILL the harness did not send is the kernel's (out of memory, as a rule)."""
+    if code == -signal.SIGKILL:
+        how = "killed by SIGKILL, not by the harness: the kernel's out-of-memory killer?"
+    else:
+        how = f"signal {-code}" if code < 0 else f"exit code {code}"
+    return f"worker crashed ({how})" + (f": {reason}" if reason else "")
 
 
 class WorkerStartError(RuntimeError):
@@ -119,10 +202,7 @@ class Worker:
         if not line:
             code = self.proc.wait()
             self._kill()
-            how = f"signal {-code}" if code < 0 else f"exit code {code}"
-            reason = _reason(self.log_path, offset)
-            return {"status": "error", "error": f"worker crashed ({how})"
-                    + (f": {reason}" if reason else ""),
+            return {"status": "error", "error": crash_text(code, _reason(self.log_path, offset)),
                     "validate_s": round(time.monotonic() - start, 3)}
         return json.loads(line)
 

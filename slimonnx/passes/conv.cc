@@ -104,10 +104,11 @@ bool conv_to_gemm(Editor& ed, int i) {
   dense.k = w.numel() / dense.n;
   dense.dtype = w.dtype;
   const std::vector<double> wv = w.to_double();
-  dense.w.resize(wv.size());
+  std::vector<double> dw(wv.size());
   for (int64_t r = 0; r < dense.k; ++r) {
-    for (int64_t c = 0; c < dense.n; ++c) dense.w[r * dense.n + c] = wv[c * dense.k + r];
+    for (int64_t c = 0; c < dense.n; ++c) dw[r * dense.n + c] = wv[c * dense.k + r];
   }
+  dense.set_weights(std::move(dw));
   const common::Tensor* bias = conv.has_input(2) ? ed.initializer(conv.inputs[2]) : nullptr;
   if (conv.has_input(2) && bias == nullptr) return false;
   dense.b = bias != nullptr ? bias->to_double() : std::vector<double>(dense.n, 0.0);

@@ -194,8 +194,9 @@ bool merge_dense(Editor& ed, int i) {
   merged.k = first->k;
   merged.n = second->n;
   merged.dtype = second->dtype;
-  merged.w = matmul(first->w, second->w, first->k, first->n, second->n);
-  if (!first->b.empty()) merged.b = matmul(first->b, second->w, 1, first->n, second->n);
+  const auto w2 = [&](int64_t r, int64_t c) { return second->weight(r, c); };
+  merged.set_weights(matmul(first->weights(), w2, first->k, first->n, second->n));
+  if (!first->b.empty()) merged.b = matmul(first->b, w2, 1, first->n, second->n);
   if (!second->b.empty() && merged.b.empty()) merged.b.assign(merged.n, 0.0);
   for (size_t c = 0; c < second->b.size(); ++c) merged.b[c] += second->b[c];
   if (!merged.write(ed, i)) return false;
@@ -232,7 +233,9 @@ bool combine_dense(Editor& ed, int i) {
   std::unique_ptr<DenseLayer> d1 = d0 ? as_dense(ed, ed.node(p1)) : nullptr;
   if (!d1 || d0->k != d1->k || d0->n != d1->n || d0->dtype != d1->dtype) return false;
   const double sign = n.op_type == "Sub" ? -1.0 : 1.0;
-  for (size_t e = 0; e < d0->w.size(); ++e) d0->w[e] += sign * d1->w[e];
+  std::vector<double>& w0 = d0->weights();
+  const std::vector<double>& w1 = d1->weights();
+  for (size_t e = 0; e < w0.size(); ++e) w0[e] += sign * w1[e];
   if (!d1->b.empty() && d0->b.empty()) d0->b.assign(d0->n, 0.0);
   for (size_t c = 0; c < d1->b.size(); ++c) d0->b[c] += sign * d1->b[c];
   if (!d0->write(ed, i)) return false;

@@ -79,9 +79,9 @@ bool fold_selection(Editor& ed, int i) {
   if (xs->back() > 4 * d->k && xs->back() * d->n > (int64_t{1} << 20)) return false;  // too wide
   std::vector<double> w(xs->back() * d->n, 0.0);
   for (int64_t r = 0; r < d->k; ++r) {
-    for (int64_t c = 0; c < d->n; ++c) w[(*cols)[r] * d->n + c] += d->w[r * d->n + c];
+    for (int64_t c = 0; c < d->n; ++c) w[(*cols)[r] * d->n + c] += d->weight(r, c);
   }
-  d->w = std::move(w);
+  d->set_weights(std::move(w));
   d->k = xs->back();
   d->set_x(x);
   if (!d->write(ed, i)) return false;
