@@ -1,4 +1,4 @@
-#include "torchonnx/crc32.h"
+#include "common/crc32.h"
 
 #include <gtest/gtest.h>
 #include <zlib.h>
@@ -6,7 +6,7 @@
 #include <random>
 #include <string>
 
-namespace torchonnx {
+namespace common {
 namespace {
 
 uint32_t zlib_crc(const std::string& s) {
@@ -34,5 +34,15 @@ TEST(Crc32, MatchesZlibAtEveryLengthAndAlignment) {
   EXPECT_EQ(crc32(std::string(1 << 20, '\0')), zlib_crc(std::string(1 << 20, '\0')));
 }
 
+TEST(Crc32, ContinuesARunningCrc) {
+  std::mt19937 rng(3);
+  std::string data(1000, '\0');
+  for (char& c : data) c = static_cast<char>(rng());
+  for (size_t cut : {0, 1, 63, 64, 100, 999, 1000}) {
+    const std::string_view all(data);
+    EXPECT_EQ(crc32(all.substr(cut), crc32(all.substr(0, cut))), zlib_crc(data)) << cut;
+  }
+}
+
 }  // namespace
-}  // namespace torchonnx
+}  // namespace common
