@@ -1,6 +1,7 @@
 // MatMul, Gemm, CumSum and TopK.
 #include <algorithm>
 #include <numeric>
+#include <vector>
 
 #include "common/eval_kernels.h"
 
@@ -45,12 +46,15 @@ Result<Outputs> matmul_kernel(const Ctx& c) {
       const T* y = pb.data() + mb[s] * k * m;
       T* z = o.data() + s * n * m;
       for (int64_t i = 0; i < n; ++i) {
-        for (int64_t j = 0; j < m; ++j) {
-          Wide<T> acc = 0;
-          for (int64_t l = 0; l < k; ++l)
-            acc += static_cast<Wide<T>>(x[i * k + l]) * static_cast<Wide<T>>(y[l * m + j]);
-          z[i * m + j] = static_cast<T>(acc);
+        // Row i of the product, y read row by row (not down its columns); each z[i][j] still
+        // sums its k products in order l = 0, 1, ..., so results are unchanged.
+        std::vector<Wide<T>> acc(static_cast<size_t>(m), 0);
+        for (int64_t l = 0; l < k; ++l) {
+          const auto xv = static_cast<Wide<T>>(x[i * k + l]);
+          const T* yr = y + l * m;
+          for (int64_t j = 0; j < m; ++j) acc[j] += xv * static_cast<Wide<T>>(yr[j]);
         }
+        for (int64_t j = 0; j < m; ++j) z[i * m + j] = static_cast<T>(acc[j]);
       }
     }
     return Outputs{std::move(out)};
@@ -79,15 +83,24 @@ Result<Outputs> gemm_kernel(const Ctx& c) {
     Tensor out = make_tensor(a->dtype, dims);
     auto pa = a->span<T>(), pb = b->span<T>();
     auto o = out.mutable_span<T>();
+    // Each Y[i][j] sums its k products in order l = 0, 1, ...; B is walked along its rows (a
+    // row of Y at a time when B is not transposed).
+    std::vector<Wide<T>> acc(static_cast<size_t>(n));
     for (int64_t i = 0; i < m; ++i) {
-      for (int64_t j = 0; j < n; ++j) {
-        Wide<T> acc = 0;
+      std::fill(acc.begin(), acc.end(), Wide<T>{0});
+      for (int64_t j = 0; tb && j < n; ++j) {
         for (int64_t l = 0; l < k; ++l) {
-          T x = ta ? pa[l * m + i] : pa[i * k + l];
-          T y = tb ? pb[j * k + l] : pb[l * n + j];
-          acc += static_cast<Wide<T>>(x) * static_cast<Wide<T>>(y);
+          acc[j] += static_cast<Wide<T>>(ta ? pa[l * m + i] : pa[i * k + l]) *
+                    static_cast<Wide<T>>(pb[j * k + l]);
         }
-        double v = alpha * static_cast<double>(acc);
+      }
+      for (int64_t l = 0; !tb && l < k; ++l) {
+        const auto x = static_cast<Wide<T>>(ta ? pa[l * m + i] : pa[i * k + l]);
+        const T* row = pb.data() + l * n;
+        for (int64_t j = 0; j < n; ++j) acc[j] += x * static_cast<Wide<T>>(row[j]);
+      }
+      for (int64_t j = 0; j < n; ++j) {
+        double v = alpha * static_cast<double>(acc[j]);
         if (cc) v += beta * static_cast<double>(cc->span<T>()[mc[i * n + j]]);
         o[i * n + j] = static_cast<T>(v);
       }

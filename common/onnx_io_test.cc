@@ -62,6 +62,29 @@ TEST(OnnxIoTest, LoadsPlainAndGzipAndRoundTrips) {
   EXPECT_EQ(files, 3);
 }
 
+// `gz` with byte `at` (from the end when negative) changed.
+std::string flipped(std::string gz, int64_t at) {
+  gz[at < 0 ? gz.size() + at : at] ^= 1;
+  return gz;
+}
+
+TEST(OnnxIoTest, GzipMembersAndTheirTrailersAreChecked) {
+  const std::string dir = testing::temp_dir("members");
+  const std::string bytes = testing::text_to_bytes(kModel);
+  const size_t half = bytes.size() / 2;
+  write(dir + "/two.onnx.gz", gzip(bytes.substr(0, half)) + gzip(bytes.substr(half)));
+  auto g = load_graph(dir + "/two.onnx.gz");
+  ASSERT_TRUE(g.ok()) << g.error().str();
+  EXPECT_EQ(g->nodes.size(), 2u);
+  // The trailer holds the member's CRC-32 (8 bytes from the end) and length (the last 4).
+  for (int64_t at : {-8, -5, -4, -1}) {
+    write(dir + "/bad.onnx.gz", flipped(gzip(bytes), at));
+    auto bad = load_graph(dir + "/bad.onnx.gz");
+    ASSERT_FALSE(bad.ok()) << at;
+    EXPECT_EQ(bad.error().str(), dir + "/bad.onnx.gz: corrupt or truncated gzip data");
+  }
+}
+
 struct BadInput {
   const char* name;
   std::string bytes;

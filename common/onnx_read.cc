@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/crc32.h"
 #include "common/onnx_io.h"
 
 namespace common {
@@ -52,6 +53,9 @@ class SourceStream : public google::protobuf::io::CopyingInputStream {
       gzip_ = false;
       return fail("zlib init failed");
     }
+    // Each member's trailer is checked here (check_member), its CRC with common::crc32, several
+    // times faster than zlib's own (which inflateValidate turns off; zlib still reads the trailer).
+    if (gzip_) inflateValidate(&zs_, 0);
     return true;
   }
 
@@ -114,20 +118,48 @@ class SourceStream : public google::protobuf::io::CopyingInputStream {
       zs_.avail_out = static_cast<uInt>(size);
       const int rc = inflate(&zs_, Z_NO_FLUSH);
       const bool consumed = zs_.avail_in < avail_;
+      remember_consumed(next_, avail_ - zs_.avail_in);
       next_ = reinterpret_cast<char*>(zs_.next_in);
       avail_ = zs_.avail_in;
       const int produced = size - static_cast<int>(zs_.avail_out);
+      member_crc_ =
+          crc32({reinterpret_cast<const char*>(out), static_cast<size_t>(produced)}, member_crc_);
+      member_size_ += static_cast<uint32_t>(produced);
       inflated_ += static_cast<uint64_t>(produced);
       if (inflated_ > kMaxInflated) {
         return fail_read("gzip data inflates past 2 GiB (the largest model protobuf reads)");
       }
       if (rc == Z_STREAM_END) {
+        if (!check_member()) return fail_read("corrupt or truncated gzip data");
         member_done_ = true;
       } else if ((rc != Z_OK && rc != Z_BUF_ERROR) || (produced == 0 && !consumed)) {
         return fail_read("corrupt or truncated gzip data");
       }
       if (produced > 0) return produced;
     }
+  }
+
+  // Keeps the last 8 input bytes inflate consumed: at a member's end, its trailer.
+  void remember_consumed(const char* from, size_t n) {
+    if (n >= sizeof(tail_)) {
+      std::memcpy(tail_, from + n - sizeof(tail_), sizeof(tail_));
+      return;
+    }
+    std::memmove(tail_, tail_ + n, sizeof(tail_) - n);
+    std::memcpy(tail_ + sizeof(tail_) - n, from, n);
+  }
+
+  // The finished member against its trailer: little-endian CRC-32, then the length modulo 2^32.
+  // The next member starts both anew.
+  bool check_member() {
+    auto le32 = [&](int at) {
+      uint32_t v = 0;
+      for (int i = at + 3; i >= at; --i) v = (v << 8) | static_cast<unsigned char>(tail_[i]);
+      return v;
+    };
+    const bool ok = le32(0) == member_crc_ && le32(4) == member_size_;
+    member_crc_ = member_size_ = 0;
+    return ok;
   }
 
   int fd_;
@@ -139,6 +171,8 @@ class SourceStream : public google::protobuf::io::CopyingInputStream {
   bool gzip_ = false;
   bool member_done_ = false;
   uint64_t inflated_ = 0;
+  uint32_t member_crc_ = 0, member_size_ = 0;  // of the member being inflated
+  char tail_[8] = {};
   z_stream zs_{};
 };
 

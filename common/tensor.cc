@@ -178,6 +178,20 @@ std::vector<int64_t> Tensor::to_int64() const {
 
 std::vector<double> Tensor::to_double() const {
   std::vector<double> out(static_cast<size_t>(std::max<int64_t>(numel(), 0)));
+  // float and double in one typed loop (large weights: no dtype switch per element).
+  if (dtype == DType::kFloat && raw.size() >= out.size() * sizeof(float)) {
+    const auto* p = reinterpret_cast<const unsigned char*>(raw.data());
+    for (size_t i = 0; i < out.size(); ++i, p += sizeof(float)) {
+      float v;
+      std::memcpy(&v, p, sizeof(float));
+      out[i] = v;
+    }
+    return out;
+  }
+  if (dtype == DType::kDouble && raw.size() >= out.size() * sizeof(double)) {
+    std::memcpy(out.data(), raw.data(), out.size() * sizeof(double));
+    return out;
+  }
   for (size_t i = 0; i < out.size(); ++i) out[i] = double_at(static_cast<int64_t>(i));
   return out;
 }
@@ -200,6 +214,15 @@ Tensor Tensor::from_int64(const std::vector<int64_t>& values, Dims dims, DType d
 
 Tensor Tensor::from_double(const std::vector<double>& values, Dims dims, DType dtype) {
   Tensor t = zeros(dtype, std::move(dims));
+  if (dtype == DType::kFloat) {  // one typed loop, as to_double
+    const size_t n = std::min(values.size(), t.raw.size() / sizeof(float));
+    auto* p = reinterpret_cast<unsigned char*>(t.raw.data());
+    for (size_t i = 0; i < n; ++i, p += sizeof(float)) {
+      const auto v = static_cast<float>(values[i]);
+      std::memcpy(p, &v, sizeof(float));
+    }
+    return t;
+  }
   for (size_t i = 0; i < values.size() && static_cast<int64_t>(i) < t.numel(); ++i) {
     put(t, static_cast<int64_t>(i), values[i]);
   }

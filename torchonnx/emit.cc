@@ -88,6 +88,11 @@ void imports(const Module& m, std::string& out) {
 common::Status init(const Module& m, std::string& out) {
   out += "    def __init__(self):\n        super().__init__()\n";
   for (const Layer& l : m.layers) out += "        self." + l.attr + " = " + l.ctor + "\n";
+  // The same layer objects in the instance dict: `self.fc1` is then a plain attribute read, not
+  // a call of nn.Module.__getattr__ (0.4 us each; ACAS Xu 40 -> 34 us). _modules stays the
+  // registry (state_dict, .to(), functional_call's swaps act on the layers themselves), and
+  // assigning a layer through nn.Module.__setattr__ drops the copy.
+  if (!m.layers.empty()) out += "        self.__dict__.update(self._modules)\n";
   for (const Buffer& b : m.buffers) {
     ASSIGN_OR_RETURN(std::string dtype, torch_dtype(b.tensor.dtype));
     std::string args = py_tuple(b.tensor.dims);

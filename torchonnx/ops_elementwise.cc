@@ -98,6 +98,13 @@ std::vector<std::string> binary_operands(Context& ctx, bool allow_literal) {
   return {ctx.scalar_or_in(0), ctx.scalar_or_in(1)};
 }
 
+// A floating product of a computed value with itself.
+bool is_square(Context& ctx) {
+  const common::Node& node = ctx.node();
+  return node.inputs.size() == 2 && node.inputs[0] == node.inputs[1] &&
+         common::is_floating(ctx.dtype(0)) && !ctx.constant(0);
+}
+
 Status binary(Context& ctx) {
   const std::string& op = ctx.node().op_type;
   Spec spec = binary_specs().at(op);
@@ -106,6 +113,12 @@ Status binary(Context& ctx) {
   // A computed divisor as a product with its reciprocal: the form verifiers bound (auto_LiRPA has
   // no bound for a division by a perturbed tensor).
   if (op == "Div" && !is_int && !ctx.constant(1)) spec.pattern = "$0 * torch.reciprocal($1)";
+  // Mul(x, x) (slimonnx's form of Pow(x, 2)) says what it is: a square, at least 0 (auto_LiRPA
+  // finds Mul(x, x) itself; a reader that sees two operands bounds a product of independent
+  // intervals). Exact: torch computes x * x.
+  if (op == "Mul" && is_square(ctx)) {
+    return ctx.emit_at(ctx.in(0) + ".square()", "square", ctx.batch_axis(0));
+  }
   const bool literal_ok = spec.pattern[0] == '$';
   auto args = binary_operands(ctx, literal_ok);
   return ctx.emit_at(fill(spec.pattern, args), spec.hint, broadcast_batch_axis(ctx));
@@ -115,7 +128,7 @@ Status pow_op(Context& ctx) {
   std::string expr = "torch.pow(" + ctx.in(0) + ", " + ctx.scalar_or_in(1) + ")";
   const common::Tensor* e = ctx.constant(1);
   if (e && e->numel() == 1 && e->double_at(0) == 2.0 && common::is_floating(ctx.dtype(0))) {
-    expr = ctx.in(0) + " * " + ctx.in(0);  // exact, and cheaper than pow
+    expr = ctx.in(0) + ".square()";  // exact (torch computes x * x), and cheaper than pow
   }
   DType promoted = common::is_floating(ctx.dtype(1)) ? ctx.dtype(1) : ctx.dtype(0);
   if (common::is_floating(ctx.dtype(0))) promoted = ctx.dtype(0);

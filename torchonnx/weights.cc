@@ -1,12 +1,11 @@
 #include "torchonnx/weights.h"
 
-#include <zlib.h>
-
 #include <cstdint>
 #include <ostream>
 #include <sstream>
 #include <string_view>
 
+#include "common/crc32.h"
 #include "common/onnx_io.h"
 
 namespace torchonnx {
@@ -129,7 +128,7 @@ class ZipWriter {
 
   void add(const std::string& name, std::string_view data) {
     const uint64_t offset = size_;
-    const uint32_t crc = crc32(0, reinterpret_cast<const Bytef*>(data.data()), data.size());
+    const uint32_t crc = common::crc32(data);
     const size_t unpadded = offset + 30 + name.size() + 4;
     const size_t pad = (64 - unpadded % 64) % 64;
     std::string h;

@@ -4,6 +4,8 @@ layers under vmap, and parameters swapped in from outside, through torchonnx's c
     TORCHONNX=build/torchonnx/torchonnx /usr/bin/python3 -m pytest torchonnx/tests/batch_test.py
 """
 
+import copy
+
 import numpy as np
 import onnx
 import torch
@@ -211,3 +213,25 @@ def test_parameters_and_buffers_swapped_in_from_outside_are_the_ones_used(tmp_pa
         with torch.no_grad():
             got = fmodel([state[k] for k in names[0]], [state[k] for k in names[1]], x)
         torch.testing.assert_close(got, expected)
+
+
+def test_a_layer_assigned_after_construction_is_the_one_used(tmp_path):
+    """__init__ also puts the layers in the instance dict, so that forward reads `self.fc1`
+    without nn.Module.__getattr__; assigning a layer must still change what forward uses."""
+    conv_bn_gemm_model(tmp_path / "cbg.onnx")
+    out = tmp_path / "out"
+    assert run(tmp_path / "cbg.onnx", "-o", out).returncode == 0
+    model = load(out, "cbg")
+    x = torch.randn(1, 2, 5, 5)
+    layers = list(model.named_children())
+    assert layers
+    with torch.no_grad():
+        for name, layer in layers:
+            assert getattr(model, name) is layer
+            twin = copy.deepcopy(layer)
+            for p in twin.parameters():
+                p.mul_(2)
+            before = model(x)
+            setattr(model, name, twin)
+            assert getattr(model, name) is twin and model._modules[name] is twin
+            assert not torch.allclose(model(x), before)
