@@ -3,7 +3,9 @@
 // without a BoxBounder), so a batched engine bounds them together.
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <utility>
+#include <vector>
 
 #include "propdag/case_search.h"
 
