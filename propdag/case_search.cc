@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -50,7 +51,7 @@ bool has_relus(const Model& model) {
 }  // namespace
 
 CaseSearch::CaseSearch(const Model& model, const SpecCase& c, const Options& options,
-                       const SplitOptions& split, Clock::time_point deadline)
+                       const SplitOptions& split, Clock::time_point deadline, BoxBounder* bounder)
     : model_(model),
       case_(c),
       options_(options),
@@ -59,13 +60,14 @@ CaseSearch::CaseSearch(const Model& model, const SpecCase& c, const Options& opt
       objective_(objective_of(model, c)),
       rhs_(rhs_of(c)),
       free_dims_((c.box.hi.array() > c.box.lo.array()).count()),
-      carry_nodes_(options.method != Method::kIbp && split.carry_bounds &&
+      carry_nodes_(bounder == nullptr && options.method != Method::kIbp && split.carry_bounds &&
                    elements(model) <= kCarryElements),
-      relu_splits_(options.method != Method::kIbp && split.branching == Branching::kRelu &&
-                   has_relus(model)) {}
+      relu_splits_(bounder == nullptr && options.method != Method::kIbp &&
+                   split.branching == Branching::kRelu && has_relus(model)),
+      bounder_(bounder) {}
 
 bool CaseSearch::shares_bounds() const {
-  return options_.method != Method::kAlpha && !relu_splits_;
+  return bounder_ == nullptr && options_.method != Method::kAlpha && !relu_splits_;
 }
 
 common::Status CaseSearch::bound_together(const std::vector<CaseSearch*>& cases) {
@@ -159,6 +161,10 @@ common::Result<Verdict> CaseSearch::run() {
 
 common::Result<CaseSearch::Bounds> CaseSearch::bound(const Interval& box, const Bounds* from,
                                                      const std::vector<NeuronSplit>* splits) {
+  if (bounder_ != nullptr) {
+    ASSIGN_OR_RETURN(std::vector<Bounds> all, bound_all({box}, {from}));
+    return std::move(all.front());
+  }
   ++boxes_;
   Bounds b;
   const bool alpha = options_.method == Method::kAlpha;
@@ -178,6 +184,45 @@ common::Result<CaseSearch::Bounds> CaseSearch::bound(const Interval& box, const 
     b.y.hi = b.y.hi.cwiseMin(from->y.hi);
   }
   return b;
+}
+
+common::Result<std::vector<CaseSearch::Bounds>> CaseSearch::bound_all(
+    const std::vector<Interval>& boxes, const std::vector<const Bounds*>& from) {
+  std::vector<Bounds> out;
+  out.reserve(boxes.size());
+  if (bounder_ == nullptr) {
+    for (size_t i = 0; i < boxes.size(); ++i) {
+      ASSIGN_OR_RETURN(Bounds b, bound(boxes[i], from[i]));
+      out.push_back(std::move(b));
+    }
+    return out;
+  }
+  const auto batch = static_cast<size_t>(per_call());
+  for (size_t at = 0; at < boxes.size(); at += batch) {
+    const size_t end = std::min(boxes.size(), at + batch);
+    const std::vector<Interval> chunk(boxes.begin() + static_cast<std::ptrdiff_t>(at),
+                                      boxes.begin() + static_cast<std::ptrdiff_t>(end));
+    std::vector<Mat> coef;
+    ASSIGN_OR_RETURN(std::vector<Interval> y,
+                     bounder_->bound(chunk, objective_, options_,
+                                     options_.method != Method::kIbp ? &coef : nullptr));
+    for (size_t i = at; i < end; ++i) {
+      Bounds b;
+      b.y = std::move(y[i - at]);
+      if (i - at < coef.size()) b.coef = std::move(coef[i - at]);
+      if (from[i] != nullptr) {  // what holds on the box this one was split from holds here
+        b.y.lo = b.y.lo.cwiseMax(from[i]->y.lo);
+        b.y.hi = b.y.hi.cwiseMin(from[i]->y.hi);
+      }
+      out.push_back(std::move(b));
+    }
+    boxes_ += static_cast<int64_t>(end - at);
+  }
+  return out;
+}
+
+int64_t CaseSearch::per_call() const {
+  return bounder_ != nullptr ? std::max(1, bounder_->batch()) : 1;
 }
 
 std::pair<double, Eigen::Index> CaseSearch::margin_row(const Bounds& b) const {

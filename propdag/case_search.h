@@ -23,8 +23,9 @@ enum class Verdict { kProved, kFalsified, kOpen, kRoundOver };
 // Proves one case part by part (depth first). `boxes` counts the bound computations.
 class CaseSearch {
  public:
+  // With `bounder`, every bound computation goes to it, up to bounder->batch() boxes per call.
   CaseSearch(const Model& model, const SpecCase& c, const Options& options,
-             const SplitOptions& split, Clock::time_point deadline);
+             const SplitOptions& split, Clock::time_point deadline, BoxBounder* bounder = nullptr);
 
   // The whole box: proved by its bounds, or (when splitting is allowed) falsified by a point
   // search, or open. Cheap next to splitting, so verify() runs it on every case first.
@@ -88,6 +89,12 @@ class CaseSearch {
   // slopes and multipliers start from its ones, and carried node bounds narrow these.
   common::Result<Bounds> bound(const Interval& box, const Bounds* from = nullptr,
                                const std::vector<NeuronSplit>* splits = nullptr);
+  // Bounds over each of `boxes`, from[i] as bound()'s `from` for boxes[i]: one box at a time, or
+  // with a BoxBounder up to its batch() per call.
+  common::Result<std::vector<Bounds>> bound_all(const std::vector<Interval>& boxes,
+                                                const std::vector<const Bounds*>& from);
+  // Boxes per bound call: the BoxBounder's batch, else 1.
+  int64_t per_call() const;
   // Positive when the bounds prove the box safe: by how much the best unsafe constraint
   // c.y <= rhs misses (its lower bound minus rhs).
   double margin(const Bounds& b) const { return margin_row(b).first; }
@@ -123,19 +130,28 @@ class CaseSearch {
   // input_split.cc
 
   // Continues `search` for at most `slice` more bound computations (kRoundOver when they would
-  // run out; the search can be resumed).
+  // run out; the search can be resumed). Each round splits up to splits_per_round() boxes from
+  // the top of the stack, their halves bounded together.
   common::Result<Verdict> depth_first(Search& search, int64_t slice);
   // Bound computations per split, halves not counted: every dimension the box varies in is
   // tried for small inputs; larger ones are halved along steepest()'s without trying.
   int64_t lookahead_cost() const { return small() ? free_dims_ : 1; }
-  // Splits `box` (bounds `b`) in two at the middle of one dimension. For small inputs, every
-  // dimension at least 1/ratio as wide (relative to the case's box) as the widest is tried
+  // Boxes split per round: as many as per_call() bounds their halves in one call (at least 1).
+  int64_t splits_per_round() const;
+  // Bounds the topmost open boxes that have none, up to per_call() of them, in one call.
+  common::Status bound_top(std::vector<Open>& open);
+  // Splits each box (with its bounds) in two at the middle of one dimension. For small inputs,
+  // every dimension at least 1/ratio as wide (relative to the case's box) as the widest is tried
   // (every one for ratio 0), and the one whose worse half comes closest to being proved wins;
-  // its halves keep their bounds. Nothing when no dimension can be halved (every one is a
-  // single double wide).
-  common::Result<std::optional<Halves>> split(const Interval& box, const Bounds& b, double ratio);
-  // The two halves of `box` along `dim`, each with its bounds, which start from `b` (the box's).
-  common::Result<Halves> bounded_halves(const Interval& box, Eigen::Index dim, const Bounds& b);
+  // its halves keep their bounds. Fewer results than boxes when some box cannot be halved
+  // (every dimension a single double wide).
+  common::Result<std::vector<Halves>> split_all(const std::vector<Open>& boxes, double ratio);
+  // The dimensions split_all tries for `box` (empty when none can be halved).
+  std::vector<Eigen::Index> candidates(const Interval& box, const Bounds& b, double ratio) const;
+  // Of the candidate dimensions `dims` of a box with bounds `b`, whose halves' bounds are
+  // parts[first + 2j] and parts[first + 2j + 1] for dims[j]: the index j of the split kept.
+  size_t choose(const Interval& box, const Bounds& b, const std::vector<Eigen::Index>& dims,
+                const std::vector<Bounds>& parts, size_t first) const;
   // Where larger inputs are halved without trying: the dimension along which the lower bound of
   // the constraint closest to being proved varies the most over the box (|its CROWN input
   // coefficient| x the box's width), or the widest one for IBP.
@@ -161,6 +177,7 @@ class CaseSearch {
   Eigen::Index free_dims_;  // dimensions in which the case's box has a width
   bool carry_nodes_;        // boxes keep their nodes' bounds, which narrow those of their halves
   bool relu_splits_;        // open cases are split by the signs of ReLU inputs (relu_search)
+  BoxBounder* bounder_;     // where bounds are computed (nullptr: linear_bounds, one box a call)
   int64_t boxes_ = 0;
   std::optional<Bounds> whole_;  // the whole box's bounds (from bound_together, or start()'s)
   Vec counterexample_;

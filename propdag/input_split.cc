@@ -1,7 +1,11 @@
-// CaseSearch's input splitting: depth first over boxes, each halved along one dimension.
+// CaseSearch's input splitting: depth first over boxes, each halved along one dimension. Each
+// round splits the topmost open boxes, as many as one bound call takes the halves of (one box
+// without a BoxBounder), so a batched engine bounds them together.
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <utility>
+#include <vector>
 
 #include "propdag/case_search.h"
 
@@ -10,86 +14,139 @@ namespace propdag::internal {
 common::Result<Verdict> CaseSearch::depth_first(Search& search, int64_t slice) {
   const int64_t slice_start = boxes_;
   std::vector<Open>& open = search.open;
+  const int64_t cost = 2 * lookahead_cost();
   while (!open.empty()) {
-    Open next = std::move(open.back());
-    open.pop_back();
-    if (!next.bounds) {
-      ASSIGN_OR_RETURN(next.bounds, bound(next.box));
+    std::vector<Open> picked;  // this round's boxes: bounded, not proved
+    while (!open.empty() && static_cast<int64_t>(picked.size()) < splits_per_round()) {
+      if (!open.back().bounds) RETURN_IF_ERROR(bound_top(open));
+      Open next = std::move(open.back());
+      open.pop_back();
+      if (margin(*next.bounds) > 0) continue;
+      const int64_t next_boxes =
+          static_cast<int64_t>(open.size()) + cost * static_cast<int64_t>(picked.size() + 1);
+      if (boxes_ - slice_start + next_boxes > slice) {
+        open.push_back(std::move(next));
+        if (picked.empty()) return Verdict::kRoundOver;
+        break;
+      }
+      if (search.started) {
+        ASSIGN_OR_RETURN(bool hit, find_counterexample(next.box, *next.bounds));
+        if (hit) return Verdict::kFalsified;
+      }
+      search.started = true;
+      if (boxes_ + next_boxes > split_.max_boxes || out_of_time()) return Verdict::kOpen;
+      picked.push_back(std::move(next));
     }
-    if (margin(*next.bounds) > 0) continue;
-    const int64_t next_boxes = static_cast<int64_t>(open.size()) + 2 * lookahead_cost();
-    if (boxes_ - slice_start + next_boxes > slice) {
-      open.push_back(std::move(next));
-      return Verdict::kRoundOver;
+    if (picked.empty()) continue;
+    ASSIGN_OR_RETURN(std::vector<Halves> parts, split_all(picked, search.ratio));
+    if (parts.size() < picked.size()) return Verdict::kOpen;  // a point, as far as doubles go
+    // The first box's halves end on top; of each box's, the one closer to a counterexample
+    // (smaller margin) first.
+    for (size_t i = parts.size(); i-- > 0;) {
+      Halves& halves = parts[i];
+      if (halves.first.bounds && halves.second.bounds &&
+          margin(*halves.first.bounds) > margin(*halves.second.bounds))
+        std::swap(halves.first, halves.second);
+      open.push_back(std::move(halves.second));
+      open.push_back(std::move(halves.first));
     }
-    if (search.started) {
-      ASSIGN_OR_RETURN(bool hit, find_counterexample(next.box, *next.bounds));
-      if (hit) return Verdict::kFalsified;
-    }
-    search.started = true;
-    if (boxes_ + next_boxes > split_.max_boxes || out_of_time()) return Verdict::kOpen;
-    ASSIGN_OR_RETURN(auto parts, split(next.box, *next.bounds, search.ratio));
-    if (!parts) return Verdict::kOpen;  // a point, as far as doubles go
-    auto& halves = *parts;
-    // Depth first, into the half closer to a counterexample (smaller margin) first.
-    if (halves.first.bounds && halves.second.bounds &&
-        margin(*halves.first.bounds) > margin(*halves.second.bounds))
-      std::swap(halves.first, halves.second);
-    open.push_back(std::move(halves.second));
-    open.push_back(std::move(halves.first));
   }
   return Verdict::kProved;
 }
 
-common::Result<std::optional<CaseSearch::Halves>> CaseSearch::split(const Interval& box,
-                                                                    const Bounds& b, double ratio) {
-  const Vec width = box.hi - box.lo;
+int64_t CaseSearch::splits_per_round() const {
+  const int64_t halves = small() ? 2 * free_dims_ : 2;
+  return std::max<int64_t>(1, per_call() / std::max<int64_t>(1, halves));
+}
+
+common::Status CaseSearch::bound_top(std::vector<Open>& open) {
+  std::vector<Open*> todo;
+  for (size_t i = open.size(); i-- > 0 && static_cast<int64_t>(todo.size()) < per_call();)
+    if (!open[i].bounds) todo.push_back(&open[i]);
+  std::vector<Interval> boxes;
+  for (const Open* o : todo) boxes.push_back(o->box);
+  ASSIGN_OR_RETURN(std::vector<Bounds> b,
+                   bound_all(boxes, std::vector<const Bounds*>(boxes.size(), nullptr)));
+  for (size_t i = 0; i < todo.size(); ++i) todo[i]->bounds = std::move(b[i]);
+  return {};
+}
+
+common::Result<std::vector<CaseSearch::Halves>> CaseSearch::split_all(
+    const std::vector<Open>& boxes, double ratio) {
+  // Every box's candidate dimensions; their halves are bounded in one bound_all call (larger
+  // inputs' only when they carry node bounds, which the box's narrow now).
+  const bool bounded = small() || carry_nodes_;
+  std::vector<std::vector<Eigen::Index>> dims;
+  std::vector<Interval> parts;
+  std::vector<const Bounds*> from;
+  for (const Open& o : boxes) {
+    dims.push_back(candidates(o.box, *o.bounds, ratio));
+    if (dims.back().empty()) return std::vector<Halves>();
+    for (Eigen::Index d : dims.back()) {
+      auto [low, high] = halves(o.box, d);
+      parts.push_back(std::move(low));
+      parts.push_back(std::move(high));
+    }
+    from.resize(parts.size(), &*o.bounds);
+  }
+  std::vector<Bounds> b;
+  if (bounded) {
+    ASSIGN_OR_RETURN(b, bound_all(parts, from));
+  }
+  std::vector<Halves> out;
+  size_t first = 0;  // where the current box's halves start in parts
+  for (size_t i = 0; i < boxes.size(); ++i) {
+    const size_t j = bounded ? choose(boxes[i].box, *boxes[i].bounds, dims[i], b, first) : 0;
+    const size_t at = first + 2 * j;
+    Halves h{Open{std::move(parts[at]), std::nullopt},
+             Open{std::move(parts[at + 1]), std::nullopt}};
+    if (bounded) h.first.bounds = std::move(b[at]), h.second.bounds = std::move(b[at + 1]);
+    out.push_back(std::move(h));
+    first += 2 * dims[i].size();
+  }
+  return out;
+}
+
+std::vector<Eigen::Index> CaseSearch::candidates(const Interval& box, const Bounds& b,
+                                                 double ratio) const {
   if (!small()) {
     const Eigen::Index dim = steepest(box, b);
-    if (!splittable(box, dim)) return std::optional<Halves>();
-    if (carry_nodes_) {  // bounded now, while this box's bounds are at hand to narrow theirs
-      ASSIGN_OR_RETURN(Halves h, bounded_halves(box, dim, b));
-      return std::optional<Halves>(std::move(h));
-    }
-    auto [low, high] = halves(box, dim);
-    return std::optional<Halves>(
-        Halves{Open{std::move(low), std::nullopt}, Open{std::move(high), std::nullopt}});
+    if (!splittable(box, dim)) return {};
+    return {dim};
   }
-  std::optional<Halves> best;
-  double best_score = -std::numeric_limits<double>::infinity();
-  // Every candidate's halves; the split kept is the one whose worse half has the larger margin,
-  // unless no split improves on the box's own margin: then the dimension that is widest relative
-  // to the case's box, so that no dimension is halved forever while another one stays whole.
-  const double before = margin(b);
-  double widest = -1;
-  std::optional<Halves> widest_halves;
+  const Vec width = box.hi - box.lo;
   Vec relative_width(box.lo.size());
   for (Eigen::Index d = 0; d < box.lo.size(); ++d)
     relative_width[d] = splittable(box, d) ? width[d] / (case_.box.hi[d] - case_.box.lo[d]) : 0;
   const double narrowest = ratio > 0 ? relative_width.maxCoeff() / ratio : 0;
-  for (Eigen::Index d = 0; d < box.lo.size(); ++d) {
-    if (!splittable(box, d) || relative_width[d] < narrowest) continue;
-    ASSIGN_OR_RETURN(Halves h, bounded_halves(box, d, b));
-    const double score = std::min(margin(*h.first.bounds), margin(*h.second.bounds));
-    const double relative = relative_width[d];
-    if (relative > widest) {
-      widest = relative;
-      widest_halves = h;  // a copy: `best` may take h too
-    }
-    if (best && !(score > best_score)) continue;
-    best_score = score;
-    best = std::move(h);
-  }
-  if (best && !(best_score > before)) return widest_halves;
-  return best;
+  std::vector<Eigen::Index> dims;
+  for (Eigen::Index d = 0; d < box.lo.size(); ++d)
+    if (splittable(box, d) && relative_width[d] >= narrowest) dims.push_back(d);
+  return dims;
 }
 
-common::Result<CaseSearch::Halves> CaseSearch::bounded_halves(const Interval& box, Eigen::Index dim,
-                                                              const Bounds& b) {
-  auto [low, high] = halves(box, dim);
-  ASSIGN_OR_RETURN(Bounds bl, bound(low, &b));
-  ASSIGN_OR_RETURN(Bounds bh, bound(high, &b));
-  return Halves{Open{std::move(low), std::move(bl)}, Open{std::move(high), std::move(bh)}};
+// The split kept is the one whose worse half has the larger margin, unless no split improves on
+// the box's own margin: then the dimension that is widest relative to the case's box, so that no
+// dimension is halved forever while another one stays whole.
+size_t CaseSearch::choose(const Interval& box, const Bounds& b,
+                          const std::vector<Eigen::Index>& dims, const std::vector<Bounds>& parts,
+                          size_t first) const {
+  if (!small()) return 0;
+  const double before = margin(b);
+  double best_score = -std::numeric_limits<double>::infinity(), widest = -1;
+  std::optional<size_t> best;
+  size_t widest_at = 0;
+  for (size_t j = 0; j < dims.size(); ++j) {
+    const Eigen::Index d = dims[j];
+    const double score = std::min(margin(parts[first + 2 * j]), margin(parts[first + 2 * j + 1]));
+    const double relative = (box.hi[d] - box.lo[d]) / (case_.box.hi[d] - case_.box.lo[d]);
+    if (relative > widest) widest = relative, widest_at = j;
+    if (best && !(score > best_score)) continue;
+    best_score = score;
+    best = j;
+  }
+  if (best && !(best_score > before)) return widest_at;
+  return *best;
 }
 
 // Against always the widest dimension: benchmarks/RESULTS.md, stop 22.

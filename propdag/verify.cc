@@ -56,7 +56,7 @@ common::Result<bool> confirm_counterexample(const Model& model, const Spec& spec
 }
 
 common::Result<VerifyResult> verify(const Model& model, const Spec& spec, const Options& options,
-                                    const SplitOptions& split) {
+                                    const SplitOptions& split, BoxBounder* bounder) {
   RETURN_IF_ERROR(check_sizes(model, spec));
   const auto deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -70,7 +70,7 @@ common::Result<VerifyResult> verify(const Model& model, const Spec& spec, const 
   std::vector<const Interval*> boxes;
   for (const SpecCase& c : spec.cases) {
     if (c.unsafe.empty()) continue;  // no output constraint: every input is a counterexample
-    searches.push_back(std::make_unique<CaseSearch>(model, c, timed, split, deadline));
+    searches.push_back(std::make_unique<CaseSearch>(model, c, timed, split, deadline, bounder));
     boxes.push_back(&c.box);
   }
   // Cases over the same box (a robustness property's one per other class) get their whole-box

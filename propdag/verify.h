@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "common/error.h"
 #include "propdag/engine.h"
@@ -32,6 +33,25 @@ struct SplitOptions {
   Branching branching = Branching::kInput;
 };
 
+/// Bounds several boxes in one call (a batched engine: the torch engine's, propdag/torch). verify()
+/// runs the same search with or without one; with one, every bound computation of the search
+/// goes to it (the counterexample checks and point searches stay in float64 on the Eigen engine)
+/// and the search bounds up to batch() boxes per call. Node bounds are not carried
+/// (SplitOptions::carry_bounds) and ReLU splits fall back to halving input boxes.
+class BoxBounder {
+ public:
+  virtual ~BoxBounder() = default;
+  /// Boxes per call that the bounder works best with (at least 1).
+  virtual int batch() const = 0;
+  /// For each box, bounds of sum_o C_o y_o as linear_bounds(model, box, c, options); with
+  /// `lower_coef`, per box the input coefficients of each row's lower bound (BoundsIO::lower_coef,
+  /// empty for IBP).
+  virtual common::Result<std::vector<Interval>> bound(const std::vector<Interval>& boxes,
+                                                      const std::vector<Mat>& c,
+                                                      const Options& options,
+                                                      std::vector<Mat>* lower_coef) = 0;
+};
+
 struct VerifyResult {
   bool verified = false;  ///< every case was shown to contain no counterexample
   /// A box centre was found whose outputs meet every constraint of a case (only with splitting):
@@ -47,8 +67,9 @@ struct VerifyResult {
 /// case is safe when some constraint's lower bound exceeds rhs. `verified` only when all are.
 /// With split.max_boxes > 1, cases left open are split and each sub-box's centre is checked for a
 /// counterexample (exact up to rounding: the point's upper bounds must meet every constraint).
+/// With `bounder`, every bound computation goes to it (see BoxBounder).
 common::Result<VerifyResult> verify(const Model& model, const Spec& spec, const Options& options,
-                                    const SplitOptions& split = {});
+                                    const SplitOptions& split = {}, BoxBounder* bounder = nullptr);
 
 /// Whether `x` is a counterexample of `spec` on `model` (e.g. the original of a graph that was
 /// rewritten before verification): x lies in some case's box and the model's outputs at x,
