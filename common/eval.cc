@@ -130,7 +130,7 @@ int64_t scalar_int(const Tensor& t, int64_t i) {
     case DType::kBool:
       return t.span<uint8_t>()[i];
     default:
-      return static_cast<int64_t>(scalar_double(t, i));
+      return saturating_int64(scalar_double(t, i));
   }
 }
 

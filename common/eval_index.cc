@@ -196,7 +196,7 @@ Result<Outputs> one_hot_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* values, c.need(2));
   if (depth_t->numel() != 1 || values->numel() != 2)
     return c.err("depth must be a scalar and values a pair");
-  auto depth = static_cast<int64_t>(scalar_double(*depth_t));
+  const int64_t depth = saturating_int64(scalar_double(*depth_t));
   if (depth <= 0) return c.err("depth must be positive");
   auto out_rank = static_cast<int64_t>(ind->dims.size() + 1);
   ASSIGN_OR_RETURN(int64_t axis, normalize_axis(c, c.node.attr_int("axis", -1), out_rank));
@@ -212,7 +212,7 @@ Result<Outputs> one_hot_kernel(const Ctx& c) {
   int64_t inner = prod(ind->dims, axis, ind->dims.size());
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {
-      auto v = static_cast<int64_t>(scalar_double(*ind, o * inner + i));
+      int64_t v = saturating_int64(scalar_double(*ind, o * inner + i));
       if (v < 0) v += depth;
       if (v < 0 || v >= depth) continue;
       std::memcpy(out.raw.data() + ((o * depth + v) * inner + i) * es, on, es);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "common/eval.h"
 #include "common/eval_test_util.h"
@@ -161,6 +162,13 @@ TEST(EvalIndexTest, SliceInputAndAttributeForms) {
   // Opset 9: attributes; starts [1,1] ends [2,3] -> [[4,5]].
   EXPECT_EQ((one("Slice", {x23()}, {ais("starts", {1, 1}), ais("ends", {2, 3})}, 9)),
             ints({4, 5}, {1, 2}));
+  // Found by fuzz_slimonnx (UBSan): float starts/ends were cast to int64 as they were. NaN reads
+  // as 0 and infinity saturates (then clamps to the dim): columns 0..2 -> x itself. The old cast
+  // gave the same numbers on x86; the sanitized_unit_tests ctest (UBSan) is what fails on it.
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(
+      (one("Slice", {x23(), floats({std::nanf("")}, {1}), floats({inf}, {1}), ints({1}, {1})})),
+      x23());
 }
 
 TEST(EvalIndexTest, ScatterOneHotNonZeroTrilu) {

@@ -58,11 +58,11 @@ std::optional<double> source_coord(const ResizeSpec& s, size_t axis, int64_t x, 
 int64_t nearest_index(const ResizeSpec& s, size_t axis, double v) {
   const std::string& m = s.nearest;
   double fl = std::floor(v);
-  if (m == "floor") return static_cast<int64_t>(fl);
-  if (m == "ceil") return static_cast<int64_t>(std::ceil(v));
-  if (m == "simple") return static_cast<int64_t>(s.scales[axis] < 1 ? std::ceil(v) : fl);
-  if (v - fl == 0.5) return static_cast<int64_t>(m == "round_prefer_ceil" ? fl + 1 : fl);
-  return static_cast<int64_t>(std::round(v));
+  if (m == "floor") return saturating_int64(fl);
+  if (m == "ceil") return saturating_int64(std::ceil(v));
+  if (m == "simple") return saturating_int64(s.scales[axis] < 1 ? std::ceil(v) : fl);
+  if (v - fl == 0.5) return saturating_int64(m == "round_prefer_ceil" ? fl + 1 : fl);
+  return saturating_int64(std::round(v));
 }
 
 std::vector<double> cubic_weights(double r, double a) {
@@ -85,7 +85,7 @@ std::vector<Tap> taps_for(const ResizeSpec& s, size_t axis, int64_t x, int64_t i
     }
     return taps;
   }
-  auto base = static_cast<int64_t>(std::floor(*v));
+  const int64_t base = saturating_int64(std::floor(*v));
   double r = *v - static_cast<double>(base);
   if (s.mode == "linear") return {{clamp(base), 1 - r}, {clamp(base + 1), r}};
   std::vector<double> w = cubic_weights(r, s.cubic_a);
@@ -179,7 +179,7 @@ Status plan_sizes(const Ctx& c, const Tensor& x, ResizeSpec& s) {
         s.scales[a] = static_cast<double>(v[i]) / static_cast<double>(x.dims[a]);
       } else {
         s.scales[a] = common_scale;
-        s.out[a] = static_cast<int64_t>(std::round(common_scale * x.dims[a]));
+        s.out[a] = saturating_int64(std::round(common_scale * x.dims[a]));
         s.length[a] = static_cast<double>(s.out[a]);
       }
     }
@@ -190,9 +190,9 @@ Status plan_sizes(const Ctx& c, const Tensor& x, ResizeSpec& s) {
     return c.err("scales length does not match the axes");
   for (size_t i = 0; i < axes.size(); ++i) {
     double sc = static_cast<float>(scalar_double(*scales, static_cast<int64_t>(i)));
-    if (sc <= 0) return c.err("scales must be positive");
+    if (!(sc > 0)) return c.err("scales must be positive");
     s.scales[axes[i]] = sc;
-    s.out[axes[i]] = static_cast<int64_t>(std::floor(x.dims[axes[i]] * sc));
+    s.out[axes[i]] = saturating_int64(std::floor(x.dims[axes[i]] * sc));
     s.length[axes[i]] = static_cast<double>(s.out[axes[i]]);
   }
   return {};

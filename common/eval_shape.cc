@@ -192,7 +192,7 @@ Result<Outputs> range_kernel(const Ctx& c) {
     T s = start->span<T>()[0], l = limit->span<T>()[0], d = delta->span<T>()[0];
     if (d == T(0)) return c.err("delta is zero");
     double count = std::ceil((static_cast<double>(l) - static_cast<double>(s)) / d);
-    auto n = static_cast<int64_t>(std::max(count, 0.0));
+    const int64_t n = std::max<int64_t>(saturating_int64(count), 0);
     if (n > (int64_t{1} << 31)) return c.err("range is too long");
     Tensor out = make_tensor(start->dtype, {n});
     auto o = out.mutable_span<T>();

@@ -167,6 +167,8 @@ void put(Tensor& t, int64_t i, S v) {
 
 }  // namespace
 
+int64_t saturating_int64(double v) { return to_integer<int64_t>(v); }
+
 int64_t Tensor::int_at(int64_t i) const { return element<int64_t>(*this, i); }
 double Tensor::double_at(int64_t i) const { return element<double>(*this, i); }
 

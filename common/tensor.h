@@ -53,6 +53,10 @@ struct Tensor {
 };
 
 /// float16 / bfloat16 conversions.
+/// v truncated toward zero and saturated at int64's range, NaN as 0 (a plain cast of a floating
+/// value out of range is undefined behaviour).
+int64_t saturating_int64(double v);
+
 float half_to_float(uint16_t h);
 uint16_t float_to_half(float f);
 float bfloat16_to_float(uint16_t h);
