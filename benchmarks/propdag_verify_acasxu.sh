@@ -6,7 +6,7 @@
 #   benchmarks/propdag_verify_acasxu.sh [--propdag BIN] [--method M] [--alpha-steps N]
 #                        [--alpha-warm-steps N] [--no-carry-bounds] [--timeout S] [--jobs N]
 #                        [--benchmarks DIR] [--engine eigen|torch] [--device cpu|cuda] [--batch K]
-# --engine torch bounds K boxes per call, 256 unless given (propdag's own default, 1, is slow).
+# --engine torch bounds up to K open boxes per call (propdag verify's default: 256).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 propdag="$here/build/propdag/propdag"
@@ -37,7 +37,6 @@ while [ $# -gt 0 ]; do
     *) echo "propdag_verify_acasxu.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
-if [ "$engine" = torch ] && [ -z "$batch" ]; then batch=256; fi
 acas="$bench/acasxu_2023"
 [ -f "$acas/instances.csv" ] || { echo "propdag_verify_acasxu.sh: no $acas/instances.csv" >&2; exit 2; }
 [ -x "$propdag" ] || { echo "propdag_verify_acasxu.sh: no propdag at $propdag (scripts/build.sh)" >&2; exit 2; }
