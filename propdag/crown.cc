@@ -45,10 +45,7 @@ common::Status Crown::forward(const Interval& input, const std::vector<Interval>
   Eigen::Index at = 0;
   for (int i : dag.inputs()) offset_[i] = at, at += m_.numel(i);
   if (opt_.report != nullptr) ++opt_.report->boxes;
-  std::vector<char> feeds_nonlinear(dag.size(), 0);
-  for (int n = 0; n < dag.size(); ++n)
-    if (m_.op(n) && m_.op(n)->nonlinear())
-      for (int p : dag.node(n).preds) feeds_nonlinear[p] = 1;
+  const std::vector<RefineRows> kinds = refine_rows(m_);
   b_.resize(dag.size());
   for (int n = 0; n < dag.size(); ++n) {  // Dag nodes are stored topologically
     if (m_.op(n) == nullptr) {            // a graph input (a ReLU on it may be split too)
@@ -70,11 +67,10 @@ common::Status Crown::forward(const Interval& input, const std::vector<Interval>
       empty_ = true;
       return {};
     }
-    if (!feeds_nonlinear[n]) continue;
-    const double c = cost(n);
-    const Refine choice = refine_choice(opt_, c);
-    count_refine(opt_, choice, c, m_.numel(n), 1);
-    if (choice == Refine::kYes && !refine(n)) {
+    if (kinds[n] == RefineRows::kNone) continue;
+    const std::vector<Eigen::Index> rows = refined_rows(n, kinds[n]);
+    if (refine_rows_choice(opt_, row_cost(n), static_cast<int64_t>(rows.size())) &&
+        !refine(n, rows)) {
       empty_ = true;
       return {};
     }
@@ -107,11 +103,22 @@ double Crown::row_cost(int node) const {
   return elements;
 }
 
-double Crown::cost(int node) const { return row_cost(node) * m_.numel(node); }
+std::vector<Eigen::Index> Crown::refined_rows(int node, RefineRows kind) const {
+  std::vector<Eigen::Index> rows = rows_to_refine(kind, b_[node]);
+  if (splits_at_[node].empty()) return rows;
+  for (int k : splits_at_[node]) rows.push_back(splits_[k].index);
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  return rows;
+}
 
-bool Crown::refine(int node) {
-  Eigen::Index n = m_.numel(node);
-  Interval c = backward(node, Mat::Identity(n, n));
+bool Crown::refine(int node, const std::vector<Eigen::Index>& rows) {
+  const auto r = static_cast<Eigen::Index>(rows.size());
+  Mat id = Mat::Zero(r, m_.numel(node));  // the rows of the identity
+  for (Eigen::Index i = 0; i < r; ++i) id(i, rows[i]) = 1;
+  const Interval got = backward(node, id);
+  Interval c = b_[node];  // rows left out keep their bounds
+  for (Eigen::Index i = 0; i < r; ++i) c.lo[rows[i]] = got.lo[i], c.hi[rows[i]] = got.hi[i];
   if (!narrow_by_splits(node, c)) return false;
   intersect(b_[node], c.lo, c.hi);
   return true;

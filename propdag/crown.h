@@ -38,9 +38,27 @@ enum class Refine { kYes, kBudget, kDeadline, kOption };
 Refine refine_choice(const Options& options, double cost);
 void count_refine(const Options& options, Refine choice, double cost, int64_t elements,
                   int64_t boxes);
+/// refine_choice and count_refine for one box whose pass refines `rows` rows of `row_cost` each:
+/// whether it runs. A pass of no rows neither runs nor counts.
+bool refine_rows_choice(const Options& options, double row_cost, int64_t rows);
 /// Whether a final pass of `cost` is affordable; when not, counts `boxes` outputs bounded by
 /// their forward bounds in options.report.
 bool output_affordable(const Options& options, double cost, int64_t boxes);
+
+/// Which rows of a Dag node CROWN refines by a backward pass: none (it feeds no nonlinear op, or
+/// it is a graph input), every row, or only the rows whose bounds straddle 0, when every nonlinear
+/// op it feeds is linear on each side of 0 (BoundOp::linear_on_each_side_of_zero): a row on one
+/// side has an exact relaxation whatever its bounds, so refining it changes no relaxation
+/// (auto_LiRPA's CROWN refines only the unstable neurons too). Both engines decide by these.
+enum class RefineRows : char { kNone, kAll, kStraddling };
+/// One entry per Dag node.
+std::vector<RefineRows> refine_rows(const Model& model);
+/// Whether `rows` refines a row with bounds [lo, hi] (NaN bounds count as straddling).
+inline bool refines(RefineRows rows, double lo, double hi) {
+  return rows == RefineRows::kAll || (rows == RefineRows::kStraddling && !(lo >= 0) && !(hi <= 0));
+}
+/// The rows of `b` that `rows` refines, ascending.
+std::vector<Eigen::Index> rows_to_refine(RefineRows rows, const Interval& b);
 
 class Crown {
  public:
@@ -95,10 +113,12 @@ class Crown {
   // Clamps `b` (bounds of `node`) to the sides of 0 its splits name; false when a split
   // contradicts them.
   bool narrow_by_splits(int node, Interval& b) const;
-  // CROWN's bounds of `node`, narrowed by its splits, intersected with b_[node]; false when a
-  // split contradicts them.
-  bool refine(int node);
-  double cost(int node) const;
+  // CROWN's bounds of `rows` of `node`, narrowed by its splits, intersected with b_[node]; false
+  // when a split contradicts them.
+  bool refine(int node, const std::vector<Eigen::Index>& rows);
+  // rows_to_refine's rows of `node` and the rows its splits name (so that a contradiction with
+  // CROWN's bounds is seen), ascending.
+  std::vector<Eigen::Index> refined_rows(int node, RefineRows kind) const;
   void step(int node, Backward& w);
   void concretize(int node, Backward& w);
 

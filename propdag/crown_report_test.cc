@@ -106,6 +106,57 @@ TEST(CrownReportTest, LinearBoundsAndVerifyReportToo) {
   EXPECT_TRUE(v.cut_short());
 }
 
+// Network 2 (test_util.h): CROWN refines only the rows of an input of ReLUs that straddle 0. h1's
+// two rows straddle (a row costs h1 2 + w1 4 + x 2 = 8: 16); of h2, rows 1 and 3 do (a row costs
+// h2 4 + w2 8 + r1 2 + 8 = 22: 44, where all four rows would cost 88); y's pass costs
+// 1 + w3 4 + r2 4 + 22 = 31. h2's rows 0 and 2 keep IBP's bounds, and y's bounds are those of
+// refining every row, since no relaxation differs.
+TEST(CrownReportTest, RefinesOnlyTheRowsThatStraddleZero) {
+  Model m = build(test::kStableRowsNet);
+  const Interval x = box({-1, -1}, {1, 1});
+  Options o;
+  o.refine_budget = 44;  // h2's two rows fit, its four would not
+  BoundsReport r;
+  o.report = &r;
+  std::vector<Interval> nodes;
+  BoundsIO io;
+  io.node_bounds = &nodes;
+  auto y = linear_bounds(m, x, {Mat::Identity(1, 1)}, o, io);
+  ASSERT_TRUE(y.ok()) << y.error().str();
+  EXPECT_EQ(r.refined, 2);
+  EXPECT_FALSE(r.cut_short());
+  EXPECT_DOUBLE_EQ(r.cost, 16 + 44 + 31);
+  const Interval& h2 = nodes[m.dag().find("h2")];
+  EXPECT_EQ(h2.lo, (Vec(4) << 1, -2.5, -4.5, -3.5).finished());  // rows 0, 2: IBP's
+  EXPECT_EQ(h2.hi, (Vec(4) << 5, 0.5, -0.5, -0.5).finished());   // rows 1, 3: CROWN's
+  EXPECT_DOUBLE_EQ(y->lo[0], 1);
+  EXPECT_DOUBLE_EQ(y->hi[0], 4.5);
+  // The default budget on the box prices h2's pass at its two straddling rows (in all
+  // 31 + 16 + 44 = 91); without a box, at all four (135).
+  EXPECT_TRUE(std::isinf(default_refine_budget(m, 135)));
+  EXPECT_DOUBLE_EQ(default_refine_budget(m, 134), 16);
+  auto on_box = default_refine_budget(m, x, 91);
+  ASSERT_TRUE(on_box.ok());
+  EXPECT_TRUE(std::isinf(*on_box));
+  on_box = default_refine_budget(m, x, 90);
+  ASSERT_TRUE(on_box.ok());
+  EXPECT_DOUBLE_EQ(*on_box, 16);
+}
+
+// A split row is refined even where the split leaves it on one side of 0: h2_3 >= 0 narrows IBP's
+// [-3.5, 0.5] to [0, 0.5], and CROWN's h2_3 <= -0.5 then shows that no point of the box meets it.
+TEST(CrownReportTest, SplitRowsAreRefinedToFindContradictions) {
+  Model m = build(test::kStableRowsNet);
+  std::vector<NeuronSplit> splits{{m.dag().find("h2"), 3, true}};
+  bool empty = false;
+  BoundsIO io;
+  io.splits = &splits;
+  io.empty = &empty;
+  auto y = linear_bounds(m, box({-1, -1}, {1, 1}), {Mat::Identity(1, 1)}, Options{}, io);
+  ASSERT_TRUE(y.ok()) << y.error().str();
+  EXPECT_TRUE(empty);
+}
+
 // The default budget lets the cheapest passes run while their summed cost fits; passes are
 // ordered by the budget they need (an output's: its cost / 50): y (0.66, cost 33), h1 (33),
 // h2 (78).

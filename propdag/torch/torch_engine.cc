@@ -10,6 +10,8 @@
 #include <ATen/ops/matmul.h>
 #include <ATen/ops/maximum.h>
 #include <ATen/ops/minimum.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
 
 #include <algorithm>
@@ -29,6 +31,7 @@ using common::Status;
 using internal::Kernel;
 using internal::TBackward;
 using internal::TBox;
+using propdag::internal::RefineRows;
 
 // CPU: boxes per chunk x rows x elements of the widest node (see prepare()).
 constexpr double kCpuChunkEntries = 1 << 18;
@@ -61,17 +64,15 @@ class TorchEngine : public Engine {
     offset_.assign(dag.size(), 0);
     int64_t at = 0;
     for (int i : dag.inputs()) offset_[i] = at, at += m_.numel(i);
-    feeds_nonlinear_.assign(dag.size(), 0);
     for (int n = 0; n < dag.size(); ++n) {
       if (m_.op(n) == nullptr) continue;
       ASSIGN_OR_RETURN(kernels_[n], internal::make_kernel(m_, n, opts_));
-      if (m_.op(n)->nonlinear())
-        for (int p : dag.node(n).preds) feeds_nonlinear_[p] = 1;
     }
+    kinds_ = propdag::internal::refine_rows(m_);
     propdag::internal::Crown costs(m_, Options{});
     row_cost_.assign(dag.size(), 0);
     for (int n = 0; n < dag.size(); ++n)
-      if (feeds_nonlinear_[n] ||
+      if (kinds_[n] != RefineRows::kNone ||
           std::find(dag.outputs().begin(), dag.outputs().end(), n) != dag.outputs().end())
         row_cost_[n] = costs.row_cost(n);
     // On the CPU, boxes go through in chunks whose coefficient tensors (boxes x rows x
@@ -279,15 +280,41 @@ class TorchEngine : public Engine {
       std::vector<const TBox*> in;
       for (int p : dag.node(n).inputs) in.push_back(p >= 0 ? &b[p] : nullptr);
       ASSIGN_OR_RETURN(b[n], kernels_[n]->interval(in));
-      if (!feeds_nonlinear_[n]) continue;
-      const double cost = row_cost_[n] * static_cast<double>(m_.numel(n));
-      const propdag::internal::Refine choice = propdag::internal::refine_choice(opt, cost);
-      propdag::internal::count_refine(opt, choice, cost, m_.numel(n), k);
-      if (choice == propdag::internal::Refine::kYes) {
-        ASSIGN_OR_RETURN(TBox c, backward(n, at::eye(m_.numel(n), opts_), x, b, opt));
-        intersect(b[n], c.lo, c.hi);
-      }
+      if (kinds_[n] != RefineRows::kNone) RETURN_IF_ERROR(refine(n, x, opt, b));
     }
+    return {};
+  }
+
+  // Crown::forward's refinement of node n, box by box: each box refines its own rows
+  // (RefineRows) when it affords their pass. One backward pass bounds the union of those rows;
+  // each box keeps the new bounds of its own rows only, so that its bounds are the Eigen
+  // engine's.
+  Status refine(int n, const TBox& x, const Options& opt, std::vector<TBox>& b) const {
+    const int64_t k = x.lo.size(0), numel = m_.numel(n);
+    at::Tensor want = kinds_[n] == RefineRows::kAll
+                          ? at::ones({k, numel}, b[n].lo.options().dtype(at::kBool))
+                          : ((b[n].lo >= 0).logical_or(b[n].hi <= 0)).logical_not();
+    const at::Tensor counts = want.sum(1).to(at::kCPU, at::kLong).contiguous();
+    const int64_t* count = counts.data_ptr<int64_t>();
+    at::Tensor take = at::zeros({k, 1}, at::TensorOptions().dtype(at::kBool));
+    auto taken = take.accessor<bool, 2>();
+    bool any = false;
+    for (int64_t i = 0; i < k; ++i) {
+      taken[i][0] = propdag::internal::refine_rows_choice(opt, row_cost_[n], count[i]);
+      any = any || taken[i][0];
+    }
+    if (!any) return {};
+    want = want.logical_and(take.to(want.device()));
+    const at::Tensor rows = want.any(0).nonzero().squeeze(1);
+    at::Tensor id = at::zeros({rows.size(0), numel}, opts_);  // those rows of the identity
+    id.scatter_(1, rows.unsqueeze(1), 1.0);
+    ASSIGN_OR_RETURN(TBox c, backward(n, id, x, b, opt));
+    const TBox old{b[n].lo.index_select(1, rows), b[n].hi.index_select(1, rows)};
+    TBox tight = old;
+    intersect(tight, c.lo, c.hi);
+    const at::Tensor mine = want.index_select(1, rows);
+    b[n].lo = b[n].lo.index_copy(1, rows, at::where(mine, tight.lo, old.lo));
+    b[n].hi = b[n].hi.index_copy(1, rows, at::where(mine, tight.hi, old.hi));
     return {};
   }
 
@@ -341,7 +368,7 @@ class TorchEngine : public Engine {
   at::TensorOptions opts_;
   std::vector<std::unique_ptr<Kernel>> kernels_;
   std::vector<int64_t> offset_;
-  std::vector<char> feeds_nonlinear_;
+  std::vector<RefineRows> kinds_;
   std::vector<double> row_cost_;
   Eigen::Index box_chunk_ = 1;
   at::Tensor* coef_ = nullptr;  // during compute_linear: where input coefficients go

@@ -184,6 +184,33 @@ TEST(TorchEngine, BatchEqualsSeparateCalls) {
   }
 }
 
+// Network 2 (test_util.h) on boxes whose rows straddling 0 differ: h1 straddles in boxes 0, 2 and
+// 3 (both rows, both, one), h2 in boxes 0 (rows 1 and 3) and 3 (row 1). One batched call refines
+// each box's own rows, and each box's bounds and report equal the Eigen engine's.
+TEST(TorchEngine, BatchRefinesEachBoxsOwnRows) {
+  Model model = test::build(test::kStableRowsNet);
+  std::unique_ptr<Engine> engine = engine_for(model);
+  Boxes all{Mat(4, 2), Mat(4, 2)};
+  all.lo << -1, -1, 0.5, -0.1, -1, 0, 0, -1;
+  all.hi << 1, 1, 1, 0.1, 1, 0.5, 1, 0;
+  Options opt;
+  BoundsReport eigen_report, torch_report;
+  opt.report = &torch_report;
+  auto got = engine->output_bounds(all, opt);
+  ASSERT_TRUE(got.ok()) << got.error().str();
+  opt.report = &eigen_report;
+  for (int b = 0; b < 4; ++b) {
+    auto ref = output_bounds(model, {all.lo.row(b).transpose(), all.hi.row(b).transpose()}, opt);
+    ASSERT_TRUE(ref.ok()) << ref.error().str();
+    expect_close((*ref)[0].lo, (*got)[0].lo.row(b).transpose(), 1e-12, "lo");
+    expect_close((*ref)[0].hi, (*got)[0].hi.row(b).transpose(), 1e-12, "hi");
+  }
+  EXPECT_DOUBLE_EQ((*got)[0].hi(0, 0), 4.5);
+  EXPECT_EQ(eigen_report.refined, 2 + 0 + 1 + 2);
+  EXPECT_EQ(torch_report.refined, eigen_report.refined);
+  EXPECT_DOUBLE_EQ(torch_report.cost, eigen_report.cost);
+}
+
 // With a budget that leaves every pass out, a call with K boxes reports K times what one box
 // does in the Eigen engine: each box's bounds were cut short the same way.
 TEST(TorchEngine, ReportsWhatItCutShortPerBox) {
