@@ -66,9 +66,10 @@ class Crown {
 
   /// Bounds of every node on `input`: IBP, intersected with `prior` if given (bounds valid on a
   /// box containing this one, one per Dag node; empty entries are skipped), and for the inputs of
-  /// nonlinear ops refined by CROWN. With `splits`, on the part of the box that meets them (see
-  /// BoundsIO::splits); empty() tells when the bounds show that part to be empty, and then the
-  /// bounds of the nodes after the contradiction are not computed.
+  /// nonlinear ops refined by CROWN on the rows refine_rows names (and the rows split). With
+  /// `splits`, on the part of the box that meets them (see BoundsIO::splits); empty() tells when
+  /// the bounds show that part to be empty, and then the bounds of the nodes after the
+  /// contradiction are not computed.
   common::Status forward(const Interval& input, const std::vector<Interval>* prior = nullptr,
                          const std::vector<NeuronSplit>* splits = nullptr);
   bool empty() const { return empty_; }
