@@ -103,6 +103,17 @@ double Crown::row_cost(int node) const {
   return elements;
 }
 
+double Crown::row_time_cost(int node) const {
+  double elements = 0;
+  for (int n : m_.dag().backward_order(node)) {
+    elements += m_.numel(n);
+    if (m_.op(n) == nullptr) continue;
+    const auto dense = static_cast<double>(m_.op(n)->dense_weight_entries());
+    elements += static_cast<double>(m_.op(n)->weight_entries()) - dense + kDenseEntryCost * dense;
+  }
+  return elements;
+}
+
 std::vector<Eigen::Index> Crown::refined_rows(int node, RefineRows kind) const {
   std::vector<Eigen::Index> rows = rows_to_refine(kind, b_[node]);
   if (splits_at_[node].empty()) return rows;

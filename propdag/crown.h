@@ -32,6 +32,16 @@ inline Mat scale_cols(const Mat& a, const Vec& s) { return a * s.asDiagonal(); }
 /// its forward bounds instead (large outputs over large convolutions, e.g. TinyYOLO).
 constexpr double kOutputBudget = 50;
 
+/// default_refine_budget's price of one dense weight entry of a backward pass, relative to a
+/// sparse entry or an element (1): Eigen's dense products (MatMul / Gemm rows) run about this
+/// much faster per multiply-add than its sparse ones (Conv and other gathered terms). Measured as
+/// user + sys seconds of `bounds --method crown --refine-budget 1e15` minus `--method ibp`, per
+/// multiply-add counted by row_cost (2-core VM, load 8-10): dense, tllverifybench instance_5_3
+/// 15.5 s / 1.37e11 = 0.11 ns, cora mnist-point 0.09 s / 6.6e8 = 0.13 ns; sparse, metaroom
+/// 4cnn_ry_102_17 1.07 s / 1.07e9 = 1.0 ns, collins_rul_cnn full_window_40 32 s / 2.02e10 =
+/// 1.6 ns. Ratio 0.07-0.13: 1/8 (exact in binary, so hand-worked costs stay exact).
+constexpr double kDenseEntryCost = 0.125;
+
 /// Whether CROWN refines an input of a nonlinear op whose backward pass costs `cost`, and if not,
 /// why; `boxes` such computations are added to options.report (if any) either way.
 enum class Refine { kYes, kBudget, kDeadline, kOption };
@@ -94,6 +104,9 @@ class Crown {
                       Mat* warm_beta = nullptr);
   /// Multiply-adds of one backward row from `node` to the inputs.
   double row_cost(int node) const;
+  /// row_cost with each dense weight entry priced at kDenseEntryCost (default_refine_budget's
+  /// time model).
+  double row_time_cost(int node) const;
 
  private:
   // One lower-bound pass with fixed relaxations: the coefficients that reached every node (kept

@@ -102,15 +102,15 @@ namespace {
 double budget_for(const Model& model, const std::vector<double>& rows, double total) {
   const Dag& dag = model.dag();
   internal::Crown crown(model, Options{});
-  // Per pass: (the smallest budget that lets it run, its cost).
+  // Per pass: (the smallest budget that lets it run, its cost priced by row_time_cost).
   std::vector<std::pair<double, double>> passes;
-  for (int n = 0; n < dag.size(); ++n) {
-    const double cost = crown.row_cost(n) * rows[n];
-    if (rows[n] > 0) passes.emplace_back(cost, cost);
-  }
+  for (int n = 0; n < dag.size(); ++n)
+    if (rows[n] > 0)
+      passes.emplace_back(crown.row_cost(n) * rows[n], crown.row_time_cost(n) * rows[n]);
   for (int o : dag.outputs()) {
-    const double cost = crown.row_cost(o) * static_cast<double>(model.numel(o));
-    passes.emplace_back(cost / internal::kOutputBudget, cost);
+    const auto rows_o = static_cast<double>(model.numel(o));
+    passes.emplace_back(crown.row_cost(o) * rows_o / internal::kOutputBudget,
+                        crown.row_time_cost(o) * rows_o);
   }
   std::sort(passes.begin(), passes.end());
   double spent = 0;

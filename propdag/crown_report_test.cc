@@ -131,14 +131,16 @@ TEST(CrownReportTest, RefinesOnlyTheRowsThatStraddleZero) {
   EXPECT_EQ(h2.hi, (Vec(4) << 5, 0.5, -0.5, -0.5).finished());   // rows 1, 3: CROWN's
   EXPECT_DOUBLE_EQ(y->lo[0], 1);
   EXPECT_DOUBLE_EQ(y->hi[0], 4.5);
-  // The default budget on the box prices h2's pass at its two straddling rows (in all
-  // 31 + 16 + 44 = 91); without a box, at all four (135).
-  EXPECT_TRUE(std::isinf(default_refine_budget(m, 135)));
-  EXPECT_DOUBLE_EQ(default_refine_budget(m, 134), 16);
-  auto on_box = default_refine_budget(m, x, 91);
+  // The default budget prices a pass with each dense weight entry at 1/8 (kDenseEntryCost): a
+  // row costs h1 2 + 4/8 + 2 = 4.5, h2 4 + 8/8 + 2 + 4.5 = 11.5, y 1 + 4/8 + 4 + 11.5 = 17. On
+  // the box it prices h2's pass at its two straddling rows (in all 17 + 9 + 23 = 49); without a
+  // box, at all four (17 + 9 + 46 = 72).
+  EXPECT_TRUE(std::isinf(default_refine_budget(m, 72)));
+  EXPECT_DOUBLE_EQ(default_refine_budget(m, 71), 16);
+  auto on_box = default_refine_budget(m, x, 49);
   ASSERT_TRUE(on_box.ok());
   EXPECT_TRUE(std::isinf(*on_box));
-  on_box = default_refine_budget(m, x, 90);
+  on_box = default_refine_budget(m, x, 48);
   ASSERT_TRUE(on_box.ok());
   EXPECT_DOUBLE_EQ(*on_box, 16);
 }
@@ -158,16 +160,18 @@ TEST(CrownReportTest, SplitRowsAreRefinedToFindContradictions) {
 }
 
 // The default budget lets the cheapest passes run while their summed cost fits; passes are
-// ordered by the budget they need (an output's: its cost / 50): y (0.66, cost 33), h1 (33),
-// h2 (78).
+// ordered by the budget they need (an output's: its cost / 50): y (0.66), h1 (33), h2 (78). Their
+// summed cost prices each dense weight entry at 1/8 (kDenseEntryCost): a row costs h1 3 + 6/8 +
+// 2 = 5.75, h2 3 + 9/8 + 3 + 5.75 = 12.875, y 1 + 3/8 + 3 + 12.875 = 17.25, so the passes cost
+// y 17.25, h1 17.25 and h2 38.625 (in all 73.125).
 TEST(CrownReportTest, DefaultBudgetFitsTheTotalCost) {
   Model m = build(kNet);
   EXPECT_TRUE(std::isinf(default_refine_budget(m)));
-  EXPECT_TRUE(std::isinf(default_refine_budget(m, 144)));
-  EXPECT_DOUBLE_EQ(default_refine_budget(m, 143), 33);
-  EXPECT_DOUBLE_EQ(default_refine_budget(m, 66), 33);
-  EXPECT_DOUBLE_EQ(default_refine_budget(m, 65), 0.66);
-  EXPECT_DOUBLE_EQ(default_refine_budget(m, 32), 0);
+  EXPECT_TRUE(std::isinf(default_refine_budget(m, 73.125)));
+  EXPECT_DOUBLE_EQ(default_refine_budget(m, 73), 33);
+  EXPECT_DOUBLE_EQ(default_refine_budget(m, 34.5), 33);
+  EXPECT_DOUBLE_EQ(default_refine_budget(m, 34), 0.66);
+  EXPECT_DOUBLE_EQ(default_refine_budget(m, 17), 0);
 }
 
 }  // namespace

@@ -83,9 +83,13 @@ struct Options {
   bool past_deadline() const { return deadline && std::chrono::steady_clock::now() >= *deadline; }
 };
 
-/// Multiply-adds (rows x elements crossed, summed over passes) that one CROWN bound computation
-/// of default_refine_budget may cost.
-constexpr double kDefaultCrownCost = 1e10;
+/// Multiply-adds (rows x elements crossed, summed over passes; a dense weight entry priced at
+/// kDenseEntryCost = 1/8) that one CROWN bound computation of default_refine_budget may cost: about
+/// 1 to 1.6 ns each (Eigen engine, loaded 2-core VM), so 45 to 70 CPU seconds at most. Full CROWN
+/// then runs on the three shared models whose bounds at 1e10 were looser than auto_LiRPA's:
+/// tllverifybench instance_6_0 (4.33e10), instance_5_3 (1.78e10), collins_rul_cnn full_window_40
+/// (2.02e10).
+constexpr double kDefaultCrownCost = 4.5e10;
 
 /// A refine_budget for `model`: infinity (full CROWN) when the backward passes of every input of
 /// a nonlinear op and of every output together cost at most `total`; otherwise the largest
