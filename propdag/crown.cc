@@ -46,6 +46,13 @@ common::Status Crown::forward(const Interval& input, const std::vector<Interval>
   for (int i : dag.inputs()) offset_[i] = at, at += m_.numel(i);
   if (opt_.report != nullptr) ++opt_.report->boxes;
   const std::vector<RefineRows> kinds = refine_rows(m_);
+  const std::vector<double> cost = row_costs(kinds);
+  std::vector<double> out_rows = output_rows_;
+  if (out_rows.size() != dag.outputs().size()) {
+    out_rows.clear();
+    for (int o : dag.outputs()) out_rows.push_back(static_cast<double>(m_.numel(o)));
+  }
+  const bool binding = budget_binding(m_, opt_, kinds, cost, out_rows);
   b_.resize(dag.size());
   for (int n = 0; n < dag.size(); ++n) {  // Dag nodes are stored topologically
     if (m_.op(n) == nullptr) {            // a graph input (a ReLU on it may be split too)
@@ -68,9 +75,9 @@ common::Status Crown::forward(const Interval& input, const std::vector<Interval>
       return {};
     }
     if (kinds[n] == RefineRows::kNone) continue;
-    const std::vector<Eigen::Index> rows = refined_rows(n, kinds[n]);
-    if (refine_rows_choice(opt_, row_cost(n), static_cast<int64_t>(rows.size())) &&
-        !refine(n, rows)) {
+    const std::vector<Eigen::Index> rows =
+        refined_rows(n, refine_kind(m_, opt_, n, kinds[n], binding, cost[n]));
+    if (refine_rows_choice(opt_, cost[n], static_cast<int64_t>(rows.size())) && !refine(n, rows)) {
       empty_ = true;
       return {};
     }
@@ -112,6 +119,16 @@ double Crown::row_time_cost(int node) const {
     elements += static_cast<double>(m_.op(n)->weight_entries()) - dense + kDenseEntryCost * dense;
   }
   return elements;
+}
+
+std::vector<double> Crown::row_costs(const std::vector<RefineRows>& kinds) const {
+  std::vector<double> cost(kinds.size(), 0);
+  for (size_t n = 0; n < kinds.size(); ++n)
+    if (kinds[n] != RefineRows::kNone) cost[n] = row_cost(static_cast<int>(n));
+  if (std::isinf(opt_.refine_budget)) return cost;
+  for (int o : m_.dag().outputs())
+    if (cost[o] == 0) cost[o] = row_cost(o);
+  return cost;
 }
 
 std::vector<Eigen::Index> Crown::refined_rows(int node, RefineRows kind) const {
@@ -229,6 +246,11 @@ Interval box_of(const Mat& c, const Interval& y) {
   return {mid - rad, mid + rad};
 }
 
+// The rows of a final pass that the budget judges (BoundsIO::budget_rows).
+Eigen::Index judged_rows(Eigen::Index rows, const BoundsIO& io) {
+  return io.budget_rows > 0 ? std::min(rows, io.budget_rows) : rows;
+}
+
 }  // namespace
 
 common::Status check_input(const Model& model, const Interval& input) {
@@ -260,6 +282,10 @@ common::Result<Interval> linear_bounds(const Model& model, const Interval& input
     if (io.node_bounds != nullptr) io.node_bounds->clear();
   } else {
     crown.emplace(model, options);
+    std::vector<double> out_rows;
+    for (const Mat& m : c)
+      out_rows.push_back(m.size() == 0 ? 0 : static_cast<double>(judged_rows(rows, io)));
+    crown->set_output_rows(std::move(out_rows));
     RETURN_IF_ERROR(crown->forward(input, io.node_bounds, io.splits));
     if (io.node_bounds != nullptr) *io.node_bounds = crown->all_bounds();
     if (crown->empty()) {  // no input meets the splits: every bound holds
@@ -275,9 +301,9 @@ common::Result<Interval> linear_bounds(const Model& model, const Interval& input
     if (c[o].cols() != model.numel(node) || c[o].rows() != rows)
       return model.graph().error("objective matrix for output " + std::to_string(o) +
                                  " has the wrong size");
-    const Eigen::Index judged = io.budget_rows > 0 ? std::min(rows, io.budget_rows) : rows;
-    bool affordable = ibp || internal::output_affordable(
-                                 options, crown->row_cost(node) * static_cast<double>(judged), 1);
+    bool affordable =
+        ibp || internal::output_affordable(
+                   options, crown->row_cost(node) * static_cast<double>(judged_rows(rows, io)), 1);
     Interval part;
     if (affordable && !ibp && options.method == Method::kAlpha) {
       part.hi = crown->backward(node, c[o]).hi;

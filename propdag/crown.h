@@ -67,6 +67,19 @@ std::vector<RefineRows> refine_rows(const Model& model);
 inline bool refines(RefineRows rows, double lo, double hi) {
   return rows == RefineRows::kAll || (rows == RefineRows::kStraddling && !(lo >= 0) && !(hi <= 0));
 }
+/// Whether Options::refine_budget can leave some pass to IBP or to forward bounds: a node of
+/// `kinds` other than kNone whose pass over all its rows (row_cost[n] x its elements) costs more
+/// than the budget, or an output o whose final pass over output_rows[o] rows (0: none) is not
+/// affordable (output_affordable). Reports nothing. Then a later pass left to IBP is computed from
+/// the bounds of every row of the nodes before it, stable rows too, so refine_kind refines them.
+bool budget_binding(const Model& model, const Options& options,
+                    const std::vector<RefineRows>& kinds, const std::vector<double>& row_cost,
+                    const std::vector<double>& output_rows);
+/// The rows CROWN refines at `node` of kind `kind` (refine_rows) whose row costs `row_cost`: when
+/// the budget is binding (budget_binding) and the pass over all its rows fits the budget, every
+/// row (as if every row were needed); else `kind`, whose rows still go through the budget.
+RefineRows refine_kind(const Model& model, const Options& options, int node, RefineRows kind,
+                       bool binding, double row_cost);
 /// The rows of `b` that `rows` refines, ascending.
 std::vector<Eigen::Index> rows_to_refine(RefineRows rows, const Interval& b);
 
@@ -76,12 +89,15 @@ class Crown {
 
   /// Bounds of every node on `input`: IBP, intersected with `prior` if given (bounds valid on a
   /// box containing this one, one per Dag node; empty entries are skipped), and for the inputs of
-  /// nonlinear ops refined by CROWN on the rows refine_rows names (and the rows split). With
+  /// nonlinear ops refined by CROWN on the rows refine_kind names (and the rows split). With
   /// `splits`, on the part of the box that meets them (see BoundsIO::splits); empty() tells when
   /// the bounds show that part to be empty, and then the bounds of the nodes after the
   /// contradiction are not computed.
   common::Status forward(const Interval& input, const std::vector<Interval>* prior = nullptr,
                          const std::vector<NeuronSplit>* splits = nullptr);
+  /// Rows of each output's final pass (0: none) that forward's budget decision (budget_binding)
+  /// counts on; by default every element of each output.
+  void set_output_rows(std::vector<double> rows) { output_rows_ = std::move(rows); }
   bool empty() const { return empty_; }
   const std::vector<Interval>& all_bounds() const { return b_; }
   /// BoundsIO::split_scores for one objective row `c` (1 x elements of target), from one
@@ -133,12 +149,15 @@ class Crown {
   // rows_to_refine's rows of `node` and the rows its splits name (so that a contradiction with
   // CROWN's bounds is seen), ascending.
   std::vector<Eigen::Index> refined_rows(int node, RefineRows kind) const;
+  // row_cost of the nodes `kinds` refines, and of the outputs when the budget is finite.
+  std::vector<double> row_costs(const std::vector<RefineRows>& kinds) const;
   void step(int node, Backward& w);
   void concretize(int node, Backward& w);
 
   const Model& m_;
   Options opt_;
   std::vector<Interval> b_;
+  std::vector<double> output_rows_;
   std::vector<NeuronSplit> splits_;
   std::vector<std::vector<int>> splits_at_;  // per Dag node: indices into splits_
   bool empty_ = false;

@@ -1,6 +1,7 @@
 // What CROWN reports it cut short (BoundsReport), the refinement decisions both engines share,
 // and the default refinement budget of a model.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -86,6 +87,28 @@ std::vector<RefineRows> refine_rows(const Model& model) {
       if (model.op(p) != nullptr && kinds[p] != RefineRows::kAll) kinds[p] = need;
   }
   return kinds;
+}
+
+bool budget_binding(const Model& model, const Options& options,
+                    const std::vector<RefineRows>& kinds, const std::vector<double>& row_cost,
+                    const std::vector<double>& output_rows) {
+  if (!options.refine_intermediate || std::isinf(options.refine_budget)) return false;
+  const Dag& dag = model.dag();
+  for (int n = 0; n < dag.size(); ++n)
+    if (kinds[n] != RefineRows::kNone &&
+        row_cost[n] * static_cast<double>(model.numel(n)) > options.refine_budget)
+      return true;
+  for (size_t o = 0; o < output_rows.size(); ++o)
+    if (row_cost[dag.outputs()[o]] * output_rows[o] > kOutputBudget * options.refine_budget)
+      return true;
+  return false;
+}
+
+RefineRows refine_kind(const Model& model, const Options& options, int node, RefineRows kind,
+                       bool binding, double row_cost) {
+  if (kind == RefineRows::kNone || !binding) return kind;
+  const double all = row_cost * static_cast<double>(model.numel(node));
+  return all <= options.refine_budget ? RefineRows::kAll : kind;
 }
 
 std::vector<Eigen::Index> rows_to_refine(RefineRows rows, const Interval& b) {

@@ -145,6 +145,65 @@ TEST(CrownReportTest, RefinesOnlyTheRowsThatStraddleZero) {
   EXPECT_DOUBLE_EQ(*on_box, 16);
 }
 
+// Network 2 with a third ReLU layer: h3 = (t - 3, t - 2, t - 4) for t = r2_0 + r2_1 + r2_2 + r2_3
+// (Network 2's y), r3 = relu(h3), y = r3_0 + r3_1 + r3_2. A row from h3 costs h3 3 + w4 12 + r2 4
+// + 22 (from h2) = 41: 123 for its pass; y's costs 1 + w5 3 + r3 3 + 41 = 48.
+constexpr const char* kThreeReluNet = R"(
+  <ir_version: 8, opset_import: ["" : 15]>
+  g (float[1,2] x) => (float[1,1] y)
+  <float[2,2] w1 = {1, 1, 1, -1}, float[2,4] w2 = {1, 1, -1, 1, 1, 1, -1, 1},
+   float[4] b2 = {1, -2.5, -0.5, -3.5}, float[4,3] w4 = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+   float[3] b3 = {-3, -2, -4}, float[3,1] w5 = {1, 1, 1}> {
+    h1 = MatMul(x, w1)
+    r1 = Relu(h1)
+    h2 = Gemm(r1, w2, b2)
+    r2 = Relu(h2)
+    h3 = Gemm(r2, w4, b3)
+    r3 = Relu(h3)
+    y = MatMul(r3, w5)
+  })";
+
+// When a later pass is left to IBP, it is computed from every row of the nodes before it, so
+// those are refined on all their rows where that fits the budget. At budget 100, h3's pass (123)
+// does not fit; h2's over all four rows (88) does: h2 gets CROWN's [1, 4], [-2.5, 0.5],
+// [-3.5, -0.5], [-3.5, -0.5] (test_util.h), r2 in [1, 4], [0, 0.5], 0, 0, t in [1, 4.5] and
+// h3's IBP bounds are [-2, 1.5], [-1, 2.5], [-3, 0.5]. From h2's two straddling rows only
+// (IBP's [1, 5] and [-4.5, -0.5] on rows 0 and 2), t would be in [1, 5.5] and h3 one wider.
+// At budget 123 nothing is cut short and h2 refines its two straddling rows only.
+TEST(CrownReportTest, RefinesEveryRowBeforeAPassLeftToIbp) {
+  Model m = build(kThreeReluNet);
+  const Interval x = box({-1, -1}, {1, 1});
+  const int h2 = m.dag().find("h2"), h3 = m.dag().find("h3");
+  Options o;
+  o.refine_budget = 100;
+  BoundsReport r;
+  o.report = &r;
+  std::vector<Interval> nodes;
+  BoundsIO io;
+  io.node_bounds = &nodes;
+  ASSERT_TRUE(linear_bounds(m, x, {Mat::Identity(1, 1)}, o, io).ok());
+  EXPECT_EQ(r.refined, 2);
+  EXPECT_EQ(r.ibp_budget, 1);
+  EXPECT_EQ(r.elements_ibp, 3);
+  EXPECT_EQ(r.outputs_forward, 0);
+  EXPECT_DOUBLE_EQ(r.largest_skipped, 123);
+  EXPECT_DOUBLE_EQ(r.cost, 16 + 88 + 48);
+  const double kTol = 1e-12;
+  EXPECT_TRUE(nodes[h2].lo.isApprox((Vec(4) << 1, -2.5, -3.5, -3.5).finished(), kTol));
+  EXPECT_TRUE(nodes[h2].hi.isApprox((Vec(4) << 4, 0.5, -0.5, -0.5).finished(), kTol));
+  EXPECT_TRUE(nodes[h3].lo.isApprox((Vec(3) << -2, -1, -3).finished(), kTol));
+  EXPECT_TRUE(nodes[h3].hi.isApprox((Vec(3) << 1.5, 2.5, 0.5).finished(), kTol));
+  o.refine_budget = 123;
+  r = BoundsReport{};
+  nodes.clear();  // (bounds given in node_bounds would be taken as prior bounds)
+  ASSERT_TRUE(linear_bounds(m, x, {Mat::Identity(1, 1)}, o, io).ok());
+  EXPECT_EQ(r.refined, 3);
+  EXPECT_FALSE(r.cut_short());
+  EXPECT_DOUBLE_EQ(r.cost, 16 + 44 + 123 + 48);
+  EXPECT_EQ(nodes[h2].lo, (Vec(4) << 1, -2.5, -4.5, -3.5).finished());
+  EXPECT_EQ(nodes[h2].hi, (Vec(4) << 5, 0.5, -0.5, -0.5).finished());
+}
+
 // A split row is refined even where the split leaves it on one side of 0: h2_3 >= 0 narrows IBP's
 // [-3.5, 0.5] to [0, 0.5], and CROWN's h2_3 <= -0.5 then shows that no point of the box meets it.
 TEST(CrownReportTest, SplitRowsAreRefinedToFindContradictions) {

@@ -8,8 +8,6 @@
 #include <ATen/ops/cat.h>
 #include <ATen/ops/eye.h>
 #include <ATen/ops/matmul.h>
-#include <ATen/ops/maximum.h>
-#include <ATen/ops/minimum.h>
 #include <ATen/ops/ones.h>
 #include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
@@ -28,6 +26,8 @@ namespace {
 
 using common::Result;
 using common::Status;
+using internal::box_of;
+using internal::intersect;
 using internal::Kernel;
 using internal::TBackward;
 using internal::TBox;
@@ -37,20 +37,6 @@ using propdag::internal::RefineRows;
 constexpr double kCpuChunkEntries = 1 << 18;
 
 common::Error error(std::string message) { return common::Error{"", "", "", std::move(message)}; }
-
-// crown.cc's intersect: where rounding crosses the two bounds, the pair is swapped.
-void intersect(TBox& a, const at::Tensor& lo, const at::Tensor& hi) {
-  at::Tensor l = at::maximum(a.lo, lo), h = at::minimum(a.hi, hi);
-  a.lo = at::minimum(l, h);
-  a.hi = at::maximum(l, h);
-}
-
-// Bounds of c y for y in the box `y` ([K, n]), c [rows, n]: [K, rows].
-TBox box_of(const at::Tensor& c, const TBox& y) {
-  at::Tensor center = (y.lo + y.hi) * 0.5, radius = (y.hi - y.lo) * 0.5;
-  at::Tensor mid = at::matmul(center, c.t()), rad = at::matmul(radius, c.abs().t());
-  return {mid - rad, mid + rad};
-}
 
 Boxes to_boxes(const TBox& b) { return {internal::to_mat(b.lo), internal::to_mat(b.hi)}; }
 
@@ -170,7 +156,9 @@ class TorchEngine : public Engine {
       return out;
     }
     std::vector<TBox> b;
-    RETURN_IF_ERROR(forward(x, opt, b));
+    std::vector<double> out_rows;
+    for (int o : m_.dag().outputs()) out_rows.push_back(static_cast<double>(m_.numel(o)));
+    RETURN_IF_ERROR(forward(x, opt, out_rows, b));
     for (int o : m_.dag().outputs()) {
       const int64_t n = m_.numel(o);
       if (!propdag::internal::output_affordable(opt, row_cost_[o] * static_cast<double>(n),
@@ -199,7 +187,9 @@ class TorchEngine : public Engine {
       ASSIGN_OR_RETURN(auto values, ibp(x));
       for (int o : dag.outputs()) b[o] = *values[o];
     } else {
-      RETURN_IF_ERROR(forward(x, opt, b));
+      std::vector<double> out_rows;
+      for (const Mat& m : c) out_rows.push_back(m.size() == 0 ? 0 : static_cast<double>(rows));
+      RETURN_IF_ERROR(forward(x, opt, out_rows, b));
     }
     TBox total{at::zeros({input.count(), rows}, opts_), at::zeros({input.count(), rows}, opts_)};
     at::Tensor coef;  // [K, rows, inputs]: the lower bounds' input coefficients, when asked for
@@ -266,9 +256,12 @@ class TorchEngine : public Engine {
     return std::move(r.values);
   }
 
-  // crown.cc's Crown::forward without prior bounds or splits.
-  Status forward(const TBox& x, const Options& opt, std::vector<TBox>& b) {
+  // crown.cc's Crown::forward without prior bounds or splits; `output_rows` as
+  // Crown::set_output_rows.
+  Status forward(const TBox& x, const Options& opt, const std::vector<double>& output_rows,
+                 std::vector<TBox>& b) {
     const Dag& dag = m_.dag();
+    const bool binding = propdag::internal::budget_binding(m_, opt, kinds_, row_cost_, output_rows);
     b.assign(dag.size(), TBox{});
     const int64_t k = x.lo.size(0);
     if (opt.report != nullptr) opt.report->boxes += k;
@@ -280,18 +273,22 @@ class TorchEngine : public Engine {
       std::vector<const TBox*> in;
       for (int p : dag.node(n).inputs) in.push_back(p >= 0 ? &b[p] : nullptr);
       ASSIGN_OR_RETURN(b[n], kernels_[n]->interval(in));
-      if (kinds_[n] != RefineRows::kNone) RETURN_IF_ERROR(refine(n, x, opt, b));
+      if (kinds_[n] == RefineRows::kNone) continue;
+      const RefineRows kind =
+          propdag::internal::refine_kind(m_, opt, n, kinds_[n], binding, row_cost_[n]);
+      RETURN_IF_ERROR(refine(n, kind, x, opt, b));
     }
     return {};
   }
 
-  // Crown::forward's refinement of node n, box by box: each box refines its own rows
-  // (RefineRows) when it affords their pass. One backward pass bounds the union of those rows;
+  // Crown::forward's refinement of node n, box by box: each box refines its own rows of `kind`
+  // (refine_kind) when it affords their pass. One backward pass bounds the union of those rows;
   // each box keeps the new bounds of its own rows only, so that its bounds are the Eigen
   // engine's.
-  Status refine(int n, const TBox& x, const Options& opt, std::vector<TBox>& b) const {
+  Status refine(int n, RefineRows kind, const TBox& x, const Options& opt,
+                std::vector<TBox>& b) const {
     const int64_t k = x.lo.size(0), numel = m_.numel(n);
-    at::Tensor want = kinds_[n] == RefineRows::kAll
+    at::Tensor want = kind == RefineRows::kAll
                           ? at::ones({k, numel}, b[n].lo.options().dtype(at::kBool))
                           : ((b[n].lo >= 0).logical_or(b[n].hi <= 0)).logical_not();
     const at::Tensor counts = want.sum(1).to(at::kCPU, at::kLong).contiguous();
