@@ -145,24 +145,6 @@ TEST(CrownReportTest, RefinesOnlyTheRowsThatStraddleZero) {
   EXPECT_DOUBLE_EQ(*on_box, 16);
 }
 
-// Network 2 with a third ReLU layer: h3 = (t - 3, t - 2, t - 4) for t = r2_0 + r2_1 + r2_2 + r2_3
-// (Network 2's y), r3 = relu(h3), y = r3_0 + r3_1 + r3_2. A row from h3 costs h3 3 + w4 12 + r2 4
-// + 22 (from h2) = 41: 123 for its pass; y's costs 1 + w5 3 + r3 3 + 41 = 48.
-constexpr const char* kThreeReluNet = R"(
-  <ir_version: 8, opset_import: ["" : 15]>
-  g (float[1,2] x) => (float[1,1] y)
-  <float[2,2] w1 = {1, 1, 1, -1}, float[2,4] w2 = {1, 1, -1, 1, 1, 1, -1, 1},
-   float[4] b2 = {1, -2.5, -0.5, -3.5}, float[4,3] w4 = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
-   float[3] b3 = {-3, -2, -4}, float[3,1] w5 = {1, 1, 1}> {
-    h1 = MatMul(x, w1)
-    r1 = Relu(h1)
-    h2 = Gemm(r1, w2, b2)
-    r2 = Relu(h2)
-    h3 = Gemm(r2, w4, b3)
-    r3 = Relu(h3)
-    y = MatMul(r3, w5)
-  })";
-
 // When a later pass is left to IBP, it is computed from every row of the nodes before it, so
 // those are refined on all their rows where that fits the budget. At budget 100, h3's pass (123)
 // does not fit; h2's over all four rows (88) does: h2 gets CROWN's [1, 4], [-2.5, 0.5],
@@ -171,7 +153,7 @@ constexpr const char* kThreeReluNet = R"(
 // (IBP's [1, 5] and [-4.5, -0.5] on rows 0 and 2), t would be in [1, 5.5] and h3 one wider.
 // At budget 123 nothing is cut short and h2 refines its two straddling rows only.
 TEST(CrownReportTest, RefinesEveryRowBeforeAPassLeftToIbp) {
-  Model m = build(kThreeReluNet);
+  Model m = build(test::kThreeReluNet);
   const Interval x = box({-1, -1}, {1, 1});
   const int h2 = m.dag().find("h2"), h3 = m.dag().find("h3");
   Options o;
