@@ -33,6 +33,13 @@ int64_t AffineOp::weight_entries() const {
   return n;
 }
 
+int64_t AffineOp::dense_weight_entries() const {
+  int64_t n = 0;
+  for (const LinearTerm& t : terms_)
+    if (t.dense) n += t.stored();
+  return n;
+}
+
 Relaxation AffineOp::relax(const std::vector<const Interval*>&, const Interval&) const {
   Relaxation r;
   r.kind = Relaxation::Kind::kAffine;

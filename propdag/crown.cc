@@ -45,10 +45,14 @@ common::Status Crown::forward(const Interval& input, const std::vector<Interval>
   Eigen::Index at = 0;
   for (int i : dag.inputs()) offset_[i] = at, at += m_.numel(i);
   if (opt_.report != nullptr) ++opt_.report->boxes;
-  std::vector<char> feeds_nonlinear(dag.size(), 0);
-  for (int n = 0; n < dag.size(); ++n)
-    if (m_.op(n) && m_.op(n)->nonlinear())
-      for (int p : dag.node(n).preds) feeds_nonlinear[p] = 1;
+  const std::vector<RefineRows> kinds = refine_rows(m_);
+  const std::vector<double> cost = row_costs(kinds);
+  std::vector<double> out_rows = output_rows_;
+  if (out_rows.size() != dag.outputs().size()) {
+    out_rows.clear();
+    for (int o : dag.outputs()) out_rows.push_back(static_cast<double>(m_.numel(o)));
+  }
+  const bool binding = budget_binding(m_, opt_, kinds, cost, out_rows);
   b_.resize(dag.size());
   for (int n = 0; n < dag.size(); ++n) {  // Dag nodes are stored topologically
     if (m_.op(n) == nullptr) {            // a graph input (a ReLU on it may be split too)
@@ -70,11 +74,10 @@ common::Status Crown::forward(const Interval& input, const std::vector<Interval>
       empty_ = true;
       return {};
     }
-    if (!feeds_nonlinear[n]) continue;
-    const double c = cost(n);
-    const Refine choice = refine_choice(opt_, c);
-    count_refine(opt_, choice, c, m_.numel(n), 1);
-    if (choice == Refine::kYes && !refine(n)) {
+    if (kinds[n] == RefineRows::kNone) continue;
+    const std::vector<Eigen::Index> rows =
+        refined_rows(n, refine_kind(m_, opt_, n, kinds[n], binding, cost[n]));
+    if (refine_rows_choice(opt_, cost[n], static_cast<int64_t>(rows.size())) && !refine(n, rows)) {
       empty_ = true;
       return {};
     }
@@ -107,11 +110,43 @@ double Crown::row_cost(int node) const {
   return elements;
 }
 
-double Crown::cost(int node) const { return row_cost(node) * m_.numel(node); }
+double Crown::row_time_cost(int node) const {
+  double elements = 0;
+  for (int n : m_.dag().backward_order(node)) {
+    elements += m_.numel(n);
+    if (m_.op(n) == nullptr) continue;
+    const auto dense = static_cast<double>(m_.op(n)->dense_weight_entries());
+    elements += static_cast<double>(m_.op(n)->weight_entries()) - dense + kDenseEntryCost * dense;
+  }
+  return elements;
+}
 
-bool Crown::refine(int node) {
-  Eigen::Index n = m_.numel(node);
-  Interval c = backward(node, Mat::Identity(n, n));
+std::vector<double> Crown::row_costs(const std::vector<RefineRows>& kinds) const {
+  std::vector<double> cost(kinds.size(), 0);
+  for (size_t n = 0; n < kinds.size(); ++n)
+    if (kinds[n] != RefineRows::kNone) cost[n] = row_cost(static_cast<int>(n));
+  if (std::isinf(opt_.refine_budget)) return cost;
+  for (int o : m_.dag().outputs())
+    if (cost[o] == 0) cost[o] = row_cost(o);
+  return cost;
+}
+
+std::vector<Eigen::Index> Crown::refined_rows(int node, RefineRows kind) const {
+  std::vector<Eigen::Index> rows = rows_to_refine(kind, b_[node]);
+  if (splits_at_[node].empty()) return rows;
+  for (int k : splits_at_[node]) rows.push_back(splits_[k].index);
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  return rows;
+}
+
+bool Crown::refine(int node, const std::vector<Eigen::Index>& rows) {
+  const auto r = static_cast<Eigen::Index>(rows.size());
+  Mat id = Mat::Zero(r, m_.numel(node));  // the rows of the identity
+  for (Eigen::Index i = 0; i < r; ++i) id(i, rows[i]) = 1;
+  const Interval got = backward(node, id);
+  Interval c = b_[node];  // rows left out keep their bounds
+  for (Eigen::Index i = 0; i < r; ++i) c.lo[rows[i]] = got.lo[i], c.hi[rows[i]] = got.hi[i];
   if (!narrow_by_splits(node, c)) return false;
   intersect(b_[node], c.lo, c.hi);
   return true;
@@ -211,6 +246,11 @@ Interval box_of(const Mat& c, const Interval& y) {
   return {mid - rad, mid + rad};
 }
 
+// The rows of a final pass that the budget judges (BoundsIO::budget_rows).
+Eigen::Index judged_rows(Eigen::Index rows, const BoundsIO& io) {
+  return io.budget_rows > 0 ? std::min(rows, io.budget_rows) : rows;
+}
+
 }  // namespace
 
 common::Status check_input(const Model& model, const Interval& input) {
@@ -242,6 +282,10 @@ common::Result<Interval> linear_bounds(const Model& model, const Interval& input
     if (io.node_bounds != nullptr) io.node_bounds->clear();
   } else {
     crown.emplace(model, options);
+    std::vector<double> out_rows;
+    for (const Mat& m : c)
+      out_rows.push_back(m.size() == 0 ? 0 : static_cast<double>(judged_rows(rows, io)));
+    crown->set_output_rows(std::move(out_rows));
     RETURN_IF_ERROR(crown->forward(input, io.node_bounds, io.splits));
     if (io.node_bounds != nullptr) *io.node_bounds = crown->all_bounds();
     if (crown->empty()) {  // no input meets the splits: every bound holds
@@ -257,9 +301,9 @@ common::Result<Interval> linear_bounds(const Model& model, const Interval& input
     if (c[o].cols() != model.numel(node) || c[o].rows() != rows)
       return model.graph().error("objective matrix for output " + std::to_string(o) +
                                  " has the wrong size");
-    const Eigen::Index judged = io.budget_rows > 0 ? std::min(rows, io.budget_rows) : rows;
-    bool affordable = ibp || internal::output_affordable(
-                                 options, crown->row_cost(node) * static_cast<double>(judged), 1);
+    bool affordable =
+        ibp || internal::output_affordable(
+                   options, crown->row_cost(node) * static_cast<double>(judged_rows(rows, io)), 1);
     Interval part;
     if (affordable && !ibp && options.method == Method::kAlpha) {
       part.hi = crown->backward(node, c[o]).hi;

@@ -32,15 +32,56 @@ inline Mat scale_cols(const Mat& a, const Vec& s) { return a * s.asDiagonal(); }
 /// its forward bounds instead (large outputs over large convolutions, e.g. TinyYOLO).
 constexpr double kOutputBudget = 50;
 
+/// default_refine_budget's price of one dense weight entry of a backward pass, relative to a
+/// sparse entry or an element (1): Eigen's dense products (MatMul / Gemm rows) run about this
+/// much faster per multiply-add than its sparse ones (Conv and other gathered terms). Measured as
+/// user + sys seconds of `bounds --method crown --refine-budget 1e15` minus `--method ibp`, per
+/// multiply-add counted by row_cost (2-core VM, load 8-10): dense, tllverifybench instance_5_3
+/// 15.5 s / 1.37e11 = 0.11 ns, cora mnist-point 0.09 s / 6.6e8 = 0.13 ns; sparse, metaroom
+/// 4cnn_ry_102_17 1.07 s / 1.07e9 = 1.0 ns, collins_rul_cnn full_window_40 32 s / 2.02e10 =
+/// 1.6 ns. Ratio 0.07-0.13: 1/8 (exact in binary, so hand-worked costs stay exact).
+constexpr double kDenseEntryCost = 0.125;
+
 /// Whether CROWN refines an input of a nonlinear op whose backward pass costs `cost`, and if not,
 /// why; `boxes` such computations are added to options.report (if any) either way.
 enum class Refine { kYes, kBudget, kDeadline, kOption };
 Refine refine_choice(const Options& options, double cost);
 void count_refine(const Options& options, Refine choice, double cost, int64_t elements,
                   int64_t boxes);
+/// refine_choice and count_refine for one box whose pass refines `rows` rows of `row_cost` each:
+/// whether it runs. A pass of no rows neither runs nor counts.
+bool refine_rows_choice(const Options& options, double row_cost, int64_t rows);
 /// Whether a final pass of `cost` is affordable; when not, counts `boxes` outputs bounded by
 /// their forward bounds in options.report.
 bool output_affordable(const Options& options, double cost, int64_t boxes);
+
+/// Which rows of a Dag node CROWN refines by a backward pass: none (it feeds no nonlinear op, or
+/// it is a graph input), every row, or only the rows whose bounds straddle 0, when every nonlinear
+/// op it feeds is linear on each side of 0 (BoundOp::linear_on_each_side_of_zero): a row on one
+/// side has an exact relaxation whatever its bounds, so refining it changes no relaxation
+/// (auto_LiRPA's CROWN refines only the unstable neurons too). Both engines decide by these.
+enum class RefineRows : char { kNone, kAll, kStraddling };
+/// One entry per Dag node.
+std::vector<RefineRows> refine_rows(const Model& model);
+/// Whether `rows` refines a row with bounds [lo, hi] (NaN bounds count as straddling).
+inline bool refines(RefineRows rows, double lo, double hi) {
+  return rows == RefineRows::kAll || (rows == RefineRows::kStraddling && !(lo >= 0) && !(hi <= 0));
+}
+/// Whether Options::refine_budget can leave some pass to IBP or to forward bounds: a node of
+/// `kinds` other than kNone whose pass over all its rows (row_cost[n] x its elements) costs more
+/// than the budget, or an output o whose final pass over output_rows[o] rows (0: none) is not
+/// affordable (output_affordable). Reports nothing. Then a later pass left to IBP is computed from
+/// the bounds of every row of the nodes before it, stable rows too, so refine_kind refines them.
+bool budget_binding(const Model& model, const Options& options,
+                    const std::vector<RefineRows>& kinds, const std::vector<double>& row_cost,
+                    const std::vector<double>& output_rows);
+/// The rows CROWN refines at `node` of kind `kind` (refine_rows) whose row costs `row_cost`: when
+/// the budget is binding (budget_binding) and the pass over all its rows fits the budget, every
+/// row (as if every row were needed); else `kind`, whose rows still go through the budget.
+RefineRows refine_kind(const Model& model, const Options& options, int node, RefineRows kind,
+                       bool binding, double row_cost);
+/// The rows of `b` that `rows` refines, ascending.
+std::vector<Eigen::Index> rows_to_refine(RefineRows rows, const Interval& b);
 
 class Crown {
  public:
@@ -48,11 +89,15 @@ class Crown {
 
   /// Bounds of every node on `input`: IBP, intersected with `prior` if given (bounds valid on a
   /// box containing this one, one per Dag node; empty entries are skipped), and for the inputs of
-  /// nonlinear ops refined by CROWN. With `splits`, on the part of the box that meets them (see
-  /// BoundsIO::splits); empty() tells when the bounds show that part to be empty, and then the
-  /// bounds of the nodes after the contradiction are not computed.
+  /// nonlinear ops refined by CROWN on the rows refine_kind names (and the rows split). With
+  /// `splits`, on the part of the box that meets them (see BoundsIO::splits); empty() tells when
+  /// the bounds show that part to be empty, and then the bounds of the nodes after the
+  /// contradiction are not computed.
   common::Status forward(const Interval& input, const std::vector<Interval>* prior = nullptr,
                          const std::vector<NeuronSplit>* splits = nullptr);
+  /// Rows of each output's final pass (0: none) that forward's budget decision (budget_binding)
+  /// counts on; by default every element of each output.
+  void set_output_rows(std::vector<double> rows) { output_rows_ = std::move(rows); }
   bool empty() const { return empty_; }
   const std::vector<Interval>& all_bounds() const { return b_; }
   /// BoundsIO::split_scores for one objective row `c` (1 x elements of target), from one
@@ -75,6 +120,9 @@ class Crown {
                       Mat* warm_beta = nullptr);
   /// Multiply-adds of one backward row from `node` to the inputs.
   double row_cost(int node) const;
+  /// row_cost with each dense weight entry priced at kDenseEntryCost (default_refine_budget's
+  /// time model).
+  double row_time_cost(int node) const;
 
  private:
   // One lower-bound pass with fixed relaxations: the coefficients that reached every node (kept
@@ -95,16 +143,21 @@ class Crown {
   // Clamps `b` (bounds of `node`) to the sides of 0 its splits name; false when a split
   // contradicts them.
   bool narrow_by_splits(int node, Interval& b) const;
-  // CROWN's bounds of `node`, narrowed by its splits, intersected with b_[node]; false when a
-  // split contradicts them.
-  bool refine(int node);
-  double cost(int node) const;
+  // CROWN's bounds of `rows` of `node`, narrowed by its splits, intersected with b_[node]; false
+  // when a split contradicts them.
+  bool refine(int node, const std::vector<Eigen::Index>& rows);
+  // rows_to_refine's rows of `node` and the rows its splits name (so that a contradiction with
+  // CROWN's bounds is seen), ascending.
+  std::vector<Eigen::Index> refined_rows(int node, RefineRows kind) const;
+  // row_cost of the nodes `kinds` refines, and of the outputs when the budget is finite.
+  std::vector<double> row_costs(const std::vector<RefineRows>& kinds) const;
   void step(int node, Backward& w);
   void concretize(int node, Backward& w);
 
   const Model& m_;
   Options opt_;
   std::vector<Interval> b_;
+  std::vector<double> output_rows_;
   std::vector<NeuronSplit> splits_;
   std::vector<std::vector<int>> splits_at_;  // per Dag node: indices into splits_
   bool empty_ = false;

@@ -1,6 +1,7 @@
 // What CROWN reports it cut short (BoundsReport), the refinement decisions both engines share,
 // and the default refinement budget of a model.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -54,6 +55,14 @@ void count_refine(const Options& options, Refine choice, double cost, int64_t el
   }
 }
 
+bool refine_rows_choice(const Options& options, double row_cost, int64_t rows) {
+  if (rows == 0) return false;
+  const double cost = row_cost * static_cast<double>(rows);
+  const Refine choice = refine_choice(options, cost);
+  count_refine(options, choice, cost, rows, 1);
+  return choice == Refine::kYes;
+}
+
 bool output_affordable(const Options& options, double cost, int64_t boxes) {
   if (cost <= kOutputBudget * options.refine_budget) {
     if (options.report != nullptr) options.report->cost += cost * static_cast<double>(boxes);
@@ -66,24 +75,65 @@ bool output_affordable(const Options& options, double cost, int64_t boxes) {
   return false;
 }
 
-}  // namespace internal
+std::vector<RefineRows> refine_rows(const Model& model) {
+  const Dag& dag = model.dag();
+  std::vector<RefineRows> kinds(dag.size(), RefineRows::kNone);
+  for (int n = 0; n < dag.size(); ++n) {
+    const BoundOp* op = model.op(n);
+    if (op == nullptr || !op->nonlinear()) continue;
+    const RefineRows need =
+        op->linear_on_each_side_of_zero() ? RefineRows::kStraddling : RefineRows::kAll;
+    for (int p : dag.node(n).preds)
+      if (model.op(p) != nullptr && kinds[p] != RefineRows::kAll) kinds[p] = need;
+  }
+  return kinds;
+}
 
-double default_refine_budget(const Model& model, double total) {
+bool budget_binding(const Model& model, const Options& options,
+                    const std::vector<RefineRows>& kinds, const std::vector<double>& row_cost,
+                    const std::vector<double>& output_rows) {
+  if (!options.refine_intermediate || std::isinf(options.refine_budget)) return false;
+  const Dag& dag = model.dag();
+  for (int n = 0; n < dag.size(); ++n)
+    if (kinds[n] != RefineRows::kNone &&
+        row_cost[n] * static_cast<double>(model.numel(n)) > options.refine_budget)
+      return true;
+  for (size_t o = 0; o < output_rows.size(); ++o)
+    if (row_cost[dag.outputs()[o]] * output_rows[o] > kOutputBudget * options.refine_budget)
+      return true;
+  return false;
+}
+
+RefineRows refine_kind(const Model& model, const Options& options, int node, RefineRows kind,
+                       bool binding, double row_cost) {
+  if (kind == RefineRows::kNone || !binding) return kind;
+  const double all = row_cost * static_cast<double>(model.numel(node));
+  return all <= options.refine_budget ? RefineRows::kAll : kind;
+}
+
+std::vector<Eigen::Index> rows_to_refine(RefineRows rows, const Interval& b) {
+  std::vector<Eigen::Index> out;
+  if (rows == RefineRows::kNone) return out;
+  for (Eigen::Index i = 0; i < b.size(); ++i)
+    if (refines(rows, b.lo[i], b.hi[i])) out.push_back(i);
+  return out;
+}
+
+namespace {
+
+// default_refine_budget with `rows[n]` rows refined at node n.
+double budget_for(const Model& model, const std::vector<double>& rows, double total) {
   const Dag& dag = model.dag();
   internal::Crown crown(model, Options{});
-  std::vector<char> feeds_nonlinear(dag.size(), 0);
-  for (int n = 0; n < dag.size(); ++n)
-    if (model.op(n) && model.op(n)->nonlinear())
-      for (int p : dag.node(n).preds) feeds_nonlinear[p] = 1;
-  // Per pass: (the smallest budget that lets it run, its cost).
+  // Per pass: (the smallest budget that lets it run, its cost priced by row_time_cost).
   std::vector<std::pair<double, double>> passes;
-  for (int n = 0; n < dag.size(); ++n) {
-    const double cost = crown.row_cost(n) * static_cast<double>(model.numel(n));
-    if (feeds_nonlinear[n] && model.op(n) != nullptr) passes.emplace_back(cost, cost);
-  }
+  for (int n = 0; n < dag.size(); ++n)
+    if (rows[n] > 0)
+      passes.emplace_back(crown.row_cost(n) * rows[n], crown.row_time_cost(n) * rows[n]);
   for (int o : dag.outputs()) {
-    const double cost = crown.row_cost(o) * static_cast<double>(model.numel(o));
-    passes.emplace_back(cost / internal::kOutputBudget, cost);
+    const auto rows_o = static_cast<double>(model.numel(o));
+    passes.emplace_back(crown.row_cost(o) * rows_o / internal::kOutputBudget,
+                        crown.row_time_cost(o) * rows_o);
   }
   std::sort(passes.begin(), passes.end());
   double spent = 0;
@@ -95,6 +145,29 @@ double default_refine_budget(const Model& model, double total) {
     return i > 0 ? passes[i - 1].first : 0;
   }
   return std::numeric_limits<double>::infinity();
+}
+
+}  // namespace
+
+}  // namespace internal
+
+double default_refine_budget(const Model& model, double total) {
+  const std::vector<internal::RefineRows> kinds = internal::refine_rows(model);
+  std::vector<double> rows(kinds.size(), 0);
+  for (size_t n = 0; n < kinds.size(); ++n)
+    if (kinds[n] != internal::RefineRows::kNone)
+      rows[n] = static_cast<double>(model.numel(static_cast<int>(n)));
+  return internal::budget_for(model, rows, total);
+}
+
+common::Result<double> default_refine_budget(const Model& model, const Interval& box,
+                                             double total) {
+  ASSIGN_OR_RETURN(std::vector<Interval> ibp, ibp_all(model, box));
+  const std::vector<internal::RefineRows> kinds = internal::refine_rows(model);
+  std::vector<double> rows(kinds.size(), 0);
+  for (size_t n = 0; n < kinds.size(); ++n)
+    rows[n] = static_cast<double>(internal::rows_to_refine(kinds[n], ibp[n]).size());
+  return internal::budget_for(model, rows, total);
 }
 
 }  // namespace propdag

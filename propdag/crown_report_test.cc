@@ -106,17 +106,113 @@ TEST(CrownReportTest, LinearBoundsAndVerifyReportToo) {
   EXPECT_TRUE(v.cut_short());
 }
 
+// Network 2 (test_util.h): CROWN refines only the rows of an input of ReLUs that straddle 0. h1's
+// two rows straddle (a row costs h1 2 + w1 4 + x 2 = 8: 16); of h2, rows 1 and 3 do (a row costs
+// h2 4 + w2 8 + r1 2 + 8 = 22: 44, where all four rows would cost 88); y's pass costs
+// 1 + w3 4 + r2 4 + 22 = 31. h2's rows 0 and 2 keep IBP's bounds, and y's bounds are those of
+// refining every row, since no relaxation differs.
+TEST(CrownReportTest, RefinesOnlyTheRowsThatStraddleZero) {
+  Model m = build(test::kStableRowsNet);
+  const Interval x = box({-1, -1}, {1, 1});
+  Options o;
+  o.refine_budget = 44;  // h2's two rows fit, its four would not
+  BoundsReport r;
+  o.report = &r;
+  std::vector<Interval> nodes;
+  BoundsIO io;
+  io.node_bounds = &nodes;
+  auto y = linear_bounds(m, x, {Mat::Identity(1, 1)}, o, io);
+  ASSERT_TRUE(y.ok()) << y.error().str();
+  EXPECT_EQ(r.refined, 2);
+  EXPECT_FALSE(r.cut_short());
+  EXPECT_DOUBLE_EQ(r.cost, 16 + 44 + 31);
+  const Interval& h2 = nodes[m.dag().find("h2")];
+  EXPECT_EQ(h2.lo, (Vec(4) << 1, -2.5, -4.5, -3.5).finished());  // rows 0, 2: IBP's
+  EXPECT_EQ(h2.hi, (Vec(4) << 5, 0.5, -0.5, -0.5).finished());   // rows 1, 3: CROWN's
+  EXPECT_DOUBLE_EQ(y->lo[0], 1);
+  EXPECT_DOUBLE_EQ(y->hi[0], 4.5);
+  // The default budget prices a pass with each dense weight entry at 1/8 (kDenseEntryCost): a
+  // row costs h1 2 + 4/8 + 2 = 4.5, h2 4 + 8/8 + 2 + 4.5 = 11.5, y 1 + 4/8 + 4 + 11.5 = 17. On
+  // the box it prices h2's pass at its two straddling rows (in all 17 + 9 + 23 = 49); without a
+  // box, at all four (17 + 9 + 46 = 72).
+  EXPECT_TRUE(std::isinf(default_refine_budget(m, 72)));
+  EXPECT_DOUBLE_EQ(default_refine_budget(m, 71), 16);
+  auto on_box = default_refine_budget(m, x, 49);
+  ASSERT_TRUE(on_box.ok());
+  EXPECT_TRUE(std::isinf(*on_box));
+  on_box = default_refine_budget(m, x, 48);
+  ASSERT_TRUE(on_box.ok());
+  EXPECT_DOUBLE_EQ(*on_box, 16);
+}
+
+// When a later pass is left to IBP, it is computed from every row of the nodes before it, so
+// those are refined on all their rows where that fits the budget. At budget 100, h3's pass (123)
+// does not fit; h2's over all four rows (88) does: h2 gets CROWN's [1, 4], [-2.5, 0.5],
+// [-3.5, -0.5], [-3.5, -0.5] (test_util.h), r2 in [1, 4], [0, 0.5], 0, 0, t in [1, 4.5] and
+// h3's IBP bounds are [-2, 1.5], [-1, 2.5], [-3, 0.5]. From h2's two straddling rows only
+// (IBP's [1, 5] and [-4.5, -0.5] on rows 0 and 2), t would be in [1, 5.5] and h3 one wider.
+// At budget 123 nothing is cut short and h2 refines its two straddling rows only.
+TEST(CrownReportTest, RefinesEveryRowBeforeAPassLeftToIbp) {
+  Model m = build(test::kThreeReluNet);
+  const Interval x = box({-1, -1}, {1, 1});
+  const int h2 = m.dag().find("h2"), h3 = m.dag().find("h3");
+  Options o;
+  o.refine_budget = 100;
+  BoundsReport r;
+  o.report = &r;
+  std::vector<Interval> nodes;
+  BoundsIO io;
+  io.node_bounds = &nodes;
+  ASSERT_TRUE(linear_bounds(m, x, {Mat::Identity(1, 1)}, o, io).ok());
+  EXPECT_EQ(r.refined, 2);
+  EXPECT_EQ(r.ibp_budget, 1);
+  EXPECT_EQ(r.elements_ibp, 3);
+  EXPECT_EQ(r.outputs_forward, 0);
+  EXPECT_DOUBLE_EQ(r.largest_skipped, 123);
+  EXPECT_DOUBLE_EQ(r.cost, 16 + 88 + 48);
+  const double kTol = 1e-12;
+  EXPECT_TRUE(nodes[h2].lo.isApprox((Vec(4) << 1, -2.5, -3.5, -3.5).finished(), kTol));
+  EXPECT_TRUE(nodes[h2].hi.isApprox((Vec(4) << 4, 0.5, -0.5, -0.5).finished(), kTol));
+  EXPECT_TRUE(nodes[h3].lo.isApprox((Vec(3) << -2, -1, -3).finished(), kTol));
+  EXPECT_TRUE(nodes[h3].hi.isApprox((Vec(3) << 1.5, 2.5, 0.5).finished(), kTol));
+  o.refine_budget = 123;
+  r = BoundsReport{};
+  nodes.clear();  // (bounds given in node_bounds would be taken as prior bounds)
+  ASSERT_TRUE(linear_bounds(m, x, {Mat::Identity(1, 1)}, o, io).ok());
+  EXPECT_EQ(r.refined, 3);
+  EXPECT_FALSE(r.cut_short());
+  EXPECT_DOUBLE_EQ(r.cost, 16 + 44 + 123 + 48);
+  EXPECT_EQ(nodes[h2].lo, (Vec(4) << 1, -2.5, -4.5, -3.5).finished());
+  EXPECT_EQ(nodes[h2].hi, (Vec(4) << 5, 0.5, -0.5, -0.5).finished());
+}
+
+// A split row is refined even where the split leaves it on one side of 0: h2_3 >= 0 narrows IBP's
+// [-3.5, 0.5] to [0, 0.5], and CROWN's h2_3 <= -0.5 then shows that no point of the box meets it.
+TEST(CrownReportTest, SplitRowsAreRefinedToFindContradictions) {
+  Model m = build(test::kStableRowsNet);
+  std::vector<NeuronSplit> splits{{m.dag().find("h2"), 3, true}};
+  bool empty = false;
+  BoundsIO io;
+  io.splits = &splits;
+  io.empty = &empty;
+  auto y = linear_bounds(m, box({-1, -1}, {1, 1}), {Mat::Identity(1, 1)}, Options{}, io);
+  ASSERT_TRUE(y.ok()) << y.error().str();
+  EXPECT_TRUE(empty);
+}
+
 // The default budget lets the cheapest passes run while their summed cost fits; passes are
-// ordered by the budget they need (an output's: its cost / 50): y (0.66, cost 33), h1 (33),
-// h2 (78).
+// ordered by the budget they need (an output's: its cost / 50): y (0.66), h1 (33), h2 (78). Their
+// summed cost prices each dense weight entry at 1/8 (kDenseEntryCost): a row costs h1 3 + 6/8 +
+// 2 = 5.75, h2 3 + 9/8 + 3 + 5.75 = 12.875, y 1 + 3/8 + 3 + 12.875 = 17.25, so the passes cost
+// y 17.25, h1 17.25 and h2 38.625 (in all 73.125).
 TEST(CrownReportTest, DefaultBudgetFitsTheTotalCost) {
   Model m = build(kNet);
   EXPECT_TRUE(std::isinf(default_refine_budget(m)));
-  EXPECT_TRUE(std::isinf(default_refine_budget(m, 144)));
-  EXPECT_DOUBLE_EQ(default_refine_budget(m, 143), 33);
-  EXPECT_DOUBLE_EQ(default_refine_budget(m, 66), 33);
-  EXPECT_DOUBLE_EQ(default_refine_budget(m, 65), 0.66);
-  EXPECT_DOUBLE_EQ(default_refine_budget(m, 32), 0);
+  EXPECT_TRUE(std::isinf(default_refine_budget(m, 73.125)));
+  EXPECT_DOUBLE_EQ(default_refine_budget(m, 73), 33);
+  EXPECT_DOUBLE_EQ(default_refine_budget(m, 34.5), 33);
+  EXPECT_DOUBLE_EQ(default_refine_budget(m, 34), 0.66);
+  EXPECT_DOUBLE_EQ(default_refine_budget(m, 17), 0);
 }
 
 }  // namespace

@@ -19,9 +19,11 @@ namespace propdag {
 enum class Method { kIbp, kCrown, kAlpha };
 
 /// What kept CROWN bounds from being full (textbook) CROWN, where every input of a nonlinear op
-/// is bounded by a backward pass of its own and every output by a final backward pass. Counts add
-/// up over every bound computation given the report (Options::report), one per box: a verifier's
-/// whole run, say. Chunking rows or boxes changes no bound and is not counted.
+/// is bounded by a backward pass of its own (for an input of ReLU-like ops only, its rows that
+/// straddle 0: the others' relaxations are exact) and every output by a final backward pass.
+/// A node with no row to refine is not counted. Counts add up over every bound computation given
+/// the report (Options::report), one per box: a verifier's whole run, say. Chunking rows or boxes
+/// changes no bound and is not counted.
 struct BoundsReport {
   int64_t boxes = 0;    ///< CROWN / alpha bound computations (one per box)
   int64_t refined = 0;  ///< intermediate nodes bounded by a backward pass
@@ -29,7 +31,8 @@ struct BoundsReport {
   /// more than Options::refine_budget, because Options::deadline had passed, or because
   /// Options::refine_intermediate was off (asked for: not cut short).
   int64_t ibp_budget = 0, ibp_deadline = 0, ibp_option = 0;
-  /// Elements of the nodes counted in ibp_budget and ibp_deadline.
+  /// Rows that the passes counted in ibp_budget and ibp_deadline would have refined (for an
+  /// input of ReLU-like ops, its elements whose bounds straddle 0; else all its elements).
   int64_t elements_ibp = 0;
   /// Outputs (objective parts, per box) whose final backward pass cost more than the output
   /// budget (50 x refine_budget): bounded by box arithmetic on their forward bounds.
@@ -80,14 +83,25 @@ struct Options {
   bool past_deadline() const { return deadline && std::chrono::steady_clock::now() >= *deadline; }
 };
 
-/// Multiply-adds (rows x elements crossed, summed over passes) that one CROWN bound computation
-/// of default_refine_budget may cost.
-constexpr double kDefaultCrownCost = 1e10;
+/// Multiply-adds (rows x elements crossed, summed over passes; a dense weight entry priced at
+/// kDenseEntryCost = 1/8) that one CROWN bound computation of default_refine_budget may cost: about
+/// 1 to 1.6 ns each (Eigen engine, loaded 2-core VM), so 45 to 70 CPU seconds at most. Full CROWN
+/// then runs on the three shared models whose bounds at 1e10 were looser than auto_LiRPA's:
+/// tllverifybench instance_6_0 (4.33e10), instance_5_3 (1.78e10), collins_rul_cnn full_window_40
+/// (2.02e10).
+constexpr double kDefaultCrownCost = 4.5e10;
 
 /// A refine_budget for `model`: infinity (full CROWN) when the backward passes of every input of
 /// a nonlinear op and of every output together cost at most `total`; otherwise the largest
-/// budget under which the passes it lets run (cheapest first) stay within `total`.
+/// budget under which the passes it lets run (cheapest first) stay within `total`. Without a
+/// box, a pass costs every row of its node.
 double default_refine_budget(const Model& model, double total = kDefaultCrownCost);
+
+/// The same for bounds on `box`: a pass costs only the rows CROWN refines there (an input of
+/// ReLU-like ops only: the rows whose IBP bounds on the box straddle 0; CROWN's refined bounds
+/// lie inside IBP's, so no more rows straddle when it runs).
+common::Result<double> default_refine_budget(const Model& model, const Interval& box,
+                                             double total = kDefaultCrownCost);
 
 /// IBP bounds of every Dag node for an input box over all graph inputs (concatenated in order).
 common::Result<std::vector<Interval>> ibp_all(const Model& model, const Interval& input);

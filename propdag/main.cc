@@ -93,18 +93,24 @@ struct Args {
 };
 
 // verify's default refinement budget: many bound computations per property, so a fixed budget
-// per pass (what it cuts short is reported by --stats); bounds defaults to the model's
+// per pass (what it cuts short is reported by --stats); bounds defaults to the model's on its box
 // (default_refine_budget: full CROWN where it fits).
 constexpr double kVerifyBudget = 2e8;
 
-propdag::Options options(propdag::Method method, const Args& a, const propdag::Model& model) {
+// `box`: the box bounds is asked for (null for verify).
+Result<propdag::Options> options(propdag::Method method, const Args& a, const propdag::Model& model,
+                                 const Interval* box) {
   propdag::Options o;
   o.method = method;
   o.alpha_steps = a.alpha_steps;
   o.alpha_warm_steps = a.alpha_warm_steps;
-  o.refine_budget = a.refine_budget >= 0 ? a.refine_budget
-                    : a.verify           ? kVerifyBudget
-                                         : propdag::default_refine_budget(model);
+  if (a.refine_budget >= 0) {
+    o.refine_budget = a.refine_budget;
+  } else if (a.verify || box == nullptr) {
+    o.refine_budget = kVerifyBudget;
+  } else if (method != propdag::Method::kIbp) {
+    ASSIGN_OR_RETURN(o.refine_budget, propdag::default_refine_budget(model, *box));
+  }
   return o;
 }
 
@@ -172,7 +178,7 @@ common::Status run_bounds(const Args& a) {
     ASSIGN_OR_RETURN(box, parse_box(a.box, model.input_size()));
   }
   propdag::BoundsReport report;
-  propdag::Options o = options(method, a, model);
+  ASSIGN_OR_RETURN(propdag::Options o, options(method, a, model, &box));
   o.report = &report;
   if (a.engine == "torch") {
     RETURN_IF_ERROR(torch_bounds(a, model, box, o));
@@ -226,7 +232,7 @@ common::Status run_verify(const Args& a) {
   double start = common::now_ms();
   propdag::VerifyResult r;
   propdag::BoundsReport report;
-  propdag::Options o = options(method, a, model);
+  ASSIGN_OR_RETURN(propdag::Options o, options(method, a, model, nullptr));
   o.report = &report;
   if (engine) {
     ASSIGN_OR_RETURN(r, propdag::torch_engine::verify_batched(

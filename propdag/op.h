@@ -136,6 +136,8 @@ class BoundOp {
   virtual bool linear_on_each_side_of_zero() const { return false; }
   /// Stored coefficients a backward step multiplies by, per row (cost model).
   virtual int64_t weight_entries() const { return 0; }
+  /// Those of weight_entries() that are stored densely (a dense product runs faster per entry).
+  virtual int64_t dense_weight_entries() const { return 0; }
 };
 
 /// An affine op: out = sum_k W_k in[slot_k] + bias. Interval and relaxation both follow.
@@ -147,6 +149,7 @@ class AffineOp : public BoundOp {
   Relaxation relax(const std::vector<const Interval*>& in, const Interval& out) const override;
   bool nonlinear() const override { return false; }
   int64_t weight_entries() const override;
+  int64_t dense_weight_entries() const override;
   const std::vector<LinearTerm>& terms() const { return terms_; }
   const Vec& bias() const { return bias_; }
 

@@ -47,6 +47,48 @@ inline constexpr const char* kTwoReluNet = R"(
     y = MatMul(r2, w3)
   })";
 
+// Network 2: x1, x2 in [-1, 1]; h1 = (x1 + x2, x1 - x2), r1 = relu(h1), s = r1_0 + r1_1;
+// h2 = (s + 1, s - 2.5, -s - 0.5, s - 3.5), r2 = relu(h2), y = r2_0 + r2_1 + r2_2 + r2_3.
+//
+// IBP:   h1 in [-2, 2]^2 (both straddle 0); s in [0, 4];
+//        h2 in [1, 5], [-2.5, 1.5], [-4.5, -0.5], [-3.5, 0.5]: rows 1 and 3 straddle 0.
+// CROWN: r1 <= 0.5 h1 + 1, r1 >= 0, so s <= x1 + 2 <= 3 and s >= 0:
+//        h2 in [1, 4], [-2.5, 0.5], [-3.5, -0.5], [-3.5, -0.5]. Rows 0 and 2 keep their sign
+//        either way (relu exact: r2_0 = h2_0, r2_2 = 0), so refining them changes no
+//        relaxation; row 3 turns out negative (r2_3 = 0); row 1's lines on [-2.5, 0.5]:
+//        0 <= r2_1 <= (h2_1 + 2.5) / 6. y <= s + 1 + s / 6 <= 7/6 (x1 + 2) + 1 <= 4.5,
+//        y >= s + 1 >= 1. So y in [1, 4.5]. (True range: [1, 3].)
+inline constexpr const char* kStableRowsNet = R"(
+  <ir_version: 8, opset_import: ["" : 15]>
+  g (float[1,2] x) => (float[1,1] y)
+  <float[2,2] w1 = {1, 1, 1, -1}, float[2,4] w2 = {1, 1, -1, 1, 1, 1, -1, 1},
+   float[4] b2 = {1, -2.5, -0.5, -3.5}, float[4,1] w3 = {1, 1, 1, 1}> {
+    h1 = MatMul(x, w1)
+    r1 = Relu(h1)
+    h2 = Gemm(r1, w2, b2)
+    r2 = Relu(h2)
+    y = MatMul(r2, w3)
+  })";
+
+// Network 3: Network 2 with a third ReLU layer, h3 = (t - 3, t - 2, t - 4) for
+// t = r2_0 + r2_1 + r2_2 + r2_3 (Network 2's y), r3 = relu(h3), y = r3_0 + r3_1 + r3_2. A row
+// from h3 costs h3 3 + w4 12 + r2 4 + 22 (from h2) = 41: 123 for its pass; y's costs
+// 1 + w5 3 + r3 3 + 41 = 48.
+inline constexpr const char* kThreeReluNet = R"(
+  <ir_version: 8, opset_import: ["" : 15]>
+  g (float[1,2] x) => (float[1,1] y)
+  <float[2,2] w1 = {1, 1, 1, -1}, float[2,4] w2 = {1, 1, -1, 1, 1, 1, -1, 1},
+   float[4] b2 = {1, -2.5, -0.5, -3.5}, float[4,3] w4 = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+   float[3] b3 = {-3, -2, -4}, float[3,1] w5 = {1, 1, 1}> {
+    h1 = MatMul(x, w1)
+    r1 = Relu(h1)
+    h2 = Gemm(r1, w2, b2)
+    r2 = Relu(h2)
+    h3 = Gemm(r2, w4, b3)
+    r3 = Relu(h3)
+    y = MatMul(r3, w5)
+  })";
+
 inline Model build(const std::string& text) {
   auto g = common::testing::parse_text(text);
   EXPECT_TRUE(g.ok()) << g.error().str();

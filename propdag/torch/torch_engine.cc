@@ -8,8 +8,8 @@
 #include <ATen/ops/cat.h>
 #include <ATen/ops/eye.h>
 #include <ATen/ops/matmul.h>
-#include <ATen/ops/maximum.h>
-#include <ATen/ops/minimum.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
 
 #include <algorithm>
@@ -26,28 +26,17 @@ namespace {
 
 using common::Result;
 using common::Status;
+using internal::box_of;
+using internal::intersect;
 using internal::Kernel;
 using internal::TBackward;
 using internal::TBox;
+using propdag::internal::RefineRows;
 
 // CPU: boxes per chunk x rows x elements of the widest node (see prepare()).
 constexpr double kCpuChunkEntries = 1 << 18;
 
 common::Error error(std::string message) { return common::Error{"", "", "", std::move(message)}; }
-
-// crown.cc's intersect: where rounding crosses the two bounds, the pair is swapped.
-void intersect(TBox& a, const at::Tensor& lo, const at::Tensor& hi) {
-  at::Tensor l = at::maximum(a.lo, lo), h = at::minimum(a.hi, hi);
-  a.lo = at::minimum(l, h);
-  a.hi = at::maximum(l, h);
-}
-
-// Bounds of c y for y in the box `y` ([K, n]), c [rows, n]: [K, rows].
-TBox box_of(const at::Tensor& c, const TBox& y) {
-  at::Tensor center = (y.lo + y.hi) * 0.5, radius = (y.hi - y.lo) * 0.5;
-  at::Tensor mid = at::matmul(center, c.t()), rad = at::matmul(radius, c.abs().t());
-  return {mid - rad, mid + rad};
-}
 
 Boxes to_boxes(const TBox& b) { return {internal::to_mat(b.lo), internal::to_mat(b.hi)}; }
 
@@ -61,17 +50,15 @@ class TorchEngine : public Engine {
     offset_.assign(dag.size(), 0);
     int64_t at = 0;
     for (int i : dag.inputs()) offset_[i] = at, at += m_.numel(i);
-    feeds_nonlinear_.assign(dag.size(), 0);
     for (int n = 0; n < dag.size(); ++n) {
       if (m_.op(n) == nullptr) continue;
       ASSIGN_OR_RETURN(kernels_[n], internal::make_kernel(m_, n, opts_));
-      if (m_.op(n)->nonlinear())
-        for (int p : dag.node(n).preds) feeds_nonlinear_[p] = 1;
     }
+    kinds_ = propdag::internal::refine_rows(m_);
     propdag::internal::Crown costs(m_, Options{});
     row_cost_.assign(dag.size(), 0);
     for (int n = 0; n < dag.size(); ++n)
-      if (feeds_nonlinear_[n] ||
+      if (kinds_[n] != RefineRows::kNone ||
           std::find(dag.outputs().begin(), dag.outputs().end(), n) != dag.outputs().end())
         row_cost_[n] = costs.row_cost(n);
     // On the CPU, boxes go through in chunks whose coefficient tensors (boxes x rows x
@@ -169,7 +156,9 @@ class TorchEngine : public Engine {
       return out;
     }
     std::vector<TBox> b;
-    RETURN_IF_ERROR(forward(x, opt, b));
+    std::vector<double> out_rows;
+    for (int o : m_.dag().outputs()) out_rows.push_back(static_cast<double>(m_.numel(o)));
+    RETURN_IF_ERROR(forward(x, opt, out_rows, b));
     for (int o : m_.dag().outputs()) {
       const int64_t n = m_.numel(o);
       if (!propdag::internal::output_affordable(opt, row_cost_[o] * static_cast<double>(n),
@@ -198,7 +187,9 @@ class TorchEngine : public Engine {
       ASSIGN_OR_RETURN(auto values, ibp(x));
       for (int o : dag.outputs()) b[o] = *values[o];
     } else {
-      RETURN_IF_ERROR(forward(x, opt, b));
+      std::vector<double> out_rows;
+      for (const Mat& m : c) out_rows.push_back(m.size() == 0 ? 0 : static_cast<double>(rows));
+      RETURN_IF_ERROR(forward(x, opt, out_rows, b));
     }
     TBox total{at::zeros({input.count(), rows}, opts_), at::zeros({input.count(), rows}, opts_)};
     at::Tensor coef;  // [K, rows, inputs]: the lower bounds' input coefficients, when asked for
@@ -265,9 +256,12 @@ class TorchEngine : public Engine {
     return std::move(r.values);
   }
 
-  // crown.cc's Crown::forward without prior bounds or splits.
-  Status forward(const TBox& x, const Options& opt, std::vector<TBox>& b) {
+  // crown.cc's Crown::forward without prior bounds or splits; `output_rows` as
+  // Crown::set_output_rows.
+  Status forward(const TBox& x, const Options& opt, const std::vector<double>& output_rows,
+                 std::vector<TBox>& b) {
     const Dag& dag = m_.dag();
+    const bool binding = propdag::internal::budget_binding(m_, opt, kinds_, row_cost_, output_rows);
     b.assign(dag.size(), TBox{});
     const int64_t k = x.lo.size(0);
     if (opt.report != nullptr) opt.report->boxes += k;
@@ -279,15 +273,45 @@ class TorchEngine : public Engine {
       std::vector<const TBox*> in;
       for (int p : dag.node(n).inputs) in.push_back(p >= 0 ? &b[p] : nullptr);
       ASSIGN_OR_RETURN(b[n], kernels_[n]->interval(in));
-      if (!feeds_nonlinear_[n]) continue;
-      const double cost = row_cost_[n] * static_cast<double>(m_.numel(n));
-      const propdag::internal::Refine choice = propdag::internal::refine_choice(opt, cost);
-      propdag::internal::count_refine(opt, choice, cost, m_.numel(n), k);
-      if (choice == propdag::internal::Refine::kYes) {
-        ASSIGN_OR_RETURN(TBox c, backward(n, at::eye(m_.numel(n), opts_), x, b, opt));
-        intersect(b[n], c.lo, c.hi);
-      }
+      if (kinds_[n] == RefineRows::kNone) continue;
+      const RefineRows kind =
+          propdag::internal::refine_kind(m_, opt, n, kinds_[n], binding, row_cost_[n]);
+      RETURN_IF_ERROR(refine(n, kind, x, opt, b));
     }
+    return {};
+  }
+
+  // Crown::forward's refinement of node n, box by box: each box refines its own rows of `kind`
+  // (refine_kind) when it affords their pass. One backward pass bounds the union of those rows;
+  // each box keeps the new bounds of its own rows only, so that its bounds are the Eigen
+  // engine's.
+  Status refine(int n, RefineRows kind, const TBox& x, const Options& opt,
+                std::vector<TBox>& b) const {
+    const int64_t k = x.lo.size(0), numel = m_.numel(n);
+    at::Tensor want = kind == RefineRows::kAll
+                          ? at::ones({k, numel}, b[n].lo.options().dtype(at::kBool))
+                          : ((b[n].lo >= 0).logical_or(b[n].hi <= 0)).logical_not();
+    const at::Tensor counts = want.sum(1).to(at::kCPU, at::kLong).contiguous();
+    const int64_t* count = counts.data_ptr<int64_t>();
+    at::Tensor take = at::zeros({k, 1}, at::TensorOptions().dtype(at::kBool));
+    auto taken = take.accessor<bool, 2>();
+    bool any = false;
+    for (int64_t i = 0; i < k; ++i) {
+      taken[i][0] = propdag::internal::refine_rows_choice(opt, row_cost_[n], count[i]);
+      any = any || taken[i][0];
+    }
+    if (!any) return {};
+    want = want.logical_and(take.to(want.device()));
+    const at::Tensor rows = want.any(0).nonzero().squeeze(1);
+    at::Tensor id = at::zeros({rows.size(0), numel}, opts_);  // those rows of the identity
+    id.scatter_(1, rows.unsqueeze(1), 1.0);
+    ASSIGN_OR_RETURN(TBox c, backward(n, id, x, b, opt));
+    const TBox old{b[n].lo.index_select(1, rows), b[n].hi.index_select(1, rows)};
+    TBox tight = old;
+    intersect(tight, c.lo, c.hi);
+    const at::Tensor mine = want.index_select(1, rows);
+    b[n].lo = b[n].lo.index_copy(1, rows, at::where(mine, tight.lo, old.lo));
+    b[n].hi = b[n].hi.index_copy(1, rows, at::where(mine, tight.hi, old.hi));
     return {};
   }
 
@@ -341,7 +365,7 @@ class TorchEngine : public Engine {
   at::TensorOptions opts_;
   std::vector<std::unique_ptr<Kernel>> kernels_;
   std::vector<int64_t> offset_;
-  std::vector<char> feeds_nonlinear_;
+  std::vector<RefineRows> kinds_;
   std::vector<double> row_cost_;
   Eigen::Index box_chunk_ = 1;
   at::Tensor* coef_ = nullptr;  // during compute_linear: where input coefficients go

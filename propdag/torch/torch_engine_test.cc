@@ -184,6 +184,67 @@ TEST(TorchEngine, BatchEqualsSeparateCalls) {
   }
 }
 
+// Network 2 (test_util.h) on boxes whose rows straddling 0 differ: h1 straddles in boxes 0, 2 and
+// 3 (both rows, both, one), h2 in boxes 0 (rows 1 and 3) and 3 (row 1). One batched call refines
+// each box's own rows, and each box's bounds and report equal the Eigen engine's.
+TEST(TorchEngine, BatchRefinesEachBoxsOwnRows) {
+  Model model = test::build(test::kStableRowsNet);
+  std::unique_ptr<Engine> engine = engine_for(model);
+  Boxes all{Mat(4, 2), Mat(4, 2)};
+  all.lo << -1, -1, 0.5, -0.1, -1, 0, 0, -1;
+  all.hi << 1, 1, 1, 0.1, 1, 0.5, 1, 0;
+  Options opt;
+  BoundsReport eigen_report, torch_report;
+  opt.report = &torch_report;
+  auto got = engine->output_bounds(all, opt);
+  ASSERT_TRUE(got.ok()) << got.error().str();
+  opt.report = &eigen_report;
+  for (int b = 0; b < 4; ++b) {
+    auto ref = output_bounds(model, {all.lo.row(b).transpose(), all.hi.row(b).transpose()}, opt);
+    ASSERT_TRUE(ref.ok()) << ref.error().str();
+    expect_close((*ref)[0].lo, (*got)[0].lo.row(b).transpose(), 1e-12, "lo");
+    expect_close((*ref)[0].hi, (*got)[0].hi.row(b).transpose(), 1e-12, "hi");
+  }
+  EXPECT_DOUBLE_EQ((*got)[0].hi(0, 0), 4.5);
+  EXPECT_EQ(eigen_report.refined, 2 + 0 + 1 + 2);
+  EXPECT_EQ(torch_report.refined, eigen_report.refined);
+  EXPECT_DOUBLE_EQ(torch_report.cost, eigen_report.cost);
+}
+
+// Network 3 (test_util.h) at budget 100, where h3's pass over all rows (123) does not fit: both
+// engines refine every row of h2 (88; crown_report_test.cc) and agree box by box. Box 0 leaves h3
+// to IBP. Box 1 (x1 in [0, 1], x2 in [-1, 0.5]): h1 in [-1, 1.5], [-0.5, 2]; CROWN's
+// s <= 0.6 (h1_0 + 1) + 0.8 (h1_1 + 0.5) <= 1.4 x1 - 0.2 x2 + 1 <= 2.6, s >= 0, so r2 in
+// [1, 3.6], [0, 0.1], 0, 0 and h3 in [-2, 0.7], [-1, 1.7], [-3, -0.3]: its two straddling rows
+// (82) are refined. Costs: box 0 16 + 88 + 48, box 1 16 + 88 + 82 + 48.
+TEST(TorchEngine, RefinesEveryRowBeforeAPassLeftToIbp) {
+  Model model = test::build(test::kThreeReluNet);
+  std::unique_ptr<Engine> engine = engine_for(model);
+  Boxes all{Mat(2, 2), Mat(2, 2)};
+  all.lo << -1, -1, 0, -1;
+  all.hi << 1, 1, 1, 0.5;
+  Options opt;
+  opt.refine_budget = 100;
+  BoundsReport eigen_report, torch_report;
+  opt.report = &torch_report;
+  auto got = engine->linear_bounds(all, {Mat::Identity(1, 1)}, opt);
+  ASSERT_TRUE(got.ok()) << got.error().str();
+  opt.report = &eigen_report;
+  for (int b = 0; b < 2; ++b) {
+    auto ref = linear_bounds(model, {all.lo.row(b).transpose(), all.hi.row(b).transpose()},
+                             {Mat::Identity(1, 1)}, opt);
+    ASSERT_TRUE(ref.ok()) << ref.error().str();
+    expect_close(ref->lo, got->lo.row(b).transpose(), 1e-12, "lo");
+    expect_close(ref->hi, got->hi.row(b).transpose(), 1e-12, "hi");
+  }
+  EXPECT_EQ(eigen_report.ibp_budget, 1);
+  EXPECT_EQ(eigen_report.refined, 2 + 3);
+  EXPECT_DOUBLE_EQ(eigen_report.cost, 16 + 88 + 48 + 16 + 88 + 82 + 48);
+  EXPECT_EQ(torch_report.ibp_budget, eigen_report.ibp_budget);
+  EXPECT_EQ(torch_report.refined, eigen_report.refined);
+  EXPECT_DOUBLE_EQ(torch_report.cost, eigen_report.cost);
+}
+
 // With a budget that leaves every pass out, a call with K boxes reports K times what one box
 // does in the Eigen engine: each box's bounds were cut short the same way.
 TEST(TorchEngine, ReportsWhatItCutShortPerBox) {

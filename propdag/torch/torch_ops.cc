@@ -10,6 +10,8 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/matmul.h>
+#include <ATen/ops/maximum.h>
+#include <ATen/ops/minimum.h>
 #include <ATen/ops/mm.h>
 #include <ATen/ops/ones_like.h>
 #include <ATen/ops/sparse_coo_tensor.h>
@@ -297,6 +299,18 @@ Result<std::unique_ptr<Kernel>> make_kernel(const Model& model, int node,
     return std::unique_ptr<Kernel>(new LeakyReluKernel(d.inputs[0], a));
   }
   return std::unique_ptr<Kernel>(new PerBoxKernel(op, d.inputs, opts));
+}
+
+void intersect(TBox& a, const at::Tensor& lo, const at::Tensor& hi) {
+  at::Tensor l = at::maximum(a.lo, lo), h = at::minimum(a.hi, hi);
+  a.lo = at::minimum(l, h);
+  a.hi = at::maximum(l, h);
+}
+
+TBox box_of(const at::Tensor& c, const TBox& y) {
+  at::Tensor center = (y.lo + y.hi) * 0.5, radius = (y.hi - y.lo) * 0.5;
+  at::Tensor mid = at::matmul(center, c.t()), rad = at::matmul(radius, c.abs().t());
+  return {mid - rad, mid + rad};
 }
 
 }  // namespace propdag::torch_engine::internal

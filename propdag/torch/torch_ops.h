@@ -62,6 +62,12 @@ std::unique_ptr<LinearMap> term_map(const Model& model, int node, const LinearTe
 common::Result<std::unique_ptr<Kernel>> make_kernel(const Model& model, int node,
                                                     const at::TensorOptions& opts);
 
+/// crown.cc's intersect of `a` with [lo, hi]: where rounding crosses the two bounds, the pair is
+/// swapped.
+void intersect(TBox& a, const at::Tensor& lo, const at::Tensor& hi);
+/// Bounds of c y for y in the box `y` ([K, n]), c [rows, n]: [K, rows].
+TBox box_of(const at::Tensor& c, const TBox& y);
+
 /// into += add, where an undefined `into` takes `add`.
 void accumulate(at::Tensor& into, at::Tensor add);
 
