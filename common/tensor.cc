@@ -191,7 +191,8 @@ std::vector<double> Tensor::to_double() const {
     return out;
   }
   if (dtype == DType::kDouble && raw.size() >= out.size() * sizeof(double)) {
-    std::memcpy(out.data(), raw.data(), out.size() * sizeof(double));
+    // An empty vector's data() may be null, which memcpy must not get even for 0 bytes.
+    if (!out.empty()) std::memcpy(out.data(), raw.data(), out.size() * sizeof(double));
     return out;
   }
   for (size_t i = 0; i < out.size(); ++i) out[i] = double_at(static_cast<int64_t>(i));
@@ -233,7 +234,9 @@ Tensor Tensor::from_double(const std::vector<double>& values, Dims dims, DType d
 
 Tensor Tensor::from_floats(const std::vector<float>& values, Dims dims) {
   Tensor t = zeros(DType::kFloat, std::move(dims));
-  std::memcpy(t.raw.data(), values.data(), std::min(t.raw.size(), values.size() * sizeof(float)));
+  if (!values.empty()) {
+    std::memcpy(t.raw.data(), values.data(), std::min(t.raw.size(), values.size() * sizeof(float)));
+  }
   return t;
 }
 

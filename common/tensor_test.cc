@@ -39,6 +39,13 @@ TEST(TensorTest, FloatingValuesReadAsIntegersSaturate) {
   EXPECT_EQ(h.to_int64(), (std::vector<int64_t>{0, 65504, std::numeric_limits<int64_t>::min()}));
 }
 
+// Found by fuzz_shapeonnx (UBSan): an empty double tensor's to_double passed memcpy the null
+// data() of an empty vector (a Resize with empty scales).
+TEST(TensorTest, EmptyTensorsConvertWithoutCopying) {
+  EXPECT_TRUE(Tensor::zeros(DType::kDouble, {0}).to_double().empty());
+  EXPECT_EQ(Tensor::from_floats({}, {0}).numel(), 0);
+}
+
 TEST(TensorTest, HalfPrecisionRoundTrips) {
   // 1.0 = 0x3c00, -2.0 = 0xc000, 65504 (max half) = 0x7bff, 2^-24 (smallest subnormal) = 0x0001.
   EXPECT_EQ(float_to_half(1.0f), 0x3c00);
