@@ -113,7 +113,7 @@ Result<Outputs> arith(const Ctx& c) {
   const Tensor* b = ab.second;
   ASSIGN_OR_RETURN(Dims dims, broadcast_all(c, {a, b}));
   if constexpr (std::is_same_v<Op, DivOp>) {
-    if (is_integer(b->dtype))
+    if (is_integer(b->dtype) || b->dtype == DType::kBool)  // bool divides as uint8
       for (int64_t i = 0; i < b->numel(); ++i)
         if (scalar_int(*b, i) == 0) return c.err("integer division by zero");
   }

@@ -81,6 +81,15 @@ TEST(EvalTest, IntegerDivTruncatesAndModFollowsFmod) {
             floats({-1.5f, 1.5f}, {2}));
 }
 
+// Found by fuzz_shapeonnx (UBSan): Div of two bool tensors divided the bytes, by zero where the
+// divisor was false; bool now gets the integer zero check.
+TEST(EvalTest, DivisionByABoolZeroIsAnError) {
+  EXPECT_NE(err("Div", {bools({1, 0}, {2}), bools({1, 0}, {2})}).find("division by zero"),
+            std::string::npos);
+  EXPECT_NE(err("Div", {ints({4}, {1}), ints({0}, {1})}).find("division by zero"),
+            std::string::npos);
+}
+
 TEST(EvalTest, FloatModNeedsFmod) {
   // ONNX requires fmod=1 for floats; onnxruntime refuses fmod=0 too.
   EXPECT_NE(err("Mod", {floats({1}, {1}), floats({2}, {1})}).find("fmod must be 1"),

@@ -105,6 +105,20 @@ def test_torchonnx_scatter_axis_out_of_range(tmp_path):
                                  "axis out of range (opset 16)\n")
 
 
+def test_torchonnx_tfidf_negative_ngram_count(tmp_path):
+    """Found by fuzz_torchonnx (ASan): a negative ngram_counts entry was used as an offset into
+    pool_int64s (a heap read before the vector)."""
+    if "torchonnx" not in available_tools():
+        pytest.skip("torchonnx not built")
+    src = os.path.join(os.path.dirname(__file__), "fuzz", "regress",
+                       "tfidf_negative_ngram_count.onnx")
+    r = subprocess.run([tool_path("torchonnx"), src, "-o", str(tmp_path / "out")], timeout=60,
+                       capture_output=True, preexec_fn=limit_memory)
+    assert r.returncode == 2 and not (tmp_path / "out").exists()
+    assert r.stderr.decode() == (f"torchonnx: {src}: node 'TfIdfVectorizer_0' (TfIdfVectorizer): "
+                                 "ngram_counts does not match pool_int64s (opset 9)\n")
+
+
 def test_torchonnx_pool_padding_correction_is_bounded(tmp_path):
     """Found by fuzz_torchonnx: AveragePool over a declared 2^31 dim with uneven pads made the
     padding-correction buffer of every output position (22 GB resident, then the OOM killer)."""

@@ -52,7 +52,8 @@ Status tfidf_vectorizer(Context& ctx) {
     const int64_t begin = starts[n - 1];
     const int64_t end =
         n < static_cast<int64_t>(starts.size()) ? starts[n] : static_cast<int64_t>(pool.size());
-    if (begin > end || end > static_cast<int64_t>(pool.size()) || (end - begin) % n != 0) {
+    if (begin < 0 || begin > end || end > static_cast<int64_t>(pool.size()) ||
+        (end - begin) % n != 0) {
       return ctx.error("ngram_counts does not match pool_int64s");
     }
     const int64_t grams = (end - begin) / n;

@@ -9,6 +9,7 @@
 #include "slimonnx/passes/region.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 #include <string_view>
@@ -198,8 +199,14 @@ class RegionPlan {
   }
 
   int64_t width(const Collapsed& c) const {
-    int64_t w = 0;
-    for (const std::string& f : c.frontier) w += common::num_elements(*ed_.shape(f));
+    int64_t w = 0;  // saturates rather than overflows
+    for (const std::string& f : c.frontier) {
+      const int64_t e = common::num_elements(*ed_.shape(f));
+      if (e < 0 || w > std::numeric_limits<int64_t>::max() - e) {
+        return std::numeric_limits<int64_t>::max();
+      }
+      w += e;
+    }
     return w;
   }
 
@@ -232,7 +239,10 @@ class RegionPlan {
       }
       work += per;
     }
-    if (m * n > std::max(kMaxWeights, 2 * replaced)) return false;
+    // In double: declared dims can make m * n overflow int64 (found by fuzz_slimonnx, UBSan).
+    if (static_cast<double>(m) * static_cast<double>(n) >
+        static_cast<double>(std::max(kMaxWeights, 2 * replaced)))
+      return false;
     return work * static_cast<double>(n + 1) <= kMaxWork;
   }
 
