@@ -283,6 +283,7 @@ common::Result<Interval> linear_bounds(const Model& model, const Interval& input
   } else {
     crown.emplace(model, options);
     std::vector<double> out_rows;
+    out_rows.reserve(c.size());
     for (const Mat& m : c)
       out_rows.push_back(m.size() == 0 ? 0 : static_cast<double>(judged_rows(rows, io)));
     crown->set_output_rows(std::move(out_rows));

@@ -64,6 +64,7 @@ common::Status CaseSearch::bound_top(std::vector<Open>& open) {
   for (size_t i = open.size(); i-- > 0 && static_cast<int64_t>(todo.size()) < per_call();)
     if (!open[i].bounds) todo.push_back(&open[i]);
   std::vector<Interval> boxes;
+  boxes.reserve(todo.size());
   for (const Open* o : todo) boxes.push_back(o->box);
   ASSIGN_OR_RETURN(std::vector<Bounds> b,
                    bound_all(boxes, std::vector<const Bounds*>(boxes.size(), nullptr)));
