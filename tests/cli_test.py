@@ -91,45 +91,32 @@ def limit_memory():
     resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
 
 
-def test_torchonnx_scatter_axis_out_of_range(tmp_path):
-    """Found by fuzz_torchonnx (UBSan): ScatterElements with axis 3 on a rank-2 input indexed the
-    input shape at -1."""
+# Inputs fuzz_torchonnx found, and the one line each now gets:
+# - avgpool_dim_2pow31: AveragePool over a declared 2^31 dim with uneven pads made the
+#   padding-correction buffer of every output position (22 GB resident, then the OOM killer).
+# - scatter_elements_axis_out_of_range (UBSan): ScatterElements with axis 3 on a rank-2 input
+#   indexed the input shape at -1.
+# - tfidf_negative_ngram_count (ASan): a negative ngram_counts entry was used as an offset into
+#   pool_int64s (a heap read before the vector).
+TORCHONNX_REGRESSIONS = [
+    ("avgpool_dim_2pow31", "node 'AveragePool_0' (AveragePool): more than 2^24 output positions "
+     "to correct for padding (opset 6)"),
+    ("scatter_elements_axis_out_of_range",
+     "node 'ScatterElements_0' (ScatterElements): axis out of range (opset 16)"),
+    ("tfidf_negative_ngram_count", "node 'TfIdfVectorizer_0' (TfIdfVectorizer): ngram_counts does "
+     "not match pool_int64s (opset 9)"),
+]
+
+
+@pytest.mark.parametrize("name,message", TORCHONNX_REGRESSIONS)
+def test_torchonnx_fuzz_regressions_are_one_line_errors(name, message, tmp_path):
     if "torchonnx" not in available_tools():
         pytest.skip("torchonnx not built")
-    src = os.path.join(os.path.dirname(__file__), "fuzz", "regress",
-                       "scatter_elements_axis_out_of_range.onnx")
+    src = os.path.join(os.path.dirname(__file__), "fuzz", "regress", name + ".onnx")
     r = subprocess.run([tool_path("torchonnx"), src, "-o", str(tmp_path / "out")], timeout=60,
                        capture_output=True, preexec_fn=limit_memory)
     assert r.returncode == 2 and not (tmp_path / "out").exists()
-    assert r.stderr.decode() == (f"torchonnx: {src}: node 'ScatterElements_0' (ScatterElements): "
-                                 "axis out of range (opset 16)\n")
-
-
-def test_torchonnx_tfidf_negative_ngram_count(tmp_path):
-    """Found by fuzz_torchonnx (ASan): a negative ngram_counts entry was used as an offset into
-    pool_int64s (a heap read before the vector)."""
-    if "torchonnx" not in available_tools():
-        pytest.skip("torchonnx not built")
-    src = os.path.join(os.path.dirname(__file__), "fuzz", "regress",
-                       "tfidf_negative_ngram_count.onnx")
-    r = subprocess.run([tool_path("torchonnx"), src, "-o", str(tmp_path / "out")], timeout=60,
-                       capture_output=True, preexec_fn=limit_memory)
-    assert r.returncode == 2 and not (tmp_path / "out").exists()
-    assert r.stderr.decode() == (f"torchonnx: {src}: node 'TfIdfVectorizer_0' (TfIdfVectorizer): "
-                                 "ngram_counts does not match pool_int64s (opset 9)\n")
-
-
-def test_torchonnx_pool_padding_correction_is_bounded(tmp_path):
-    """Found by fuzz_torchonnx: AveragePool over a declared 2^31 dim with uneven pads made the
-    padding-correction buffer of every output position (22 GB resident, then the OOM killer)."""
-    if "torchonnx" not in available_tools():
-        pytest.skip("torchonnx not built")
-    src = os.path.join(os.path.dirname(__file__), "fuzz", "regress", "avgpool_dim_2pow31.onnx")
-    r = subprocess.run([tool_path("torchonnx"), src, "-o", str(tmp_path / "out")], timeout=60,
-                       capture_output=True, preexec_fn=limit_memory)
-    assert r.returncode == 2 and not (tmp_path / "out").exists()
-    assert r.stderr.decode() == (f"torchonnx: {src}: node 'AveragePool_0' (AveragePool): more than "
-                                 "2^24 output positions to correct for padding (opset 6)\n")
+    assert r.stderr.decode() == f"torchonnx: {src}: {message}\n"
 
 
 # Inputs fuzz_propdag found, and the one line each now gets (the process used to die):
