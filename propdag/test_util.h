@@ -10,8 +10,28 @@
 
 #include "common/testing.h"
 #include "propdag/model.h"
+#include "propdag/vnnlib.h"
 
 namespace propdag::test {
+
+// y = x - x for x in [-1, 1]. IBP bounds the two operands independently: y in [-w, w] over a box
+// of width w, though y is 0 everywhere (the verify tests' network).
+inline constexpr const char* kZero = R"(
+  <ir_version: 8, opset_import: ["" : 15]>
+  g (float[1,1] x) => (float[1,1] y) {
+    y = Sub(x, x)
+  })";
+
+// A property of one input X_0 in [-1, 1] and one output Y_0, with `output_constraint` added.
+inline Spec one_input_spec(const std::string& output_constraint) {
+  auto s = parse_vnnlib(
+      "(declare-const X_0 Real)\n(declare-const Y_0 Real)\n"
+      "(assert (>= X_0 -1))\n(assert (<= X_0 1))\n" +
+          output_constraint,
+      "p.vnnlib");
+  EXPECT_TRUE(s.ok()) << s.error().str();
+  return *s;
+}
 
 // Network 1: x1, x2 in [-1, 1]
 //

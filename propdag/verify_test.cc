@@ -11,23 +11,9 @@ namespace {
 
 using test::build;
 
-// y = x - x for x in [-1, 1]. IBP bounds the two operands independently: y in [-w, w] over a box
-// of width w, though y is 0 everywhere.
-const char* kZero = R"(
-  <ir_version: 8, opset_import: ["" : 15]>
-  g (float[1,1] x) => (float[1,1] y) {
-    y = Sub(x, x)
-  })";
+using test::kZero;
 
-Spec spec(const std::string& output_constraint) {
-  auto s = parse_vnnlib(
-      "(declare-const X_0 Real)\n(declare-const Y_0 Real)\n"
-      "(assert (>= X_0 -1))\n(assert (<= X_0 1))\n" +
-          output_constraint,
-      "p.vnnlib");
-  EXPECT_TRUE(s.ok()) << s.error().str();
-  return *s;
-}
+Spec spec(const std::string& output_constraint) { return test::one_input_spec(output_constraint); }
 
 // Unsafe: y >= 1, i.e. -y <= -1. The case is proved over a box where -y's lower bound exceeds -1:
 //   whole box (width 2): -y >= -2, open;  halves (width 1): -y >= -1, still open (not above -1);

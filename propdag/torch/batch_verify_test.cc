@@ -16,21 +16,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// y = x - x for x in [-1, 1]: IBP bounds y by [-w, w] over a box of width w (verify_test.cc).
-const char* kZero = R"(
-  <ir_version: 8, opset_import: ["" : 15]>
-  g (float[1,1] x) => (float[1,1] y) {
-    y = Sub(x, x)
-  })";
+using test::kZero;
 
 Spec zero_spec(const std::string& output_constraint) {
-  auto s = parse_vnnlib(
-      "(declare-const X_0 Real)\n(declare-const Y_0 Real)\n"
-      "(assert (>= X_0 -1))\n(assert (<= X_0 1))\n" +
-          output_constraint,
-      "p.vnnlib");
-  EXPECT_TRUE(s.ok()) << s.error().str();
-  return *s;
+  return test::one_input_spec(output_constraint);
 }
 
 VerifyResult torch_verify(const Model& model, const Spec& spec, const Options& options,
