@@ -76,8 +76,8 @@ bool budget_binding(const Model& model, const Options& options,
                     const std::vector<RefineRows>& kinds, const std::vector<double>& row_cost,
                     const std::vector<double>& output_rows);
 /// The rows CROWN refines at `node` of kind `kind` (refine_rows) whose row costs `row_cost`: when
-/// the budget is binding (budget_binding) and the pass over all its rows fits the budget, every
-/// row (as if every row were needed); else `kind`, whose rows still go through the budget.
+/// the budget is binding (budget_binding) or Options::refine_stable_rows is on, and the pass over
+/// all its rows fits the budget, every row; else `kind`, whose rows still go through the budget.
 RefineRows refine_kind(const Model& model, const Options& options, int node, RefineRows kind,
                        bool binding, double row_cost);
 /// The rows of `b` that `rows` refines, ascending.

@@ -106,7 +106,7 @@ bool budget_binding(const Model& model, const Options& options,
 
 RefineRows refine_kind(const Model& model, const Options& options, int node, RefineRows kind,
                        bool binding, double row_cost) {
-  if (kind == RefineRows::kNone || !binding) return kind;
+  if (kind == RefineRows::kNone || !(binding || options.refine_stable_rows)) return kind;
   const double all = row_cost * static_cast<double>(model.numel(node));
   return all <= options.refine_budget ? RefineRows::kAll : kind;
 }

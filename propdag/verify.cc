@@ -64,6 +64,7 @@ common::Result<VerifyResult> verify(const Model& model, const Spec& spec, const 
   // Bound computations running past the limit stop refining (engine.h: Options::deadline).
   Options timed = options;
   if (split.seconds > 0) timed.deadline = deadline;
+  timed.refine_stable_rows = true;  // split choices read every row's bounds
   VerifyResult result;
   result.cases = static_cast<int>(spec.cases.size());
   std::vector<std::unique_ptr<CaseSearch>> searches;
