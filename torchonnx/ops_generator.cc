@@ -62,6 +62,21 @@ Status eye_like(Context& ctx) {
   return {};
 }
 
+// F.pad's list for per-dim amounts `begin`/`end` (last dim first, down to the outermost dim that
+// changes, whose index goes to `first`); empty when no dim changes.
+std::vector<int64_t> torch_pad(const std::vector<int64_t>& begin, const std::vector<int64_t>& end,
+                               int64_t& first) {
+  const auto rank = static_cast<int64_t>(begin.size());
+  first = 0;
+  while (first < rank && begin[first] == 0 && end[first] == 0) ++first;
+  std::vector<int64_t> tp;
+  for (int64_t d = rank - 1; d >= first; --d) {
+    tp.push_back(begin[d]);
+    tp.push_back(end[d]);
+  }
+  return tp;
+}
+
 Status pad(Context& ctx) {
   const int64_t rank = ctx.rank(0);
   std::vector<int64_t> pads;
@@ -91,15 +106,10 @@ Status pad(Context& ctx) {
     end[a] = pads[j + n];
   }
   int64_t first = 0;  // outermost padded dim
-  while (first < rank && begin[first] == 0 && end[first] == 0) ++first;
-  if (first == rank) {
+  const std::vector<int64_t> tp = torch_pad(begin, end, first);
+  if (tp.empty()) {
     ctx.alias(0, ctx.operand(0));
     return {};
-  }
-  std::vector<int64_t> tp;
-  for (int64_t d = rank - 1; d >= first; --d) {
-    tp.push_back(begin[d]);
-    tp.push_back(end[d]);
   }
   const std::string mode = ctx.node().attr_string("mode", "constant");
   // torch's reflect/replicate/circular kernels take floating types only; float64 is exact here.
@@ -140,15 +150,10 @@ Status center_crop_pad(Context& ctx) {
     end[a] = diff - begin[a];
   }
   int64_t first = 0;  // outermost changed dim
-  while (first < rank && begin[first] == 0 && end[first] == 0) ++first;
-  if (first == rank) {
+  const std::vector<int64_t> tp = torch_pad(begin, end, first);
+  if (tp.empty()) {
     ctx.alias(0, ctx.operand(0));
     return {};
-  }
-  std::vector<int64_t> tp;
-  for (int64_t d = rank - 1; d >= first; --d) {
-    tp.push_back(begin[d]);
-    tp.push_back(end[d]);
   }
   return ctx.emit("F.pad(" + ctx.in(0) + ", " + py_tuple(tp) + ")", "crop_pad",
                   ctx.batched(0) && first > 0);
