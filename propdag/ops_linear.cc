@@ -81,6 +81,14 @@ LinearTerm product_term(const Product& p, int var_slot, bool a_variable,
     LinearTerm t;
     t.slot = var_slot;
     t.dense = true;
+    // Float data times alpha = 1, each entry written once: exact as float.
+    if (konst.dtype == common::DType::kFloat && alpha == 1.0 && p.n * var_size >= kFloatWeightEntries) {
+      t.wf = Eigen::MatrixXf::Zero(p.n, var_size);
+      for (int64_t k = 0; k < p.k; ++k)
+        for (int64_t j = 0; j < p.n; ++j)
+          t.wf(j, p.a_at(0, 0, k)) = static_cast<float>(konst.double_at(p.b_at(0, k, j)));
+      return t;
+    }
     t.w = Mat::Zero(p.n, var_size);
     for (int64_t k = 0; k < p.k; ++k)
       for (int64_t j = 0; j < p.n; ++j)
