@@ -1,6 +1,7 @@
 #include "common/op_params.h"
 
 #include <algorithm>
+#include <set>
 #include <string_view>
 
 namespace common {
@@ -44,6 +45,49 @@ Status check_window(const Window& w) {
 }
 
 }  // namespace
+
+Result<int64_t> normalize_axis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank) {
+    return param_error("axis " + std::to_string(axis) + " out of range for rank " +
+                       std::to_string(rank));
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+Result<int64_t> normalize_flatten_axis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis > rank) {
+    return param_error("axis " + std::to_string(axis) + " out of range for rank " +
+                       std::to_string(rank));
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+Result<Dims> normalize_axes(Dims axes, int64_t rank) {
+  std::set<int64_t> seen;
+  for (int64_t& a : axes) {
+    ASSIGN_OR_RETURN(int64_t n, normalize_axis(a, rank));
+    if (!seen.insert(n).second) return param_error("axis " + std::to_string(a) + " repeated");
+    a = n;
+  }
+  return axes;
+}
+
+Result<std::optional<Dims>> ints_input_or_attr(const Node& node, size_t input, const Tensor* value,
+                                               std::string_view attr, std::string_view what) {
+  if (node.has_input(input)) {
+    const std::string n = std::to_string(input), name = "'" + node.inputs[input] + "'";
+    const std::string at = what.empty() ? "input " + n + " (" + name + ")"
+                                        : std::string(what) + " (input " + n + ", " + name + ")";
+    if (value == nullptr) return param_error(at + " is not known statically");
+    if (!is_integer(value->dtype)) {
+      return param_error(at + " is " + std::string(dtype_name(value->dtype)) +
+                         ", expected integers");
+    }
+    return std::optional<Dims>(value->to_int64());
+  }
+  if (!attr.empty() && node.has_attr(attr)) return std::optional<Dims>(node.attr_ints(attr));
+  return std::optional<Dims>();
+}
 
 Result<Window> read_window(const Node& node, size_t spatial, const Dims& kernel) {
   Window w;

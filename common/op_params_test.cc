@@ -146,5 +146,76 @@ TEST(Col2ImTest, OffsetsByKernelPositionThenBlock) {
                                             -1, 5, 7,  -1, 9,  11,     // (1, 0)
                                             4,  6, -1, 8,  10, -1}));  // (1, 1)
 }
+TEST(AxisTest, NegativeAxesCountFromTheEnd) {
+  // Rank 4: -1 is dim 3, -4 is dim 0; nonnegative axes stay.
+  EXPECT_EQ(*normalize_axis(-1, 4), 3);
+  EXPECT_EQ(*normalize_axis(-4, 4), 0);
+  EXPECT_EQ(*normalize_axis(0, 4), 0);
+  EXPECT_EQ(*normalize_axis(3, 4), 3);
+}
+
+TEST(AxisTest, OutOfRangeNamesAxisAndRank) {
+  EXPECT_EQ(normalize_axis(4, 4).error().message, "axis 4 out of range for rank 4");
+  EXPECT_EQ(normalize_axis(-5, 4).error().message, "axis -5 out of range for rank 4");
+  EXPECT_EQ(normalize_axis(0, 0).error().message, "axis 0 out of range for rank 0");
+}
+
+TEST(AxisTest, FlattenAxisMayEqualTheRank) {
+  // Rank 3: axis 3 puts every dim before the split ([d0 * d1 * d2, 1]); -3 is 0, -1 is 2.
+  EXPECT_EQ(*normalize_flatten_axis(3, 3), 3);
+  EXPECT_EQ(*normalize_flatten_axis(-3, 3), 0);
+  EXPECT_EQ(*normalize_flatten_axis(-1, 3), 2);
+  EXPECT_EQ(normalize_flatten_axis(4, 3).error().message, "axis 4 out of range for rank 3");
+  EXPECT_EQ(normalize_flatten_axis(-4, 3).error().message, "axis -4 out of range for rank 3");
+}
+
+TEST(AxesTest, NormalizedInTheGivenOrder) {
+  Result<Dims> a = normalize_axes({-1, 0, -3}, 3);  // rank 3: -3 names dim 0 again
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.error().message, "axis -3 repeated");
+  Result<Dims> b = normalize_axes({-1, 0, 1}, 3);
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  EXPECT_EQ(*b, Dims({2, 0, 1}));
+  EXPECT_EQ(*normalize_axes({}, 2), Dims());
+}
+
+TEST(AxesTest, OneOutOfRangeFailsTheList) {
+  EXPECT_EQ(normalize_axes({0, 2}, 2).error().message, "axis 2 out of range for rank 2");
+}
+
+Node with_inputs(std::vector<std::string> inputs, std::vector<Attribute> attrs) {
+  Node n = pool(std::move(attrs));
+  n.op_type = "Squeeze";
+  n.inputs = std::move(inputs);
+  return n;
+}
+
+TEST(IntsInputOrAttrTest, InputWinsThenAttributeThenNothing) {
+  const Tensor axes = Tensor::from_int64({0, -1}, {2});
+  Result<std::optional<Dims>> in =
+      ints_input_or_attr(with_inputs({"x", "ax"}, {}), 1, &axes, "axes", "Squeeze axes");
+  ASSERT_TRUE(in.ok() && in->has_value());
+  EXPECT_EQ(**in, Dims({0, -1}));
+  Result<std::optional<Dims>> attr =
+      ints_input_or_attr(with_inputs({"x"}, {ints("axes", {2})}), 1, nullptr, "axes", "axes");
+  ASSERT_TRUE(attr.ok() && attr->has_value());
+  EXPECT_EQ(**attr, Dims({2}));
+  // An empty input name is an absent input; an empty `attr` reads no attribute.
+  Result<std::optional<Dims>> none =
+      ints_input_or_attr(with_inputs({"x", ""}, {ints("axes", {2})}), 1, nullptr, "", "axes");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+}
+
+TEST(IntsInputOrAttrTest, UnknownOrNonIntegerInputFails) {
+  const Node n = with_inputs({"x", "ax"}, {});
+  EXPECT_EQ(ints_input_or_attr(n, 1, nullptr, "axes", "Squeeze axes").error().message,
+            "Squeeze axes (input 1, 'ax') is not known statically");
+  const Tensor f = Tensor::from_floats({1.0F}, {1});
+  EXPECT_EQ(ints_input_or_attr(n, 1, &f, "axes", "Squeeze axes").error().message,
+            "Squeeze axes (input 1, 'ax') is float, expected integers");
+  EXPECT_EQ(ints_input_or_attr(n, 1, nullptr, "", "").error().message,
+            "input 1 ('ax') is not known statically");
+}
 }  // namespace
 }  // namespace common
