@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/eval.h"
+#include "common/op_params.h"
 #include "shapeonnx/rules.h"
 #include "shapeonnx/rules_util.h"
 
@@ -70,9 +71,9 @@ Status reshape_rule(InferContext& ctx) {
 Status flatten_rule(InferContext& ctx) {
   const Dims& in = ctx.shape(0);
   const int64_t r = ctx.rank(0);
-  int64_t axis = ctx.node().attr_int("axis", 1);
-  if (axis < 0) axis += r;
-  if (axis < 0 || axis > r) return ctx.error("Flatten axis out of range");
+  auto normalized = common::normalize_flatten_axis(ctx.node().attr_int("axis", 1), r);
+  if (!normalized.ok()) return ctx.error(normalized.error().message);
+  const int64_t axis = *normalized;
   ASSIGN_OR_RETURN(int64_t outer, checked_product(ctx, in, 0, axis));
   ASSIGN_OR_RETURN(int64_t inner, checked_product(ctx, in, axis, in.size()));
   ctx.set_output(0, ctx.dtype(0), {outer, inner});
