@@ -2,6 +2,7 @@
 // DepthToSpace, SpaceToDepth. Indexing ops (Slice, Gather, Split, ...) are in rules_index.cc.
 #include <algorithm>
 #include <string>
+#include <string_view>
 
 #include "common/eval.h"
 #include "common/op_params.h"
@@ -189,12 +190,9 @@ Status tile_rule(InferContext& ctx) {
 Status pad_rule(InferContext& ctx) {
   const Dims& in = ctx.shape(0);
   const int64_t r = ctx.rank(0);
-  std::vector<int64_t> pads;
-  if (ctx.has_input(1)) {
-    ASSIGN_OR_RETURN(pads, known_ints(ctx, 1, "Pad pads"));
-  } else {
-    pads = ctx.node().attr_ints(ctx.node().has_attr("pads") ? "pads" : "paddings");
-  }
+  const std::string_view attr = ctx.node().has_attr("pads") ? "pads" : "paddings";  // opset 1
+  ASSIGN_OR_RETURN(auto listed, ints_from_input_or_attr(ctx, 1, attr, "Pad pads"));
+  std::vector<int64_t> pads = listed.value_or(std::vector<int64_t>{});
   std::vector<int64_t> axes;
   if (ctx.has_input(3)) {
     ASSIGN_OR_RETURN(std::vector<int64_t> listed, known_ints(ctx, 3, "Pad axes"));

@@ -81,11 +81,10 @@ Status pad(Context& ctx) {
   const int64_t rank = ctx.rank(0);
   std::vector<int64_t> pads;
   std::string value;
+  ASSIGN_OR_RETURN(pads, ints_from(ctx, 1, ctx.opset() < 11 ? "pads" : ""));
   if (ctx.opset() < 11) {
-    pads = ctx.node().attr_ints("pads");
     value = py_float(ctx.node().attr_float("value", 0.0f));
   } else {
-    ASSIGN_OR_RETURN(pads, ints_from(ctx, 1, ""));
     if (ctx.has_input(2)) {
       const Tensor* v = ctx.constant(2);
       if (!v) return ctx.error("constant_value must be a constant");

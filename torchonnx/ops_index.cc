@@ -42,22 +42,16 @@ struct SliceSpec {
 
 common::Result<SliceSpec> slice_spec(Context& ctx) {
   SliceSpec s;
-  const common::Node& n = ctx.node();
-  if (ctx.opset() < 10) {
-    s.starts = n.attr_ints("starts");
-    s.ends = n.attr_ints("ends");
-    s.axes = n.attr_ints("axes");
+  // Attributes starts, ends, axes before opset 10; inputs 1-4 (steps new) from it on.
+  s.constant = !ctx.has_input(1) || (ctx.constant(1) && ctx.constant(2));
+  if (s.constant) {
+    ASSIGN_OR_RETURN(s.starts, ints_from(ctx, 1, "starts"));
+    ASSIGN_OR_RETURN(s.ends, ints_from(ctx, 2, "ends"));
   } else {
-    s.constant = ctx.constant(1) && ctx.constant(2);
-    if (s.constant) {
-      s.starts = ctx.constant(1)->to_int64();
-      s.ends = ctx.constant(2)->to_int64();
-    } else {
-      s.starts.assign(ctx.shape(1).empty() ? 1 : ctx.shape(1)[0], 0);
-    }
-    ASSIGN_OR_RETURN(s.axes, ints_from(ctx, 3, ""));
-    ASSIGN_OR_RETURN(s.steps, ints_from(ctx, 4, ""));
+    s.starts.assign(ctx.shape(1).empty() ? 1 : ctx.shape(1)[0], 0);
   }
+  ASSIGN_OR_RETURN(s.axes, ints_from(ctx, 3, "axes"));
+  ASSIGN_OR_RETURN(s.steps, ints_from(ctx, 4, ""));
   if (s.axes.empty()) {
     for (size_t i = 0; i < s.starts.size(); ++i) s.axes.push_back(static_cast<int64_t>(i));
   }

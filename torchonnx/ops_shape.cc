@@ -71,12 +71,10 @@ Status flatten(Context& ctx) {
 
 // The one axis an Unsqueeze inserts, normalized to its output rank; -1 if not exactly one.
 int64_t inserted_axis(const common::Graph& g, const common::Node& u, int64_t out_rank) {
-  std::vector<int64_t> axes;
-  if (u.has_attr("axes")) {
-    axes = u.attr_ints("axes");
-  } else if (const common::Tensor* t = u.has_input(1) ? g.constant(u.inputs[1]) : nullptr) {
-    axes = t->to_int64();
-  }
+  const common::Tensor* t = u.has_input(1) ? g.constant(u.inputs[1]) : nullptr;
+  const auto listed = common::ints_input_or_attr(u, 1, t, "axes", "axes");
+  if (!listed.ok() || !listed->has_value()) return -1;
+  const std::vector<int64_t>& axes = **listed;
   if (axes.size() != 1) return -1;
   const common::Result<int64_t> axis = common::normalize_axis(axes[0], out_rank);
   return axis.ok() ? *axis : -1;
