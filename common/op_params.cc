@@ -44,22 +44,21 @@ Status check_window(const Window& w) {
   return {};
 }
 
-}  // namespace
-
-Result<int64_t> normalize_axis(int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= rank) {
+// `axis` in [-rank, end) as an index: negative axes count from the end.
+Result<int64_t> axis_below(int64_t axis, int64_t rank, int64_t end) {
+  if (axis < -rank || axis >= end) {
     return param_error("axis " + std::to_string(axis) + " out of range for rank " +
                        std::to_string(rank));
   }
   return axis < 0 ? axis + rank : axis;
 }
 
+}  // namespace
+
+Result<int64_t> normalize_axis(int64_t axis, int64_t rank) { return axis_below(axis, rank, rank); }
+
 Result<int64_t> normalize_flatten_axis(int64_t axis, int64_t rank) {
-  if (axis < -rank || axis > rank) {
-    return param_error("axis " + std::to_string(axis) + " out of range for rank " +
-                       std::to_string(rank));
-  }
-  return axis < 0 ? axis + rank : axis;
+  return axis_below(axis, rank, rank + 1);
 }
 
 Result<Dims> normalize_axes(Dims axes, int64_t rank) {
