@@ -78,10 +78,6 @@ Result<std::optional<Dims>> ints_input_or_attr(const Node& node, size_t input, c
     const std::string at = what.empty() ? "input " + n + " (" + name + ")"
                                         : std::string(what) + " (input " + n + ", " + name + ")";
     if (value == nullptr) return param_error(at + " is not known statically");
-    if (!is_integer(value->dtype)) {
-      return param_error(at + " is " + std::string(dtype_name(value->dtype)) +
-                         ", expected integers");
-    }
     return std::optional<Dims>(value->to_int64());
   }
   if (!attr.empty() && node.has_attr(attr)) return std::optional<Dims>(node.attr_ints(attr));

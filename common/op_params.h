@@ -27,10 +27,10 @@ Result<int64_t> normalize_flatten_axis(int64_t axis, int64_t rank);
 Result<Dims> normalize_axes(Dims axes, int64_t rank);
 
 /// A list of integers that old opsets give as attribute `attr` and new ones as input `input`:
-/// `value`, the input's known content, when the node has that input; else the attribute when
-/// `attr` is not empty and the node has it; else nullopt. Fails when the node has the input but
-/// `value` is null (not known) or not of an integer type; the message names `what` (or the input
-/// alone when `what` is empty).
+/// `value`, the input's known content read as integers (floats saturate, NaN reads as 0, as
+/// Tensor::to_int64 does), when the node has that input; else the attribute when `attr` is not
+/// empty and the node has it; else nullopt. Fails when the node has the input but `value` is null
+/// (not known); the message names `what` (or the input alone when `what` is empty).
 Result<std::optional<Dims>> ints_input_or_attr(const Node& node, size_t input, const Tensor* value,
                                                std::string_view attr, std::string_view what);
 

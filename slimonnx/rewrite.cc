@@ -226,7 +226,7 @@ std::optional<std::vector<int64_t>> int_param(const Editor& ed, const Node& n, s
                                               std::string_view attr) {
   const Tensor* t = n.has_input(slot) ? ed.initializer(n.inputs[slot]) : nullptr;
   auto ints = common::ints_input_or_attr(n, slot, t, attr, attr);
-  if (!ints.ok()) return std::nullopt;  // not a known integer constant
+  if (!ints.ok()) return std::nullopt;  // not a constant
   return ints->value_or(std::vector<int64_t>{});
 }
 
