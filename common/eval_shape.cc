@@ -50,14 +50,9 @@ Result<Outputs> constant_kernel(const Ctx& c) {
 Result<Outputs> shape_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
   auto rank = static_cast<int64_t>(x->dims.size());
-  auto clamp = [rank](int64_t v) {
-    if (v < 0) v += rank;
-    return std::clamp<int64_t>(v, 0, rank);
-  };
-  int64_t start = clamp(c.node.attr_int("start", 0));
-  int64_t end = clamp(c.node.attr_int("end", rank));
+  const DimRange range = shape_range(c.node, rank);
   std::vector<int64_t> dims;
-  for (int64_t i = start; i < end; ++i) dims.push_back(x->dims[i]);
+  for (int64_t i = range.begin; i < range.end; ++i) dims.push_back(x->dims[i]);
   auto n = static_cast<int64_t>(dims.size());
   return Outputs{Tensor::from_int64(dims, {n})};
 }

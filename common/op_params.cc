@@ -84,6 +84,12 @@ Result<std::optional<Dims>> ints_input_or_attr(const Node& node, size_t input, c
   return std::optional<Dims>();
 }
 
+DimRange shape_range(const Node& node, int64_t rank) {
+  auto clamp = [rank](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + rank : v, 0, rank); };
+  const int64_t begin = clamp(node.attr_int("start", 0));
+  return {begin, std::max(begin, clamp(node.attr_int("end", rank)))};
+}
+
 Result<Window> read_window(const Node& node, size_t spatial, const Dims& kernel) {
   Window w;
   w.kernel = node.has_attr("kernel_shape") ? node.attr_ints("kernel_shape") : kernel;

@@ -34,6 +34,13 @@ Result<Dims> normalize_axes(Dims axes, int64_t rank);
 Result<std::optional<Dims>> ints_input_or_attr(const Node& node, size_t input, const Tensor* value,
                                                std::string_view attr, std::string_view what);
 
+/// The dims [begin, end) that Shape returns (opset 15's `start` and `end`, default all): negative
+/// values count from the end, both clamp to [0, rank], and an end before the begin is the begin.
+struct DimRange {
+  int64_t begin = 0, end = 0;
+};
+DimRange shape_range(const Node& node, int64_t rank);
+
 /// The sliding window of Conv, ConvTranspose and the pools over `kernel.size()` spatial dims.
 struct Window {
   Dims kernel, strides, dilations;

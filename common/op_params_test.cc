@@ -186,6 +186,26 @@ TEST(AxesTest, OneOutOfRangeFailsTheList) {
   EXPECT_EQ(normalize_axes({0, 2}, 2).error().message, "axis 2 out of range for rank 2");
 }
 
+TEST(ShapeRangeTest, ClampsAndCountsFromTheEnd) {
+  Node n = pool({});
+  n.op_type = "Shape";
+  DimRange all = shape_range(n, 4);  // no attributes: every dim
+  EXPECT_EQ(all.begin, 0);
+  EXPECT_EQ(all.end, 4);
+  n.attrs = {Attribute::make_int("start", -3), Attribute::make_int("end", 99)};
+  DimRange tail = shape_range(n, 4);  // -3 is dim 1; 99 clamps to 4
+  EXPECT_EQ(tail.begin, 1);
+  EXPECT_EQ(tail.end, 4);
+  n.attrs = {Attribute::make_int("start", -99), Attribute::make_int("end", -1)};
+  DimRange head = shape_range(n, 4);  // -99 clamps to 0; -1 is dim 3
+  EXPECT_EQ(head.begin, 0);
+  EXPECT_EQ(head.end, 3);
+  n.attrs = {Attribute::make_int("start", 3), Attribute::make_int("end", 1)};
+  DimRange none = shape_range(n, 4);  // end before start: empty
+  EXPECT_EQ(none.begin, 3);
+  EXPECT_EQ(none.end, 3);
+}
+
 Node with_inputs(std::vector<std::string> inputs, std::vector<Attribute> attrs) {
   Node n = pool(std::move(attrs));
   n.op_type = "Squeeze";

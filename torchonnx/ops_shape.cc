@@ -152,7 +152,7 @@ Status transpose(Context& ctx) {
   if (perm.empty()) {
     for (int64_t d = rank - 1; d >= 0; --d) perm.push_back(d);
   }
-  for (int64_t& p : perm) p = p < 0 ? p + rank : p;
+  ASSIGN_OR_RETURN(perm, axes_at(ctx, perm, rank));
   bool identity = true;
   for (size_t d = 0; d < perm.size(); ++d) identity = identity && perm[d] == int64_t(d);
   if (identity) {
