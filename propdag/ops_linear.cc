@@ -183,12 +183,11 @@ Result<OpOutputs> reduce(const OpContext& ctx, bool mean) {
   if (ctx.variable(1)) return ctx.error("reduction axes must be constant");
   const Dims& x = ctx.shape(0);
   const int64_t rank = static_cast<int64_t>(x.size());
-  std::vector<int64_t> axes = ints_input_or_attr(ctx, 1, "axes");
+  ASSIGN_OR_RETURN(std::vector<int64_t> axes, ints_input_or_attr(ctx, 1, "axes"));
   std::vector<bool> reduced(rank,
                             axes.empty() && ctx.node.attr_int("noop_with_empty_axes", 0) == 0);
   for (int64_t a : axes) {
-    int64_t ax = norm_axis(a, rank);
-    if (ax < 0) return ctx.error("reduction axis out of range");
+    ASSIGN_OR_RETURN(int64_t ax, axis_at(ctx, a, rank));
     reduced[ax] = true;
   }
   const bool keep = ctx.node.attr_int("keepdims", 1) != 0;
