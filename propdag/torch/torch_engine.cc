@@ -16,8 +16,10 @@
 #include <cstdlib>
 #include <limits>
 #include <optional>
+#include <utility>
 
 #include "propdag/crown.h"
+#include "propdag/torch/torch_alpha.h"
 #include "propdag/torch/torch_ops.h"
 #include "propdag/traverse.h"
 
@@ -167,6 +169,7 @@ class TorchEngine : public Engine {
         continue;
       }
       ASSIGN_OR_RETURN(TBox r, backward(o, at::eye(n, opts_), x, b, opt));
+      ASSIGN_OR_RETURN(r, internal::tuned_outputs({m_, kernels_, offset_, x, b}, o, r, opt));
       if (opt.intersect_ibp) intersect(r, b[o].lo, b[o].hi);
       out.push_back(to_boxes(r));
     }
@@ -207,7 +210,12 @@ class TorchEngine : public Engine {
                          opt, row_cost_[node] * static_cast<double>(rows), input.count());
       TBox part;
       if (affordable && !use_ibp) {
+        ASSIGN_OR_RETURN(at::Tensor tuned, internal::optimized_lower({m_, kernels_, offset_, x, b},
+                                                                     node, ct, opt, coef_));
+        at::Tensor* keep = std::exchange(coef_, tuned.defined() ? nullptr : coef_);
         ASSIGN_OR_RETURN(part, backward(node, ct, x, b, opt));
+        coef_ = keep;
+        if (tuned.defined()) intersect(part, tuned, part.hi);
       } else {
         part = box_of(ct, b[node]);
       }
@@ -236,8 +244,6 @@ class TorchEngine : public Engine {
         input.lo.rows() != input.hi.rows() || input.count() == 0)
       return m_.graph().error("input boxes have " + std::to_string(input.lo.cols()) +
                               " elements, the model takes " + std::to_string(m_.input_size()));
-    if (opt.method == Method::kAlpha)
-      return m_.graph().error("the torch engine computes ibp and crown bounds (alpha: not yet)");
     return TBox{internal::to_tensor(input.lo, opts_), internal::to_tensor(input.hi, opts_)};
   }
 
