@@ -1,7 +1,7 @@
 // propdag's torch engine against its Eigen engine: boxes bounded per second (CROWN bounds of
 // every output) on sub-boxes of a model's property box, the Eigen engine one box at a time and
 // the torch engine K = 1, 64, 1024 boxes per call on the CPU (K = 1, 4 on the conv nets, where
-// one CROWN bound takes seconds); the same for alpha (K = 1, 64 on ACAS Xu; 1, 4 on collins);
+// one CROWN bound takes seconds); the same for alpha (K = 1, 64 on ACAS Xu);
 // and load + one CROWN bound, whole.
 //   propdag_torch_bench [--benchmark_filter=acasxu] ; VNNCOMP_BENCHMARKS overrides the folder.
 // benchmarks/propdag_torch_ratio.sh prints the ratios of one run.
@@ -172,7 +172,7 @@ int register_all() {
       register_boxes(c, propdag::Method::kAlpha, {1, 64});
     } else if (n != "tinyyolo") {
       register_boxes(c, propdag::Method::kCrown, {1, 4});
-      if (n == "collins_conv") register_boxes(c, propdag::Method::kAlpha, {1, 4});
+      register_boxes(c, propdag::Method::kAlpha, {1, 4});
     }
     for (bool torch : {false, true})
       benchmark::RegisterBenchmark(

@@ -6,11 +6,11 @@
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/abs.h>
 #include <ATen/ops/cat.h>
+#include <ATen/ops/clamp.h>
 #include <ATen/ops/eye.h>
 #include <ATen/ops/matmul.h>
 #include <ATen/ops/maximum.h>
 #include <ATen/ops/minimum.h>
-#include <ATen/ops/sqrt.h>
 #include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
 #include <ATen/ops/zeros_like.h>
@@ -40,12 +40,14 @@ class Tuner {
   common::Status prepare() {
     const size_t size = in_.model.dag().size();
     lines_.resize(size), alpha_.resize(size), lo_min_.resize(size), lo_max_.resize(size);
+    zero_lo_bias_.assign(size, 0);
     const int64_t k = in_.x.lo.size(0), rows = c_.size(0);
     for (int n : order_) {
       const Kernel* kernel = in_.kernels[n].get();
       if (kernel == nullptr || kernel->affine() != nullptr) continue;
       ASSIGN_OR_RETURN(lines_[n], kernel->lines(n, in_.b));
       const TLines& l = lines_[n];
+      zero_lo_bias_[n] = !l.lo_bias.ne(0).any().item<bool>();  // ReLU-like lines
       if (l.input < 0 || !(l.lo_max > l.lo_min).any().item<bool>()) continue;
       alpha_[n] = l.lo_slope.unsqueeze(1).expand({k, rows, -1}).clone();
       lo_min_[n] = l.lo_min.unsqueeze(1);
@@ -61,6 +63,8 @@ class Tuner {
     Pass p = pass(alpha_);
     at::Tensor best = p.lb;
     std::vector<at::Tensor> best_alpha = alpha_, m1(alpha_.size()), m2(alpha_.size());
+    for (at::Tensor& a : alpha_)
+      if (a.defined()) a = a.clone();
     const int steps = tunable_ ? opt.alpha_steps : 0;
     for (int s = 1; s <= steps && !opt.past_deadline(); ++s) {
       const std::vector<at::Tensor> grad = gradient(p);
@@ -69,11 +73,11 @@ class Tuner {
         // Skipped: untuned nodes, and tuned ones no coefficient reaches.
         if (!alpha_[n].defined() || !grad[n].defined()) continue;
         if (!m1[n].defined()) m1[n] = at::zeros_like(alpha_[n]), m2[n] = at::zeros_like(alpha_[n]);
-        m1[n] = kBeta1 * m1[n] + (1 - kBeta1) * grad[n];
-        m2[n] = kBeta2 * m2[n] + (1 - kBeta2) * grad[n] * grad[n];
-        const at::Tensor next =
-            alpha_[n] + opt.alpha_rate * (m1[n] / fix1) / ((m2[n] / fix2).sqrt() + kEps);
-        alpha_[n] = at::minimum(at::maximum(next, lo_min_[n]), lo_max_[n]);
+        // In place (fewer passes over [K, rows, n]); alpha_[n] shares no storage with best_alpha.
+        m1[n].mul_(kBeta1).add_(grad[n], 1 - kBeta1);
+        m2[n].mul_(kBeta2).addcmul_(grad[n], grad[n], 1 - kBeta2);
+        alpha_[n].addcdiv_(m1[n], (m2[n] / fix2).sqrt_().add_(kEps), opt.alpha_rate / fix1);
+        at::clamp_(alpha_[n], lo_min_[n], lo_max_[n]);
       }
       p = pass(alpha_);
       const at::Tensor better = p.lb > best;
@@ -126,7 +130,8 @@ class Tuner {
       }
       const TLines& l = lines_[n];
       const at::Tensor lp = lam.clamp_min(0), ln = lam.clamp_max(0);
-      p.lb = p.lb + (lp * l.lo_bias.unsqueeze(1) + ln * l.up_bias.unsqueeze(1)).sum(-1);
+      const at::Tensor up = ln * l.up_bias.unsqueeze(1);
+      p.lb = p.lb + (zero_lo_bias_[n] ? up : up + lp * l.lo_bias.unsqueeze(1)).sum(-1);
       if (l.input >= 0)
         accumulate(p.lam[l.input], lp * slope(n, alpha) + ln * l.up_slope.unsqueeze(1));
     }
@@ -158,7 +163,8 @@ class Tuner {
       }
       const TLines& l = lines_[n];
       const at::Tensor gi = l.input >= 0 ? g[l.input] : at::zeros_like(lam);
-      g[n] = at::where(lam >= 0, gi * slope(n, alpha_) + l.lo_bias.unsqueeze(1),
+      const at::Tensor lower = gi * slope(n, alpha_);
+      g[n] = at::where(lam >= 0, zero_lo_bias_[n] ? lower : lower + l.lo_bias.unsqueeze(1),
                        gi * l.up_slope.unsqueeze(1) + l.up_bias.unsqueeze(1));
       if (alpha_[n].defined()) grad[n] = gi * lam.clamp_min(0);
     }
@@ -171,6 +177,7 @@ class Tuner {
   at::Tensor c_;
   std::vector<TLines> lines_;
   std::vector<at::Tensor> alpha_, lo_min_, lo_max_;
+  std::vector<char> zero_lo_bias_;  // per node: its lower lines pass through the origin
   bool tunable_ = false;
 };
 
