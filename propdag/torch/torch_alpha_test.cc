@@ -23,8 +23,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::unique_ptr<Engine> engine_for(const Model& model) {
-  auto e = create(model, {"cpu", false});
+std::unique_ptr<Engine> engine_for(const Model& model, bool float32 = false) {
+  auto e = create(model, {"cpu", float32});
   EXPECT_TRUE(e.ok()) << e.error().str();
   return std::move(e).value();
 }
@@ -71,6 +71,13 @@ TEST(TorchAlpha, KinkNetReachesTheBestSlope) {
     EXPECT_NEAR((*alpha)[0].lo(k, 0), 0.0, 1e-6) << k;
     EXPECT_LE((*alpha)[0].lo(k, 0), 0.0) << k;  // sound: y = 0 at x = 0
     EXPECT_NEAR((*alpha)[0].hi(k, 0), 1.0, 1e-12) << k;
+  }
+  // float32: the same steps.
+  auto f32 = engine_for(model, true)->output_bounds(two, with(Method::kAlpha));
+  ASSERT_TRUE(f32.ok()) << f32.error().str();
+  for (int k = 0; k < 2; ++k) {
+    EXPECT_NEAR((*f32)[0].lo(k, 0), 0.0, 1e-5) << k;
+    EXPECT_NEAR((*f32)[0].hi(k, 0), 1.0, 1e-5) << k;
   }
   // linear_bounds tunes the lower bound of each row; its coefficients are those of the tuned
   // lines: y >= (a - 0.5) x with a = 0.5, so about 0.
