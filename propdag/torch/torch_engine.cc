@@ -16,7 +16,6 @@
 #include <cstdlib>
 #include <limits>
 #include <optional>
-#include <utility>
 
 #include "propdag/crown.h"
 #include "propdag/torch/torch_alpha.h"
@@ -212,9 +211,7 @@ class TorchEngine : public Engine {
       if (affordable && !use_ibp) {
         ASSIGN_OR_RETURN(at::Tensor tuned, internal::optimized_lower({m_, kernels_, offset_, x, b},
                                                                      node, ct, opt, coef_));
-        at::Tensor* keep = std::exchange(coef_, tuned.defined() ? nullptr : coef_);
-        ASSIGN_OR_RETURN(part, backward(node, ct, x, b, opt));
-        coef_ = keep;
+        ASSIGN_OR_RETURN(part, backward(node, ct, x, b, opt, !tuned.defined()));
         if (tuned.defined()) intersect(part, tuned, part.hi);
       } else {
         part = box_of(ct, b[node]);
@@ -321,9 +318,10 @@ class TorchEngine : public Engine {
     return {};
   }
 
-  // Bounds of c * target ([K, rows]) for the objective c [rows, numel(target)].
+  // Bounds of c * target ([K, rows]) for the objective c [rows, numel(target)]; `coefs`: the
+  // lower bounds' input coefficients go to coef_ (when set).
   Result<TBox> backward(int target, const at::Tensor& c, const TBox& x, const std::vector<TBox>& b,
-                        const Options& opt) const {
+                        const Options& opt, bool coefs = true) const {
     const Dag& dag = m_.dag();
     std::vector<int> order = dag.backward_order(target);
     double widest = 0;
@@ -344,7 +342,7 @@ class TorchEngine : public Engine {
         if (!w.lam[n].defined()) continue;
         if (m_.op(n) == nullptr) {
           concretize(input_part(x, n), w.lam[n], w.om[n], w);
-          if (coef_ != nullptr)
+          if (coefs && coef_ != nullptr)
             coef_->narrow(1, r0, rk).narrow(2, offset_[n], m_.numel(n)).add_(w.lam[n]);
         } else {
           RETURN_IF_ERROR(kernels_[n]->step(n, b, w));
