@@ -1,7 +1,8 @@
-// alpha in the torch engine: a hand-worked net whose best lower slope is known, and on shared
-// VNN-COMP models (ACAS Xu, conv nets: collins RUL, cGAN) K boxes per call whose alpha bounds lie
-// within their CROWN bounds, hold at sampled points (evaluated by common's evaluator) and, on
-// ACAS Xu and cGAN, are as wide as the Eigen engine's alpha bounds within a few percent.
+// alpha in the torch engine: hand-worked ReLU and LeakyReLU nets whose best lower slope is known,
+// and on shared VNN-COMP models (ACAS Xu, conv nets: collins RUL, cGAN) K boxes per call whose
+// alpha bounds lie within their CROWN bounds, hold at sampled points (evaluated by common's
+// evaluator) and, on ACAS Xu and cGAN, are as wide as the Eigen engine's alpha bounds within a few
+// percent.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -92,6 +93,44 @@ TEST(TorchAlpha, KinkNetReachesTheBestSlope) {
   }
   // The Eigen engine's alpha finds the same bounds (the same steps).
   for (int k = 0; k < 2; ++k) {
+    auto ref = output_bounds(model, {two.lo.row(k).transpose(), two.hi.row(k).transpose()},
+                             with(Method::kAlpha));
+    ASSERT_TRUE(ref.ok());
+    EXPECT_NEAR((*ref)[0].lo[0], (*alpha)[0].lo(k, 0), 1e-9);
+    EXPECT_NEAR((*ref)[0].hi[0], (*alpha)[0].hi(k, 0), 1e-9);
+  }
+}
+
+// y = leaky_relu(x, 0.1) - 0.55 x, true range [0, 0.9] on x in [-1, 2] and on x in [-2, 1]. A
+// lower slope a in [0.1, 1] gives y >= (a - 0.55) x, best a = 0.55 (bound 0).
+//   [-1, 2]: CROWN a = 1 (u > -l): bound -0.45. Adam goes down by 0.1 a step (gradient -1) to
+//            a = 0.6 (bound -0.05) in 4 steps, then overshoots: the kept bound is in [-0.05, 0].
+//            Upper line slope (2 + 0.1) / 3 = 0.7, bias 0.6: y <= 0.15 x + 0.6 <= 0.9.
+//   [-2, 1]: CROWN a = 0.1 (u < -l, the bottom of the range): bound -0.45; up to a = 0.5 (bound
+//            -0.05) in 4 steps. Upper: slope (1 + 0.2) / 3 = 0.4, bias 0.6: y <= 0.6 - 0.15 x
+//            <= 0.9.
+constexpr const char* kLeakyNet = R"(
+  <ir_version: 8, opset_import: ["" : 15]>
+  g (float[1,1] x) => (float[1,1] y) <float[1,1] m = {-0.55}> {
+    r = LeakyRelu <alpha = 0.1> (x)
+    s = MatMul(x, m)
+    y = Add(r, s)
+  })";
+
+TEST(TorchAlpha, LeakyReluSlopesStayInTheirRange) {
+  Model model = test::build(kLeakyNet);
+  std::unique_ptr<Engine> engine = engine_for(model);
+  Boxes two{Mat(2, 1), Mat(2, 1)};
+  two.lo << -1, -2;
+  two.hi << 2, 1;
+  auto crown = engine->output_bounds(two, with(Method::kCrown));
+  auto alpha = engine->output_bounds(two, with(Method::kAlpha));
+  ASSERT_TRUE(crown.ok() && alpha.ok());
+  for (int k = 0; k < 2; ++k) {
+    EXPECT_NEAR((*crown)[0].lo(k, 0), -0.45, 1e-6) << k;  // float32 weights: -0.55f
+    EXPECT_GE((*alpha)[0].lo(k, 0), -0.05 - 1e-6) << k;
+    EXPECT_LE((*alpha)[0].lo(k, 0), 0.0) << k;  // sound: y = 0 at x = 0
+    EXPECT_NEAR((*alpha)[0].hi(k, 0), 0.9, 1e-6) << k;
     auto ref = output_bounds(model, {two.lo.row(k).transpose(), two.hi.row(k).transpose()},
                              with(Method::kAlpha));
     ASSERT_TRUE(ref.ok());
