@@ -18,6 +18,7 @@
 #include <optional>
 
 #include "propdag/crown.h"
+#include "propdag/torch/torch_alpha.h"
 #include "propdag/torch/torch_ops.h"
 #include "propdag/traverse.h"
 
@@ -167,6 +168,7 @@ class TorchEngine : public Engine {
         continue;
       }
       ASSIGN_OR_RETURN(TBox r, backward(o, at::eye(n, opts_), x, b, opt));
+      ASSIGN_OR_RETURN(r, internal::tuned_outputs({m_, kernels_, offset_, x, b}, o, r, opt));
       if (opt.intersect_ibp) intersect(r, b[o].lo, b[o].hi);
       out.push_back(to_boxes(r));
     }
@@ -207,7 +209,10 @@ class TorchEngine : public Engine {
                          opt, row_cost_[node] * static_cast<double>(rows), input.count());
       TBox part;
       if (affordable && !use_ibp) {
-        ASSIGN_OR_RETURN(part, backward(node, ct, x, b, opt));
+        ASSIGN_OR_RETURN(at::Tensor tuned, internal::optimized_lower({m_, kernels_, offset_, x, b},
+                                                                     node, ct, opt, coef_));
+        ASSIGN_OR_RETURN(part, backward(node, ct, x, b, opt, !tuned.defined()));
+        if (tuned.defined()) intersect(part, tuned, part.hi);
       } else {
         part = box_of(ct, b[node]);
       }
@@ -236,8 +241,6 @@ class TorchEngine : public Engine {
         input.lo.rows() != input.hi.rows() || input.count() == 0)
       return m_.graph().error("input boxes have " + std::to_string(input.lo.cols()) +
                               " elements, the model takes " + std::to_string(m_.input_size()));
-    if (opt.method == Method::kAlpha)
-      return m_.graph().error("the torch engine computes ibp and crown bounds (alpha: not yet)");
     return TBox{internal::to_tensor(input.lo, opts_), internal::to_tensor(input.hi, opts_)};
   }
 
@@ -315,9 +318,10 @@ class TorchEngine : public Engine {
     return {};
   }
 
-  // Bounds of c * target ([K, rows]) for the objective c [rows, numel(target)].
+  // Bounds of c * target ([K, rows]) for the objective c [rows, numel(target)]; `coefs`: the
+  // lower bounds' input coefficients go to coef_ (when set).
   Result<TBox> backward(int target, const at::Tensor& c, const TBox& x, const std::vector<TBox>& b,
-                        const Options& opt) const {
+                        const Options& opt, bool coefs = true) const {
     const Dag& dag = m_.dag();
     std::vector<int> order = dag.backward_order(target);
     double widest = 0;
@@ -338,7 +342,7 @@ class TorchEngine : public Engine {
         if (!w.lam[n].defined()) continue;
         if (m_.op(n) == nullptr) {
           concretize(input_part(x, n), w.lam[n], w.om[n], w);
-          if (coef_ != nullptr)
+          if (coefs && coef_ != nullptr)
             coef_->narrow(1, r0, rk).narrow(2, offset_[n], m_.numel(n)).add_(w.lam[n]);
         } else {
           RETURN_IF_ERROR(kernels_[n]->step(n, b, w));

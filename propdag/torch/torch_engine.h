@@ -1,5 +1,5 @@
-// The LibTorch engine: IBP and CROWN bounds of K input boxes in one call, on the CPU or on CUDA,
-// over the same Model (DAG, schedules, op rules) as the Eigen engine of engine.h. No LibTorch
+// The LibTorch engine: IBP, CROWN and alpha bounds of K input boxes in one call, on the CPU or on
+// CUDA, over the same Model (DAG, schedules, op rules) as the Eigen engine of engine.h. No LibTorch
 // header is included here: the engine lives in the shared library propdag_torch, which a program
 // links (propdag::propdag_torch) or opens at run time (load_torch_engine, see loader.h).
 #pragma once
@@ -33,8 +33,10 @@ class Engine {
  public:
   virtual ~Engine() = default;
   /// Bounds of every graph output for each box: out[o] is K x numel(output o). Options::method
-  /// kIbp or kCrown; the relaxations, refinement budget and IBP intersection are those of
-  /// propdag::output_bounds, so each row equals its result for that box up to rounding.
+  /// kIbp, kCrown or kAlpha; the relaxations, refinement budget and IBP intersection are those of
+  /// propdag::output_bounds, so each row equals its result for that box up to rounding (kAlpha:
+  /// ReLU-like lower slopes tuned as the Eigen engine does, Sigmoid / Tanh tangents not tuned;
+  /// never looser than kCrown).
   virtual common::Result<std::vector<Boxes>> output_bounds(const Boxes& input,
                                                            const Options& options) = 0;
   /// Bounds of sum_o C_o y_o for each box (K x rows), as propdag::linear_bounds. With

@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -38,6 +39,21 @@ class LinearMap {
   virtual const char* kind() const = 0;
 };
 
+/// An elementwise relaxation of K boxes, [K, n] each: lo_slope x + lo_bias <= y <= up_slope x +
+/// up_bias for x = node `input` (-1: the bounds are constants, nothing reaches an input). Any
+/// lower slope in [lo_min, lo_max] (equal where it is fixed) gives a valid lower line through the
+/// same bias: alpha tunes it there.
+struct TLines {
+  at::Tensor lo_slope, lo_bias, up_slope, up_bias, lo_min, lo_max;
+  int input = -1;
+};
+
+/// An affine kernel's terms (input node, map) and its bias.
+struct TAffine {
+  std::vector<std::pair<int, const LinearMap*>> terms;
+  at::Tensor bias;
+};
+
 /// One Dag node's rule in this engine.
 class Kernel {
  public:
@@ -47,6 +63,10 @@ class Kernel {
   /// Replaces the coefficients on `node` in `w` by coefficients on its inputs; `b` holds the
   /// bounds of every node.
   virtual common::Status step(int node, const std::vector<TBox>& b, TBackward& w) const = 0;
+  /// An affine kernel's terms; nullptr for the others, which have lines().
+  virtual const TAffine* affine() const { return nullptr; }
+  /// The relaxation of a non-affine kernel on the boxes' bounds `b` (every node's).
+  virtual common::Result<TLines> lines(int node, const std::vector<TBox>& b) const = 0;
   /// Whether the node runs per box through the Eigen op rule.
   virtual bool per_box() const { return false; }
   /// Adds what it computes with (its maps' kinds, "relu" or "per_box") to `kinds`.
