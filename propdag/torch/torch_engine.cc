@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <limits>
 #include <optional>
+#include <utility>
 
 #include "propdag/crown.h"
 #include "propdag/torch/torch_ops.h"
@@ -99,15 +100,20 @@ class TorchEngine : public Engine {
     });
   }
   Result<Boxes> linear_bounds(const Boxes& input, const std::vector<Mat>& c, const Options& opt,
-                              std::vector<Mat>* lower_coef) override {
+                              std::vector<Mat>* lower_coef,
+                              std::vector<Boxes>* node_bounds) override {
     return guarded([&]() -> Result<Boxes> {
       Boxes out;
       if (lower_coef != nullptr) lower_coef->clear();
+      std::vector<Boxes> prior;  // the carried node bounds, per chunk of boxes
+      if (node_bounds != nullptr) prior = std::exchange(*node_bounds, {});
       for (Eigen::Index k0 = 0; k0 < input.count(); k0 += box_chunk_) {
         const Eigen::Index k = std::min(box_chunk_, input.count() - k0);
+        std::vector<TBox> nodes = internal::node_rows(m_, prior, k0, k, input.count(), opts_);
         ASSIGN_OR_RETURN(Boxes part,
                          compute_linear({input.lo.middleRows(k0, k), input.hi.middleRows(k0, k)}, c,
-                                        opt, lower_coef));
+                                        opt, lower_coef, node_bounds ? &nodes : nullptr));
+        if (node_bounds != nullptr) internal::store_rows(nodes, k0, input.count(), *node_bounds);
         if (k0 == 0) out = {Mat(input.count(), part.lo.cols()), Mat(input.count(), part.lo.cols())};
         out.lo.middleRows(k0, k) = part.lo;
         out.hi.middleRows(k0, k) = part.hi;
@@ -173,8 +179,9 @@ class TorchEngine : public Engine {
     return out;
   }
 
+  // `nodes` (optional): in, forward's `prior`; out, every node's bounds (cleared for IBP).
   Result<Boxes> compute_linear(const Boxes& input, const std::vector<Mat>& c, const Options& opt,
-                               std::vector<Mat>* lower_coef) {
+                               std::vector<Mat>* lower_coef, std::vector<TBox>* nodes) {
     const Dag& dag = m_.dag();
     if (c.size() != dag.outputs().size())
       return m_.graph().error("one objective matrix per graph output is needed");
@@ -186,10 +193,12 @@ class TorchEngine : public Engine {
     if (use_ibp) {
       ASSIGN_OR_RETURN(auto values, ibp(x));
       for (int o : dag.outputs()) b[o] = *values[o];
+      if (nodes != nullptr) nodes->clear();
     } else {
       std::vector<double> out_rows;
       for (const Mat& m : c) out_rows.push_back(m.size() == 0 ? 0 : static_cast<double>(rows));
-      RETURN_IF_ERROR(forward(x, opt, out_rows, b));
+      RETURN_IF_ERROR(forward(x, opt, out_rows, b, nodes));
+      if (nodes != nullptr) *nodes = b;
     }
     TBox total{at::zeros({input.count(), rows}, opts_), at::zeros({input.count(), rows}, opts_)};
     at::Tensor coef;  // [K, rows, inputs]: the lower bounds' input coefficients, when asked for
@@ -219,15 +228,8 @@ class TorchEngine : public Engine {
       total.hi = total.hi + part.hi;
     }
     coef_ = nullptr;
-    if (lower_coef != nullptr) {
-      at::Tensor flat = coef.reshape({input.count(), -1});
-      Mat all = internal::to_mat(flat);
-      for (Eigen::Index k = 0; k < all.rows(); ++k)
-        lower_coef->push_back(
-            Eigen::Map<
-                const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
-                all.row(k).eval().data(), rows, m_.input_size()));
-    }
+    if (lower_coef != nullptr)
+      for (Mat& m : internal::to_mats(coef)) lower_coef->push_back(std::move(m));
     return to_boxes(total);
   }
 
@@ -256,10 +258,10 @@ class TorchEngine : public Engine {
     return std::move(r.values);
   }
 
-  // crown.cc's Crown::forward without prior bounds or splits; `output_rows` as
-  // Crown::set_output_rows.
+  // crown.cc's Crown::forward without splits; `output_rows` as Crown::set_output_rows; `prior`
+  // (one entry per Dag node, undefined: nothing known) as its `prior`.
   Status forward(const TBox& x, const Options& opt, const std::vector<double>& output_rows,
-                 std::vector<TBox>& b) {
+                 std::vector<TBox>& b, const std::vector<TBox>* prior = nullptr) {
     const Dag& dag = m_.dag();
     const bool binding = propdag::internal::budget_binding(m_, opt, kinds_, row_cost_, output_rows);
     b.assign(dag.size(), TBox{});
@@ -273,6 +275,8 @@ class TorchEngine : public Engine {
       std::vector<const TBox*> in;
       for (int p : dag.node(n).inputs) in.push_back(p >= 0 ? &b[p] : nullptr);
       ASSIGN_OR_RETURN(b[n], kernels_[n]->interval(in));
+      if (prior != nullptr && (*prior)[n].lo.defined())
+        intersect(b[n], (*prior)[n].lo, (*prior)[n].hi);
       if (kinds_[n] == RefineRows::kNone) continue;
       const RefineRows kind =
           propdag::internal::refine_kind(m_, opt, n, kinds_[n], binding, row_cost_[n]);

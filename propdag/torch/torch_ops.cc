@@ -53,6 +53,45 @@ Mat to_mat(const at::Tensor& t) {
   return m;
 }
 
+std::vector<Mat> to_mats(const at::Tensor& t) {
+  const int64_t k = t.size(0), rows = t.size(1), n = t.size(2);
+  const Mat all = to_mat(t.reshape({k, rows * n}));
+  std::vector<Mat> out;
+  out.reserve(static_cast<size_t>(k));
+  for (int64_t i = 0; i < k; ++i)
+    out.push_back(
+        Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
+            all.row(i).eval().data(), rows, n));
+  return out;
+}
+
+std::vector<TBox> node_rows(const Model& model, const std::vector<Boxes>& nodes, Eigen::Index k0,
+                            Eigen::Index k, Eigen::Index total, const at::TensorOptions& opts) {
+  std::vector<TBox> out(static_cast<size_t>(model.dag().size()));
+  for (size_t n = 0; n < nodes.size() && n < out.size(); ++n) {
+    const Boxes& b = nodes[n];
+    if (b.lo.rows() != total || b.hi.rows() != total || b.lo.cols() != b.hi.cols() ||
+        b.lo.cols() != model.numel(static_cast<int>(n)))
+      continue;
+    out[n] = {to_tensor(Mat(b.lo.middleRows(k0, k)), opts),
+              to_tensor(Mat(b.hi.middleRows(k0, k)), opts)};
+  }
+  return out;
+}
+
+void store_rows(const std::vector<TBox>& b, Eigen::Index k0, Eigen::Index total,
+                std::vector<Boxes>& nodes) {
+  if (b.empty()) return;
+  nodes.resize(b.size());
+  for (size_t n = 0; n < b.size(); ++n) {
+    if (!b[n].lo.defined()) continue;
+    const Mat lo = to_mat(b[n].lo), hi = to_mat(b[n].hi);
+    if (nodes[n].lo.rows() != total) nodes[n] = {Mat(total, lo.cols()), Mat(total, lo.cols())};
+    nodes[n].lo.middleRows(k0, lo.rows()) = lo;
+    nodes[n].hi.middleRows(k0, hi.rows()) = hi;
+  }
+}
+
 namespace {
 
 using common::Result;
