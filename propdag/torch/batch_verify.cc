@@ -27,8 +27,8 @@ class TorchBounder : public BoxBounder {
     }
     std::vector<Boxes> nodes;
     if (node_bounds != nullptr) nodes = by_node(*node_bounds, k);
-    ASSIGN_OR_RETURN(Boxes y, engine_.linear_bounds(in, c, options, lower_coef,
-                                                    node_bounds ? &nodes : nullptr));
+    ASSIGN_OR_RETURN(
+        Boxes y, engine_.linear_bounds(in, c, options, lower_coef, node_bounds ? &nodes : nullptr));
     if (node_bounds != nullptr) by_box(nodes, k, *node_bounds);
     std::vector<Interval> out;
     out.reserve(boxes.size());

@@ -137,7 +137,7 @@ TEST(TorchNodeBounds, AcasXuChainEqualsEigen) {
   const std::vector<Mat> c{Mat::Identity(5, 5)};
   const Interval whole = spec->hull();
   Boxes boxes{whole.lo.transpose(), whole.hi.transpose()};
-  std::vector<Boxes> nodes;  // the torch engine's, per node (K x numel)
+  std::vector<Boxes> nodes;                           // the torch engine's, per node (K x numel)
   std::vector<std::vector<Interval>> eigen_nodes(1);  // the Eigen engine's, per box
   Boxes y;
   for (int generation = 0; generation < 3; ++generation) {
@@ -157,8 +157,8 @@ TEST(TorchNodeBounds, AcasXuChainEqualsEigen) {
       io.node_bounds = &eigen_nodes[i];
       auto ref = linear_bounds(*model, row(boxes, i), c, opt, io);
       ASSERT_TRUE(ref.ok()) << ref.error().str();
-      const std::string what = "generation " + std::to_string(generation) + " box " +
-                               std::to_string(i);
+      const std::string what =
+          "generation " + std::to_string(generation) + " box " + std::to_string(i);
       expect_close(ref->lo, y.lo.row(i).transpose(), 1e-9, what + " lo");
       expect_close(ref->hi, y.hi.row(i).transpose(), 1e-9, what + " hi");
       for (int n = 0; n < model->dag().size(); ++n) {
