@@ -49,7 +49,7 @@ class TorchBounder : public BoxBounder {
       const Eigen::Index numel = model_.numel(node);
       Boxes& b = out[static_cast<size_t>(node)];
       bool any = false;
-      for (Eigen::Index i = 0; i < k; ++i) {
+      for (Eigen::Index i = 0; i < k && i < static_cast<Eigen::Index>(per_box.size()); ++i) {
         const std::vector<Interval>& mine = per_box[static_cast<size_t>(i)];
         if (static_cast<int>(mine.size()) != size || mine[node].size() != numel) continue;
         if (!any) b = {Mat::Constant(k, numel, -kInf), Mat::Constant(k, numel, kInf)};
