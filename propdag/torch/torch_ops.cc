@@ -33,26 +33,6 @@ void accumulate(at::Tensor& into, at::Tensor add) {
     into = into + add;  // not in place: coefficient tensors may share storage
 }
 
-at::Tensor to_tensor(const Vec& v, const at::TensorOptions& opts) {
-  return at::from_blob(const_cast<double*>(v.data()), {v.size()}, at::kDouble)
-      .to(opts, false, true);
-}
-
-at::Tensor to_tensor(const Mat& m, const at::TensorOptions& opts) {
-  // Column-major data of m is the row-major data of m^T.
-  at::Tensor t = at::from_blob(const_cast<double*>(m.data()), {m.cols(), m.rows()}, at::kDouble);
-  return t.t().to(opts, false, true).contiguous();
-}
-
-Mat to_mat(const at::Tensor& t) {
-  at::Tensor c = t.to(at::kCPU).to(at::kDouble).contiguous();
-  Mat m(c.size(0), c.size(1));
-  // Row-major [K, n] data is the column-major data of the n x K transpose.
-  m = Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
-      c.data_ptr<double>(), c.size(0), c.size(1));
-  return m;
-}
-
 namespace {
 
 using common::Result;

@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "propdag/model.h"
+#include "propdag/torch/torch_engine.h"
 
 namespace propdag::torch_engine::internal {
 
@@ -96,5 +97,23 @@ at::Tensor to_tensor(const Vec& v, const at::TensorOptions& opts);
 at::Tensor to_tensor(const Mat& m, const at::TensorOptions& opts);
 /// A [K, n] tensor as an Eigen K x n matrix (float64, on the CPU).
 Mat to_mat(const at::Tensor& t);
+/// Boxes per call chunk: on the CPU, coefficient tensors (boxes x rows x elements of the widest
+/// node, rows those of nodes with a nonzero `row_cost`) stay within 2^18 entries, or
+/// $PROPDAG_TORCH_CHUNK_ENTRIES; on CUDA, no chunking.
+Eigen::Index box_chunk(const Model& m, const std::vector<double>& row_cost,
+                       const at::TensorOptions& opts);
+/// Bounds [K, n] as K x n matrices.
+Boxes to_boxes(const TBox& b);
+/// A [K, rows, n] tensor as K Eigen rows x n matrices (float64, on the CPU).
+std::vector<Mat> to_mats(const at::Tensor& t);
+
+/// Rows [k0, k0 + k) of Engine::linear_bounds' node_bounds for `total` boxes, one entry per Dag
+/// node: undefined where the entry is not total x numel(node).
+std::vector<TBox> node_rows(const Model& model, const std::vector<Boxes>& nodes, Eigen::Index k0,
+                            Eigen::Index k, Eigen::Index total, const at::TensorOptions& opts);
+/// Writes `b` (every Dag node's bounds on k boxes) into rows [k0, k0 + k) of `nodes`, whose
+/// entries get `total` rows when first written; an empty `b` writes nothing.
+void store_rows(const std::vector<TBox>& b, Eigen::Index k0, Eigen::Index total,
+                std::vector<Boxes>& nodes);
 
 }  // namespace propdag::torch_engine::internal
