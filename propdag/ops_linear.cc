@@ -82,7 +82,8 @@ LinearTerm product_term(const Product& p, int var_slot, bool a_variable,
     t.slot = var_slot;
     t.dense = true;
     // Float data times alpha = 1, each entry written once: exact as float.
-    if (konst.dtype == common::DType::kFloat && alpha == 1.0 && p.n * var_size >= kFloatWeightEntries) {
+    if (konst.dtype == common::DType::kFloat && alpha == 1.0 &&
+        p.n * var_size >= kFloatWeightEntries) {
       t.wf = Eigen::MatrixXf::Zero(p.n, var_size);
       for (int64_t k = 0; k < p.k; ++k)
         for (int64_t j = 0; j < p.n; ++j)

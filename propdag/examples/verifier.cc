@@ -40,7 +40,8 @@ int batched(const propdag::Model& model, const propdag::Interval& box, long k) {
   if (!engine.ok())
     return std::fprintf(stderr, "example_verifier: %s\n", engine.error().str().c_str()), 2;
   auto out = (*engine)->output_bounds(slices, {propdag::Method::kCrown});
-  if (!out.ok()) return std::fprintf(stderr, "example_verifier: %s\n", out.error().str().c_str()), 2;
+  if (!out.ok())
+    return std::fprintf(stderr, "example_verifier: %s\n", out.error().str().c_str()), 2;
   std::vector<propdag::Interval> hull;
   for (const propdag::torch_engine::Boxes& o : *out)  // K x numel: the worst slice per output
     hull.push_back({o.lo.colwise().minCoeff().transpose(), o.hi.colwise().maxCoeff().transpose()});
