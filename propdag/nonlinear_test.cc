@@ -160,6 +160,21 @@ TEST(NonlinearTest, SineLinesBeatIntervals) {
   EXPECT_NEAR(y[1].hi[0], 1, 1e-9);
 }
 
+// z in [1, 2]: y = 1 / z + z / 2, true range [sqrt 2, 3/2]. IBP: [1/2, 1] + [1/2, 1] = [1, 2].
+// CROWN: 1/z <= 3/2 - z/2 (chord), so y <= 3/2; 1/z >= 4/3 - 4z/9 (tangent at 3/2), so
+// y >= 4/3 + z/18 >= 4/3 + 1/18 = 25/18.
+TEST(NonlinearTest, QuotientLinesBeatIntervals) {
+  Model m = build("<float[1] one = {1}, float[1] half = {0.5}>\n"
+                  "{ r = Div(one, z)\n h = Mul(z, half)\n y = Add(r, h) }",
+                  "float[1] z", "float[1] y");
+  auto ibp = run(m, box({1}, {2}), Method::kIbp, false);
+  EXPECT_DOUBLE_EQ(ibp[0].lo[0], 1);
+  EXPECT_DOUBLE_EQ(ibp[0].hi[0], 2);
+  auto y = run(m, box({1}, {2}), Method::kCrown, false);
+  EXPECT_NEAR(y[0].lo[0], 25.0 / 18, 1e-9);
+  EXPECT_NEAR(y[0].hi[0], 1.5, 1e-9);
+}
+
 // x [2, 3] row 0 in [1, 2], row 1 in [0, 3]. ReduceSum over axis 1: [3, 6] and [0, 9];
 // ReduceMean over axis 1: [1, 2] and [0, 3]; both exact affine maps (CROWN = IBP here).
 // ReduceMean over all axes (no axes): [0.5, 2.5].

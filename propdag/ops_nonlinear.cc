@@ -2,9 +2,9 @@
 // and the product, quotient and matrix product of two variable tensors and the quotient of a
 // constant by a variable.
 // Even powers get a linear relaxation (tangent below, chord above), Sin and Cos lines of the
-// chord's slope (relax.h), products and matrix products of two variables McCormick planes (sums
-// of them); the others are relaxed to their output interval, which CROWN then treats as a fresh
-// input.
+// chord's slope (relax.h), products, quotients and matrix products of two variables McCormick
+// planes (sums of them); the others are relaxed to their output interval, which CROWN then
+// treats as a fresh input.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -142,20 +142,25 @@ std::pair<double, double> product_range(double al, double au, double bl, double 
 
 bool finite(const Interval& b) { return b.lo.allFinite() && b.hi.allFinite(); }
 
-// A kLinear relaxation summed entry by entry from planes of products x_a * y_b (x = in[0],
-// y = in[1]); a square's lines go on x alone.
+// A kLinear relaxation summed entry by entry from planes of products or quotients of x_a and y_b
+// (x = in[0], y = in[1]); a square's lines go on x alone.
 class PlaneSum {
  public:
+  explicit PlaneSum(int64_t rows) : lo_bias_(Vec::Zero(rows)), up_bias_(Vec::Zero(rows)) {}
   void add(int64_t row, int64_t a, int64_t b, const Planes& p) {
     lo_[0].emplace_back(row, a, p.lo_x), up_[0].emplace_back(row, a, p.up_x);
     lo_[1].emplace_back(row, b, p.lo_y), up_[1].emplace_back(row, b, p.up_y);
     lo_bias_[row] += p.lo_bias, up_bias_[row] += p.up_bias;
   }
+  // Planes whose x is the constant c: its terms join the bias.
+  void add_constant(int64_t row, double c, int64_t b, const Planes& p) {
+    lo_[1].emplace_back(row, b, p.lo_y), up_[1].emplace_back(row, b, p.up_y);
+    lo_bias_[row] += p.lo_bias + p.lo_x * c, up_bias_[row] += p.up_bias + p.up_x * c;
+  }
   void add(int64_t row, int64_t a, const Lines& l) {
     lo_[0].emplace_back(row, a, l.lo_slope), up_[0].emplace_back(row, a, l.up_slope);
     lo_bias_[row] += l.lo_bias, up_bias_[row] += l.up_bias;
   }
-  explicit PlaneSum(int64_t rows) : lo_bias_(Vec::Zero(rows)), up_bias_(Vec::Zero(rows)) {}
   Relaxation finish(int64_t cols0, int64_t cols1) {
     Relaxation r;
     r.kind = Relaxation::Kind::kLinear;
@@ -222,20 +227,31 @@ class BilinearOp : public BoundOp {
     }
     return out;
   }
-  // Products only (quotients keep their interval): McCormick planes per element, a square's
-  // lines for x * x.
+  // McCormick planes per element (quotients: with 1 / y's lines, relax.h), a square's lines for
+  // x * x; x / x is 1. A constant numerator's terms go to the bias. Unbounded inputs, or a
+  // divisor whose interval holds 0, keep the output interval.
   Relaxation relax(const std::vector<const Interval*>& in, const Interval&) const override {
-    if (divide_ || !finite(*in[0]) || !finite(*in[1])) return {};
+    const bool konst = !numerator_.empty();
+    if ((!konst && !finite(*in[0])) || !finite(*in[1])) return {};
+    if (divide_ && !square_ && ((in[1]->lo.array() <= 0) && (in[1]->hi.array() >= 0)).any())
+      return {};
     const auto n = static_cast<int64_t>(a_.size());
     PlaneSum sum(n);
     for (int64_t i = 0; i < n; ++i) {
-      const double lx = in[0]->lo[a_[i]], ux = in[0]->hi[a_[i]];
-      if (square_)
+      const double lx = konst ? numerator_[i] : in[0]->lo[a_[i]];
+      const double ux = konst ? numerator_[i] : in[0]->hi[a_[i]];
+      const double ly = in[1]->lo[b_[i]], uy = in[1]->hi[b_[i]];
+      if (square_ && divide_)
+        sum.add(i, a_[i], constant_lines(1, 1));
+      else if (square_)
         sum.add(i, a_[i], square_lines(lx, ux));
+      else if (konst)
+        sum.add_constant(i, lx, b_[i], quotient_planes(lx, ux, ly, uy));
       else
-        sum.add(i, a_[i], b_[i], product_planes(lx, ux, in[1]->lo[b_[i]], in[1]->hi[b_[i]]));
+        sum.add(i, a_[i], b_[i], divide_ ? quotient_planes(lx, ux, ly, uy)
+                                         : product_planes(lx, ux, ly, uy));
     }
-    return sum.finish(in[0]->size(), in[1]->size());
+    return sum.finish(konst ? 0 : in[0]->size(), in[1]->size());
   }
 
  private:

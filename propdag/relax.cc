@@ -149,6 +149,25 @@ Planes product_planes(double lx, double ux, double ly, double uy) {
   return {ly, lx, -lx * ly - slack, uy, lx, -lx * uy + slack};
 }
 
+Lines reciprocal_lines(double ly, double uy) {
+  const double m = (ly + uy) / 2, near = std::min(std::abs(ly), std::abs(uy));
+  const double slack = kSlack * (1.0 + (1.0 + std::max(std::abs(ly), std::abs(uy)) / near) / near);
+  const Line chord{-1 / (ly * uy), 1 / ly + 1 / uy}, tangent{-1 / (m * m), 2 / m};
+  const Line lo = ly > 0 ? tangent : chord, up = ly > 0 ? chord : tangent;
+  return {lo.slope, lo.bias - slack, up.slope, up.bias + slack};
+}
+
+Planes quotient_planes(double lx, double ux, double ly, double uy) {
+  const Lines r = reciprocal_lines(ly, uy);
+  const double lr = std::min(1 / ly, 1 / uy), ur = std::max(1 / ly, 1 / uy);
+  const double big = std::max(std::abs(lx), std::abs(ux)) * std::max(std::abs(lr), std::abs(ur));
+  const double slack = kSlack * (1.0 + big);
+  // lx r >= lx (lower line) where lx >= 0, lx (upper line) otherwise; <= the reverse.
+  const double lo_k = lx >= 0 ? r.lo_slope : r.up_slope, lo_b = lx >= 0 ? r.lo_bias : r.up_bias;
+  const double up_k = lx >= 0 ? r.up_slope : r.lo_slope, up_b = lx >= 0 ? r.up_bias : r.lo_bias;
+  return {lr, lx * lo_k, lx * lo_b - lx * lr - slack, ur, lx * up_k, lx * up_b - lx * ur + slack};
+}
+
 Lines sigmoid_lines(double l, double u) { return curve_lines(sigmoid_curve(), l, u); }
 Lines tanh_lines(double l, double u) { return curve_lines(tanh_curve(), l, u); }
 

@@ -69,5 +69,12 @@ struct Planes {
 /// Lower plane (x - lx)(y - ly) >= 0 and upper plane (x - lx)(uy - y) >= 0 (auto_LiRPA's
 /// choice), widened by a rounding margin. The bounds must be finite.
 Planes product_planes(double lx, double ux, double ly, double uy);
+/// 1 / y on [ly, uy] (0 outside it, bounds finite): the chord above and the tangent at the
+/// midpoint below where y > 0 (convex), the reverse where y < 0.
+Lines reciprocal_lines(double ly, double uy);
+/// Planes of x / y = x * r, r = 1 / y in [lr, ur] (0 outside [ly, uy], bounds finite): r's
+/// McCormick planes with x, lr x + lx r - lx lr <= x r <= ur x + lx r - lx ur, where lx r is in
+/// turn bounded by reciprocal_lines on the side the sign of lx asks for.
+Planes quotient_planes(double lx, double ux, double ly, double uy);
 
 }  // namespace propdag

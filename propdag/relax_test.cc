@@ -239,5 +239,45 @@ TEST(RelaxTest, ProductPlanesBracket) {
   }
 }
 
+// 1 / y on [1, 2]: chord through (1, 1) and (2, 1/2): 3/2 - y/2 above; tangent at 3/2:
+// 2/(3/2) - y/(9/4) = 4/3 - 4y/9 below. On [-2, -1] (concave) the roles swap: the chord
+// -3/2 - y/2 below, the tangent at -3/2, -4/3 - 4y/9, above.
+TEST(RelaxTest, ReciprocalLinesByHand) {
+  Lines r = reciprocal_lines(1, 2);
+  EXPECT_DOUBLE_EQ(r.up_slope, -0.5);
+  EXPECT_NEAR(r.up_bias, 1.5, 1e-10);
+  EXPECT_DOUBLE_EQ(r.lo_slope, -4.0 / 9);
+  EXPECT_NEAR(r.lo_bias, 4.0 / 3, 1e-10);
+  Lines n = reciprocal_lines(-2, -1);
+  EXPECT_DOUBLE_EQ(n.lo_slope, -0.5);
+  EXPECT_NEAR(n.lo_bias, -1.5, 1e-10);
+  EXPECT_DOUBLE_EQ(n.up_slope, -4.0 / 9);
+  EXPECT_NEAR(n.up_bias, -4.0 / 3, 1e-10);
+}
+
+// Quotient planes bracket x / y on a 41 x 41 grid of many random boxes, y on either side of 0
+// (its nearer end from 1e-3 to 1e2 away).
+TEST(RelaxTest, QuotientPlanesBracket) {
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<double> center(-1e2, 1e2), log_w(-6, 2), log_near(-3, 2);
+  std::uniform_real_distribution<double> unit(0, 1);
+  for (int trial = 0; trial < 2000; ++trial) {
+    double cx = center(rng) * unit(rng), wx = std::pow(10.0, log_w(rng));
+    double near = std::pow(10.0, log_near(rng)), wy = std::pow(10.0, log_w(rng));
+    double lx = cx - wx / 2, ux = cx + wx / 2, ly = near, uy = near + wy;
+    if (unit(rng) < 0.5) std::swap(ly, uy), ly = -ly, uy = -uy;
+    Planes p = quotient_planes(lx, ux, ly, uy);
+    for (int i = 0; i <= 40; ++i) {
+      for (int j = 0; j <= 40; ++j) {
+        double x = lx + (ux - lx) * i / 40.0, y = ly + (uy - ly) * j / 40.0, v = x / y;
+        double tol = 1e-15 * (1 + std::abs(v) + std::abs(p.lo_x * x) + std::abs(p.lo_y * y) +
+                              std::abs(p.up_x * x) + std::abs(p.up_y * y));
+        ASSERT_LE(p.lo_x * x + p.lo_y * y + p.lo_bias, v + tol) << lx << " " << ly << " " << uy;
+        ASSERT_GE(p.up_x * x + p.up_y * y + p.up_bias, v - tol) << lx << " " << ly << " " << uy;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace propdag
