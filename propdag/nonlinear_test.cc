@@ -146,8 +146,8 @@ TEST(NonlinearTest, ProductPlanesBeatIntervals) {
 // d = cos 1 - sin 1 (pi/2 - 1) (relax_test), so y in +-(1 - sin 1 + d) = +-0.218523.
 // cos on [-1, 1]: chord slope 0, lines cos 1 and 1, the exact range.
 TEST(NonlinearTest, SineLinesBeatIntervals) {
-  Model m = build("{ s = Sin(x)\n y = Sub(s, x)\n w = Cos(x) }", "float[1] x",
-                  "float[1] y, float[1] w");
+  Model m =
+      build("{ s = Sin(x)\n y = Sub(s, x)\n w = Cos(x) }", "float[1] x", "float[1] y, float[1] w");
   const double d = std::cos(1.0) - std::sin(1.0) * (std::numbers::pi / 2 - 1);
   const double half = 1 - std::sin(1.0) + d;
   EXPECT_NEAR(half, 0.218523, 1e-6);
@@ -164,9 +164,10 @@ TEST(NonlinearTest, SineLinesBeatIntervals) {
 // CROWN: 1/z <= 3/2 - z/2 (chord), so y <= 3/2; 1/z >= 4/3 - 4z/9 (tangent at 3/2), so
 // y >= 4/3 + z/18 >= 4/3 + 1/18 = 25/18.
 TEST(NonlinearTest, QuotientLinesBeatIntervals) {
-  Model m = build("<float[1] one = {1}, float[1] half = {0.5}>\n"
-                  "{ r = Div(one, z)\n h = Mul(z, half)\n y = Add(r, h) }",
-                  "float[1] z", "float[1] y");
+  Model m = build(
+      "<float[1] one = {1}, float[1] half = {0.5}>\n"
+      "{ r = Div(one, z)\n h = Mul(z, half)\n y = Add(r, h) }",
+      "float[1] z", "float[1] y");
   auto ibp = run(m, box({1}, {2}), Method::kIbp, false);
   EXPECT_DOUBLE_EQ(ibp[0].lo[0], 1);
   EXPECT_DOUBLE_EQ(ibp[0].hi[0], 2);

@@ -248,8 +248,8 @@ class BilinearOp : public BoundOp {
       else if (konst)
         sum.add_constant(i, lx, b_[i], quotient_planes(lx, ux, ly, uy));
       else
-        sum.add(i, a_[i], b_[i], divide_ ? quotient_planes(lx, ux, ly, uy)
-                                         : product_planes(lx, ux, ly, uy));
+        sum.add(i, a_[i], b_[i],
+                divide_ ? quotient_planes(lx, ux, ly, uy) : product_planes(lx, ux, ly, uy));
     }
     return sum.finish(konst ? 0 : in[0]->size(), in[1]->size());
   }

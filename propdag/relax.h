@@ -54,11 +54,12 @@ Lines tanh_lines(double l, double u);
 /// Constant lines [lo, hi].
 Lines constant_lines(double lo, double hi);
 
-/// Lines of sin (or cos, `cosine`) on [l, u], whose range is [lo, hi]. Both have the chord's slope k; the lower
-/// bias is the minimum of sin(x + shift) - k x over [l, u] and the upper its maximum, found
-/// exactly at the ends and at the points of slope k, then widened by a rounding margin. Where the interval lies in a region of fixed convexity one of them is the chord and
-/// the other the tangent parallel to it; elsewhere they are still the tightest lines of that
-/// slope. Intervals wider than 4 pi, narrower than 1e-9, or not finite get [lo, hi].
+/// Lines of f = sin (or cos, `cosine`) on [l, u], whose range is [lo, hi]. Both have the chord's
+/// slope k; the lower bias is the minimum of f(x) - k x over [l, u] and the upper its maximum,
+/// found exactly at the ends and at the points of slope k, then widened by a rounding margin. Where
+/// the interval lies in a region of fixed convexity one of them is the chord and the other the
+/// tangent parallel to it; elsewhere they are still the tightest lines of that slope. Intervals
+/// wider than 4 pi, narrower than 1e-9, or not finite get [lo, hi].
 Lines sine_lines(double l, double u, bool cosine, double lo, double hi);
 
 /// Linear bounds of a product x * y over x in [lx, ux], y in [ly, uy] (McCormick planes):
