@@ -137,8 +137,10 @@ def test_alpha_tighter_than_crown_on_dist_shift():
 
 # (benchmark, model substring): a 2-D conv net, a 1-D conv net, and a net whose values are
 # added back to later ones (quadrotor dynamics: MatMul, Relu, Mul, Slice, Concat; a DAG, not a
-# chain). Measured: 1.0006, 1.0001 and 0.62 of auto_LiRPA's summed width. (auto_LiRPA 0.5.0
-# cannot bound ml4acopf's residual nets: "There are unsupported operations".)
+# chain). Measured: 1.0006, 1.0001 and 0.64 of auto_LiRPA's summed width (quadrotor: 0.62 when
+# its products of Sin and the controller's output were intervals; McCormick planes are not
+# pointwise tighter than the interval where factors change sign). (auto_LiRPA 0.5.0 cannot bound
+# ml4acopf's residual nets: "There are unsupported operations".)
 SAMPLE = [("metaroom_2023", "4cnn_ry_0_0"), ("collins_rul_cnn_2023", "NN_rul_small_window_20"),
           ("lsnc", "quadrotor2d_state")]
 TORCHONNX = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(sampling.PROPDAG))),
