@@ -11,7 +11,9 @@
 # the release build took over 20. FUZZ_MAX_LEN (default 1048576) is the largest input, seed or
 # mutant, in bytes: the ONNX seeds above it are left out of that run's corpus. The model-level
 # targets (slimonnx, torchonnx, propdag) spend seconds per 1 MiB seed under ASan, so a run that
-# should reach many executions wants e.g. FUZZ_MAX_LEN=65536.
+# should reach many executions wants e.g. FUZZ_MAX_LEN=65536. FUZZ_KEEP_GOING=1 runs libFuzzer in
+# fork mode with crashes, hangs and out-of-memory inputs ignored: the run goes on past a finding (each
+# one still lands in crashes/), so one run reaches its executions or its time.
 #
 # Configures and builds $FUZZ_BUILD (default build-fuzz: clang-14, -DSUITE_FUZZ=ON and
 # -DSUITE_SANITIZE=ON, so ASan and UBSan findings count as crashes), makes the seed corpora
@@ -51,12 +53,17 @@ for t in "${targets[@]}"; do
   mkdir -p "$work" "$crashes"
   log="$build/fuzz_$t.log"
   start=$(date +%s)
-  "$build/tests/fuzz/fuzz_$t" "$work" "$corpus" -runs="$runs" -max_total_time="${FUZZ_TIME:-0}" \
+  keep=()
+  [[ "${FUZZ_KEEP_GOING:-0}" == 1 ]] && keep=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
+  "$build/tests/fuzz/fuzz_$t" "$work" "$corpus" "${keep[@]}" -runs="$runs" -max_total_time="${FUZZ_TIME:-0}" \
     -max_len="$max_len" -timeout="${FUZZ_TIMEOUT:-60}" \
     -rss_limit_mb=4096 -malloc_limit_mb=4096 -artifact_prefix="$crashes/" -print_final_stats=1 \
     >"$log" 2>&1
   rc=$?
-  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
+  # fork mode prints no final stats: its progress lines start with #EXECUTIONS
+  [[ -n "$execs" ]] || execs=$(grep -o '^#[0-9]*' "$log" | tail -1 | tr -d '#')
+  [[ -n "$execs" ]] || execs="?"
   n=$(find "$crashes" -type f ! -name 'slow-unit-*' | wc -l)  # slow units are reports, not failures
   ((n || rc)) && found=1
   echo "fuzz_$t: $execs executions in $(($(date +%s) - start)) s, exit $rc, corpus +$(find "$work" -type f | wc -l), findings $n"

@@ -1,13 +1,15 @@
 // propdag's torch engine against its Eigen engine: boxes bounded per second (CROWN bounds of
 // every output) on sub-boxes of a model's property box, the Eigen engine one box at a time and
 // the torch engine K = 1, 64, 1024 boxes per call on the CPU (K = 1, 4 on the conv nets, where
-// one CROWN bound takes seconds); and load + one CROWN bound, whole.
+// one CROWN bound takes seconds); the same for alpha (K = 1, 64 on ACAS Xu);
+// and load + one CROWN bound, whole.
 //   propdag_torch_bench [--benchmark_filter=acasxu] ; VNNCOMP_BENCHMARKS overrides the folder.
 // benchmarks/propdag_torch_ratio.sh prints the ratios of one run.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <random>
@@ -52,9 +54,10 @@ constexpr int kPool = 1024;
 
 // CROWN with the refinement budget these figures were first measured with (a fixed 2e8; the
 // library's default is full CROWN, minutes per box on the conv nets).
-propdag::Options crown() {
+propdag::Options crown(propdag::Method method = propdag::Method::kCrown) {
   propdag::Options o;
   o.refine_budget = 2e8;
+  o.method = method;
   return o;
 }
 
@@ -96,13 +99,13 @@ Loaded& loaded(const Case& c) {
   return l;
 }
 
-void eigen_boxes(benchmark::State& state, const Case& c) {
+void eigen_boxes(benchmark::State& state, const Case& c, propdag::Method method) {
   Loaded& l = loaded(c);
   if (!l.error.empty()) return state.SkipWithError(l.error.c_str());
   int k = 0;
   for (auto _ : state) {
     propdag::Interval box{l.pool.lo.row(k).transpose(), l.pool.hi.row(k).transpose()};
-    auto r = propdag::output_bounds(*l.model, box, crown());
+    auto r = propdag::output_bounds(*l.model, box, crown(method));
     if (!r.ok()) return state.SkipWithError(r.error().str().c_str());
     k = (k + 1) % kPool;
   }
@@ -110,13 +113,13 @@ void eigen_boxes(benchmark::State& state, const Case& c) {
       benchmark::Counter(state.iterations(), benchmark::Counter::kIsRate);
 }
 
-void torch_boxes(benchmark::State& state, const Case& c) {
+void torch_boxes(benchmark::State& state, const Case& c, propdag::Method method) {
   Loaded& l = loaded(c);
   if (!l.error.empty()) return state.SkipWithError(l.error.c_str());
   const auto k = static_cast<Eigen::Index>(state.range(0));
   Boxes in{l.pool.lo.topRows(k), l.pool.hi.topRows(k)};
   for (auto _ : state) {
-    auto r = l.engine->output_bounds(in, crown());
+    auto r = l.engine->output_bounds(in, crown(method));
     if (!r.ok()) return state.SkipWithError(r.error().str().c_str());
   }
   state.counters["boxes_per_s"] =
@@ -145,29 +148,31 @@ void load_crown(benchmark::State& state, const Case& c, bool torch) {
   }
 }
 
+// boxes/ENGINE/MODEL (CROWN) and alpha/ENGINE/MODEL, the torch engine at each of `ks`.
+void register_boxes(const Case& c, propdag::Method method, std::initializer_list<int> ks) {
+  const std::string n = std::string(method == propdag::Method::kAlpha ? "alpha/" : "boxes/");
+  const bool acas = std::string(c.name) == "acasxu";
+  auto* e = benchmark::RegisterBenchmark((n + "eigen/" + c.name).c_str(), eigen_boxes, c, method)
+                ->Unit(benchmark::kMillisecond);
+  auto* t = benchmark::RegisterBenchmark((n + "torch/" + c.name).c_str(), torch_boxes, c, method)
+                ->Unit(benchmark::kMillisecond);
+  for (int k : ks) t->Arg(k);
+  if (acas) {
+    e->MinTime(1.0), t->MinTime(1.0);
+  } else {  // seconds per box with either engine here: a few boxes, once
+    e->Iterations(2), t->Iterations(1);
+  }
+}
+
 int register_all() {
   for (const Case& c : kCases) {
     const std::string n = c.name;
     if (n == "acasxu") {
-      benchmark::RegisterBenchmark(("boxes/eigen/" + n).c_str(), eigen_boxes, c)
-          ->Unit(benchmark::kMillisecond)
-          ->MinTime(1.0);
-      benchmark::RegisterBenchmark(("boxes/torch/" + n).c_str(), torch_boxes, c)
-          ->Arg(1)
-          ->Arg(64)
-          ->Arg(1024)
-          ->Unit(benchmark::kMillisecond)
-          ->MinTime(1.0);
+      register_boxes(c, propdag::Method::kCrown, {1, 64, 1024});
+      register_boxes(c, propdag::Method::kAlpha, {1, 64});
     } else if (n != "tinyyolo") {
-      // Seconds per box with either engine here: a few boxes, once.
-      benchmark::RegisterBenchmark(("boxes/eigen/" + n).c_str(), eigen_boxes, c)
-          ->Unit(benchmark::kMillisecond)
-          ->Iterations(2);
-      benchmark::RegisterBenchmark(("boxes/torch/" + n).c_str(), torch_boxes, c)
-          ->Arg(1)
-          ->Arg(4)
-          ->Unit(benchmark::kMillisecond)
-          ->Iterations(1);
+      register_boxes(c, propdag::Method::kCrown, {1, 4});
+      register_boxes(c, propdag::Method::kAlpha, {1, 4});
     }
     for (bool torch : {false, true})
       benchmark::RegisterBenchmark(

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Boxes bounded per second by propdag's torch engine (CPU, K = 1, 64, 1024 boxes per call) over
-# its Eigen engine (one box at a time), measured in one run of propdag_torch_bench, and load +
-# one CROWN bound per model.
+# its Eigen engine (one box at a time), CROWN and alpha ("MODEL alpha"), measured in one run of
+# propdag_torch_bench, and load + one CROWN bound per model.
 #   benchmarks/propdag_torch_ratio.sh [BUILD_DIR] [--benchmark_filter=...]
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,24 +23,25 @@ for r in runs:
         print("%s: %s" % (r["name"], r.get("error_message", "error")))
         continue
     parts = r["name"].split("/")
-    if parts[0] == "boxes":
+    if parts[0] in ("boxes", "alpha"):
         ks = [p for p in parts[3:] if p.isdigit()]  # after it: min_time:..., iterations:...
-        key = (parts[2], parts[1], ks[0] if ks else "1")
+        model = parts[2] + ("" if parts[0] == "boxes" else " alpha")
+        key = (model, parts[1], ks[0] if ks else "1")
         rate[key] = r["boxes_per_s"]
     elif parts[0] == "load_crown":
         load[(parts[2], parts[1])] = r["real_time"] / 1000.0
 models = sorted({k[0] for k in rate} | {k[0] for k in load})
-print("%-14s %6s %14s %14s %8s" % ("model", "K", "torch box/s", "eigen box/s", "ratio"))
+print("%-20s %6s %14s %14s %8s" % ("model", "K", "torch box/s", "eigen box/s", "ratio"))
 for m in models:
     e = rate.get((m, "eigen", "1"))
     for (mm, engine, k), v in sorted(rate.items(), key=lambda i: (i[0][0], int(i[0][2]))):
         if mm != m or engine != "torch":
             continue
         ratio = "%8.2f" % (v / e) if e else "%8s" % "-"
-        print("%-14s %6s %14.1f %14s %s" % (m, k, v, "%.1f" % e if e else "-", ratio))
+        print("%-20s %6s %14.1f %14s %s" % (m, k, v, "%.1f" % e if e else "-", ratio))
 print()
 print("%-14s %14s %14s" % ("model", "eigen load+crown s", "torch load+crown s"))
-for m in models:
+for m in sorted({k[0] for k in load}):
     e, t = load.get((m, "eigen")), load.get((m, "torch"))
     print("%-14s %14s %14s" % (m, "%.3f" % e if e else "-", "%.3f" % t if t else "-"))
 PY

@@ -94,22 +94,6 @@ std::string dims_str(const Dims& d) {
   return s + "]";
 }
 
-Result<int64_t> normalize_axis(const Ctx& c, int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= rank)
-    return c.err("axis " + std::to_string(axis) + " is out of range for rank " +
-                 std::to_string(rank));
-  return axis < 0 ? axis + rank : axis;
-}
-
-Result<std::vector<int64_t>> normalize_axes(const Ctx& c, std::vector<int64_t> axes, int64_t rank) {
-  std::set<int64_t> seen;
-  for (int64_t& a : axes) {
-    ASSIGN_OR_RETURN(a, normalize_axis(c, a, rank));
-    if (!seen.insert(a).second) return c.err("axis " + std::to_string(a) + " is repeated");
-  }
-  return axes;
-}
-
 int64_t scalar_int(const Tensor& t, int64_t i) {
   switch (t.dtype) {
     case DType::kInt64:
@@ -157,11 +141,9 @@ std::vector<int64_t> ints_of(const Tensor& t) {
   return v;
 }
 
-std::optional<std::vector<int64_t>> ints_input_or_attr(const Ctx& c, size_t index,
-                                                       std::string_view attr) {
-  if (const Tensor* t = c.in(index)) return ints_of(*t);
-  if (c.node.has_attr(attr)) return c.node.attr_ints(attr);
-  return std::nullopt;
+Result<std::optional<std::vector<int64_t>>> ints_input_or_attr(const Ctx& c, size_t index,
+                                                               std::string_view attr) {
+  return c.at(common::ints_input_or_attr(c.node, index, c.in(index), attr, attr));
 }
 
 Result<Dims> broadcast_all(const Ctx& c, const std::vector<const Tensor*>& ts) {

@@ -20,7 +20,7 @@ Result<Outputs> gather_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
   ASSIGN_OR_RETURN(const Tensor* ind, c.need(1));
   auto rank = static_cast<int64_t>(x->dims.size());
-  ASSIGN_OR_RETURN(int64_t axis, normalize_axis(c, c.node.attr_int("axis", 0), rank));
+  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(c.node.attr_int("axis", 0), rank)));
   Dims dims(x->dims.begin(), x->dims.begin() + axis);
   dims.insert(dims.end(), ind->dims.begin(), ind->dims.end());
   dims.insert(dims.end(), x->dims.begin() + axis + 1, x->dims.end());
@@ -48,7 +48,7 @@ Result<Outputs> gather_elements_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
   ASSIGN_OR_RETURN(const Tensor* ind, c.need(1));
   auto rank = static_cast<int64_t>(x->dims.size());
-  ASSIGN_OR_RETURN(int64_t axis, normalize_axis(c, c.node.attr_int("axis", 0), rank));
+  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(c.node.attr_int("axis", 0), rank)));
   if (ind->dims.size() != x->dims.size()) return c.err("indices rank differs from data rank");
   Tensor out = make_tensor(x->dtype, ind->dims);
   size_t es = dtype_size(x->dtype);
@@ -103,18 +103,19 @@ Result<Outputs> gather_nd_kernel(const Ctx& c) {
 Result<Outputs> slice_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
   auto rank = static_cast<int64_t>(x->dims.size());
-  auto starts = ints_input_or_attr(c, 1, "starts");
-  auto ends = ints_input_or_attr(c, 2, "ends");
+  ASSIGN_OR_RETURN(auto starts, ints_input_or_attr(c, 1, "starts"));
+  ASSIGN_OR_RETURN(auto ends, ints_input_or_attr(c, 2, "ends"));
   if (!starts || !ends || starts->size() != ends->size())
     return c.err("starts and ends must be given with equal lengths");
   std::vector<int64_t> axes(starts->size());
   for (size_t i = 0; i < axes.size(); ++i) axes[i] = static_cast<int64_t>(i);
-  if (auto a = ints_input_or_attr(c, 3, "axes")) axes = *a;
+  ASSIGN_OR_RETURN(auto axes_in, ints_input_or_attr(c, 3, "axes"));
+  if (axes_in) axes = *axes_in;
   std::vector<int64_t> steps(starts->size(), 1);
   if (c.in(4)) steps = ints_of(*c.in(4));
   if (axes.size() != starts->size() || steps.size() != starts->size())
     return c.err("axes and steps must match starts in length");
-  ASSIGN_OR_RETURN(axes, normalize_axes(c, axes, rank));
+  ASSIGN_OR_RETURN(axes, c.at(normalize_axes(axes, rank)));
   Dims begin(rank, 0), step(rank, 1), dims = x->dims;
   for (size_t i = 0; i < axes.size(); ++i) {
     int64_t a = axes[i], n = x->dims[a], s = steps[i];
@@ -148,7 +149,7 @@ Result<Outputs> compress_kernel(const Ctx& c) {
   Tensor x = *x0;
   int64_t axis = 0;
   if (c.node.has_attr("axis")) {
-    ASSIGN_OR_RETURN(axis, normalize_axis(c, c.node.attr_int("axis", 0), x.dims.size()));
+    ASSIGN_OR_RETURN(axis, c.at(normalize_axis(c.node.attr_int("axis", 0), x.dims.size())));
   } else {
     x.dims = {x.numel()};
   }
@@ -199,7 +200,7 @@ Result<Outputs> one_hot_kernel(const Ctx& c) {
   const int64_t depth = saturating_int64(scalar_double(*depth_t));
   if (depth <= 0) return c.err("depth must be positive");
   auto out_rank = static_cast<int64_t>(ind->dims.size() + 1);
-  ASSIGN_OR_RETURN(int64_t axis, normalize_axis(c, c.node.attr_int("axis", -1), out_rank));
+  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(c.node.attr_int("axis", -1), out_rank)));
   Dims dims = ind->dims;
   dims.insert(dims.begin() + axis, depth);
   RETURN_IF_ERROR(check_size(c, dims));

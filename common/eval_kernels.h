@@ -15,7 +15,7 @@
 #include "common/error.h"
 #include "common/eval.h"
 #include "common/graph.h"
-#include "common/op_params.h"  // broadcast_map
+#include "common/op_params.h"
 #include "common/tensor.h"
 
 namespace common::eval {
@@ -34,6 +34,12 @@ struct Ctx {
   /// Input i, or an error naming it when omitted.
   Result<const Tensor*> need(size_t i) const;
   Error err(std::string message) const { return graph.error(node, std::move(message)); }
+  /// `r` with its error, a bare message from a common/op_params.h reader, placed at this node.
+  template <class T>
+  Result<T> at(Result<T> r) const {
+    if (!r.ok()) return err(r.error().message);
+    return r;
+  }
   /// Number of outputs the node declares (at least 1).
   size_t num_outputs() const { return node.outputs.empty() ? 1 : node.outputs.size(); }
 };
@@ -70,16 +76,11 @@ inline int64_t prod(const Dims& d, size_t from, size_t to) {
   for (size_t i = from; i < to; ++i) p *= d[i];
   return p;
 }
-/// Axis in [-rank, rank) -> [0, rank), or an error.
-Result<int64_t> normalize_axis(const Ctx& c, int64_t axis, int64_t rank);
-/// Normalizes and checks for duplicates.
-Result<std::vector<int64_t>> normalize_axes(const Ctx& c, std::vector<int64_t> axes, int64_t rank);
 /// Integer contents of a tensor (any integer dtype).
 std::vector<int64_t> ints_of(const Tensor& t);
-/// Contents of input `index` when present (new opsets), else of attribute `attr` (old opsets);
-/// nullopt when neither is given.
-std::optional<std::vector<int64_t>> ints_input_or_attr(const Ctx& c, size_t index,
-                                                       std::string_view attr);
+/// common::ints_input_or_attr on input `index` (new opsets) or attribute `attr` (old opsets).
+Result<std::optional<std::vector<int64_t>>> ints_input_or_attr(const Ctx& c, size_t index,
+                                                               std::string_view attr);
 /// Output shape of a multi-input broadcast, or an error naming both shapes.
 Result<Dims> broadcast_all(const Ctx& c, const std::vector<const Tensor*>& ts);
 std::string dims_str(const Dims& d);

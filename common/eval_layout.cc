@@ -40,7 +40,7 @@ Result<Outputs> concat_kernel(const Ctx& c) {
   if (c.inputs.empty()) return c.err("needs at least one input");
   ASSIGN_OR_RETURN(const Tensor* first, c.need(0));
   auto rank = static_cast<int64_t>(first->dims.size());
-  ASSIGN_OR_RETURN(int64_t axis, normalize_axis(c, c.node.attr_int("axis", 0), rank));
+  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(c.node.attr_int("axis", 0), rank)));
   Dims dims = first->dims;
   dims[axis] = 0;
   for (size_t i = 0; i < c.inputs.size(); ++i) {
@@ -69,7 +69,8 @@ Result<Outputs> concat_kernel(const Ctx& c) {
 /// Split sizes: the `split` input (opset 13) or attribute (before), else num_outputs (opset 18,
 /// last chunk smaller), else equal parts over the declared outputs.
 Result<std::vector<int64_t>> split_sizes(const Ctx& c, int64_t dim) {
-  if (auto s = ints_input_or_attr(c, 1, "split")) {
+  ASSIGN_OR_RETURN(auto s, ints_input_or_attr(c, 1, "split"));
+  if (s) {
     int64_t total = 0;
     for (int64_t v : *s) {
       if (v < 0) return c.err("negative split size");
@@ -97,7 +98,7 @@ Result<std::vector<int64_t>> split_sizes(const Ctx& c, int64_t dim) {
 Result<Outputs> split_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
   auto rank = static_cast<int64_t>(x->dims.size());
-  ASSIGN_OR_RETURN(int64_t axis, normalize_axis(c, c.node.attr_int("axis", 0), rank));
+  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(c.node.attr_int("axis", 0), rank)));
   ASSIGN_OR_RETURN(auto sizes, split_sizes(c, x->dims[axis]));
   size_t es = dtype_size(x->dtype);
   int64_t outer = prod(x->dims, 0, axis);
@@ -124,7 +125,7 @@ Result<Outputs> transpose_kernel(const Ctx& c) {
   std::iota(perm.rbegin(), perm.rend(), 0);
   if (c.node.has_attr("perm")) perm = c.node.attr_ints("perm");
   if (static_cast<int64_t>(perm.size()) != rank) return c.err("perm length does not match rank");
-  ASSIGN_OR_RETURN(perm, normalize_axes(c, perm, rank));
+  ASSIGN_OR_RETURN(perm, c.at(normalize_axes(perm, rank)));
   return Outputs{permute(*x, perm)};
 }
 

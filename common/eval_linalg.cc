@@ -114,7 +114,7 @@ Result<Outputs> cumsum_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
   ASSIGN_OR_RETURN(const Tensor* axis_t, c.need(1));
   auto rank = static_cast<int64_t>(x->dims.size());
-  ASSIGN_OR_RETURN(int64_t axis, normalize_axis(c, scalar_int(*axis_t), rank));
+  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(scalar_int(*axis_t), rank)));
   bool exclusive = c.node.attr_int("exclusive", 0) != 0;
   bool reverse = c.node.attr_int("reverse", 0) != 0;
   Dims st = strides_of(x->dims);
@@ -145,7 +145,7 @@ Result<Outputs> topk_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
   int64_t k = c.in(1) ? scalar_int(*c.in(1)) : c.node.attr_int("k", -1);
   auto rank = static_cast<int64_t>(x->dims.size());
-  ASSIGN_OR_RETURN(int64_t axis, normalize_axis(c, c.node.attr_int("axis", -1), rank));
+  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(c.node.attr_int("axis", -1), rank)));
   bool largest = c.node.attr_int("largest", 1) != 0;
   int64_t n = x->dims[axis];
   if (k < 0 || k > n) return c.err("k=" + std::to_string(k) + " is out of range");

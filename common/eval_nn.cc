@@ -182,7 +182,7 @@ Result<Outputs> layer_norm_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* scale, c.need(1));
   const Tensor* bias = c.in(2);
   auto rank = static_cast<int64_t>(x->dims.size());
-  ASSIGN_OR_RETURN(int64_t axis, normalize_axis(c, c.node.attr_int("axis", -1), rank));
+  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(c.node.attr_int("axis", -1), rank)));
   double eps = c.node.attr_float("epsilon", 1e-5f);
   int64_t outer = prod(x->dims, 0, axis), inner = prod(x->dims, axis, rank);
   Dims norm_dims(x->dims.begin() + axis, x->dims.end());
@@ -216,7 +216,7 @@ Result<Outputs> layer_norm_kernel(const Ctx& c) {
 Result<Outputs> mvn_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
   auto rank = static_cast<int64_t>(x->dims.size());
-  ASSIGN_OR_RETURN(auto axes, normalize_axes(c, c.node.attr_ints("axes", {0, 2, 3}), rank));
+  ASSIGN_OR_RETURN(auto axes, c.at(normalize_axes(c.node.attr_ints("axes", {0, 2, 3}), rank)));
   std::vector<bool> reduced(rank, false);
   for (int64_t a : axes) reduced[a] = true;
   // Group elements by their coordinates outside `axes`.

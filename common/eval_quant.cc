@@ -14,7 +14,7 @@ Result<std::vector<int64_t>> param_index(const Ctx& c, const Tensor& x, const Te
   if (scale.numel() == 1) return index;
   if (scale.dims.size() != 1) return c.err("blocked quantization is not supported");
   auto rank = static_cast<int64_t>(x.dims.size());
-  ASSIGN_OR_RETURN(int64_t axis, normalize_axis(c, c.node.attr_int("axis", 1), rank));
+  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(c.node.attr_int("axis", 1), rank)));
   if (x.dims[axis] != scale.numel()) return c.err("scale length does not match the axis");
   int64_t inner = strides_of(x.dims)[axis];
   for (size_t i = 0; i < index.size(); ++i)

@@ -19,7 +19,7 @@ struct ReducePlan {
 /// all axes unless noop_with_empty_axes.
 Result<ReducePlan> plan_reduce(const Ctx& c, const Tensor& x) {
   auto rank = static_cast<int64_t>(x.dims.size());
-  auto axes_in = ints_input_or_attr(c, 1, "axes");
+  ASSIGN_OR_RETURN(auto axes_in, ints_input_or_attr(c, 1, "axes"));
   ReducePlan p;
   p.reduced.assign(rank, axes_in == std::nullopt || axes_in->empty());
   if ((!axes_in || axes_in->empty()) && c.node.attr_int("noop_with_empty_axes", 0) != 0) {
@@ -28,7 +28,7 @@ Result<ReducePlan> plan_reduce(const Ctx& c, const Tensor& x) {
     return p;
   }
   if (axes_in) {
-    ASSIGN_OR_RETURN(auto axes, normalize_axes(c, *axes_in, rank));
+    ASSIGN_OR_RETURN(auto axes, c.at(normalize_axes(*axes_in, rank)));
     for (int64_t a : axes) p.reduced[a] = true;
   }
   bool keep = c.node.attr_int("keepdims", 1) != 0;
@@ -115,7 +115,7 @@ template <bool kMax>
 Result<Outputs> arg_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
   auto rank = static_cast<int64_t>(x->dims.size());
-  ASSIGN_OR_RETURN(int64_t axis, normalize_axis(c, c.node.attr_int("axis", 0), rank));
+  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(c.node.attr_int("axis", 0), rank)));
   bool keep = c.node.attr_int("keepdims", 1) != 0;
   bool last = c.node.attr_int("select_last_index", 0) != 0;
   int64_t outer = prod(x->dims, 0, axis), n = x->dims[axis];
@@ -157,7 +157,7 @@ Result<Outputs> softmax_kernel(const Ctx& c) {
   bool legacy = c.opset < 13;
   int64_t axis_attr = c.node.attr_int("axis", legacy ? 1 : -1);
   if (legacy && axis_attr == rank) axis_attr = rank - 1;  // coerced [N, 1] shape is fine too
-  ASSIGN_OR_RETURN(int64_t axis, normalize_axis(c, axis_attr, rank));
+  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(axis_attr, rank)));
   int64_t outer = prod(x->dims, 0, axis);
   int64_t n = legacy ? prod(x->dims, axis, rank) : x->dims[axis];
   int64_t inner = legacy ? 1 : prod(x->dims, axis + 1, rank);

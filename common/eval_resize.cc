@@ -155,7 +155,7 @@ Status plan_sizes(const Ctx& c, const Tensor& x, ResizeSpec& s) {
   std::vector<int64_t> axes(rank);
   for (int64_t i = 0; i < rank; ++i) axes[i] = i;
   if (c.node.has_attr("axes")) {
-    ASSIGN_OR_RETURN(axes, normalize_axes(c, c.node.attr_ints("axes"), rank));
+    ASSIGN_OR_RETURN(axes, c.at(normalize_axes(c.node.attr_ints("axes"), rank)));
   }
   s.scales.assign(rank, 1.0);
   s.out = x.dims;

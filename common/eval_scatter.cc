@@ -34,13 +34,13 @@ Result<Tensor> pad_value(const Ctx& c, const Tensor& x) {
 
 /// Per-axis [begin, end] padding amounts from pads (+ axes, opset 18).
 Result<std::pair<Dims, Dims>> pad_amounts(const Ctx& c, int64_t rank) {
-  auto pads = ints_input_or_attr(c, 1, c.opset < 11 ? "pads" : "");
+  ASSIGN_OR_RETURN(auto pads, ints_input_or_attr(c, 1, c.opset < 11 ? "pads" : ""));
   if (!pads && c.opset < 11 && c.node.has_attr("paddings")) pads = c.node.attr_ints("paddings");
   if (!pads) return c.err("missing pads");
   std::vector<int64_t> axes(rank);
   for (int64_t i = 0; i < rank; ++i) axes[i] = i;
   if (const Tensor* a = c.in(3)) {
-    ASSIGN_OR_RETURN(axes, normalize_axes(c, ints_of(*a), rank));
+    ASSIGN_OR_RETURN(axes, c.at(normalize_axes(ints_of(*a), rank)));
   }
   if (pads->size() != 2 * axes.size())
     return c.err("pads has " + std::to_string(pads->size()) + " values for " +
@@ -140,7 +140,7 @@ Result<Outputs> center_crop_pad_kernel(const Ctx& c) {
   if (axes.empty()) {
     for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
   }
-  ASSIGN_OR_RETURN(axes, normalize_axes(c, axes, rank));
+  ASSIGN_OR_RETURN(axes, c.at(normalize_axes(axes, rank)));
   const std::vector<int64_t> lengths = ints_of(*shape);
   if (lengths.size() != axes.size()) return c.err("shape length does not match the axes");
   Dims before(rank, 0), after(rank, 0);
@@ -193,7 +193,7 @@ Result<Outputs> scatter_elements_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* upd, c.need(2));
   ASSIGN_OR_RETURN(Reduction red, reduction_of(c));
   auto rank = static_cast<int64_t>(x->dims.size());
-  ASSIGN_OR_RETURN(int64_t axis, normalize_axis(c, c.node.attr_int("axis", 0), rank));
+  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(c.node.attr_int("axis", 0), rank)));
   if (ind->dims != upd->dims || ind->dims.size() != x->dims.size())
     return c.err("indices and updates must have the data's rank and the same shape");
   if (upd->dtype != x->dtype) return c.err("updates type differs from data type");

@@ -50,14 +50,9 @@ Result<Outputs> constant_kernel(const Ctx& c) {
 Result<Outputs> shape_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
   auto rank = static_cast<int64_t>(x->dims.size());
-  auto clamp = [rank](int64_t v) {
-    if (v < 0) v += rank;
-    return std::clamp<int64_t>(v, 0, rank);
-  };
-  int64_t start = clamp(c.node.attr_int("start", 0));
-  int64_t end = clamp(c.node.attr_int("end", rank));
+  const DimRange range = shape_range(c.node, rank);
   std::vector<int64_t> dims;
-  for (int64_t i = start; i < end; ++i) dims.push_back(x->dims[i]);
+  for (int64_t i = range.begin; i < range.end; ++i) dims.push_back(x->dims[i]);
   auto n = static_cast<int64_t>(dims.size());
   return Outputs{Tensor::from_int64(dims, {n})};
 }
@@ -70,7 +65,7 @@ Result<Outputs> size_kernel(const Ctx& c) {
 /// Reshape: 0 copies the input dim (unless allowzero), one -1 is inferred.
 Result<Outputs> reshape_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
-  auto shape = ints_input_or_attr(c, 1, "shape");
+  ASSIGN_OR_RETURN(auto shape, ints_input_or_attr(c, 1, "shape"));
   if (!shape) return c.err("missing target shape");
   bool allow_zero = c.node.attr_int("allowzero", 0) != 0;
   Dims dims = *shape;
@@ -101,9 +96,7 @@ Result<Outputs> reshape_kernel(const Ctx& c) {
 Result<Outputs> flatten_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
   auto rank = static_cast<int64_t>(x->dims.size());
-  int64_t axis = c.node.attr_int("axis", 1);
-  if (axis < 0) axis += rank;
-  if (axis < 0 || axis > rank) return c.err("axis out of range");
+  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_flatten_axis(c.node.attr_int("axis", 1), rank)));
   int64_t outer = 1;
   for (int64_t i = 0; i < axis; ++i) outer *= x->dims[i];
   int64_t inner = 1;
@@ -115,10 +108,10 @@ Result<Outputs> flatten_kernel(const Ctx& c) {
 Result<Outputs> squeeze_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
   auto rank = static_cast<int64_t>(x->dims.size());
-  auto axes_in = ints_input_or_attr(c, 1, "axes");
+  ASSIGN_OR_RETURN(auto axes_in, ints_input_or_attr(c, 1, "axes"));
   std::vector<bool> drop(rank, false);
   if (axes_in) {
-    ASSIGN_OR_RETURN(auto axes, normalize_axes(c, *axes_in, rank));
+    ASSIGN_OR_RETURN(auto axes, c.at(normalize_axes(*axes_in, rank)));
     for (int64_t a : axes) {
       if (x->dims[a] != 1)
         return c.err("cannot squeeze axis " + std::to_string(a) + " of size " +
@@ -136,10 +129,10 @@ Result<Outputs> squeeze_kernel(const Ctx& c) {
 
 Result<Outputs> unsqueeze_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
-  auto axes_in = ints_input_or_attr(c, 1, "axes");
+  ASSIGN_OR_RETURN(auto axes_in, ints_input_or_attr(c, 1, "axes"));
   if (!axes_in) return c.err("missing axes");
   auto out_rank = static_cast<int64_t>(x->dims.size() + axes_in->size());
-  ASSIGN_OR_RETURN(auto axes, normalize_axes(c, *axes_in, out_rank));
+  ASSIGN_OR_RETURN(auto axes, c.at(normalize_axes(*axes_in, out_rank)));
   std::vector<bool> inserted(out_rank, false);
   for (int64_t a : axes) inserted[a] = true;
   Dims dims;

@@ -34,7 +34,7 @@ TEST(EvalTest, ErrorsNameTheNodeAndNeverThrow) {
   EXPECT_EQ(err("Gather", {ints({1, 2}, {2}), ints({2}, {1})}),
             "t.onnx: node 'n' (Gather): index 2 is out of range for a dim of 2");
   EXPECT_EQ(err("Concat", {floats({1}, {1})}, {Attribute::make_int("axis", 1)}),
-            "t.onnx: node 'n' (Concat): axis 1 is out of range for rank 1");
+            "t.onnx: node 'n' (Concat): axis 1 out of range for rank 1");
   EXPECT_EQ(err("Add", {floats({1}, {1}), ints({1}, {1})}),
             "t.onnx: node 'n' (Add): input types differ: float and int64");
   EXPECT_EQ(err("Div", {ints({1}, {1}), ints({0}, {1})}),

@@ -1,6 +1,7 @@
 #include "common/op_params.h"
 
 #include <algorithm>
+#include <set>
 #include <string_view>
 
 namespace common {
@@ -43,7 +44,51 @@ Status check_window(const Window& w) {
   return {};
 }
 
+// `axis` in [-rank, end) as an index: negative axes count from the end.
+Result<int64_t> axis_below(int64_t axis, int64_t rank, int64_t end) {
+  if (axis < -rank || axis >= end) {
+    return param_error("axis " + std::to_string(axis) + " out of range for rank " +
+                       std::to_string(rank));
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
 }  // namespace
+
+Result<int64_t> normalize_axis(int64_t axis, int64_t rank) { return axis_below(axis, rank, rank); }
+
+Result<int64_t> normalize_flatten_axis(int64_t axis, int64_t rank) {
+  return axis_below(axis, rank, rank + 1);
+}
+
+Result<Dims> normalize_axes(Dims axes, int64_t rank) {
+  std::set<int64_t> seen;
+  for (int64_t& a : axes) {
+    ASSIGN_OR_RETURN(int64_t n, normalize_axis(a, rank));
+    if (!seen.insert(n).second) return param_error("axis " + std::to_string(a) + " repeated");
+    a = n;
+  }
+  return axes;
+}
+
+Result<std::optional<Dims>> ints_input_or_attr(const Node& node, size_t input, const Tensor* value,
+                                               std::string_view attr, std::string_view what) {
+  if (node.has_input(input)) {
+    const std::string n = std::to_string(input), name = "'" + node.inputs[input] + "'";
+    const std::string at = what.empty() ? "input " + n + " (" + name + ")"
+                                        : std::string(what) + " (input " + n + ", " + name + ")";
+    if (value == nullptr) return param_error(at + " is not known statically");
+    return std::optional<Dims>(value->to_int64());
+  }
+  if (!attr.empty() && node.has_attr(attr)) return std::optional<Dims>(node.attr_ints(attr));
+  return std::optional<Dims>();
+}
+
+DimRange shape_range(const Node& node, int64_t rank) {
+  auto clamp = [rank](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + rank : v, 0, rank); };
+  const int64_t begin = clamp(node.attr_int("start", 0));
+  return {begin, std::max(begin, clamp(node.attr_int("end", rank)))};
+}
 
 Result<Window> read_window(const Node& node, size_t spatial, const Dims& kernel) {
   Window w;

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/error.h"
@@ -11,6 +13,33 @@
 #include "common/tensor.h"
 
 namespace common {
+
+/// Axis `axis` of a tensor of rank `rank` as an index in [0, rank): negative axes count from the
+/// end. Fails, naming both, unless -rank <= axis < rank.
+Result<int64_t> normalize_axis(int64_t axis, int64_t rank);
+
+/// Flatten's axis, the dim where the second output dim starts: [-rank, rank] as an index in
+/// [0, rank] (negative axes count from the end). Fails, naming both, out of that range.
+Result<int64_t> normalize_flatten_axis(int64_t axis, int64_t rank);
+
+/// Every axis of `axes` normalized as by normalize_axis, in the given order. Fails on an axis out
+/// of range or on one that names a dim already named.
+Result<Dims> normalize_axes(Dims axes, int64_t rank);
+
+/// A list of integers that old opsets give as attribute `attr` and new ones as input `input`:
+/// `value`, the input's known content read as integers (floats saturate, NaN reads as 0, as
+/// Tensor::to_int64 does), when the node has that input; else the attribute when `attr` is not
+/// empty and the node has it; else nullopt. Fails when the node has the input but `value` is null
+/// (not known); the message names `what` (or the input alone when `what` is empty).
+Result<std::optional<Dims>> ints_input_or_attr(const Node& node, size_t input, const Tensor* value,
+                                               std::string_view attr, std::string_view what);
+
+/// The dims [begin, end) that Shape returns (opset 15's `start` and `end`, default all): negative
+/// values count from the end, both clamp to [0, rank], and an end before the begin is the begin.
+struct DimRange {
+  int64_t begin = 0, end = 0;
+};
+DimRange shape_range(const Node& node, int64_t rank);
 
 /// The sliding window of Conv, ConvTranspose and the pools over `kernel.size()` spatial dims.
 struct Window {

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 namespace common {
 namespace {
 
@@ -145,6 +148,103 @@ TEST(Col2ImTest, OffsetsByKernelPositionThenBlock) {
                                             0,  2, -1, 4,  6,  -1,     // (0, 1)
                                             -1, 5, 7,  -1, 9,  11,     // (1, 0)
                                             4,  6, -1, 8,  10, -1}));  // (1, 1)
+}
+TEST(AxisTest, NegativeAxesCountFromTheEnd) {
+  // Rank 4: -1 is dim 3, -4 is dim 0; nonnegative axes stay.
+  EXPECT_EQ(*normalize_axis(-1, 4), 3);
+  EXPECT_EQ(*normalize_axis(-4, 4), 0);
+  EXPECT_EQ(*normalize_axis(0, 4), 0);
+  EXPECT_EQ(*normalize_axis(3, 4), 3);
+}
+
+TEST(AxisTest, OutOfRangeNamesAxisAndRank) {
+  EXPECT_EQ(normalize_axis(4, 4).error().message, "axis 4 out of range for rank 4");
+  EXPECT_EQ(normalize_axis(-5, 4).error().message, "axis -5 out of range for rank 4");
+  EXPECT_EQ(normalize_axis(0, 0).error().message, "axis 0 out of range for rank 0");
+}
+
+TEST(AxisTest, FlattenAxisMayEqualTheRank) {
+  // Rank 3: axis 3 puts every dim before the split ([d0 * d1 * d2, 1]); -3 is 0, -1 is 2.
+  EXPECT_EQ(*normalize_flatten_axis(3, 3), 3);
+  EXPECT_EQ(*normalize_flatten_axis(-3, 3), 0);
+  EXPECT_EQ(*normalize_flatten_axis(-1, 3), 2);
+  EXPECT_EQ(normalize_flatten_axis(4, 3).error().message, "axis 4 out of range for rank 3");
+  EXPECT_EQ(normalize_flatten_axis(-4, 3).error().message, "axis -4 out of range for rank 3");
+}
+
+TEST(AxesTest, NormalizedInTheGivenOrder) {
+  Result<Dims> a = normalize_axes({-1, 0, -3}, 3);  // rank 3: -3 names dim 0 again
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.error().message, "axis -3 repeated");
+  Result<Dims> b = normalize_axes({-1, 0, 1}, 3);
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  EXPECT_EQ(*b, Dims({2, 0, 1}));
+  EXPECT_EQ(*normalize_axes({}, 2), Dims());
+}
+
+TEST(AxesTest, OneOutOfRangeFailsTheList) {
+  EXPECT_EQ(normalize_axes({0, 2}, 2).error().message, "axis 2 out of range for rank 2");
+}
+
+TEST(ShapeRangeTest, ClampsAndCountsFromTheEnd) {
+  Node n = pool({});
+  n.op_type = "Shape";
+  DimRange all = shape_range(n, 4);  // no attributes: every dim
+  EXPECT_EQ(all.begin, 0);
+  EXPECT_EQ(all.end, 4);
+  n.attrs = {Attribute::make_int("start", -3), Attribute::make_int("end", 99)};
+  DimRange tail = shape_range(n, 4);  // -3 is dim 1; 99 clamps to 4
+  EXPECT_EQ(tail.begin, 1);
+  EXPECT_EQ(tail.end, 4);
+  n.attrs = {Attribute::make_int("start", -99), Attribute::make_int("end", -1)};
+  DimRange head = shape_range(n, 4);  // -99 clamps to 0; -1 is dim 3
+  EXPECT_EQ(head.begin, 0);
+  EXPECT_EQ(head.end, 3);
+  n.attrs = {Attribute::make_int("start", 3), Attribute::make_int("end", 1)};
+  DimRange none = shape_range(n, 4);  // end before start: empty
+  EXPECT_EQ(none.begin, 3);
+  EXPECT_EQ(none.end, 3);
+}
+
+Node with_inputs(std::vector<std::string> inputs, std::vector<Attribute> attrs) {
+  Node n = pool(std::move(attrs));
+  n.op_type = "Squeeze";
+  n.inputs = std::move(inputs);
+  return n;
+}
+
+TEST(IntsInputOrAttrTest, InputWinsThenAttributeThenNothing) {
+  const Tensor axes = Tensor::from_int64({0, -1}, {2});
+  Result<std::optional<Dims>> in =
+      ints_input_or_attr(with_inputs({"x", "ax"}, {}), 1, &axes, "axes", "Squeeze axes");
+  ASSERT_TRUE(in.ok() && in->has_value());
+  EXPECT_EQ(**in, Dims({0, -1}));
+  Result<std::optional<Dims>> attr =
+      ints_input_or_attr(with_inputs({"x"}, {ints("axes", {2})}), 1, nullptr, "axes", "axes");
+  ASSERT_TRUE(attr.ok() && attr->has_value());
+  EXPECT_EQ(**attr, Dims({2}));
+  // An empty input name is an absent input; an empty `attr` reads no attribute.
+  Result<std::optional<Dims>> none =
+      ints_input_or_attr(with_inputs({"x", ""}, {ints("axes", {2})}), 1, nullptr, "", "axes");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+}
+
+TEST(IntsInputOrAttrTest, FloatInputsSaturateAsTensorsDo) {
+  // Slice starts NaN and +inf (a fuzzed model): NaN reads 0, infinity the largest int64.
+  const Tensor f =
+      Tensor::from_floats({std::nanf(""), std::numeric_limits<float>::infinity()}, {2});
+  Result<std::optional<Dims>> r = ints_input_or_attr(with_inputs({"x", "s"}, {}), 1, &f, "", "");
+  ASSERT_TRUE(r.ok() && r->has_value());
+  EXPECT_EQ(**r, Dims({0, std::numeric_limits<int64_t>::max()}));
+}
+
+TEST(IntsInputOrAttrTest, UnknownInputFails) {
+  const Node n = with_inputs({"x", "ax"}, {});
+  EXPECT_EQ(ints_input_or_attr(n, 1, nullptr, "axes", "Squeeze axes").error().message,
+            "Squeeze axes (input 1, 'ax') is not known statically");
+  EXPECT_EQ(ints_input_or_attr(n, 1, nullptr, "", "").error().message,
+            "input 1 ('ax') is not known statically");
 }
 }  // namespace
 }  // namespace common

@@ -1,14 +1,61 @@
+#include <algorithm>
+
 #include "propdag/op.h"
 
 namespace propdag {
+namespace {
+
+// A float weight is widened to double about 2^22 entries (32 MiB) at a time: this many rows or
+// columns of `len` entries each.
+Eigen::Index block(Eigen::Index len) {
+  return std::max<Eigen::Index>(1, (Eigen::Index{1} << 22) / std::max<Eigen::Index>(1, len));
+}
+
+}  // namespace
+
+Vec dense_apply(const LinearTerm& t, const Vec& x, bool abs) {
+  if (t.wf.size() == 0) return abs ? Vec(t.w.cwiseAbs() * x) : Vec(t.w * x);
+  Vec y(t.wf.rows());
+  const Eigen::Index b = block(t.wf.cols());
+  for (Eigen::Index r = 0; r < t.wf.rows(); r += b) {
+    const Eigen::Index n = std::min(b, t.wf.rows() - r);
+    Mat wide = t.wf.middleRows(r, n).cast<double>();
+    y.segment(r, n) = abs ? Vec(wide.cwiseAbs() * x) : Vec(wide * x);
+  }
+  return y;
+}
+
+Mat dense_left(const Mat& a, const LinearTerm& t) {
+  if (t.wf.size() == 0) return a * t.w;
+  Mat y(a.rows(), t.wf.cols());
+  const Eigen::Index b = block(t.wf.rows());  // column blocks: each product has its full depth
+  for (Eigen::Index c = 0; c < t.wf.cols(); c += b) {
+    const Eigen::Index n = std::min(b, t.wf.cols() - c);
+    y.middleCols(c, n).noalias() = a * t.wf.middleCols(c, n).cast<double>();
+  }
+  return y;
+}
+
+Mat dense_left_transposed(const Mat& a, const LinearTerm& t) {
+  if (t.wf.size() == 0) return a * t.w.transpose();
+  Mat y(a.rows(), t.wf.rows());
+  const Eigen::Index b = block(t.wf.cols());
+  for (Eigen::Index r = 0; r < t.wf.rows(); r += b) {
+    const Eigen::Index n = std::min(b, t.wf.rows() - r);
+    y.middleCols(r, n).noalias() = a * t.wf.middleRows(r, n).cast<double>().transpose();
+  }
+  return y;
+}
+
+Mat dense_matrix(const LinearTerm& t) { return t.wf.size() == 0 ? t.w : Mat(t.wf.cast<double>()); }
 
 Interval affine_interval(const LinearTerm& term, const Interval& x) {
   Vec c = (x.lo + x.hi) * 0.5;
   Vec r = (x.hi - x.lo) * 0.5;
   Vec yc, yr;
   if (term.dense) {
-    yc = term.w * c;
-    yr = term.w.cwiseAbs() * r;
+    yc = dense_apply(term, c);
+    yr = dense_apply(term, r, true);
   } else {
     const SpMat& s = term.sparse();
     yc = s * c;

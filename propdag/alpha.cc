@@ -145,7 +145,7 @@ std::vector<Mat> Crown::alpha_gradient(const std::vector<int>& order,
       for (const LinearTerm& t : *rx.terms) {
         const Mat& gi = g[d.inputs[t.slot]];
         if (t.dense)
-          gn.noalias() += gi * t.w.transpose();
+          gn += dense_left_transposed(gi, t);
         else
           gn += Mat(gi * t.sparse().transpose());
       }

@@ -60,7 +60,7 @@ CaseSearch::CaseSearch(const Model& model, const SpecCase& c, const Options& opt
       objective_(objective_of(model, c)),
       rhs_(rhs_of(c)),
       free_dims_((c.box.hi.array() > c.box.lo.array()).count()),
-      carry_nodes_(bounder == nullptr && options.method != Method::kIbp && split.carry_bounds &&
+      carry_nodes_(options.method != Method::kIbp && split.carry_bounds &&
                    elements(model) <= kCarryElements),
       relu_splits_(bounder == nullptr && options.method != Method::kIbp &&
                    split.branching == Branching::kRelu && has_relus(model)),
@@ -203,13 +203,18 @@ common::Result<std::vector<CaseSearch::Bounds>> CaseSearch::bound_all(
     const std::vector<Interval> chunk(boxes.begin() + static_cast<std::ptrdiff_t>(at),
                                       boxes.begin() + static_cast<std::ptrdiff_t>(end));
     std::vector<Mat> coef;
+    std::vector<std::vector<Interval>> nodes(end - at);
+    for (size_t i = at; carry_nodes_ && i < end; ++i)
+      if (from[i] != nullptr) nodes[i - at] = from[i]->nodes;
     ASSIGN_OR_RETURN(std::vector<Interval> y,
                      bounder_->bound(chunk, objective_, options_,
-                                     options_.method != Method::kIbp ? &coef : nullptr));
+                                     options_.method != Method::kIbp ? &coef : nullptr,
+                                     carry_nodes_ ? &nodes : nullptr));
     for (size_t i = at; i < end; ++i) {
       Bounds b;
       b.y = std::move(y[i - at]);
       if (i - at < coef.size()) b.coef = std::move(coef[i - at]);
+      if (i - at < nodes.size()) b.nodes = std::move(nodes[i - at]);
       if (from[i] != nullptr) {  // what holds on the box this one was split from holds here
         b.y.lo = b.y.lo.cwiseMax(from[i]->y.lo);
         b.y.hi = b.y.hi.cwiseMin(from[i]->y.hi);

@@ -23,7 +23,7 @@ inline void accumulate(Mat& into, Mat&& add) {
 }
 
 inline Mat times(const Mat& a, const LinearTerm& t) {
-  return t.dense ? Mat(a * t.w) : Mat(a * t.sparse());
+  return t.dense ? dense_left(a, t) : Mat(a * t.sparse());
 }
 
 inline Mat scale_cols(const Mat& a, const Vec& s) { return a * s.asDiagonal(); }

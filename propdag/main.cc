@@ -354,7 +354,7 @@ static int main_body(int argc, char** argv) {
   for (CLI::App* sub : {bounds, verify}) {
     sub->add_option("--engine", a.engine,
                     "eigen (default: one box at a time) or torch (LibTorch: batches of boxes, "
-                    "CPU or CUDA; ibp and crown)")
+                    "CPU or CUDA)")
         ->check(CLI::IsMember({"eigen", "torch"}));
     sub->add_option("--device", a.device, "with --engine torch: cpu (default) or cuda")
         ->check(CLI::IsMember({"cpu", "cuda"}));

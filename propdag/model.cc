@@ -8,6 +8,7 @@
 
 #include "common/eval.h"
 #include "common/onnx_io.h"
+#include "common/op_params.h"
 #include "propdag/registry.h"
 
 #ifdef PROPDAG_HAVE_SHAPEONNX
@@ -180,12 +181,9 @@ common::Status Model::fold(const OpContext& ctx) {
   const common::Node& node = ctx.node;
   if (node.op_type == "Shape") {
     Dims dims = *ctx.shapes[0];
-    int64_t rank = dims.size(), start = node.attr_int("start", 0), end = node.attr_int("end", rank);
-    if (start < 0) start += rank;
-    if (end < 0) end += rank;
-    start = std::clamp<int64_t>(start, 0, rank), end = std::clamp<int64_t>(end, start, rank);
-    Dims part(dims.begin() + start, dims.begin() + end);
-    folded_[node.outputs[0]] = common::Tensor::from_int64(part, {end - start});
+    const common::DimRange range = common::shape_range(node, static_cast<int64_t>(dims.size()));
+    Dims part(dims.begin() + range.begin, dims.begin() + range.end);
+    folded_[node.outputs[0]] = common::Tensor::from_int64(part, {range.end - range.begin});
     return {};
   }
   if (node.op_type == "Size") {

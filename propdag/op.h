@@ -33,7 +33,10 @@ struct LinearTerm {
   using Entries = std::vector<std::pair<int64_t, double>>;
   int slot = 0;
   bool dense = false;
+  /// A dense weight, as double or, when large and exact as float (`wf`, `w` empty), as float:
+  /// half the memory of a model's largest layers. Read it through the dense_* functions below.
   Mat w;
+  Eigen::MatrixXf wf;
   /// The sparse matrix as built so far: read it through sparse(); builders fill it directly.
   mutable SpMat s;
   /// Lazy terms: appends the entries of one row to `out` (columns ascending); `rows` x `cols`
@@ -47,7 +50,7 @@ struct LinearTerm {
   }
   /// Stored coefficients (the matrix's entries), without building a lazy term.
   int64_t stored() const {
-    if (dense) return w.size();
+    if (dense) return w.size() + wf.size();
     return row_entries ? entries : s.nonZeros();
   }
 
@@ -60,6 +63,7 @@ struct LinearTerm {
       : slot(other.slot),
         dense(other.dense),
         w(std::move(other.w)),
+        wf(std::move(other.wf)),
         row_entries(std::move(other.row_entries)),
         rows(other.rows),
         cols(other.cols),
@@ -70,6 +74,7 @@ struct LinearTerm {
     slot = other.slot;
     dense = other.dense;
     w = std::move(other.w);
+    wf = std::move(other.wf);
     s.swap(other.s);
     row_entries = std::move(other.row_entries);
     rows = other.rows, cols = other.cols, entries = other.entries;
@@ -162,5 +167,16 @@ class AffineOp : public BoundOp {
 
 /// Interval of W x over a box, W dense or sparse (center-radius form).
 Interval affine_interval(const LinearTerm& term, const Interval& x);
+
+/// Dense terms with at least this many entries are stored as float when the weight is float data
+/// (exact, since the rule reads float32 values into doubles without arithmetic).
+constexpr int64_t kFloatWeightEntries = int64_t{1} << 20;
+/// For a dense term with weight W: W x (|W| x with `abs`), a W, and a W^T. Float weights are
+/// widened a block of rows at a time, so no double copy of the whole matrix is made.
+Vec dense_apply(const LinearTerm& t, const Vec& x, bool abs = false);
+Mat dense_left(const Mat& a, const LinearTerm& t);
+Mat dense_left_transposed(const Mat& a, const LinearTerm& t);
+/// The dense weight as a double matrix (a copy for float storage).
+Mat dense_matrix(const LinearTerm& t);
 
 }  // namespace propdag

@@ -128,9 +128,9 @@ class SoftmaxOp : public BoundOp {
 
 Result<OpOutputs> softmax_rule(const OpContext& ctx) {
   const common::Dims& x = ctx.shape(0);
-  int64_t rank = x.size(),
-          axis = norm_axis(ctx.node.attr_int("axis", ctx.opset < 13 ? 1 : -1), rank);
-  if (axis < 0) return ctx.error("Softmax axis out of range");
+  const auto rank = static_cast<int64_t>(x.size());
+  ASSIGN_OR_RETURN(const int64_t axis,
+                   axis_at(ctx, ctx.node.attr_int("axis", ctx.opset < 13 ? 1 : -1), rank));
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < rank; ++i) (i < axis ? outer : inner) *= i == axis ? 1 : x[i];
   int64_t len = x[axis];

@@ -279,8 +279,8 @@ class ArgMaxOp : public BoundOp {
 
 Result<OpOutputs> argmax_rule(const OpContext& ctx) {
   const Dims& x = ctx.shape(0);
-  int64_t rank = x.size(), axis = norm_axis(ctx.node.attr_int("axis", 0), rank);
-  if (axis < 0) return ctx.error("ArgMax axis out of range");
+  const auto rank = static_cast<int64_t>(x.size());
+  ASSIGN_OR_RETURN(const int64_t axis, axis_at(ctx, ctx.node.attr_int("axis", 0), rank));
   if (x[axis] < 1) return ctx.error("ArgMax over an empty axis");
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < rank; ++i)

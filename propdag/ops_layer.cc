@@ -307,8 +307,8 @@ Result<OpOutputs> pad_rule(const OpContext& ctx) {
   if (ctx.node.attr_string("mode", "constant") != "constant")
     return ctx.error("only constant Pad is supported");
   const Dims& x = ctx.shape(0);
-  std::vector<int64_t> pads =
-      ctx.opset < 11 ? ctx.node.attr_ints("pads") : ints_input_or_attr(ctx, 1, "");
+  ASSIGN_OR_RETURN(std::vector<int64_t> pads,
+                   ints_input_or_attr(ctx, 1, ctx.opset < 11 ? "pads" : ""));
   if (pads.size() != 2 * x.size()) return ctx.error("Pad pads do not match the input rank");
   double fill = ctx.opset < 11 ? ctx.node.attr_float("value", 0.0f)
                                : (ctx.present(2) ? ctx.constants[2]->double_at(0) : 0.0);

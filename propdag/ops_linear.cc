@@ -81,6 +81,14 @@ LinearTerm product_term(const Product& p, int var_slot, bool a_variable,
     LinearTerm t;
     t.slot = var_slot;
     t.dense = true;
+    // Float data times alpha = 1, each entry written once: exact as float.
+    if (konst.dtype == common::DType::kFloat && alpha == 1.0 && p.n * var_size >= kFloatWeightEntries) {
+      t.wf = Eigen::MatrixXf::Zero(p.n, var_size);
+      for (int64_t k = 0; k < p.k; ++k)
+        for (int64_t j = 0; j < p.n; ++j)
+          t.wf(j, p.a_at(0, 0, k)) = static_cast<float>(konst.double_at(p.b_at(0, k, j)));
+      return t;
+    }
     t.w = Mat::Zero(p.n, var_size);
     for (int64_t k = 0; k < p.k; ++k)
       for (int64_t j = 0; j < p.n; ++j)
@@ -175,12 +183,11 @@ Result<OpOutputs> reduce(const OpContext& ctx, bool mean) {
   if (ctx.variable(1)) return ctx.error("reduction axes must be constant");
   const Dims& x = ctx.shape(0);
   const int64_t rank = static_cast<int64_t>(x.size());
-  std::vector<int64_t> axes = ints_input_or_attr(ctx, 1, "axes");
+  ASSIGN_OR_RETURN(std::vector<int64_t> axes, ints_input_or_attr(ctx, 1, "axes"));
   std::vector<bool> reduced(rank,
                             axes.empty() && ctx.node.attr_int("noop_with_empty_axes", 0) == 0);
   for (int64_t a : axes) {
-    int64_t ax = norm_axis(a, rank);
-    if (ax < 0) return ctx.error("reduction axis out of range");
+    ASSIGN_OR_RETURN(int64_t ax, axis_at(ctx, a, rank));
     reduced[ax] = true;
   }
   const bool keep = ctx.node.attr_int("keepdims", 1) != 0;

@@ -56,9 +56,9 @@ Result<OpOutputs> identity_rule(const OpContext& ctx) { return reshaped(ctx, ctx
 
 Result<OpOutputs> flatten_rule(const OpContext& ctx) {
   const Dims& x = ctx.shape(0);
-  int64_t rank = x.size(), axis = ctx.node.attr_int("axis", 1);
-  if (axis < 0) axis += rank;
-  if (axis < 0 || axis > rank) return ctx.error("Flatten axis out of range");
+  auto normalized = common::normalize_flatten_axis(ctx.node.attr_int("axis", 1), x.size());
+  if (!normalized.ok()) return ctx.error(normalized.error().message);
+  const int64_t axis = *normalized;
   int64_t outer = 1;
   for (int64_t i = 0; i < axis; ++i) outer *= x[i];
   return reshaped(ctx, {outer, num_elements(x) / std::max<int64_t>(outer, 1)});
@@ -89,11 +89,11 @@ Result<OpOutputs> reshape_rule(const OpContext& ctx) {
 
 Result<OpOutputs> squeeze_rule(const OpContext& ctx) {
   const Dims& x = ctx.shape(0);
-  std::vector<int64_t> axes = ints_input_or_attr(ctx, 1, "axes");
+  ASSIGN_OR_RETURN(std::vector<int64_t> axes, ints_input_or_attr(ctx, 1, "axes"));
   std::vector<char> drop(x.size(), 0);
   for (int64_t a : axes) {
-    int64_t ax = norm_axis(a, x.size());
-    if (ax < 0 || x[ax] != 1) return ctx.error("Squeeze axis is not a dim of size 1");
+    ASSIGN_OR_RETURN(int64_t ax, axis_at(ctx, a, static_cast<int64_t>(x.size())));
+    if (x[ax] != 1) return ctx.error("Squeeze axis is not a dim of size 1");
     drop[ax] = 1;
   }
   Dims out;
@@ -104,12 +104,11 @@ Result<OpOutputs> squeeze_rule(const OpContext& ctx) {
 
 Result<OpOutputs> unsqueeze_rule(const OpContext& ctx) {
   const Dims& x = ctx.shape(0);
-  std::vector<int64_t> axes = ints_input_or_attr(ctx, 1, "axes");
+  ASSIGN_OR_RETURN(std::vector<int64_t> axes, ints_input_or_attr(ctx, 1, "axes"));
   int64_t rank = x.size() + axes.size();
   std::vector<char> inserted(rank, 0);
   for (int64_t a : axes) {
-    int64_t ax = norm_axis(a, rank);
-    if (ax < 0) return ctx.error("Unsqueeze axis out of range");
+    ASSIGN_OR_RETURN(int64_t ax, axis_at(ctx, a, rank));
     inserted[ax] = 1;
   }
   Dims out;
@@ -147,8 +146,7 @@ Result<OpOutputs> transpose_rule(const OpContext& ctx) {
 Result<OpOutputs> concat_rule(const OpContext& ctx) {
   if (!ctx.present(0)) return ctx.error("Concat input 0 is missing");
   const Dims& first = ctx.shape(0);
-  int64_t axis = norm_axis(ctx.node.attr_int("axis", 0), first.size());
-  if (axis < 0) return ctx.error("Concat axis out of range");
+  ASSIGN_OR_RETURN(int64_t axis, axis_at(ctx, ctx.node.attr_int("axis", 0), first.size()));
   Dims out = first;
   out[axis] = 0;
   std::vector<int64_t> offset;
@@ -192,9 +190,8 @@ std::vector<Source> strided(const Dims& x, const Dims& out, const std::vector<in
 
 Result<OpOutputs> split_rule(const OpContext& ctx) {
   const Dims& x = ctx.shape(0);
-  int64_t axis = norm_axis(ctx.node.attr_int("axis", 0), x.size());
-  if (axis < 0) return ctx.error("Split axis out of range");
-  std::vector<int64_t> sizes = ints_input_or_attr(ctx, 1, "split");
+  ASSIGN_OR_RETURN(int64_t axis, axis_at(ctx, ctx.node.attr_int("axis", 0), x.size()));
+  ASSIGN_OR_RETURN(std::vector<int64_t> sizes, ints_input_or_attr(ctx, 1, "split"));
   int64_t parts = ctx.node.outputs.size();
   if (sizes.empty())
     for (int64_t i = 0; i < parts; ++i)
@@ -215,23 +212,23 @@ Result<OpOutputs> split_rule(const OpContext& ctx) {
 
 Result<OpOutputs> slice_rule(const OpContext& ctx) {
   const Dims& x = ctx.shape(0);
-  bool attrs = ctx.opset < 10;
-  std::vector<int64_t> starts =
-      attrs ? ctx.node.attr_ints("starts") : ints_input_or_attr(ctx, 1, "");
-  std::vector<int64_t> ends = attrs ? ctx.node.attr_ints("ends") : ints_input_or_attr(ctx, 2, "");
-  std::vector<int64_t> axes = attrs ? ctx.node.attr_ints("axes") : ints_input_or_attr(ctx, 3, "");
-  std::vector<int64_t> steps = attrs ? std::vector<int64_t>{} : ints_input_or_attr(ctx, 4, "");
   for (size_t i = 1; i < 5; ++i)
     if (ctx.variable(i))
       return ctx.error("no bound rule for Slice with variable starts/ends/axes/steps");
+  // Opset 10 moved starts, ends and axes from attributes to inputs 1-3 and added steps (4).
+  ASSIGN_OR_RETURN(std::vector<int64_t> starts, ints_input_or_attr(ctx, 1, "starts"));
+  ASSIGN_OR_RETURN(std::vector<int64_t> ends, ints_input_or_attr(ctx, 2, "ends"));
+  ASSIGN_OR_RETURN(std::vector<int64_t> axes, ints_input_or_attr(ctx, 3, "axes"));
+  ASSIGN_OR_RETURN(std::vector<int64_t> steps, ints_input_or_attr(ctx, 4, ""));
   if (axes.empty())
     for (size_t i = 0; i < starts.size(); ++i) axes.push_back(i);
   if (steps.empty()) steps.assign(starts.size(), 1);
   Dims out = x;
   std::vector<int64_t> start(x.size(), 0), step(x.size(), 1);
   for (size_t i = 0; i < starts.size(); ++i) {
-    int64_t ax = norm_axis(axes[i], x.size()), dim = ax < 0 ? 0 : x[ax], st = steps[i];
-    if (ax < 0 || st == 0) return ctx.error("Slice axis or step invalid");
+    ASSIGN_OR_RETURN(int64_t ax, axis_at(ctx, axes[i], static_cast<int64_t>(x.size())));
+    int64_t dim = x[ax], st = steps[i];
+    if (st == 0) return ctx.error("Slice axis or step invalid");
     int64_t lo_clamp = st > 0 ? 0 : -1, hi_clamp = st > 0 ? dim : dim - 1;
     int64_t b = starts[i] < 0 ? starts[i] + dim : starts[i];
     int64_t e = ends[i] < 0 ? ends[i] + dim : ends[i];
@@ -248,8 +245,7 @@ Result<OpOutputs> slice_rule(const OpContext& ctx) {
 Result<OpOutputs> gather_rule(const OpContext& ctx) {
   if (!ctx.variable(0) || ctx.variable(1)) return ctx.error("Gather needs constant indices");
   const Dims& x = ctx.shape(0);
-  int64_t axis = norm_axis(ctx.node.attr_int("axis", 0), x.size());
-  if (axis < 0) return ctx.error("Gather axis out of range");
+  ASSIGN_OR_RETURN(int64_t axis, axis_at(ctx, ctx.node.attr_int("axis", 0), x.size()));
   const common::Tensor& idx = *ctx.constants[1];
   Dims out(x.begin(), x.begin() + axis);
   out.insert(out.end(), idx.dims.begin(), idx.dims.end());

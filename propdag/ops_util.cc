@@ -15,9 +15,10 @@ std::vector<int64_t> strides_of(const common::Dims& dims) {
   return s;
 }
 
-int64_t norm_axis(int64_t axis, int64_t rank) {
-  if (axis < 0) axis += rank;
-  return axis < 0 || axis >= rank ? -1 : axis;
+common::Result<int64_t> axis_at(const OpContext& ctx, int64_t axis, int64_t rank) {
+  common::Result<int64_t> a = common::normalize_axis(axis, rank);
+  if (!a.ok()) return ctx.error(a.error().message);
+  return a;
 }
 
 LinearTerm gather_term(int slot, const std::vector<int64_t>& src, int64_t in_size,
@@ -59,10 +60,12 @@ std::vector<double> broadcast_constant(const common::Tensor& t, const common::Di
   return result;
 }
 
-std::vector<int64_t> ints_input_or_attr(const OpContext& ctx, size_t input, const char* attr) {
-  if (ctx.present(input) && ctx.constants[input] != nullptr)
-    return ctx.constants[input]->to_int64();
-  return ctx.node.attr_ints(attr);
+common::Result<std::vector<int64_t>> ints_input_or_attr(const OpContext& ctx, size_t input,
+                                                        const char* attr) {
+  const common::Tensor* value = ctx.present(input) ? ctx.constants[input] : nullptr;
+  auto ints = common::ints_input_or_attr(ctx.node, input, value, attr, attr);
+  if (!ints.ok()) return ctx.error(ints.error().message);
+  return ints->value_or(std::vector<int64_t>{});
 }
 
 common::Result<MatMulShape> matmul_shape(const OpContext& ctx) {

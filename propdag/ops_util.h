@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/op_params.h"  // broadcast_map
+#include "common/op_params.h"
 #include "common/tensor.h"
 #include "propdag/op.h"
 #include "propdag/registry.h"
@@ -13,8 +13,8 @@ namespace propdag {
 
 /// Row-major strides of dims.
 std::vector<int64_t> strides_of(const common::Dims& dims);
-/// Axis in [0, rank) from a possibly negative axis; -1 when out of range.
-int64_t norm_axis(int64_t axis, int64_t rank);
+/// common::normalize_axis with its error placed at the node.
+common::Result<int64_t> axis_at(const OpContext& ctx, int64_t axis, int64_t rank);
 /// Sparse term with W(i, src[i]) = scale[i] (rows with src[i] < 0 stay empty). `scale` empty: 1.
 LinearTerm gather_term(int slot, const std::vector<int64_t>& src, int64_t in_size,
                        const std::vector<double>& scale = {});
@@ -27,8 +27,10 @@ std::vector<LinearTerm> one_term(LinearTerm term);
 OpOutputs affine_output(std::vector<LinearTerm> terms, Vec bias, common::Dims shape);
 /// A constant tensor broadcast to `out` as doubles; empty when it does not broadcast.
 std::vector<double> broadcast_constant(const common::Tensor& t, const common::Dims& out);
-/// Integers of a constant input or of an attribute (for opset-dependent forms).
-std::vector<int64_t> ints_input_or_attr(const OpContext& ctx, size_t input, const char* attr);
+/// Integers of a constant input or of an attribute (for opset-dependent forms); empty when the
+/// node has neither (common::ints_input_or_attr, its error placed at the node).
+common::Result<std::vector<int64_t>> ints_input_or_attr(const OpContext& ctx, size_t input,
+                                                        const char* attr);
 /// MatMul's operands as [batch] x M x K and [batch] x K x N (numpy rules: 1-D operands gain a
 /// dim, batch dims broadcast): per broadcast batch index, the batch index of each operand.
 struct MatMulShape {

@@ -36,8 +36,9 @@ struct SplitOptions {
 /// Bounds several boxes in one call (a batched engine: the torch engine's, propdag/torch). verify()
 /// runs the same search with or without one; with one, every bound computation of the search
 /// goes to it (the counterexample checks and point searches stay in float64 on the Eigen engine)
-/// and the search bounds up to batch() boxes per call. Node bounds are not carried
-/// (SplitOptions::carry_bounds) and ReLU splits fall back to halving input boxes.
+/// and the search bounds up to batch() boxes per call. Node bounds are carried from a box to its
+/// halves as without one (SplitOptions::carry_bounds); ReLU splits fall back to halving input
+/// boxes.
 class BoxBounder {
  public:
   virtual ~BoxBounder() = default;
@@ -45,11 +46,12 @@ class BoxBounder {
   virtual int batch() const = 0;
   /// For each box, bounds of sum_o C_o y_o as linear_bounds(model, box, c, options); with
   /// `lower_coef`, per box the input coefficients of each row's lower bound (BoundsIO::lower_coef,
-  /// empty for IBP).
-  virtual common::Result<std::vector<Interval>> bound(const std::vector<Interval>& boxes,
-                                                      const std::vector<Mat>& c,
-                                                      const Options& options,
-                                                      std::vector<Mat>* lower_coef) = 0;
+  /// empty for IBP). With `node_bounds`, one entry per box, each as BoundsIO::node_bounds: passed
+  /// in, the node bounds known to hold on that box (an empty entry: none), intersected with those
+  /// computed before they are used; on return, that box's bounds of every node.
+  virtual common::Result<std::vector<Interval>> bound(
+      const std::vector<Interval>& boxes, const std::vector<Mat>& c, const Options& options,
+      std::vector<Mat>* lower_coef, std::vector<std::vector<Interval>>* node_bounds) = 0;
 };
 
 struct VerifyResult {

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "common/op_params.h"
 #include "shapeonnx/control_flow_builder.h"
 
 namespace shapeonnx::detail {
@@ -142,8 +143,9 @@ class Expander : public Builder {
     const common::Value* v = prefix_.find(value);
     if (!v || !v->is_static()) return error("shape of scan input '" + value + "' is not static");
     const int64_t rank = static_cast<int64_t>(v->shape->size());
-    if (axis < -rank || axis >= rank) return error("scan axis out of range for '" + value + "'");
-    return (*v->shape)[static_cast<size_t>(axis < 0 ? axis + rank : axis)];
+    const common::Result<int64_t> at = common::normalize_axis(axis, rank);
+    if (!at.ok()) return error("scan input '" + value + "': " + at.error().message);
+    return (*v->shape)[static_cast<size_t>(*at)];
   }
 
   Status expand_scan() {

@@ -4,6 +4,7 @@
 // ConcatFromSequence becomes Concat (or a stack) and SequenceMap copies its body per element.
 // Optionals likewise hold a value or not at compile time: Optional records which,
 // OptionalHasElement becomes a constant and OptionalGetElement the value.
+#include "common/op_params.h"
 #include "shapeonnx/control_flow_builder.h"
 
 namespace shapeonnx::detail {
@@ -207,9 +208,9 @@ class SequenceExpander : public Builder {
     if (!v || !v->is_static()) return error("input shape is not static");
     const common::Dims& dims = *v->shape;
     const int64_t rank = static_cast<int64_t>(dims.size());
-    int64_t axis = node_.attr_int("axis", 0);
-    if (axis < -rank || axis >= rank) return error("axis out of range");
-    if (axis < 0) axis += rank;
+    const common::Result<int64_t> axis_or = common::normalize_axis(node_.attr_int("axis", 0), rank);
+    if (!axis_or.ok()) return error(axis_or.error().message);
+    const int64_t axis = *axis_or;
     const int64_t length = dims[static_cast<size_t>(axis)];
     std::vector<std::string> parts;
     if (!node_.has_input(1) && node_.attr_int("keepdims", 1) == 0) {

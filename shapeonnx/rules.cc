@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "common/op_params.h"
+
 namespace shapeonnx {
 
 namespace {
@@ -64,10 +66,9 @@ common::Error InferContext::error(std::string message) const {
 }
 
 common::Result<int64_t> InferContext::axis(int64_t axis, int64_t rank) const {
-  if (axis < -rank || axis >= rank) {
-    return error("axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
-  }
-  return axis < 0 ? axis + rank : axis;
+  common::Result<int64_t> a = common::normalize_axis(axis, rank);
+  if (!a.ok()) return error(a.error().message);
+  return a;
 }
 
 ShapeRule find_rule(std::string_view op_type) {

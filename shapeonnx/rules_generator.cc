@@ -20,10 +20,8 @@ using common::Tensor;
 Status shape_rule(InferContext& ctx) {
   const Dims& in = ctx.shape(0);
   const int64_t r = ctx.rank(0);
-  auto bound = [r](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + r : v, 0, r); };
-  const int64_t start = bound(ctx.node().attr_int("start", 0));
-  const int64_t end = bound(ctx.node().attr_int("end", r));
-  Dims dims = start < end ? Dims(in.begin() + start, in.begin() + end) : Dims();
+  const common::DimRange range = common::shape_range(ctx.node(), r);
+  Dims dims(in.begin() + range.begin, in.begin() + range.end);
   const auto n = static_cast<int64_t>(dims.size());
   ctx.set_value(0, Tensor::from_int64(dims, {n}));
   return {};

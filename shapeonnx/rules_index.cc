@@ -36,23 +36,17 @@ struct SliceArgs {
 // Inputs starts, ends, axes, steps (opset >= 10) or attributes starts, ends, axes (opset < 10).
 Result<SliceArgs> slice_args(const InferContext& ctx) {
   SliceArgs a;
-  const common::Node& node = ctx.node();
-  if (ctx.has_input(1)) {
-    ASSIGN_OR_RETURN(a.starts, known_ints(ctx, 1, "Slice starts"));
-    ASSIGN_OR_RETURN(a.ends, known_ints(ctx, 2, "Slice ends"));
-    if (ctx.has_input(3)) {
-      ASSIGN_OR_RETURN(a.axes, known_ints(ctx, 3, "Slice axes"));
-    }
-    if (ctx.has_input(4)) {
-      ASSIGN_OR_RETURN(a.steps, known_ints(ctx, 4, "Slice steps"));
-    }
-  } else {
-    a.starts = node.attr_ints("starts");
-    a.ends = node.attr_ints("ends");
-    a.axes = node.attr_ints("axes");
-  }
+  ASSIGN_OR_RETURN(auto starts, ints_from_input_or_attr(ctx, 1, "starts", "Slice starts"));
+  ASSIGN_OR_RETURN(auto ends, ints_from_input_or_attr(ctx, 2, "ends", "Slice ends"));
+  ASSIGN_OR_RETURN(auto axes, ints_from_input_or_attr(ctx, 3, "axes", "Slice axes"));
+  ASSIGN_OR_RETURN(auto steps, ints_from_input_or_attr(ctx, 4, "", "Slice steps"));
+  a.starts = starts.value_or(std::vector<int64_t>{});
+  a.ends = ends.value_or(std::vector<int64_t>{});
+  a.steps = steps.value_or(std::vector<int64_t>{});
   const size_t n = a.starts.size();
-  if (!ctx.has_input(3) && !node.has_attr("axes")) {
+  if (axes) {
+    a.axes = *std::move(axes);
+  } else {
     for (size_t i = 0; i < n; ++i) a.axes.push_back(static_cast<int64_t>(i));
   }
   if (a.steps.empty()) a.steps.assign(n, 1);

@@ -56,7 +56,7 @@ Status dft_rule(InferContext& ctx) {
     axis = ctx.node().attr_int("axis", 1);
   }
   // The axis counts over the whole rank but may be neither the batch dim nor the complex dim.
-  if (axis < 0) axis += ctx.rank(0);
+  ASSIGN_OR_RETURN(axis, ctx.axis(axis, ctx.rank(0)));
   if (axis < 1 || axis > ctx.rank(0) - 2) return ctx.error("DFT axis out of range");
   int64_t n = out[axis];
   if (ctx.has_input(1)) {

@@ -2,8 +2,10 @@
 // DepthToSpace, SpaceToDepth. Indexing ops (Slice, Gather, Split, ...) are in rules_index.cc.
 #include <algorithm>
 #include <string>
+#include <string_view>
 
 #include "common/eval.h"
+#include "common/op_params.h"
 #include "shapeonnx/rules.h"
 #include "shapeonnx/rules_util.h"
 
@@ -70,9 +72,9 @@ Status reshape_rule(InferContext& ctx) {
 Status flatten_rule(InferContext& ctx) {
   const Dims& in = ctx.shape(0);
   const int64_t r = ctx.rank(0);
-  int64_t axis = ctx.node().attr_int("axis", 1);
-  if (axis < 0) axis += r;
-  if (axis < 0 || axis > r) return ctx.error("Flatten axis out of range");
+  auto normalized = common::normalize_flatten_axis(ctx.node().attr_int("axis", 1), r);
+  if (!normalized.ok()) return ctx.error(normalized.error().message);
+  const int64_t axis = *normalized;
   ASSIGN_OR_RETURN(int64_t outer, checked_product(ctx, in, 0, axis));
   ASSIGN_OR_RETURN(int64_t inner, checked_product(ctx, in, axis, in.size()));
   ctx.set_output(0, ctx.dtype(0), {outer, inner});
@@ -188,12 +190,9 @@ Status tile_rule(InferContext& ctx) {
 Status pad_rule(InferContext& ctx) {
   const Dims& in = ctx.shape(0);
   const int64_t r = ctx.rank(0);
-  std::vector<int64_t> pads;
-  if (ctx.has_input(1)) {
-    ASSIGN_OR_RETURN(pads, known_ints(ctx, 1, "Pad pads"));
-  } else {
-    pads = ctx.node().attr_ints(ctx.node().has_attr("pads") ? "pads" : "paddings");
-  }
+  const std::string_view attr = ctx.node().has_attr("pads") ? "pads" : "paddings";  // opset 1
+  ASSIGN_OR_RETURN(auto listed, ints_from_input_or_attr(ctx, 1, attr, "Pad pads"));
+  std::vector<int64_t> pads = listed.value_or(std::vector<int64_t>{});
   std::vector<int64_t> axes;
   if (ctx.has_input(3)) {
     ASSIGN_OR_RETURN(std::vector<int64_t> listed, known_ints(ctx, 3, "Pad axes"));

@@ -69,27 +69,16 @@ Result<std::vector<double>> known_doubles(const InferContext& ctx, size_t i,
 Result<std::optional<std::vector<int64_t>>> ints_from_input_or_attr(const InferContext& ctx,
                                                                     size_t i, std::string_view attr,
                                                                     std::string_view what) {
-  if (ctx.has_input(i)) {
-    ASSIGN_OR_RETURN(std::vector<int64_t> v, known_ints(ctx, i, what));
-    return std::optional<std::vector<int64_t>>(std::move(v));
-  }
-  if (ctx.node().has_attr(attr)) {
-    return std::optional<std::vector<int64_t>>(ctx.node().attr_ints(attr));
-  }
-  return std::optional<std::vector<int64_t>>();
+  const common::Tensor* value = ctx.has_input(i) ? ctx.value(i) : nullptr;
+  auto ints = common::ints_input_or_attr(ctx.node(), i, value, attr, what);
+  if (!ints.ok()) return ctx.error(ints.error().message);
+  return ints;
 }
 
 Result<std::vector<int64_t>> normalize_axes(const InferContext& ctx,
                                             const std::vector<int64_t>& axes, int64_t rank) {
-  std::vector<int64_t> out;
-  out.reserve(axes.size());
-  for (int64_t a : axes) {
-    ASSIGN_OR_RETURN(int64_t n, ctx.axis(a, rank));
-    if (std::find(out.begin(), out.end(), n) != out.end()) {
-      return ctx.error("axis " + std::to_string(a) + " repeated");
-    }
-    out.push_back(n);
-  }
+  Result<std::vector<int64_t>> out = common::normalize_axes(axes, rank);
+  if (!out.ok()) return ctx.error(out.error().message);
   return out;
 }
 

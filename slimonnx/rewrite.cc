@@ -5,6 +5,7 @@
 #include <string_view>
 #include <utility>
 
+#include "common/op_params.h"
 #include "common/topo.h"
 
 namespace slimonnx {
@@ -223,11 +224,10 @@ bool params_constant(const Editor& ed, const Node& n) {
 
 std::optional<std::vector<int64_t>> int_param(const Editor& ed, const Node& n, size_t slot,
                                               std::string_view attr) {
-  if (n.has_attr(attr)) return n.attr_ints(attr);
-  if (!n.has_input(slot)) return std::vector<int64_t>{};
-  const Tensor* t = ed.initializer(n.inputs[slot]);
-  if (t == nullptr) return std::nullopt;
-  return t->to_int64();
+  const Tensor* t = n.has_input(slot) ? ed.initializer(n.inputs[slot]) : nullptr;
+  auto ints = common::ints_input_or_attr(n, slot, t, attr, attr);
+  if (!ints.ok()) return std::nullopt;  // not a constant
+  return ints->value_or(std::vector<int64_t>{});
 }
 
 std::optional<std::vector<double>> float_data(const Tensor* t) {

@@ -100,8 +100,9 @@ std::unordered_set<std::string> untrusted_values(const common::Graph& graph);
 /// input, are not trusted).
 bool params_constant(const Editor& ed, const common::Node& n);
 
-/// Integer parameters of a node: attribute `attr` when present (older opsets), else constant
-/// input `slot`; empty when neither is given, nullopt when the input is not a constant.
+/// Integer parameters of a node: constant input `slot` when the node has it, else attribute
+/// `attr` (older opsets; common::ints_input_or_attr); empty when neither is given, nullopt when
+/// the input is not a constant.
 std::optional<std::vector<int64_t>> int_param(const Editor& ed, const common::Node& n, size_t slot,
                                               std::string_view attr);
 

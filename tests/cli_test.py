@@ -102,7 +102,7 @@ TORCHONNX_REGRESSIONS = [
     ("avgpool_dim_2pow31", "node 'AveragePool_0' (AveragePool): more than 2^24 output positions "
      "to correct for padding (opset 6)"),
     ("scatter_elements_axis_out_of_range",
-     "node 'ScatterElements_0' (ScatterElements): axis out of range (opset 16)"),
+     "node 'ScatterElements_0' (ScatterElements): axis 3 out of range for rank 2 (opset 16)"),
     ("tfidf_negative_ngram_count", "node 'TfIdfVectorizer_0' (TfIdfVectorizer): ngram_counts does "
      "not match pool_int64s (opset 9)"),
 ]

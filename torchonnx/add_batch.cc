@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "common/op_params.h"
+
 namespace torchonnx {
 
 namespace {
@@ -15,9 +17,9 @@ bool has_batch(const common::Value& v) {
 
 // The axes an Unsqueeze inserts (attribute before opset 13, constant input after), or empty.
 std::vector<int64_t> unsqueeze_axes(const common::Graph& graph, const common::Node& node) {
-  if (node.has_attr("axes")) return node.attr_ints("axes");
   const common::Tensor* axes = node.has_input(1) ? graph.initializer(node.inputs[1]) : nullptr;
-  return axes ? axes->to_int64() : std::vector<int64_t>{};
+  const auto listed = common::ints_input_or_attr(node, 1, axes, "axes", "axes");
+  return listed.ok() ? listed->value_or(std::vector<int64_t>{}) : std::vector<int64_t>{};
 }
 
 // Rewrites `node`, a reader of the unbatched input `name` of `numel` elements, so that it keeps

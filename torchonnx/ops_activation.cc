@@ -109,8 +109,8 @@ Status softmax(Context& ctx) {
   const std::string& op = ctx.node().op_type;
   const bool legacy = ctx.opset() < 13;
   const int64_t rank = ctx.rank(0);
-  const int64_t axis = norm_axis(ctx.node().attr_int("axis", legacy ? 1 : -1), rank);
-  if (axis < 0) return ctx.error("axis out of range");
+  ASSIGN_OR_RETURN(const int64_t axis,
+                   axis_at(ctx, ctx.node().attr_int("axis", legacy ? 1 : -1), rank));
   const std::string x = ctx.in(0);
   const bool flat = legacy && axis != rank - 1;
   const std::string src = flat ? x + ".flatten(" + std::to_string(axis) + ")" : x;

@@ -81,11 +81,10 @@ Status pad(Context& ctx) {
   const int64_t rank = ctx.rank(0);
   std::vector<int64_t> pads;
   std::string value;
+  ASSIGN_OR_RETURN(pads, ints_from(ctx, 1, ctx.opset() < 11 ? "pads" : ""));
   if (ctx.opset() < 11) {
-    pads = ctx.node().attr_ints("pads");
     value = py_float(ctx.node().attr_float("value", 0.0f));
   } else {
-    ASSIGN_OR_RETURN(pads, ints_from(ctx, 1, ""));
     if (ctx.has_input(2)) {
       const Tensor* v = ctx.constant(2);
       if (!v) return ctx.error("constant_value must be a constant");
@@ -100,8 +99,7 @@ Status pad(Context& ctx) {
   if (pads.size() != 2 * n) return ctx.error("pads do not match the input rank");
   std::vector<int64_t> begin(rank, 0), end(rank, 0);
   for (size_t j = 0; j < n; ++j) {
-    const int64_t a = norm_axis(axes[j], rank);
-    if (a < 0) return ctx.error("axis out of range");
+    ASSIGN_OR_RETURN(const int64_t a, axis_at(ctx, axes[j], rank));
     begin[a] = pads[j];
     end[a] = pads[j + n];
   }
@@ -143,8 +141,7 @@ Status center_crop_pad(Context& ctx) {
   if (lengths.size() != axes.size()) return ctx.error("shape length does not match the axes");
   std::vector<int64_t> begin(rank, 0), end(rank, 0);
   for (size_t j = 0; j < axes.size(); ++j) {
-    const int64_t a = norm_axis(axes[j], rank);
-    if (a < 0) return ctx.error("axis out of range");
+    ASSIGN_OR_RETURN(const int64_t a, axis_at(ctx, axes[j], rank));
     const int64_t diff = lengths[j] - ctx.shape(0)[a];
     begin[a] = diff >= 0 ? diff / 2 : -(-diff / 2);
     end[a] = diff - begin[a];

@@ -42,29 +42,23 @@ struct SliceSpec {
 
 common::Result<SliceSpec> slice_spec(Context& ctx) {
   SliceSpec s;
-  const common::Node& n = ctx.node();
-  if (ctx.opset() < 10) {
-    s.starts = n.attr_ints("starts");
-    s.ends = n.attr_ints("ends");
-    s.axes = n.attr_ints("axes");
+  // Attributes starts, ends, axes before opset 10; inputs 1-4 (steps new) from it on.
+  s.constant = !ctx.has_input(1) || (ctx.constant(1) && ctx.constant(2));
+  if (s.constant) {
+    ASSIGN_OR_RETURN(s.starts, ints_from(ctx, 1, "starts"));
+    ASSIGN_OR_RETURN(s.ends, ints_from(ctx, 2, "ends"));
   } else {
-    s.constant = ctx.constant(1) && ctx.constant(2);
-    if (s.constant) {
-      s.starts = ctx.constant(1)->to_int64();
-      s.ends = ctx.constant(2)->to_int64();
-    } else {
-      s.starts.assign(ctx.shape(1).empty() ? 1 : ctx.shape(1)[0], 0);
-    }
-    ASSIGN_OR_RETURN(s.axes, ints_from(ctx, 3, ""));
-    ASSIGN_OR_RETURN(s.steps, ints_from(ctx, 4, ""));
+    s.starts.assign(ctx.shape(1).empty() ? 1 : ctx.shape(1)[0], 0);
   }
+  ASSIGN_OR_RETURN(s.axes, ints_from(ctx, 3, "axes"));
+  ASSIGN_OR_RETURN(s.steps, ints_from(ctx, 4, ""));
   if (s.axes.empty()) {
     for (size_t i = 0; i < s.starts.size(); ++i) s.axes.push_back(static_cast<int64_t>(i));
   }
   if (s.steps.empty()) s.steps.assign(s.starts.size(), 1);
-  for (int64_t& a : s.axes) a = norm_axis(a, ctx.rank(0));
-  if (std::count(s.axes.begin(), s.axes.end(), -1) || s.axes.size() != s.starts.size() ||
-      s.steps.size() != s.starts.size() || std::count(s.steps.begin(), s.steps.end(), 0)) {
+  ASSIGN_OR_RETURN(s.axes, axes_at(ctx, s.axes, ctx.rank(0)));
+  if (s.axes.size() != s.starts.size() || s.steps.size() != s.starts.size() ||
+      std::count(s.steps.begin(), s.steps.end(), 0)) {
     return ctx.error("inconsistent starts, axes or steps");
   }
   return s;
@@ -161,8 +155,7 @@ Status slice(Context& ctx) {
 }
 
 Status gather(Context& ctx) {
-  const int64_t axis = norm_axis(ctx.node().attr_int("axis", 0), ctx.rank(0));
-  if (axis < 0) return ctx.error("axis out of range");
+  ASSIGN_OR_RETURN(const int64_t axis, axis_at(ctx, ctx.node().attr_int("axis", 0), ctx.rank(0)));
   const int64_t dim = ctx.shape(0)[axis];
   const std::string x = ctx.in(0);
   const bool batched =
@@ -196,8 +189,7 @@ Status gather(Context& ctx) {
 }
 
 Status gather_elements(Context& ctx) {
-  const int64_t axis = norm_axis(ctx.node().attr_int("axis", 0), ctx.rank(0));
-  if (axis < 0) return ctx.error("axis out of range");
+  ASSIGN_OR_RETURN(const int64_t axis, axis_at(ctx, ctx.node().attr_int("axis", 0), ctx.rank(0)));
   const int64_t dim = ctx.shape(0)[axis];
   const Tensor* idx = ctx.constant(1);
   std::string index =
@@ -299,8 +291,7 @@ Status scatter_nd(Context& ctx) {
 
 Status scatter_elements(Context& ctx) {
   const std::string reduction = ctx.node().attr_string("reduction", "none");
-  const int64_t axis = norm_axis(ctx.node().attr_int("axis", 0), ctx.rank(0));
-  if (axis < 0) return ctx.error("axis out of range");
+  ASSIGN_OR_RETURN(const int64_t axis, axis_at(ctx, ctx.node().attr_int("axis", 0), ctx.rank(0)));
   const int64_t dim = ctx.shape(0)[axis];
   const Tensor* idx = ctx.constant(1);
   std::string index =
@@ -312,8 +303,7 @@ Status scatter_elements(Context& ctx) {
 }
 
 Status arg_extreme(Context& ctx) {
-  const int64_t axis = norm_axis(ctx.node().attr_int("axis", 0), ctx.rank(0));
-  if (axis < 0) return ctx.error("axis out of range");
+  ASSIGN_OR_RETURN(const int64_t axis, axis_at(ctx, ctx.node().attr_int("axis", 0), ctx.rank(0)));
   const bool keep = ctx.node().attr_int("keepdims", 1) != 0;
   const bool last = ctx.node().attr_int("select_last_index", 0) != 0;
   const std::string fn = ctx.node().op_type == "ArgMax" ? "torch.argmax(" : "torch.argmin(";
@@ -330,8 +320,7 @@ Status topk(Context& ctx) {
     if (!t) return ctx.error("K must be a constant");
     k = t->int_at(0);
   }
-  const int64_t axis = norm_axis(ctx.node().attr_int("axis", -1), ctx.rank(0));
-  if (axis < 0) return ctx.error("axis out of range");
+  ASSIGN_OR_RETURN(const int64_t axis, axis_at(ctx, ctx.node().attr_int("axis", -1), ctx.rank(0)));
   const bool largest = ctx.node().attr_int("largest", 1) != 0;
   std::string expr = "torch.topk(" + ctx.in(0) + ", " + std::to_string(k) + ", " +
                      std::to_string(axis) + (largest ? "" : ", largest=False") + ")";
@@ -346,8 +335,10 @@ Status compress(Context& ctx) {
   const Tensor* cond = ctx.constant(1);
   if (!cond) return ctx.error("the condition must be a constant (the output shape depends on it)");
   const bool has_axis = ctx.node().has_attr("axis");
-  const int64_t axis = has_axis ? norm_axis(ctx.node().attr_int("axis", 0), ctx.rank(0)) : 0;
-  if (axis < 0) return ctx.error("axis out of range");
+  int64_t axis = 0;
+  if (has_axis) {
+    ASSIGN_OR_RETURN(axis, axis_at(ctx, ctx.node().attr_int("axis", 0), ctx.rank(0)));
+  }
   std::vector<int64_t> picked;
   const std::vector<double> flags = cond->to_double();
   for (size_t i = 0; i < flags.size(); ++i) {

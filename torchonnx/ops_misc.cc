@@ -23,11 +23,8 @@ Status det(Context& ctx) {
 // function body computes it as sqrt(E[x^2] - E[x]^2)).
 Status mean_variance_normalization(Context& ctx) {
   const int64_t rank = ctx.rank(0);
-  std::vector<int64_t> axes = ctx.node().attr_ints("axes", {0, 2, 3});
-  for (int64_t& a : axes) {
-    a = norm_axis(a, rank);
-    if (a < 0) return ctx.error("axis out of range");
-  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> axes,
+                   axes_at(ctx, ctx.node().attr_ints("axes", {0, 2, 3}), rank));
   std::sort(axes.begin(), axes.end());
   axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
   const std::string x = ctx.in(0);

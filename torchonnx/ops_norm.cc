@@ -105,8 +105,7 @@ std::string layer_norm_module(Context& ctx, const common::Dims& normalized) {
 // Outputs: Y, and optionally Mean and InvStdDev over the normalized dims (kept as size 1).
 Status layer_norm(Context& ctx) {
   const int64_t rank = ctx.rank(0);
-  const int64_t axis = norm_axis(ctx.node().attr_int("axis", -1), rank);
-  if (axis < 0) return ctx.error("axis out of range");
+  ASSIGN_OR_RETURN(const int64_t axis, axis_at(ctx, ctx.node().attr_int("axis", -1), rank));
   const common::Dims& s = ctx.shape(0);
   const common::Dims normalized(s.begin() + axis, s.end());
   const std::string x = ctx.in(0);

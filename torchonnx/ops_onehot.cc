@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "torchonnx/context.h"
+#include "torchonnx/ops_util.h"
 #include "torchonnx/pyfmt.h"
 
 namespace torchonnx {
@@ -25,8 +26,7 @@ Status one_hot(Context& ctx) {
   const int64_t depth = depth_t->int_at(0);
   if (depth < 1) return ctx.error("depth must be positive");
   const int64_t in_rank = ctx.rank(0);
-  const int64_t axis = norm_axis(ctx.node().attr_int("axis", -1), in_rank + 1);
-  if (axis < 0) return ctx.error("axis out of range");
+  ASSIGN_OR_RETURN(const int64_t axis, axis_at(ctx, ctx.node().attr_int("axis", -1), in_rank + 1));
   // Negative positions relative to the output's last dim, so that broadcasting (and vmap over
   // extra leading dims) line the new axis up wherever dim 0 is.
   const int64_t after = in_rank - axis;  // output dims after the new axis

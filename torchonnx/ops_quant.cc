@@ -104,8 +104,7 @@ common::Result<int64_t> quant_axis(Context& ctx) {
     return ctx.error("blocked quantization (block_size) is not supported");
   }
   if (common::num_elements(ctx.shape(1)) == 1) return int64_t{0};
-  const int64_t axis = norm_axis(ctx.node().attr_int("axis", 1), ctx.rank(0));
-  if (axis < 0) return ctx.error("axis out of range");
+  ASSIGN_OR_RETURN(const int64_t axis, axis_at(ctx, ctx.node().attr_int("axis", 1), ctx.rank(0)));
   return axis;
 }
 

@@ -85,8 +85,7 @@ Status reduce(Context& ctx) {
   if (axes.empty()) {
     for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
   }
-  for (int64_t& a : axes) a = norm_axis(a, rank);
-  if (std::count(axes.begin(), axes.end(), -1)) return ctx.error("axis out of range");
+  ASSIGN_OR_RETURN(axes, axes_at(ctx, axes, rank));
   std::sort(axes.begin(), axes.end());
   axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
   const bool keep = ctx.node().attr_int("keepdims", 1) != 0;
@@ -129,8 +128,7 @@ Status reduce(Context& ctx) {
 Status cumsum(Context& ctx) {
   const common::Tensor* a = ctx.constant(1);
   if (!a) return ctx.error("axis must be a constant");
-  const int64_t axis = norm_axis(a->int_at(0), ctx.rank(0));
-  if (axis < 0) return ctx.error("axis out of range");
+  ASSIGN_OR_RETURN(const int64_t axis, axis_at(ctx, a->int_at(0), ctx.rank(0)));
   const bool exclusive = ctx.node().attr_int("exclusive", 0) != 0;
   const bool reverse = ctx.node().attr_int("reverse", 0) != 0;
   const std::string ax = std::to_string(axis);

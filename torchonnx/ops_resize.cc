@@ -47,8 +47,7 @@ common::Status read_roi(Context& ctx, ResizeSpec& s) {
   const std::vector<double> box = roi->to_double();
   if (box.size() != 2 * axes.size()) return ctx.error("roi must hold a start and end per axis");
   for (size_t j = 0; j < axes.size(); ++j) {
-    const int64_t d = norm_axis(axes[j], static_cast<int64_t>(rank));
-    if (d < 0) return ctx.error("axes out of range");
+    ASSIGN_OR_RETURN(const int64_t d, axis_at(ctx, axes[j], static_cast<int64_t>(rank)));
     s.roi_start[d] = box[j];
     s.roi_end[d] = box[j + axes.size()];
   }

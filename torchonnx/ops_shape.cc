@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 
+#include "common/op_params.h"
 #include "torchonnx/context.h"
 #include "torchonnx/ops_util.h"
 #include "torchonnx/pyfmt.h"
@@ -55,9 +56,9 @@ Status reshape(Context& ctx) { return reshape_to_output(ctx, "reshape"); }
 
 Status flatten(Context& ctx) {
   const int64_t rank = ctx.rank(0);
-  int64_t axis = ctx.node().attr_int("axis", 1);
-  if (axis < 0) axis += rank;
-  if (axis == 1 && rank >= 2) {
+  auto normalized = common::normalize_flatten_axis(ctx.node().attr_int("axis", 1), rank);
+  if (!normalized.ok()) return ctx.error(normalized.error().message);
+  if (*normalized == 1 && rank >= 2) {
     if (rank == 2) {
       ctx.alias(0, ctx.operand(0));
       return {};
@@ -70,13 +71,13 @@ Status flatten(Context& ctx) {
 
 // The one axis an Unsqueeze inserts, normalized to its output rank; -1 if not exactly one.
 int64_t inserted_axis(const common::Graph& g, const common::Node& u, int64_t out_rank) {
-  std::vector<int64_t> axes;
-  if (u.has_attr("axes")) {
-    axes = u.attr_ints("axes");
-  } else if (const common::Tensor* t = u.has_input(1) ? g.constant(u.inputs[1]) : nullptr) {
-    axes = t->to_int64();
-  }
-  return axes.size() == 1 ? norm_axis(axes[0], out_rank) : -1;
+  const common::Tensor* t = u.has_input(1) ? g.constant(u.inputs[1]) : nullptr;
+  const auto listed = common::ints_input_or_attr(u, 1, t, "axes", "axes");
+  if (!listed.ok() || !listed->has_value()) return -1;
+  const std::vector<int64_t>& axes = **listed;
+  if (axes.size() != 1) return -1;
+  const common::Result<int64_t> axis = common::normalize_axis(axes[0], out_rank);
+  return axis.ok() ? *axis : -1;
 }
 
 // Concat of Unsqueezes that each insert the concat's axis, are read by nothing else and take
@@ -88,8 +89,10 @@ bool is_stack(const common::Graph& g, const common::Node& concat) {
   const common::Value* out = g.find(concat.outputs[0]);
   if (!out || !out->is_static()) return false;
   const int64_t rank = static_cast<int64_t>(out->shape->size());
-  const int64_t axis = norm_axis(concat.attr_int("axis", 0), rank);
-  if (axis < 0) return false;
+  const common::Result<int64_t> normalized =
+      common::normalize_axis(concat.attr_int("axis", 0), rank);
+  if (!normalized.ok()) return false;
+  const int64_t axis = *normalized;
   const Dims* first = nullptr;
   for (size_t i = 0; i < concat.inputs.size(); ++i) {
     const std::string& in = concat.inputs[i];
@@ -129,8 +132,8 @@ Status squeeze_like(Context& ctx) {
     bool present = false;
     auto axes = ints_from(ctx, 1, "axes", &present);
     if (axes.ok() && axes->size() == 1) {
-      const int64_t a = norm_axis((*axes)[0], static_cast<int64_t>(longer.size()));
-      if (a >= 0) axis = static_cast<size_t>(a);
+      auto a = common::normalize_axis((*axes)[0], static_cast<int64_t>(longer.size()));
+      if (a.ok()) axis = static_cast<size_t>(*a);
     }
     const int in_axis = ctx.batch_axis(0), at = static_cast<int>(axis);
     const int batch_axis = in_axis < 0 || (!unsqueeze && in_axis == at) ? -1
@@ -149,7 +152,7 @@ Status transpose(Context& ctx) {
   if (perm.empty()) {
     for (int64_t d = rank - 1; d >= 0; --d) perm.push_back(d);
   }
-  for (int64_t& p : perm) p = p < 0 ? p + rank : p;
+  ASSIGN_OR_RETURN(perm, axes_at(ctx, perm, rank));
   bool identity = true;
   for (size_t d = 0; d < perm.size(); ++d) identity = identity && perm[d] == int64_t(d);
   if (identity) {
@@ -197,8 +200,7 @@ Status stack(Context& ctx, int64_t axis) {
 
 Status concat(Context& ctx) {
   const int64_t rank = ctx.out_shape().size();
-  const int64_t axis = norm_axis(ctx.node().attr_int("axis", 0), rank);
-  if (axis < 0) return ctx.error("axis out of range");
+  ASSIGN_OR_RETURN(const int64_t axis, axis_at(ctx, ctx.node().attr_int("axis", 0), rank));
   if (is_stack(ctx.graph(), ctx.node())) return stack(ctx, axis);
   // Inputs that all carry the batch in the same dim other than dim 0 and `axis` join as they are.
   const int first = ctx.batch_axis(0);
@@ -233,8 +235,7 @@ Status concat(Context& ctx) {
 
 Status split(Context& ctx) {
   const int64_t rank = ctx.rank(0);
-  const int64_t axis = norm_axis(ctx.node().attr_int("axis", 0), rank);
-  if (axis < 0) return ctx.error("axis out of range");
+  ASSIGN_OR_RETURN(const int64_t axis, axis_at(ctx, ctx.node().attr_int("axis", 0), rank));
   if (ctx.num_outputs() == 1) {
     ctx.alias(0, ctx.operand(0));
     if (ctx.has_view(0)) ctx.set_view(0, ctx.input_view(0));

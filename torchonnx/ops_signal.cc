@@ -63,8 +63,8 @@ Status dft(Context& ctx) {
       ASSIGN_OR_RETURN(axis, const_scalar(ctx, 2, "axis"));
     }
   }
-  axis = norm_axis(axis, rank);
-  if (axis < 0 || axis == rank - 1) return ctx.error("axis out of range");
+  ASSIGN_OR_RETURN(axis, axis_at(ctx, axis, rank));
+  if (axis == rank - 1) return ctx.error("axis out of range");
   int64_t n = shape[axis];
   if (ctx.has_input(1)) {
     ASSIGN_OR_RETURN(n, const_scalar(ctx, 1, "dft_length"));

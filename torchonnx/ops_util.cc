@@ -40,15 +40,24 @@ int broadcast_batch_axis(const Context& ctx) {
 
 common::Result<std::vector<int64_t>> ints_from(Context& ctx, size_t i, std::string_view attr,
                                                bool* present) {
-  if (present) *present = true;
-  if (ctx.has_input(i)) {
-    const common::Tensor* t = ctx.constant(i);
-    if (!t) return ctx.error("input " + std::to_string(i) + " must be a constant");
-    return t->to_int64();
-  }
-  if (!attr.empty() && ctx.node().has_attr(attr)) return ctx.node().attr_ints(attr);
-  if (present) *present = false;
-  return std::vector<int64_t>{};
+  const common::Tensor* value = ctx.has_input(i) ? ctx.constant(i) : nullptr;
+  auto ints = common::ints_input_or_attr(ctx.node(), i, value, attr, attr);
+  if (!ints.ok()) return ctx.error(ints.error().message);
+  if (present) *present = ints->has_value();
+  return ints->value_or(std::vector<int64_t>{});
+}
+
+common::Result<int64_t> axis_at(const Context& ctx, int64_t axis, int64_t rank) {
+  common::Result<int64_t> a = common::normalize_axis(axis, rank);
+  if (!a.ok()) return ctx.error(a.error().message);
+  return a;
+}
+
+common::Result<std::vector<int64_t>> axes_at(const Context& ctx, std::vector<int64_t> axes,
+                                             int64_t rank) {
+  auto a = common::normalize_axes(std::move(axes), rank);
+  if (!a.ok()) return ctx.error(a.error().message);
+  return a;
 }
 
 std::string cast_to_output(const Context& ctx, std::string expr, common::DType from, size_t i) {

@@ -18,9 +18,14 @@ int broadcast_batch_axis(const Context& ctx);
 /// broadcast to a larger one is not a batch dim any more).
 bool broadcast_batched(const Context& ctx);
 /// Integer list from input i (constant) or, when absent, the attribute `attr` (older opsets).
-/// `present` is false when neither exists.
+/// `present` is false when neither exists (common::ints_input_or_attr, errors placed at the node).
 common::Result<std::vector<int64_t>> ints_from(Context& ctx, size_t i, std::string_view attr,
                                                bool* present = nullptr);
+/// common::normalize_axis with its error placed at the node.
+common::Result<int64_t> axis_at(const Context& ctx, int64_t axis, int64_t rank);
+/// common::normalize_axes with its error placed at the node.
+common::Result<std::vector<int64_t>> axes_at(const Context& ctx, std::vector<int64_t> axes,
+                                             int64_t rank);
 /// `expr` cast to output i's element type when `from` differs (PyTorch promotes some results).
 std::string cast_to_output(const Context& ctx, std::string expr, common::DType from, size_t i = 0);
 /// An indexing suffix "[:, :, a:b]" selecting `parts[d]` on each dim; trailing ":" dropped;

@@ -107,9 +107,4 @@ std::string shape_args_at(const std::vector<int64_t>& dims, int axis) {
   return join(parts);
 }
 
-int64_t norm_axis(int64_t axis, int64_t rank) {
-  if (axis < 0) axis += rank;
-  return axis < 0 || axis >= rank ? -1 : axis;
-}
-
 }  // namespace torchonnx

@@ -27,7 +27,5 @@ std::string py_list(const std::vector<int64_t>& values);
 std::string shape_args(const std::vector<int64_t>& dims, bool batched);
 /// `dims` as call arguments with -1 for dim `axis` (the batch; none when negative).
 std::string shape_args_at(const std::vector<int64_t>& dims, int axis);
-/// Normalizes a possibly negative axis into [0, rank); nullopt-free: returns -1 when out of range.
-int64_t norm_axis(int64_t axis, int64_t rank);
 
 }  // namespace torchonnx

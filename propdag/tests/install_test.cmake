@@ -1,6 +1,7 @@
 # Installs propdag into a fresh prefix, builds the example verifier against the installed package
 # (find_package(propdag)), and runs it on a tiny model. Args: BUILD_DIR EXAMPLE_DIR WORK_DIR MODEL
-# SPEC.
+# SPEC. When the package has the LibTorch engine, the example also bounds 4 slices of the box in one
+# batched call.
 file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
 function(run)
@@ -18,8 +19,15 @@ if(NOT EXISTS ${MODEL})
   message(STATUS "no VNN-COMP test model; built only")
   return()
 endif()
-run(${WORK_DIR}/build/example_verifier ${MODEL} ${SPEC})
+set(k)
+if(EXISTS ${prefix}/include/propdag/torch/torch_engine.h)
+  set(k 4)
+endif()
+run(${WORK_DIR}/build/example_verifier ${MODEL} ${SPEC} ${k})
 message(STATUS "example_verifier: ${LAST_OUTPUT}")
-if(NOT LAST_OUTPUT MATCHES "^(verified|unknown)")
+if(NOT LAST_OUTPUT MATCHES "^(verified|unknown)[^\n]*\ncrown\n  y0 in \\[")
   message(FATAL_ERROR "unexpected output: ${LAST_OUTPUT}")
+endif()
+if(k AND NOT LAST_OUTPUT MATCHES "\nbatched\n  y0 in \\[")
+  message(FATAL_ERROR "no batched bounds: ${LAST_OUTPUT}")
 endif()

@@ -1,5 +1,6 @@
-"""`propdag bounds|verify --engine torch`: the same bounds and verdicts as the Eigen engine on
-ACAS Xu and a conv net, --batch slices, float32, and one-line errors with exit code 2."""
+"""`propdag bounds|verify --engine torch`: the same bounds (ibp, crown, alpha) and verdicts as the
+Eigen engine on ACAS Xu and a conv net, --batch slices, float32, and one-line errors with exit
+code 2."""
 
 import json
 import os
@@ -40,7 +41,7 @@ def close(a, b, tol):
 
 
 @pytest.mark.parametrize("case", [ACAS, COLLINS])
-@pytest.mark.parametrize("method", ["ibp", "crown"])
+@pytest.mark.parametrize("method", ["ibp", "crown", "alpha"])
 def test_bounds_equal_eigen(case, method):
     model, spec = shared(case[0]), shared(case[1])
     lo, hi = bounds(model, spec, "--method", method)

@@ -16,8 +16,10 @@
 #include <cstdlib>
 #include <limits>
 #include <optional>
+#include <utility>
 
 #include "propdag/crown.h"
+#include "propdag/torch/torch_alpha.h"
 #include "propdag/torch/torch_ops.h"
 #include "propdag/traverse.h"
 
@@ -31,14 +33,10 @@ using internal::intersect;
 using internal::Kernel;
 using internal::TBackward;
 using internal::TBox;
+using internal::to_boxes;
 using propdag::internal::RefineRows;
 
-// CPU: boxes per chunk x rows x elements of the widest node (see prepare()).
-constexpr double kCpuChunkEntries = 1 << 18;
-
 common::Error error(std::string message) { return common::Error{"", "", "", std::move(message)}; }
-
-Boxes to_boxes(const TBox& b) { return {internal::to_mat(b.lo), internal::to_mat(b.hi)}; }
 
 class TorchEngine : public Engine {
  public:
@@ -61,20 +59,7 @@ class TorchEngine : public Engine {
       if (kinds_[n] != RefineRows::kNone ||
           std::find(dag.outputs().begin(), dag.outputs().end(), n) != dag.outputs().end())
         row_cost_[n] = costs.row_cost(n);
-    // On the CPU, boxes go through in chunks whose coefficient tensors (boxes x rows x
-    // elements, at most) stay within the caches: one call with all boxes at once streams every
-    // elementwise step through memory and was 4x slower per box than the Eigen engine on ACAS Xu.
-    double rows = 1, widest = 1;
-    for (int n = 0; n < dag.size(); ++n) {
-      widest = std::max(widest, static_cast<double>(m_.numel(n)));
-      if (row_cost_[n] > 0) rows = std::max(rows, static_cast<double>(m_.numel(n)));
-    }
-    const char* env = std::getenv("PROPDAG_TORCH_CHUNK_ENTRIES");
-    const double entries = env ? std::atof(env) : kCpuChunkEntries;
-    box_chunk_ =
-        opts_.device().is_cpu()
-            ? std::max<Eigen::Index>(1, static_cast<Eigen::Index>(entries / (rows * widest)))
-            : std::numeric_limits<Eigen::Index>::max();
+    box_chunk_ = internal::box_chunk(m_, row_cost_, opts_);
     return {};
   }
 
@@ -99,15 +84,20 @@ class TorchEngine : public Engine {
     });
   }
   Result<Boxes> linear_bounds(const Boxes& input, const std::vector<Mat>& c, const Options& opt,
-                              std::vector<Mat>* lower_coef) override {
+                              std::vector<Mat>* lower_coef,
+                              std::vector<Boxes>* node_bounds) override {
     return guarded([&]() -> Result<Boxes> {
       Boxes out;
       if (lower_coef != nullptr) lower_coef->clear();
+      std::vector<Boxes> prior;  // the carried node bounds, per chunk of boxes
+      if (node_bounds != nullptr) prior = std::exchange(*node_bounds, {});
       for (Eigen::Index k0 = 0; k0 < input.count(); k0 += box_chunk_) {
         const Eigen::Index k = std::min(box_chunk_, input.count() - k0);
+        std::vector<TBox> nodes = internal::node_rows(m_, prior, k0, k, input.count(), opts_);
         ASSIGN_OR_RETURN(Boxes part,
                          compute_linear({input.lo.middleRows(k0, k), input.hi.middleRows(k0, k)}, c,
-                                        opt, lower_coef));
+                                        opt, lower_coef, node_bounds ? &nodes : nullptr));
+        if (node_bounds != nullptr) internal::store_rows(nodes, k0, input.count(), *node_bounds);
         if (k0 == 0) out = {Mat(input.count(), part.lo.cols()), Mat(input.count(), part.lo.cols())};
         out.lo.middleRows(k0, k) = part.lo;
         out.hi.middleRows(k0, k) = part.hi;
@@ -167,14 +157,16 @@ class TorchEngine : public Engine {
         continue;
       }
       ASSIGN_OR_RETURN(TBox r, backward(o, at::eye(n, opts_), x, b, opt));
+      ASSIGN_OR_RETURN(r, internal::tuned_outputs({m_, kernels_, offset_, x, b}, o, r, opt));
       if (opt.intersect_ibp) intersect(r, b[o].lo, b[o].hi);
       out.push_back(to_boxes(r));
     }
     return out;
   }
 
+  // `nodes` (optional): in, forward's `prior`; out, every node's bounds (cleared for IBP).
   Result<Boxes> compute_linear(const Boxes& input, const std::vector<Mat>& c, const Options& opt,
-                               std::vector<Mat>* lower_coef) {
+                               std::vector<Mat>* lower_coef, std::vector<TBox>* nodes) {
     const Dag& dag = m_.dag();
     if (c.size() != dag.outputs().size())
       return m_.graph().error("one objective matrix per graph output is needed");
@@ -186,10 +178,12 @@ class TorchEngine : public Engine {
     if (use_ibp) {
       ASSIGN_OR_RETURN(auto values, ibp(x));
       for (int o : dag.outputs()) b[o] = *values[o];
+      if (nodes != nullptr) nodes->clear();
     } else {
       std::vector<double> out_rows;
       for (const Mat& m : c) out_rows.push_back(m.size() == 0 ? 0 : static_cast<double>(rows));
-      RETURN_IF_ERROR(forward(x, opt, out_rows, b));
+      RETURN_IF_ERROR(forward(x, opt, out_rows, b, nodes));
+      if (nodes != nullptr) *nodes = b;
     }
     TBox total{at::zeros({input.count(), rows}, opts_), at::zeros({input.count(), rows}, opts_)};
     at::Tensor coef;  // [K, rows, inputs]: the lower bounds' input coefficients, when asked for
@@ -207,7 +201,10 @@ class TorchEngine : public Engine {
                          opt, row_cost_[node] * static_cast<double>(rows), input.count());
       TBox part;
       if (affordable && !use_ibp) {
-        ASSIGN_OR_RETURN(part, backward(node, ct, x, b, opt));
+        ASSIGN_OR_RETURN(at::Tensor tuned, internal::optimized_lower({m_, kernels_, offset_, x, b},
+                                                                     node, ct, opt, coef_));
+        ASSIGN_OR_RETURN(part, backward(node, ct, x, b, opt, !tuned.defined()));
+        if (tuned.defined()) intersect(part, tuned, part.hi);
       } else {
         part = box_of(ct, b[node]);
       }
@@ -219,15 +216,8 @@ class TorchEngine : public Engine {
       total.hi = total.hi + part.hi;
     }
     coef_ = nullptr;
-    if (lower_coef != nullptr) {
-      at::Tensor flat = coef.reshape({input.count(), -1});
-      Mat all = internal::to_mat(flat);
-      for (Eigen::Index k = 0; k < all.rows(); ++k)
-        lower_coef->push_back(
-            Eigen::Map<
-                const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
-                all.row(k).eval().data(), rows, m_.input_size()));
-    }
+    if (lower_coef != nullptr)
+      for (Mat& m : internal::to_mats(coef)) lower_coef->push_back(std::move(m));
     return to_boxes(total);
   }
 
@@ -236,8 +226,6 @@ class TorchEngine : public Engine {
         input.lo.rows() != input.hi.rows() || input.count() == 0)
       return m_.graph().error("input boxes have " + std::to_string(input.lo.cols()) +
                               " elements, the model takes " + std::to_string(m_.input_size()));
-    if (opt.method == Method::kAlpha)
-      return m_.graph().error("the torch engine computes ibp and crown bounds (alpha: not yet)");
     return TBox{internal::to_tensor(input.lo, opts_), internal::to_tensor(input.hi, opts_)};
   }
 
@@ -256,10 +244,10 @@ class TorchEngine : public Engine {
     return std::move(r.values);
   }
 
-  // crown.cc's Crown::forward without prior bounds or splits; `output_rows` as
-  // Crown::set_output_rows.
+  // crown.cc's Crown::forward without splits; `output_rows` as Crown::set_output_rows; `prior`
+  // (one entry per Dag node, undefined: nothing known) as its `prior`.
   Status forward(const TBox& x, const Options& opt, const std::vector<double>& output_rows,
-                 std::vector<TBox>& b) {
+                 std::vector<TBox>& b, const std::vector<TBox>* prior = nullptr) {
     const Dag& dag = m_.dag();
     const bool binding = propdag::internal::budget_binding(m_, opt, kinds_, row_cost_, output_rows);
     b.assign(dag.size(), TBox{});
@@ -273,6 +261,8 @@ class TorchEngine : public Engine {
       std::vector<const TBox*> in;
       for (int p : dag.node(n).inputs) in.push_back(p >= 0 ? &b[p] : nullptr);
       ASSIGN_OR_RETURN(b[n], kernels_[n]->interval(in));
+      if (prior != nullptr && (*prior)[n].lo.defined())
+        intersect(b[n], (*prior)[n].lo, (*prior)[n].hi);
       if (kinds_[n] == RefineRows::kNone) continue;
       const RefineRows kind =
           propdag::internal::refine_kind(m_, opt, n, kinds_[n], binding, row_cost_[n]);
@@ -315,9 +305,10 @@ class TorchEngine : public Engine {
     return {};
   }
 
-  // Bounds of c * target ([K, rows]) for the objective c [rows, numel(target)].
+  // Bounds of c * target ([K, rows]) for the objective c [rows, numel(target)]; `coefs`: the
+  // lower bounds' input coefficients go to coef_ (when set).
   Result<TBox> backward(int target, const at::Tensor& c, const TBox& x, const std::vector<TBox>& b,
-                        const Options& opt) const {
+                        const Options& opt, bool coefs = true) const {
     const Dag& dag = m_.dag();
     std::vector<int> order = dag.backward_order(target);
     double widest = 0;
@@ -338,7 +329,7 @@ class TorchEngine : public Engine {
         if (!w.lam[n].defined()) continue;
         if (m_.op(n) == nullptr) {
           concretize(input_part(x, n), w.lam[n], w.om[n], w);
-          if (coef_ != nullptr)
+          if (coefs && coef_ != nullptr)
             coef_->narrow(1, r0, rk).narrow(2, offset_[n], m_.numel(n)).add_(w.lam[n]);
         } else {
           RETURN_IF_ERROR(kernels_[n]->step(n, b, w));

@@ -1,5 +1,5 @@
-// The LibTorch engine: IBP and CROWN bounds of K input boxes in one call, on the CPU or on CUDA,
-// over the same Model (DAG, schedules, op rules) as the Eigen engine of engine.h. No LibTorch
+// The LibTorch engine: IBP, CROWN and alpha bounds of K input boxes in one call, on the CPU or on
+// CUDA, over the same Model (DAG, schedules, op rules) as the Eigen engine of engine.h. No LibTorch
 // header is included here: the engine lives in the shared library propdag_torch, which a program
 // links (propdag::propdag_torch) or opens at run time (load_torch_engine, see loader.h).
 #pragma once
@@ -33,16 +33,23 @@ class Engine {
  public:
   virtual ~Engine() = default;
   /// Bounds of every graph output for each box: out[o] is K x numel(output o). Options::method
-  /// kIbp or kCrown; the relaxations, refinement budget and IBP intersection are those of
-  /// propdag::output_bounds, so each row equals its result for that box up to rounding.
+  /// kIbp, kCrown or kAlpha; the relaxations, refinement budget and IBP intersection are those of
+  /// propdag::output_bounds, so each row equals its result for that box up to rounding (kAlpha:
+  /// ReLU-like lower slopes tuned as the Eigen engine does, Sigmoid / Tanh tangents not tuned;
+  /// never looser than kCrown).
   virtual common::Result<std::vector<Boxes>> output_bounds(const Boxes& input,
                                                            const Options& options) = 0;
   /// Bounds of sum_o C_o y_o for each box (K x rows), as propdag::linear_bounds. With
   /// `lower_coef`, one rows x inputs matrix per box: BoundsIO::lower_coef's a_r (zero rows where
-  /// an output fell back to interval bounds).
+  /// an output fell back to interval bounds). With `node_bounds` (kCrown), BoundsIO::node_bounds
+  /// for K boxes: passed in with one entry per Dag node, K x numel(node) bounds known to hold on
+  /// each box (an entry of another shape: nothing known; an infinite row: nothing known for that
+  /// box), intersected with those computed before they are used; on return, every node's bounds
+  /// on each box (cleared for kIbp).
   virtual common::Result<Boxes> linear_bounds(const Boxes& input, const std::vector<Mat>& c,
                                               const Options& options,
-                                              std::vector<Mat>* lower_coef = nullptr) = 0;
+                                              std::vector<Mat>* lower_coef = nullptr,
+                                              std::vector<Boxes>* node_bounds = nullptr) = 0;
   /// Nodes computed by the generic path (the Eigen op rule called once per box), by op type;
   /// empty when every node has a tensor rule.
   virtual std::vector<std::string> per_box_ops() const = 0;

@@ -300,7 +300,7 @@ std::unique_ptr<LinearMap> gather_map(const SpMat& s, const at::TensorOptions& o
 
 std::unique_ptr<LinearMap> term_map(const Model& model, int node, const LinearTerm& t, bool single,
                                     const at::TensorOptions& opts) {
-  if (t.dense) return std::make_unique<DenseMap>(t.w, opts);
+  if (t.dense) return std::make_unique<DenseMap>(dense_matrix(t), opts);
   if (single) {
     std::unique_ptr<LinearMap> conv = conv_map(model, node, opts);
     if (conv && (t.row_entries ? same_rows(*conv, t, opts) : same_map(*conv, t.sparse(), opts)))

@@ -33,26 +33,6 @@ void accumulate(at::Tensor& into, at::Tensor add) {
     into = into + add;  // not in place: coefficient tensors may share storage
 }
 
-at::Tensor to_tensor(const Vec& v, const at::TensorOptions& opts) {
-  return at::from_blob(const_cast<double*>(v.data()), {v.size()}, at::kDouble)
-      .to(opts, false, true);
-}
-
-at::Tensor to_tensor(const Mat& m, const at::TensorOptions& opts) {
-  // Column-major data of m is the row-major data of m^T.
-  at::Tensor t = at::from_blob(const_cast<double*>(m.data()), {m.cols(), m.rows()}, at::kDouble);
-  return t.t().to(opts, false, true).contiguous();
-}
-
-Mat to_mat(const at::Tensor& t) {
-  at::Tensor c = t.to(at::kCPU).to(at::kDouble).contiguous();
-  Mat m(c.size(0), c.size(1));
-  // Row-major [K, n] data is the column-major data of the n x K transpose.
-  m = Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
-      c.data_ptr<double>(), c.size(0), c.size(1));
-  return m;
-}
-
 namespace {
 
 using common::Result;
@@ -137,7 +117,14 @@ class AffineKernel : public Kernel {
     std::unique_ptr<LinearMap> map;
   };
   AffineKernel(std::vector<int> inputs, std::vector<Term> terms, at::Tensor bias)
-      : inputs_(std::move(inputs)), terms_(std::move(terms)), bias_(std::move(bias)) {}
+      : inputs_(std::move(inputs)), terms_(std::move(terms)), bias_(std::move(bias)) {
+    parts_.bias = bias_;
+    for (const Term& t : terms_) parts_.terms.emplace_back(inputs_[t.slot], t.map.get());
+  }
+  const TAffine* affine() const override { return &parts_; }
+  Result<TLines> lines(int, const std::vector<TBox>&) const override {
+    return common::Error{"", "", "", "an affine node has no lines"};
+  }
   void kinds(std::vector<std::string>& kinds) const override {
     for (const Term& t : terms_) kinds.emplace_back(t.map->kind());
   }
@@ -174,28 +161,45 @@ class AffineKernel : public Kernel {
   std::vector<int> inputs_;
   std::vector<Term> terms_;
   at::Tensor bias_;
+  TAffine parts_;
+};
+
+// A kernel whose backward step is crown.cc's step through its lines.
+class LinesKernel : public Kernel {
+ public:
+  common::Status step(int node, const std::vector<TBox>& b, TBackward& w) const override {
+    ASSIGN_OR_RETURN(TLines l, lines(node, b));
+    elementwise_step(l.lo_slope, l.lo_bias, l.up_slope, l.up_bias, l.input, w.lam[node], w.om[node],
+                     w);
+    return {};
+  }
 };
 
 // ReLU / LeakyReLU max(x, a x), with relax.cc's leaky_relu_lines elementwise on tensors.
-class LeakyReluKernel : public Kernel {
+class LeakyReluKernel : public LinesKernel {
  public:
   LeakyReluKernel(int in, double a) : in_(in), a_(a) {}
   void kinds(std::vector<std::string>& kinds) const override { kinds.emplace_back("relu"); }
   Result<TBox> interval(const std::vector<const TBox*>& in) const override {
     return TBox{f(in[0]->lo), f(in[0]->hi)};
   }
-  common::Status step(int node, const std::vector<TBox>& b, TBackward& w) const override {
+  // Unstable elements may take any lower slope in [a, 1]; stable ones keep theirs.
+  Result<TLines> lines(int, const std::vector<TBox>& b) const override {
     const at::Tensor &l = b[in_].lo, &u = b[in_].hi;
-    at::Tensor pos = l >= 0, neg = u <= 0;
+    at::Tensor pos = l >= 0, neg = u <= 0, fixed = pos.logical_or(neg);
     at::Tensor one = at::ones_like(l), a = one * a_;
     at::Tensor k = (u - l * a_) / (u - l);
     at::Tensor lower = at::where(u > -l, one, a);
     at::Tensor lo_slope = at::where(pos, one, at::where(neg, a, lower));
     at::Tensor up_slope = at::where(pos, one, at::where(neg, a, k));
-    at::Tensor up_bias = at::where(pos.logical_or(neg), at::zeros_like(l), u - k * u);
-    elementwise_step(lo_slope, at::zeros_like(l), up_slope, up_bias, in_, w.lam[node], w.om[node],
-                     w);
-    return {};
+    at::Tensor up_bias = at::where(fixed, at::zeros_like(l), u - k * u);
+    return TLines{lo_slope,
+                  at::zeros_like(l),
+                  up_slope,
+                  up_bias,
+                  at::where(fixed, lo_slope, a),
+                  at::where(fixed, lo_slope, one),
+                  in_};
   }
 
  private:
@@ -205,7 +209,7 @@ class LeakyReluKernel : public Kernel {
 };
 
 // Any other op: its Eigen rule, called once per box on the CPU.
-class PerBoxKernel : public Kernel {
+class PerBoxKernel : public LinesKernel {
  public:
   PerBoxKernel(const BoundOp* op, std::vector<int> inputs, at::TensorOptions opts)
       : op_(op), inputs_(std::move(inputs)), opts_(opts) {}
@@ -223,7 +227,9 @@ class PerBoxKernel : public Kernel {
     }
     return TBox{to_tensor(out_lo, opts_), to_tensor(out_hi, opts_)};
   }
-  common::Status step(int node, const std::vector<TBox>& b, TBackward& w) const override {
+  // The rule's lines per box; constant bounds (slope 0) where it has none. Tunable lower slopes
+  // (Relaxation::lo_min, lo_max) where the rule gives a range; tangent points stay fixed.
+  Result<TLines> lines(int node, const std::vector<TBox>& b) const override {
     std::vector<const TBox*> in;
     for (int p : inputs_) in.push_back(p >= 0 ? &b[p] : nullptr);
     std::vector<Mat> lo, hi;
@@ -231,6 +237,7 @@ class PerBoxKernel : public Kernel {
     Mat out_lo = to_mat(b[node].lo), out_hi = to_mat(b[node].hi);
     const Eigen::Index n = out_lo.cols();
     Mat ls = Mat::Zero(k, n), lb = out_lo, us = Mat::Zero(k, n), ub = out_hi;
+    Mat lmin = ls, lmax = ls;
     bool any_lines = false;
     for (int64_t i = 0; i < k; ++i) {
       std::vector<Interval> row = rows(lo, hi, i);
@@ -244,10 +251,13 @@ class PerBoxKernel : public Kernel {
       any_lines = true;
       ls.row(i) = r.lo_slope.transpose(), lb.row(i) = r.lo_bias.transpose();
       us.row(i) = r.up_slope.transpose(), ub.row(i) = r.up_bias.transpose();
+      const bool range = r.curve == nullptr && r.lo_min.size() == n;
+      lmin.row(i) = (range ? r.lo_min : r.lo_slope).transpose();
+      lmax.row(i) = (range ? r.lo_max : r.lo_slope).transpose();
     }
-    elementwise_step(to_tensor(ls, opts_), to_tensor(lb, opts_), to_tensor(us, opts_),
-                     to_tensor(ub, opts_), any_lines ? inputs_[0] : -1, w.lam[node], w.om[node], w);
-    return {};
+    return TLines{to_tensor(ls, opts_),       to_tensor(lb, opts_),   to_tensor(us, opts_),
+                  to_tensor(ub, opts_),       to_tensor(lmin, opts_), to_tensor(lmax, opts_),
+                  any_lines ? inputs_[0] : -1};
   }
 
  private:

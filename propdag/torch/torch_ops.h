@@ -8,10 +8,12 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
 #include "propdag/model.h"
+#include "propdag/torch/torch_engine.h"
 
 namespace propdag::torch_engine::internal {
 
@@ -38,6 +40,21 @@ class LinearMap {
   virtual const char* kind() const = 0;
 };
 
+/// An elementwise relaxation of K boxes, [K, n] each: lo_slope x + lo_bias <= y <= up_slope x +
+/// up_bias for x = node `input` (-1: the bounds are constants, nothing reaches an input). Any
+/// lower slope in [lo_min, lo_max] (equal where it is fixed) gives a valid lower line through the
+/// same bias: alpha tunes it there.
+struct TLines {
+  at::Tensor lo_slope, lo_bias, up_slope, up_bias, lo_min, lo_max;
+  int input = -1;
+};
+
+/// An affine kernel's terms (input node, map) and its bias.
+struct TAffine {
+  std::vector<std::pair<int, const LinearMap*>> terms;
+  at::Tensor bias;
+};
+
 /// One Dag node's rule in this engine.
 class Kernel {
  public:
@@ -47,6 +64,10 @@ class Kernel {
   /// Replaces the coefficients on `node` in `w` by coefficients on its inputs; `b` holds the
   /// bounds of every node.
   virtual common::Status step(int node, const std::vector<TBox>& b, TBackward& w) const = 0;
+  /// An affine kernel's terms; nullptr for the others, which have lines().
+  virtual const TAffine* affine() const { return nullptr; }
+  /// The relaxation of a non-affine kernel on the boxes' bounds `b` (every node's).
+  virtual common::Result<TLines> lines(int node, const std::vector<TBox>& b) const = 0;
   /// Whether the node runs per box through the Eigen op rule.
   virtual bool per_box() const { return false; }
   /// Adds what it computes with (its maps' kinds, "relu" or "per_box") to `kinds`.
@@ -76,5 +97,23 @@ at::Tensor to_tensor(const Vec& v, const at::TensorOptions& opts);
 at::Tensor to_tensor(const Mat& m, const at::TensorOptions& opts);
 /// A [K, n] tensor as an Eigen K x n matrix (float64, on the CPU).
 Mat to_mat(const at::Tensor& t);
+/// Boxes per call chunk: on the CPU, coefficient tensors (boxes x rows x elements of the widest
+/// node, rows those of nodes with a nonzero `row_cost`) stay within 2^18 entries, or
+/// $PROPDAG_TORCH_CHUNK_ENTRIES; on CUDA, no chunking.
+Eigen::Index box_chunk(const Model& m, const std::vector<double>& row_cost,
+                       const at::TensorOptions& opts);
+/// Bounds [K, n] as K x n matrices.
+Boxes to_boxes(const TBox& b);
+/// A [K, rows, n] tensor as K Eigen rows x n matrices (float64, on the CPU).
+std::vector<Mat> to_mats(const at::Tensor& t);
+
+/// Rows [k0, k0 + k) of Engine::linear_bounds' node_bounds for `total` boxes, one entry per Dag
+/// node: undefined where the entry is not total x numel(node).
+std::vector<TBox> node_rows(const Model& model, const std::vector<Boxes>& nodes, Eigen::Index k0,
+                            Eigen::Index k, Eigen::Index total, const at::TensorOptions& opts);
+/// Writes `b` (every Dag node's bounds on k boxes) into rows [k0, k0 + k) of `nodes`, whose
+/// entries get `total` rows when first written; an empty `b` writes nothing.
+void store_rows(const std::vector<TBox>& b, Eigen::Index k0, Eigen::Index total,
+                std::vector<Boxes>& nodes);
 
 }  // namespace propdag::torch_engine::internal

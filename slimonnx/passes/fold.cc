@@ -6,6 +6,7 @@
 
 #include "common/dtype.h"
 #include "common/eval.h"
+#include "common/op_params.h"
 #include "slimonnx/pass.h"
 #include "slimonnx/rewrite.h"
 
@@ -131,8 +132,10 @@ bool distribute_over_concat(Editor& ed, int i) {
     if (ed.dtype(concat.outputs[0]) != c->dtype || !ed.can_replace(n.outputs[0], concat.outputs[0]))
       continue;
     const int64_t rank = static_cast<int64_t>(out->size());
-    int64_t axis = concat.attr_int("axis", 0);
-    if (axis < 0) axis += rank;
+    const common::Result<int64_t> normalized =
+        common::normalize_axis(concat.attr_int("axis", 0), rank);
+    if (!normalized.ok()) continue;
+    const int64_t axis = *normalized;
     const int64_t c_axis = axis - (rank - static_cast<int64_t>(c->dims.size()));
     const bool sliced = c_axis >= 0 && c->dims[c_axis] != 1;
     int computed = -1;

@@ -5,6 +5,7 @@
 #include <numeric>
 #include <string_view>
 
+#include "common/op_params.h"
 #include "slimonnx/passes/region.h"
 
 namespace slimonnx {
@@ -15,7 +16,11 @@ using common::DType;
 using common::Node;
 using common::Tensor;
 
-int64_t norm_axis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
+// Whether `axis` is an axis of rank `rank` other than the batch dim 0.
+bool off_batch(int64_t axis, int64_t rank) {
+  const common::Result<int64_t> a = common::normalize_axis(axis, rank);
+  return a.ok() && *a != 0;
+}
 
 // The value holds one sample: static shape of rank >= 2 whose first (batch) dim is 1, float type.
 const Dims* sample_shape(const Editor& ed, std::string_view v) {
@@ -34,8 +39,7 @@ bool per_sample_constant(const Tensor& c, int64_t out_rank) {
 
 bool avoids_batch_axis(const std::optional<std::vector<int64_t>>& axes, int64_t rank) {
   if (!axes || axes->empty()) return false;
-  return std::none_of(axes->begin(), axes->end(),
-                      [&](int64_t a) { return norm_axis(a, rank) == 0; });
+  return std::all_of(axes->begin(), axes->end(), [&](int64_t a) { return off_batch(a, rank); });
 }
 
 // The node is affine in its non-constant inputs and treats each sample (dim 0) separately.
@@ -76,7 +80,7 @@ bool region_op(const Editor& ed, const Node& n) {
     if (!x_var || c1 == nullptr || n.attr_int("transA", 0) != 0) return false;
     return n.inputs.size() < 3 || n.inputs[2].empty() || ed.initializer(n.inputs[2]) != nullptr;
   }
-  if (op == "Concat") return norm_axis(n.attr_int("axis", 0), rank) != 0;
+  if (op == "Concat") return off_batch(n.attr_int("axis", 0), rank);
   if (!x_var || !params_constant(ed, n)) return false;
   if (op == "Conv" || op == "ConvTranspose") return c1 != nullptr;
   if (op == "BatchNormalization") return n.attr_int("training_mode", 0) == 0;
@@ -94,9 +98,13 @@ bool region_op(const Editor& ed, const Node& n) {
         ed.graph().opset() < 10 ? int_param(ed, n, 99, "axes") : int_param(ed, n, 3, "axes"),
         in_rank);
   }
-  if (op == "Gather") return c1 != nullptr && norm_axis(n.attr_int("axis", 0), in_rank) != 0;
+  if (op == "Gather") return c1 != nullptr && off_batch(n.attr_int("axis", 0), in_rank);
   if (op == "Reshape" || op == "Expand") return true;  // batch dim 1 in and out (sample_shape)
-  if (op == "Flatten") return norm_axis(n.attr_int("axis", 1), in_rank) >= 1;
+  if (op == "Flatten") {
+    const common::Result<int64_t> axis =
+        common::normalize_flatten_axis(n.attr_int("axis", 1), in_rank);
+    return axis.ok() && *axis >= 1;
+  }
   if (op == "Squeeze") return avoids_batch_axis(int_param(ed, n, 1, "axes"), in_rank);
   if (op == "Unsqueeze") return avoids_batch_axis(int_param(ed, n, 1, "axes"), rank);
   if (op == "Transpose") {

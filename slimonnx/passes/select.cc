@@ -5,6 +5,7 @@
 #include <set>
 #include <string_view>
 
+#include "common/op_params.h"
 #include "slimonnx/layer.h"
 #include "slimonnx/pass.h"
 
@@ -26,9 +27,9 @@ std::optional<std::vector<int64_t>> slice_columns(const Editor& ed, const Node& 
   if (!starts || !ends || !axes || !steps || starts->size() != 1 || ends->size() != 1) {
     return std::nullopt;
   }
-  const int64_t axis = axes->empty() ? 0 : ((*axes)[0] < 0 ? (*axes)[0] + rank : (*axes)[0]);
+  const common::Result<int64_t> axis = common::normalize_axis(axes->empty() ? 0 : (*axes)[0], rank);
   const int64_t step = steps->empty() ? 1 : (*steps)[0];
-  if (axis != rank - 1 || step < 1) return std::nullopt;
+  if (!axis.ok() || *axis != rank - 1 || step < 1) return std::nullopt;
   std::vector<int64_t> cols;
   for (int64_t c = clamp_index((*starts)[0], dim); c < clamp_index((*ends)[0], dim); c += step) {
     cols.push_back(c);
@@ -39,9 +40,9 @@ std::optional<std::vector<int64_t>> slice_columns(const Editor& ed, const Node& 
 // Source column for each output column of Gather(X, indices) on the last axis, or nullopt.
 std::optional<std::vector<int64_t>> gather_columns(const Editor& ed, const Node& n, int64_t rank,
                                                    int64_t dim) {
-  const int64_t axis = n.attr_int("axis", 0);
+  const common::Result<int64_t> axis = common::normalize_axis(n.attr_int("axis", 0), rank);
   const common::Tensor* idx = n.inputs.size() == 2 ? ed.initializer(n.inputs[1]) : nullptr;
-  if ((axis < 0 ? axis + rank : axis) != rank - 1 || idx == nullptr || idx->dims.size() != 1) {
+  if (!axis.ok() || *axis != rank - 1 || idx == nullptr || idx->dims.size() != 1) {
     return std::nullopt;
   }
   std::vector<int64_t> cols = idx->to_int64();

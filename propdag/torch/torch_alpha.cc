@@ -1,0 +1,230 @@
+// alpha-CROWN for K boxes: alpha.cc's lower pass, its reverse-mode gradient and the Adam steps on
+// [K, rows, n] tensors. The relaxations are fixed by the boxes' node bounds; only the lower
+// slopes of elements whose lines allow a range (ReLU / LeakyReLU inputs that straddle 0) move.
+#include "propdag/torch/torch_alpha.h"
+
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/abs.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/clamp.h>
+#include <ATen/ops/eye.h>
+#include <ATen/ops/matmul.h>
+#include <ATen/ops/maximum.h>
+#include <ATen/ops/minimum.h>
+#include <ATen/ops/where.h>
+#include <ATen/ops/zeros.h>
+#include <ATen/ops/zeros_like.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace propdag::torch_engine::internal {
+namespace {
+
+using common::Result;
+
+// One lower-bound pass: the coefficients that reached every node (kept for the gradient) and
+// the bound [K, rows].
+struct Pass {
+  std::vector<at::Tensor> lam;
+  at::Tensor lb;
+};
+
+// The tuning of one objective for one chunk of boxes.
+class Tuner {
+ public:
+  Tuner(const AlphaInput& in, const std::vector<int>& order, int target, const at::Tensor& c)
+      : in_(in), order_(order), target_(target), c_(c) {}
+
+  // The lines of every non-affine node and the starting slopes (CROWN's) where they may move.
+  common::Status prepare() {
+    const size_t size = in_.model.dag().size();
+    lines_.resize(size), alpha_.resize(size), lo_min_.resize(size), lo_max_.resize(size);
+    zero_lo_bias_.assign(size, 0);
+    const int64_t k = in_.x.lo.size(0), rows = c_.size(0);
+    for (int n : order_) {
+      const Kernel* kernel = in_.kernels[n].get();
+      if (kernel == nullptr || kernel->affine() != nullptr) continue;
+      ASSIGN_OR_RETURN(lines_[n], kernel->lines(n, in_.b));
+      const TLines& l = lines_[n];
+      zero_lo_bias_[n] = !l.lo_bias.ne(0).any().item<bool>();  // ReLU-like lines
+      if (l.input < 0 || !(l.lo_max > l.lo_min).any().item<bool>()) continue;
+      alpha_[n] = l.lo_slope.unsqueeze(1).expand({k, rows, -1}).clone();
+      lo_min_[n] = l.lo_min.unsqueeze(1);
+      lo_max_[n] = l.lo_max.unsqueeze(1);
+      tunable_ = true;
+    }
+    return {};
+  }
+
+  // The best lower bound over the steps; with `coef`, its input coefficients added there.
+  at::Tensor run(const Options& opt, at::Tensor* coef) {
+    constexpr double kBeta1 = 0.9, kBeta2 = 0.999, kEps = 1e-8;
+    Pass p = pass(alpha_);
+    at::Tensor best = p.lb;
+    std::vector<at::Tensor> best_alpha = alpha_, m1(alpha_.size()), m2(alpha_.size());
+    for (at::Tensor& a : alpha_)
+      if (a.defined()) a = a.clone();
+    const int steps = tunable_ ? opt.alpha_steps : 0;
+    for (int s = 1; s <= steps && !opt.past_deadline(); ++s) {
+      const std::vector<at::Tensor> grad = gradient(p);
+      const double fix1 = 1 - std::pow(kBeta1, s), fix2 = 1 - std::pow(kBeta2, s);
+      for (int n : order_) {
+        // Skipped: untuned nodes, and tuned ones no coefficient reaches.
+        if (!alpha_[n].defined() || !grad[n].defined()) continue;
+        if (!m1[n].defined()) m1[n] = at::zeros_like(alpha_[n]), m2[n] = at::zeros_like(alpha_[n]);
+        // In place (fewer passes over [K, rows, n]); alpha_[n] shares no storage with best_alpha.
+        m1[n].mul_(kBeta1).add_(grad[n], 1 - kBeta1);
+        m2[n].mul_(kBeta2).addcmul_(grad[n], grad[n], 1 - kBeta2);
+        alpha_[n].addcdiv_(m1[n], (m2[n] / fix2).sqrt_().add_(kEps), opt.alpha_rate / fix1);
+        at::clamp_(alpha_[n], lo_min_[n], lo_max_[n]);
+      }
+      p = pass(alpha_);
+      const at::Tensor better = p.lb > best;
+      best = at::where(better, p.lb, best);
+      for (int n : order_)
+        if (alpha_[n].defined())
+          best_alpha[n] = at::where(better.unsqueeze(-1), alpha_[n], best_alpha[n]);
+    }
+    if (coef == nullptr) return best;
+    // Rows are independent: one pass with every row's best slopes gives every best bound.
+    p = pass(best_alpha);
+    for (int n : order_)
+      if (in_.model.op(n) == nullptr && p.lam[n].defined())
+        coef->narrow(2, in_.offset[n], in_.model.numel(n)).add_(p.lam[n]);
+    return p.lb;
+  }
+
+ private:
+  TBox input_part(int n) const {
+    return {in_.x.lo.narrow(1, in_.offset[n], in_.model.numel(n)),
+            in_.x.hi.narrow(1, in_.offset[n], in_.model.numel(n))};
+  }
+
+  at::Tensor slope(int n, const std::vector<at::Tensor>& alpha) const {
+    return alpha[n].defined() ? alpha[n] : lines_[n].lo_slope.unsqueeze(1);
+  }
+
+  // alpha.cc's lower_pass with the slopes `alpha` (undefined entries: the lines' own).
+  Pass pass(const std::vector<at::Tensor>& alpha) const {
+    Pass p{std::vector<at::Tensor>(alpha.size()),
+           at::zeros({in_.x.lo.size(0), c_.size(0)}, c_.options())};
+    p.lam[target_] = c_.unsqueeze(0);  // [1, rows, n]: shared until a box's lines differ
+    for (int n : order_) {
+      const at::Tensor& lam = p.lam[n];
+      if (!lam.defined()) continue;
+      if (in_.model.op(n) == nullptr) {
+        const TBox x = input_part(n);
+        const at::Tensor center = ((x.lo + x.hi) * 0.5).unsqueeze(-1);
+        const at::Tensor radius = ((x.hi - x.lo) * 0.5).unsqueeze(-1);
+        p.lb = p.lb + (at::matmul(lam, center) - at::matmul(lam.abs(), radius)).squeeze(-1);
+        continue;
+      }
+      if (const TAffine* a = in_.kernels[n]->affine()) {
+        const int64_t k = lam.size(0), rows = lam.size(1);
+        const at::Tensor flat = lam.reshape({k * rows, lam.size(2)});
+        for (const auto& [node, map] : a->terms)
+          accumulate(p.lam[node], map->adjoint(flat).reshape({k, rows, -1}));
+        p.lb = p.lb + at::matmul(lam, a->bias);
+        continue;
+      }
+      const TLines& l = lines_[n];
+      const at::Tensor lp = lam.clamp_min(0), ln = lam.clamp_max(0);
+      const at::Tensor up = ln * l.up_bias.unsqueeze(1);
+      p.lb = p.lb + (zero_lo_bias_[n] ? up : up + lp * l.lo_bias.unsqueeze(1)).sum(-1);
+      if (l.input >= 0)
+        accumulate(p.lam[l.input], lp * slope(n, alpha) + ln * l.up_slope.unsqueeze(1));
+    }
+    return p;
+  }
+
+  // alpha.cc's alpha_gradient: g[n] = d lb / d lam[n], a node's inputs before it; returns
+  // d lb / d alpha for the tuned nodes.
+  std::vector<at::Tensor> gradient(const Pass& p) const {
+    std::vector<at::Tensor> g(alpha_.size()), grad(alpha_.size());
+    for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
+      const int n = *it;
+      const at::Tensor& lam = p.lam[n];
+      if (!lam.defined()) continue;
+      if (in_.model.op(n) == nullptr) {  // lb gains lam lo where lam >= 0, lam hi elsewhere
+        const TBox x = input_part(n);
+        g[n] = at::where(lam >= 0, x.lo.unsqueeze(1), x.hi.unsqueeze(1));
+        continue;
+      }
+      if (const TAffine* a = in_.kernels[n]->affine()) {
+        at::Tensor gn = a->bias;
+        for (const auto& [node, map] : a->terms) {
+          const at::Tensor& gi = g[node];
+          const int64_t k = gi.size(0), rows = gi.size(1);
+          gn = gn + map->apply(gi.reshape({k * rows, gi.size(2)}), false).reshape({k, rows, -1});
+        }
+        g[n] = gn;
+        continue;
+      }
+      const TLines& l = lines_[n];
+      const at::Tensor gi = l.input >= 0 ? g[l.input] : at::zeros_like(lam);
+      const at::Tensor lower = gi * slope(n, alpha_);
+      g[n] = at::where(lam >= 0, zero_lo_bias_[n] ? lower : lower + l.lo_bias.unsqueeze(1),
+                       gi * l.up_slope.unsqueeze(1) + l.up_bias.unsqueeze(1));
+      if (alpha_[n].defined()) grad[n] = gi * lam.clamp_min(0);
+    }
+    return grad;
+  }
+
+  const AlphaInput& in_;
+  const std::vector<int>& order_;
+  int target_;
+  at::Tensor c_;
+  std::vector<TLines> lines_;
+  std::vector<at::Tensor> alpha_, lo_min_, lo_max_;
+  std::vector<char> zero_lo_bias_;  // per node: its lower lines pass through the origin
+  bool tunable_ = false;
+};
+
+TBox rows_of(const TBox& b, int64_t k0, int64_t k) {
+  if (!b.lo.defined()) return {};
+  return {b.lo.narrow(0, k0, k), b.hi.narrow(0, k0, k)};
+}
+
+}  // namespace
+
+Result<at::Tensor> optimized_lower(const AlphaInput& in, int target, const at::Tensor& c,
+                                   const Options& opt, at::Tensor* coef) {
+  const std::vector<int> order = in.model.dag().backward_order(target);
+  double entries = 0;  // coefficients kept per box
+  for (int n : order)
+    entries += static_cast<double>(in.model.numel(n)) * static_cast<double>(c.size(0));
+  if (opt.method != Method::kAlpha || opt.alpha_steps <= 0 || entries > opt.chunk_entries)
+    return at::Tensor();
+  const int64_t k = in.x.lo.size(0);
+  const auto chunk = std::max<int64_t>(1, static_cast<int64_t>(opt.chunk_entries / entries));
+  std::vector<at::Tensor> parts;
+  for (int64_t k0 = 0; k0 < k; k0 += chunk) {
+    const int64_t kc = std::min(chunk, k - k0);
+    const TBox x = rows_of(in.x, k0, kc);
+    std::vector<TBox> b;
+    b.reserve(in.b.size());
+    for (const TBox& nb : in.b) b.push_back(rows_of(nb, k0, kc));
+    at::Tensor part_coef = coef != nullptr ? coef->narrow(0, k0, kc) : at::Tensor();
+    const AlphaInput part{in.model, in.kernels, in.offset, x, b};
+    Tuner tuner(part, order, target, c);
+    RETURN_IF_ERROR(tuner.prepare());
+    parts.push_back(tuner.run(opt, coef != nullptr ? &part_coef : nullptr));
+  }
+  return parts.size() == 1 ? parts[0] : at::cat(parts, 0);
+}
+
+Result<TBox> tuned_outputs(const AlphaInput& in, int target, const TBox& crown,
+                           const Options& opt) {
+  if (opt.method != Method::kAlpha) return crown;
+  const int64_t n = in.model.numel(target);
+  // Both sides tuned: the upper bound of y is minus the lower bound of -y.
+  const at::Tensor id = at::eye(n, crown.lo.options());
+  ASSIGN_OR_RETURN(at::Tensor lower,
+                   optimized_lower(in, target, at::cat({id, -id}, 0), opt, nullptr));
+  if (!lower.defined()) return crown;
+  return TBox{at::maximum(crown.lo, lower.narrow(1, 0, n)),
+              at::minimum(crown.hi, -lower.narrow(1, n, n))};
+}
+
+}  // namespace propdag::torch_engine::internal
