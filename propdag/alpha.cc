@@ -93,7 +93,10 @@ Crown::LowerPass Crown::lower_pass(const std::vector<int>& order,
     } else if (r.kind == Relaxation::Kind::kLinear) {
       Mat lp = lam.cwiseMax(0.0), ln = lam.cwiseMin(0.0);
       p.lb += lp * r.lo_bias + ln * r.up_bias;
-      accumulate(p.lam[d.inputs[0]], Mat(lp * r.lo_map) + Mat(ln * r.up_map));
+      if (r.lo_map.rows() != 0)
+        accumulate(p.lam[d.inputs[0]], Mat(lp * r.lo_map) + Mat(ln * r.up_map));
+      if (r.lo_map1.rows() != 0)
+        accumulate(p.lam[d.inputs[1]], Mat(lp * r.lo_map1) + Mat(ln * r.up_map1));
     } else if (r.kind == Relaxation::Kind::kElementwise) {
       if (r.curve != nullptr && alpha[n].size() != 0) {
         accumulate(p.lam[d.inputs[0]], tangent_step(r, alpha[n], lam, p.lb));
@@ -148,15 +151,22 @@ std::vector<Mat> Crown::alpha_gradient(const std::vector<int>& order,
       }
       continue;
     }
-    const Mat& gi = g[d.inputs[0]];
     if (rx.kind == Relaxation::Kind::kLinear) {
       // lb gains lam_o (map row o . what follows + bias_o), the lower map where lam_o >= 0.
-      const Mat lo = gi * rx.lo_map.transpose(), up = gi * rx.up_map.transpose();
+      Mat lo = Mat::Zero(lam.rows(), lam.cols()), up = lo;
+      for (int slot : {0, 1}) {
+        const SpMat &lm = slot ? rx.lo_map1 : rx.lo_map, &um = slot ? rx.up_map1 : rx.up_map;
+        if (lm.rows() == 0) continue;
+        const Mat& gs = g[d.inputs[slot]];
+        lo += gs * lm.transpose();
+        up += gs * um.transpose();
+      }
       for (Eigen::Index j = 0; j < lam.cols(); ++j)
         for (Eigen::Index r = 0; r < lam.rows(); ++r)
           gn(r, j) = lam(r, j) >= 0 ? lo(r, j) + rx.lo_bias[j] : up(r, j) + rx.up_bias[j];
       continue;
     }
+    const Mat& gi = g[d.inputs[0]];
     const bool tuned = alpha[n].size() != 0;
     if (tuned) grad[n] = Mat::Zero(alpha[n].rows(), alpha[n].cols());
     for (Eigen::Index j = 0; j < lam.cols(); ++j) {

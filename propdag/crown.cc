@@ -222,8 +222,12 @@ void Crown::step(int node, Backward& w) {
           on = om.cwiseMin(0.0);
       w.lb += lp * r.lo_bias + ln * r.up_bias;
       w.ub += op_ * r.up_bias + on * r.lo_bias;
-      accumulate(w.lam[d.inputs[0]], Mat(lp * r.lo_map) + Mat(ln * r.up_map));
-      accumulate(w.om[d.inputs[0]], Mat(op_ * r.up_map) + Mat(on * r.lo_map));
+      for (int slot : {0, 1}) {
+        const SpMat &lo = slot ? r.lo_map1 : r.lo_map, &up = slot ? r.up_map1 : r.up_map;
+        if (lo.rows() == 0) continue;
+        accumulate(w.lam[d.inputs[slot]], Mat(lp * lo) + Mat(ln * up));
+        accumulate(w.om[d.inputs[slot]], Mat(op_ * up) + Mat(on * lo));
+      }
     } else {
       const Interval& o = b_[node];
       w.lb += lam.cwiseMax(0.0) * o.lo + lam.cwiseMin(0.0) * o.hi;

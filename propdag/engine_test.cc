@@ -277,15 +277,15 @@ TEST(EngineTest, AlphaKeepsATightCrownBound) {
   EXPECT_DOUBLE_EQ(alpha.hi[0], 3);
 }
 
-// A ReLU that crosses zero but reaches the output only through a product of two variables (an
-// interval-only rule): no coefficient reaches it, so there is nothing to tune and alpha's bounds
-// are CROWN's. x in [-1, 1]: r = relu(x) in [0, 1], p = r * r in [0, 1], y = p + x in [-1, 2].
+// A ReLU that crosses zero but reaches the output only through Floor (an interval-only rule): no
+// coefficient reaches it, so there is nothing to tune and alpha's bounds are CROWN's.
+// x in [-1, 1]: r = relu(x) in [0, 1], p = floor(r) in [0, 1], y = p + x in [-1, 2].
 TEST(EngineTest, AlphaWithATunableReluNoCoefficientReaches) {
   Model m = build(R"(
     <ir_version: 8, opset_import: ["" : 15]>
     g (float[1,1] x) => (float[1,1] y) {
       r = Relu(x)
-      p = Mul(r, r)
+      p = Floor(r)
       y = Add(p, x)
     })");
   Interval in = box({-1}, {1});

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <numbers>
 
 #include "propdag/engine.h"
 #include "propdag/test_util.h"
@@ -114,6 +115,65 @@ TEST(NonlinearTest, MatMulOfTwoVariables) {
   y = run(m, box({1, 0, 0.5, -1}, {1, 1, 1, 1}), Method::kIbp, false);
   EXPECT_DOUBLE_EQ(y[0].lo[0], -0.5);
   EXPECT_DOUBLE_EQ(y[0].hi[0], 2);
+}
+
+// x, z in [0, 1]: y = x z - x = x (z - 1), true range [-1, 0]. IBP: [0, 1] - [0, 1] = [-1, 1].
+// CROWN, McCormick planes: x z >= 0 x + 0 z - 0 = 0 and x z <= 1 x + 0 z - 0 = x, so
+// y >= -x >= -1 and y <= x - x = 0. The same for a [1, 2] B [2, 1] - sum(A), entries in [0, 1]:
+// a1 (b1 - 1) + a2 (b2 - 1) in [-2, 0]; IBP [0, 2] - [0, 2] = [-2, 2].
+TEST(NonlinearTest, ProductPlanesBeatIntervals) {
+  Model m = build(
+      "<float[2,1] one = {1, 1}>\n"
+      "{ p = Mul(x, z)\n y = Sub(p, x)\n q = MatMul(a, b)\n s = MatMul(a, one)\n"
+      "  r = Sub(q, s) }",
+      "float[1] x, float[1] z, float[1,2] a, float[2,1] b", "float[1] y, float[1,1] r");
+  Interval in = box({0, 0, 0, 0, 0, 0}, {1, 1, 1, 1, 1, 1});
+  auto ibp = run(m, in, Method::kIbp, false);
+  EXPECT_DOUBLE_EQ(ibp[0].lo[0], -1);
+  EXPECT_DOUBLE_EQ(ibp[0].hi[0], 1);
+  EXPECT_DOUBLE_EQ(ibp[1].hi[0], 2);
+  for (Method method : {Method::kCrown, Method::kAlpha}) {
+    auto y = run(m, in, method, false);
+    EXPECT_NEAR(y[0].lo[0], -1, 1e-9);
+    EXPECT_NEAR(y[0].hi[0], 0, 1e-9);
+    EXPECT_NEAR(y[1].lo[0], -2, 1e-9);
+    EXPECT_NEAR(y[1].hi[0], 0, 1e-9);
+  }
+}
+
+// y = sin x - x and w = cos x on x in [-1, 1] (true ranges [-0.1585, 0.1585], [cos 1, 1]).
+// IBP: sin x - x in [-sin 1 - 1, sin 1 + 1]. CROWN: sin x between sin(1) x -+ d with
+// d = cos 1 - sin 1 (pi/2 - 1) (relax_test), so y in +-(1 - sin 1 + d) = +-0.218523.
+// cos on [-1, 1]: chord slope 0, lines cos 1 and 1, the exact range.
+TEST(NonlinearTest, SineLinesBeatIntervals) {
+  Model m =
+      build("{ s = Sin(x)\n y = Sub(s, x)\n w = Cos(x) }", "float[1] x", "float[1] y, float[1] w");
+  const double d = std::cos(1.0) - std::sin(1.0) * (std::numbers::pi / 2 - 1);
+  const double half = 1 - std::sin(1.0) + d;
+  EXPECT_NEAR(half, 0.218523, 1e-6);
+  auto ibp = run(m, box({-1}, {1}), Method::kIbp, false);
+  EXPECT_NEAR(ibp[0].hi[0], 1 + std::sin(1.0), 1e-12);
+  auto y = run(m, box({-1}, {1}), Method::kCrown, false);
+  EXPECT_NEAR(y[0].lo[0], -half, 1e-9);
+  EXPECT_NEAR(y[0].hi[0], half, 1e-9);
+  EXPECT_NEAR(y[1].lo[0], std::cos(1.0), 1e-9);
+  EXPECT_NEAR(y[1].hi[0], 1, 1e-9);
+}
+
+// z in [1, 2]: y = 1 / z + z / 2, true range [sqrt 2, 3/2]. IBP: [1/2, 1] + [1/2, 1] = [1, 2].
+// CROWN: 1/z <= 3/2 - z/2 (chord), so y <= 3/2; 1/z >= 4/3 - 4z/9 (tangent at 3/2), so
+// y >= 4/3 + z/18 >= 4/3 + 1/18 = 25/18.
+TEST(NonlinearTest, QuotientLinesBeatIntervals) {
+  Model m = build(
+      "<float[1] one = {1}, float[1] half = {0.5}>\n"
+      "{ r = Div(one, z)\n h = Mul(z, half)\n y = Add(r, h) }",
+      "float[1] z", "float[1] y");
+  auto ibp = run(m, box({1}, {2}), Method::kIbp, false);
+  EXPECT_DOUBLE_EQ(ibp[0].lo[0], 1);
+  EXPECT_DOUBLE_EQ(ibp[0].hi[0], 2);
+  auto y = run(m, box({1}, {2}), Method::kCrown, false);
+  EXPECT_NEAR(y[0].lo[0], 25.0 / 18, 1e-9);
+  EXPECT_NEAR(y[0].hi[0], 1.5, 1e-9);
 }
 
 // x [2, 3] row 0 in [1, 2], row 1 in [0, 3]. ReduceSum over axis 1: [3, 6] and [0, 9];

@@ -103,7 +103,8 @@ struct Relaxation {
     kAffine,       ///< out = sum(terms) + bias, exact
     kElementwise,  ///< lo_slope*x+lo_bias <= out <= up_slope*x+up_bias, x = in[0], per element
     kConstant,     ///< out in the op's output interval (no dependency kept)
-    /// lo_map*x+lo_bias <= out <= up_map*x+up_bias, x = in[0] (maps: outputs x inputs)
+    /// lo_map*x+lo_bias <= out <= up_map*x+up_bias, x = in[0] (maps: outputs x inputs); with
+    /// lo_map1 / up_map1 set, + lo_map1*y / up_map1*y, y = in[1] (products of two variables)
     kLinear,
   };
   Kind kind = Kind::kConstant;
@@ -119,8 +120,9 @@ struct Relaxation {
   /// valid line there (elsewhere the fixed line stands). Optimized bounds tune the points.
   const Curve* curve = nullptr;
   Vec t0, t_min, t_max, reach;
-  /// kLinear: the lower and upper maps.
-  SpMat lo_map, up_map;
+  /// kLinear: the lower and upper maps on in[0] (none when in[0] is constant), and on in[1]
+  /// (none when the relaxation depends on in[0] only).
+  SpMat lo_map, up_map, lo_map1, up_map1;
 };
 
 /// One output of one ONNX node. Input slots are the node's input positions; `in[slot]` is null

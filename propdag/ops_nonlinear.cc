@@ -1,8 +1,10 @@
 // Nonlinear ops beyond the activations: Pow by a constant integer, Sin, Cos, Floor (elementwise),
 // and the product, quotient and matrix product of two variable tensors and the quotient of a
-// constant by a variable (interval arithmetic).
-// Even powers get a linear relaxation (tangent below, chord above); the others are relaxed to
-// their output interval, which CROWN then treats as a fresh input.
+// constant by a variable.
+// Even powers get a linear relaxation (tangent below, chord above), Sin and Cos lines of the
+// chord's slope (relax.h), products, quotients and matrix products of two variables McCormick
+// planes (sums of them); the others are relaxed to their output interval, which CROWN then
+// treats as a fresh input.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -61,13 +63,16 @@ class ScalarOp : public BoundOp {
   }
 
   Relaxation relax(const std::vector<const Interval*>& in, const Interval& out) const override {
-    if (fn_ != Fn::kPow || power_ % 2 != 0) return {};  // the output interval
+    const bool sine = fn_ == Fn::kSin || fn_ == Fn::kCos;
+    if (!sine && (fn_ != Fn::kPow || power_ % 2 != 0)) return {};  // the output interval
     Relaxation r;
     r.kind = Relaxation::Kind::kElementwise;
     Eigen::Index n = in[0]->size();
     r.lo_slope.resize(n), r.lo_bias.resize(n), r.up_slope.resize(n), r.up_bias.resize(n);
     for (Eigen::Index i = 0; i < n; ++i) {
-      Lines l = even_power_lines(in[0]->lo[i], in[0]->hi[i], out.lo[i], out.hi[i]);
+      const double lo = in[0]->lo[i], hi = in[0]->hi[i];
+      Lines l = sine ? sine_lines(lo, hi, fn_ == Fn::kCos, out.lo[i], out.hi[i])
+                     : even_power_lines(lo, hi, out.lo[i], out.hi[i]);
       r.lo_slope[i] = l.lo_slope, r.lo_bias[i] = l.lo_bias;
       r.up_slope[i] = l.up_slope, r.up_bias[i] = l.up_bias;
     }
@@ -135,6 +140,54 @@ std::pair<double, double> product_range(double al, double au, double bl, double 
   return {*std::min_element(c, c + 4), *std::max_element(c, c + 4)};
 }
 
+bool finite(const Interval& b) { return b.lo.allFinite() && b.hi.allFinite(); }
+
+// A kLinear relaxation summed entry by entry from planes of products or quotients of x_a and y_b
+// (x = in[0], y = in[1]); a square's lines go on x alone.
+class PlaneSum {
+ public:
+  explicit PlaneSum(int64_t rows) : lo_bias_(Vec::Zero(rows)), up_bias_(Vec::Zero(rows)) {}
+  void add(int64_t row, int64_t a, int64_t b, const Planes& p) {
+    lo_[0].emplace_back(row, a, p.lo_x), up_[0].emplace_back(row, a, p.up_x);
+    lo_[1].emplace_back(row, b, p.lo_y), up_[1].emplace_back(row, b, p.up_y);
+    lo_bias_[row] += p.lo_bias, up_bias_[row] += p.up_bias;
+  }
+  // Planes whose x is the constant c: its terms join the bias.
+  void add_constant(int64_t row, double c, int64_t b, const Planes& p) {
+    lo_[1].emplace_back(row, b, p.lo_y), up_[1].emplace_back(row, b, p.up_y);
+    lo_bias_[row] += p.lo_bias + p.lo_x * c, up_bias_[row] += p.up_bias + p.up_x * c;
+  }
+  void add(int64_t row, int64_t a, const Lines& l) {
+    lo_[0].emplace_back(row, a, l.lo_slope), up_[0].emplace_back(row, a, l.up_slope);
+    lo_bias_[row] += l.lo_bias, up_bias_[row] += l.up_bias;
+  }
+  Relaxation finish(int64_t cols0, int64_t cols1) {
+    Relaxation r;
+    r.kind = Relaxation::Kind::kLinear;
+    const int64_t rows = lo_bias_.size();
+    SpMat* maps[2][2] = {{&r.lo_map, &r.up_map}, {&r.lo_map1, &r.up_map1}};
+    for (int s = 0; s < 2; ++s) {
+      if (lo_[s].empty()) continue;
+      const int64_t cols = s ? cols1 : cols0;
+      maps[s][0]->resize(rows, cols), maps[s][1]->resize(rows, cols);
+      maps[s][0]->setFromTriplets(lo_[s].begin(), lo_[s].end());
+      maps[s][1]->setFromTriplets(up_[s].begin(), up_[s].end());
+    }
+    r.lo_bias = std::move(lo_bias_), r.up_bias = std::move(up_bias_);
+    return r;
+  }
+
+ private:
+  std::vector<Eigen::Triplet<double>> lo_[2], up_[2];
+  Vec lo_bias_, up_bias_;
+};
+
+// x^2 on [l, u]: the tangent at the midpoint below, the chord above.
+Lines square_lines(double l, double u) {
+  const double m = (l + u) / 2, slack = 1e-12 * (1.0 + l * l + u * u);
+  return {2 * m, -m * m - slack, l + u, -l * u + slack};
+}
+
 // out = in0 * in1 or in0 / in1, broadcast, in1 variable; in0 variable too, or a constant
 // (`numerator`, broadcast to the output) divided by in1. x * x is a square, not a product of
 // independent factors.
@@ -174,8 +227,31 @@ class BilinearOp : public BoundOp {
     }
     return out;
   }
-  Relaxation relax(const std::vector<const Interval*>&, const Interval&) const override {
-    return {};
+  // McCormick planes per element (quotients: with 1 / y's lines, relax.h), a square's lines for
+  // x * x; x / x is 1. A constant numerator's terms go to the bias. Unbounded inputs, or a
+  // divisor whose interval holds 0, keep the output interval.
+  Relaxation relax(const std::vector<const Interval*>& in, const Interval&) const override {
+    const bool konst = !numerator_.empty();
+    if ((!konst && !finite(*in[0])) || !finite(*in[1])) return {};
+    if (divide_ && !square_ && ((in[1]->lo.array() <= 0) && (in[1]->hi.array() >= 0)).any())
+      return {};
+    const auto n = static_cast<int64_t>(a_.size());
+    PlaneSum sum(n);
+    for (int64_t i = 0; i < n; ++i) {
+      const double lx = konst ? numerator_[i] : in[0]->lo[a_[i]];
+      const double ux = konst ? numerator_[i] : in[0]->hi[a_[i]];
+      const double ly = in[1]->lo[b_[i]], uy = in[1]->hi[b_[i]];
+      if (square_ && divide_)
+        sum.add(i, a_[i], constant_lines(1, 1));
+      else if (square_)
+        sum.add(i, a_[i], square_lines(lx, ux));
+      else if (konst)
+        sum.add_constant(i, lx, b_[i], quotient_planes(lx, ux, ly, uy));
+      else
+        sum.add(i, a_[i], b_[i],
+                divide_ ? quotient_planes(lx, ux, ly, uy) : product_planes(lx, ux, ly, uy));
+    }
+    return sum.finish(konst ? 0 : in[0]->size(), in[1]->size());
   }
 
  private:
@@ -207,8 +283,20 @@ class IntervalMatMulOp : public BoundOp {
         }
     return out;
   }
-  Relaxation relax(const std::vector<const Interval*>&, const Interval&) const override {
-    return {};
+  // Each output is a sum of products: the sum of their McCormick planes.
+  Relaxation relax(const std::vector<const Interval*>& in, const Interval&) const override {
+    if (!finite(*in[0]) || !finite(*in[1])) return {};
+    const auto batch = static_cast<int64_t>(amap_.size());
+    PlaneSum sum(batch * m_ * n_);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t i = 0; i < m_; ++i)
+        for (int64_t j = 0; j < n_; ++j)
+          for (int64_t k = 0; k < k_; ++k) {
+            int64_t a = (amap_[b] * m_ + i) * k_ + k, c = (bmap_[b] * k_ + k) * n_ + j;
+            sum.add((b * m_ + i) * n_ + j, a, c,
+                    product_planes(in[0]->lo[a], in[0]->hi[a], in[1]->lo[c], in[1]->hi[c]));
+          }
+    return sum.finish(in[0]->size(), in[1]->size());
   }
 
  private:

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 
 namespace propdag {
 namespace {
@@ -119,6 +120,52 @@ Lines curve_lines(const Curve& c, double l, double u) {
   s.lo_slope = s.lo_min = s.lo_max = lo.slope, s.lo_bias = lo.bias;
   s.up_slope = up.slope, s.up_bias = up.bias;
   return s;
+}
+
+Lines sine_lines(double l, double u, bool cosine, double lo, double hi) {
+  constexpr double kTwoPi = 2 * std::numbers::pi;
+  if (!std::isfinite(l) || !std::isfinite(u) || !(u - l > 1e-9) || u - l > 2 * kTwoPi)
+    return constant_lines(lo, hi);
+  auto f = [&](double x) { return cosine ? std::cos(x) : std::sin(x); };
+  const double k = std::clamp((f(u) - f(l)) / (u - l), -1.0, 1.0);
+  // f(x) - k x is extreme over [l, u] at an end or where f'(x) = k: x = +-acos(k) - shift + 2 pi n
+  // (f(x) = sin(x + shift)).
+  double g_lo = std::min(f(l) - k * l, f(u) - k * u), g_hi = std::max(f(l) - k * l, f(u) - k * u);
+  const double a = std::acos(k), shift = cosine ? std::numbers::pi / 2 : 0.0;
+  for (double root : {a - shift, -a - shift}) {
+    for (double n = std::ceil((l - root) / kTwoPi); root + n * kTwoPi <= u; ++n) {
+      const double x = std::clamp(root + n * kTwoPi, l, u), g = f(x) - k * x;
+      g_lo = std::min(g_lo, g), g_hi = std::max(g_hi, g);
+    }
+  }
+  const double reach = std::max(std::abs(l), std::abs(u));
+  const double slack = kSlack * (1.0 + (1.0 + std::abs(k)) * reach);
+  return {k, g_lo - slack, k, g_hi + slack, k, k};
+}
+
+Planes product_planes(double lx, double ux, double ly, double uy) {
+  const double big = std::max(std::abs(lx), std::abs(ux)) * std::max(std::abs(ly), std::abs(uy));
+  const double slack = kSlack * (1.0 + big);
+  return {ly, lx, -lx * ly - slack, uy, lx, -lx * uy + slack};
+}
+
+Lines reciprocal_lines(double ly, double uy) {
+  const double m = (ly + uy) / 2, near = std::min(std::abs(ly), std::abs(uy));
+  const double slack = kSlack * (1.0 + (1.0 + std::max(std::abs(ly), std::abs(uy)) / near) / near);
+  const Line chord{-1 / (ly * uy), 1 / ly + 1 / uy}, tangent{-1 / (m * m), 2 / m};
+  const Line lo = ly > 0 ? tangent : chord, up = ly > 0 ? chord : tangent;
+  return {lo.slope, lo.bias - slack, up.slope, up.bias + slack};
+}
+
+Planes quotient_planes(double lx, double ux, double ly, double uy) {
+  const Lines r = reciprocal_lines(ly, uy);
+  const double lr = std::min(1 / ly, 1 / uy), ur = std::max(1 / ly, 1 / uy);
+  const double big = std::max(std::abs(lx), std::abs(ux)) * std::max(std::abs(lr), std::abs(ur));
+  const double slack = kSlack * (1.0 + big);
+  // lx r >= lx (lower line) where lx >= 0, lx (upper line) otherwise; <= the reverse.
+  const double lo_k = lx >= 0 ? r.lo_slope : r.up_slope, lo_b = lx >= 0 ? r.lo_bias : r.up_bias;
+  const double up_k = lx >= 0 ? r.up_slope : r.lo_slope, up_b = lx >= 0 ? r.up_bias : r.lo_bias;
+  return {lr, lx * lo_k, lx * lo_b - lx * lr - slack, ur, lx * up_k, lx * up_b - lx * ur + slack};
 }
 
 Lines sigmoid_lines(double l, double u) { return curve_lines(sigmoid_curve(), l, u); }

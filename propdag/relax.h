@@ -54,4 +54,28 @@ Lines tanh_lines(double l, double u);
 /// Constant lines [lo, hi].
 Lines constant_lines(double lo, double hi);
 
+/// Lines of f = sin (or cos, `cosine`) on [l, u], whose range is [lo, hi]. Both have the chord's
+/// slope k; the lower bias is the minimum of f(x) - k x over [l, u] and the upper its maximum,
+/// found exactly at the ends and at the points of slope k, then widened by a rounding margin. Where
+/// the interval lies in a region of fixed convexity one of them is the chord and the other the
+/// tangent parallel to it; elsewhere they are still the tightest lines of that slope. Intervals
+/// wider than 4 pi, narrower than 1e-9, or not finite get [lo, hi].
+Lines sine_lines(double l, double u, bool cosine, double lo, double hi);
+
+/// Linear bounds of a product x * y over x in [lx, ux], y in [ly, uy] (McCormick planes):
+/// lo_x * x + lo_y * y + lo_bias <= x * y <= up_x * x + up_y * y + up_bias.
+struct Planes {
+  double lo_x = 0, lo_y = 0, lo_bias = 0, up_x = 0, up_y = 0, up_bias = 0;
+};
+/// Lower plane (x - lx)(y - ly) >= 0 and upper plane (x - lx)(uy - y) >= 0 (auto_LiRPA's
+/// choice), widened by a rounding margin. The bounds must be finite.
+Planes product_planes(double lx, double ux, double ly, double uy);
+/// 1 / y on [ly, uy] (0 outside it, bounds finite): the chord above and the tangent at the
+/// midpoint below where y > 0 (convex), the reverse where y < 0.
+Lines reciprocal_lines(double ly, double uy);
+/// Planes of x / y = x * r, r = 1 / y in [lr, ur] (0 outside [ly, uy], bounds finite): r's
+/// McCormick planes with x, lr x + lx r - lx lr <= x r <= ur x + lx r - lx ur, where lx r is in
+/// turn bounded by reciprocal_lines on the side the sign of lx asks for.
+Planes quotient_planes(double lx, double ux, double ly, double uy);
+
 }  // namespace propdag

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <numbers>
 #include <random>
 
 namespace propdag {
@@ -163,6 +164,119 @@ TEST(RelaxTest, TanhAcrossZeroByHand) {
   EXPECT_NEAR(c.lo_slope, kc, 1e-15);
   EXPECT_FALSE(c.lo_t_max > c.lo_t_min);
   EXPECT_TRUE(c.up_t_max > c.up_t_min);
+}
+
+TEST(RelaxTest, SineLinesBracket) {
+  check_brackets([](double x) { return std::sin(x); },
+                 [](double l, double u) { return sine_lines(l, u, false, -1, 1); });
+  check_brackets([](double x) { return std::cos(x); },
+                 [](double l, double u) { return sine_lines(l, u, true, -1, 1); });
+}
+
+// sin on [-1, 1]: chord slope k = sin 1; sin x - k x is extreme where cos x = sin 1, at
+// x = +-(pi/2 - 1), with values +-(cos 1 - sin 1 (pi/2 - 1)) = +-0.0599938.
+// cos on [0, pi/2] (concave): chord slope -2/pi, so the lower line is the chord 1 - 2x/pi; the
+// upper touches where sin x = 2/pi: bias sqrt(1 - 4/pi^2) + (2/pi) asin(2/pi) = 1.2105.
+// sin on [0, pi] (concave, chord slope ~0): lines 0 and 1.
+TEST(RelaxTest, SineLinesByHand) {
+  const double pi = std::numbers::pi;
+  Lines s = sine_lines(-1, 1, false, -1, 1);
+  const double d = std::cos(1.0) - std::sin(1.0) * (pi / 2 - 1);
+  EXPECT_NEAR(d, 0.0599938, 1e-7);
+  EXPECT_DOUBLE_EQ(s.lo_slope, std::sin(1.0));
+  EXPECT_DOUBLE_EQ(s.up_slope, std::sin(1.0));
+  EXPECT_NEAR(s.lo_bias, -d, 1e-11);
+  EXPECT_NEAR(s.up_bias, d, 1e-11);
+  Lines c = sine_lines(0, pi / 2, true, 0, 1);
+  EXPECT_NEAR(c.lo_slope, -2 / pi, 1e-15);
+  EXPECT_NEAR(c.lo_bias, 1, 1e-11);
+  const double top = std::sqrt(1 - 4 / (pi * pi)) + 2 / pi * std::asin(2 / pi);
+  EXPECT_NEAR(top, 1.2105, 1e-4);
+  EXPECT_NEAR(c.up_bias, top, 1e-11);
+  Lines h = sine_lines(0, pi, false, 0, 1);
+  EXPECT_NEAR(h.lo_slope, 0, 1e-15);
+  EXPECT_NEAR(h.lo_bias, 0, 1e-11);
+  EXPECT_NEAR(h.up_bias, 1, 1e-11);
+  // Wider than 4 pi: the range given.
+  Lines w = sine_lines(0, 13, false, -1, 1);
+  EXPECT_EQ(w.lo_slope, 0);
+  EXPECT_EQ(w.lo_bias, -1);
+  EXPECT_EQ(w.up_bias, 1);
+}
+
+// x in [-1, 2], y in [3, 5]: lower plane (x + 1)(y - 3) >= 0: xy >= 3x - y + 3; upper plane
+// (x + 1)(5 - y) >= 0: xy <= 5x - y + 5 (both widened by at most 1e-12 (1 + 10)).
+TEST(RelaxTest, ProductPlanesByHand) {
+  Planes p = product_planes(-1, 2, 3, 5);
+  EXPECT_EQ(p.lo_x, 3);
+  EXPECT_EQ(p.lo_y, -1);
+  EXPECT_NEAR(p.lo_bias, 3, 1e-10);
+  EXPECT_LE(p.lo_bias, 3);
+  EXPECT_EQ(p.up_x, 5);
+  EXPECT_EQ(p.up_y, -1);
+  EXPECT_NEAR(p.up_bias, 5, 1e-10);
+  EXPECT_GE(p.up_bias, 5);
+}
+
+// The planes bracket x * y on a 41 x 41 grid of many random boxes (signs mixed, widths from
+// 1e-6 to 100, magnitudes to 1e3).
+TEST(RelaxTest, ProductPlanesBracket) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> center(-1e3, 1e3), log_width(-6, 2), unit(0, 1);
+  for (int trial = 0; trial < 2000; ++trial) {
+    double cx = center(rng) * unit(rng), cy = center(rng) * unit(rng);
+    double wx = std::pow(10.0, log_width(rng)), wy = std::pow(10.0, log_width(rng));
+    double lx = cx - wx / 2, ux = cx + wx / 2, ly = cy - wy / 2, uy = cy + wy / 2;
+    Planes p = product_planes(lx, ux, ly, uy);
+    for (int i = 0; i <= 40; ++i) {
+      for (int j = 0; j <= 40; ++j) {
+        double x = lx + (ux - lx) * i / 40.0, y = ly + (uy - ly) * j / 40.0, v = x * y;
+        double tol = 1e-15 * (1 + std::abs(x * y) + std::abs(p.lo_x * x) + std::abs(p.lo_y * y));
+        ASSERT_LE(p.lo_x * x + p.lo_y * y + p.lo_bias, v + tol) << lx << " " << ly << " " << x;
+        ASSERT_GE(p.up_x * x + p.up_y * y + p.up_bias, v - tol) << lx << " " << ly << " " << x;
+      }
+    }
+  }
+}
+
+// 1 / y on [1, 2]: chord through (1, 1) and (2, 1/2): 3/2 - y/2 above; tangent at 3/2:
+// 2/(3/2) - y/(9/4) = 4/3 - 4y/9 below. On [-2, -1] (concave) the roles swap: the chord
+// -3/2 - y/2 below, the tangent at -3/2, -4/3 - 4y/9, above.
+TEST(RelaxTest, ReciprocalLinesByHand) {
+  Lines r = reciprocal_lines(1, 2);
+  EXPECT_DOUBLE_EQ(r.up_slope, -0.5);
+  EXPECT_NEAR(r.up_bias, 1.5, 1e-10);
+  EXPECT_DOUBLE_EQ(r.lo_slope, -4.0 / 9);
+  EXPECT_NEAR(r.lo_bias, 4.0 / 3, 1e-10);
+  Lines n = reciprocal_lines(-2, -1);
+  EXPECT_DOUBLE_EQ(n.lo_slope, -0.5);
+  EXPECT_NEAR(n.lo_bias, -1.5, 1e-10);
+  EXPECT_DOUBLE_EQ(n.up_slope, -4.0 / 9);
+  EXPECT_NEAR(n.up_bias, -4.0 / 3, 1e-10);
+}
+
+// Quotient planes bracket x / y on a 41 x 41 grid of many random boxes, y on either side of 0
+// (its nearer end from 1e-3 to 1e2 away).
+TEST(RelaxTest, QuotientPlanesBracket) {
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<double> center(-1e2, 1e2), log_w(-6, 2), log_near(-3, 2);
+  std::uniform_real_distribution<double> unit(0, 1);
+  for (int trial = 0; trial < 2000; ++trial) {
+    double cx = center(rng) * unit(rng), wx = std::pow(10.0, log_w(rng));
+    double near = std::pow(10.0, log_near(rng)), wy = std::pow(10.0, log_w(rng));
+    double lx = cx - wx / 2, ux = cx + wx / 2, ly = near, uy = near + wy;
+    if (unit(rng) < 0.5) std::swap(ly, uy), ly = -ly, uy = -uy;
+    Planes p = quotient_planes(lx, ux, ly, uy);
+    for (int i = 0; i <= 40; ++i) {
+      for (int j = 0; j <= 40; ++j) {
+        double x = lx + (ux - lx) * i / 40.0, y = ly + (uy - ly) * j / 40.0, v = x / y;
+        double tol = 1e-15 * (1 + std::abs(v) + std::abs(p.lo_x * x) + std::abs(p.lo_y * y) +
+                              std::abs(p.up_x * x) + std::abs(p.up_y * y));
+        ASSERT_LE(p.lo_x * x + p.lo_y * y + p.lo_bias, v + tol) << lx << " " << ly << " " << uy;
+        ASSERT_GE(p.up_x * x + p.up_y * y + p.up_bias, v - tol) << lx << " " << ly << " " << uy;
+      }
+    }
+  }
 }
 
 }  // namespace
