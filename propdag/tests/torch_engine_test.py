@@ -1,6 +1,6 @@
 """`propdag bounds|verify --engine torch`: the same bounds (ibp, crown, alpha) and verdicts as the
-Eigen engine on ACAS Xu and a conv net, --batch slices, float32, and one-line errors with exit
-code 2."""
+Eigen engine on ACAS Xu, a conv net and (ibp, crown) an ml4acopf model, --batch slices, float32,
+and one-line errors with exit code 2."""
 
 import json
 import os
@@ -23,6 +23,8 @@ def shared(rel):
 ACAS = ("acasxu_2023/onnx/ACASXU_run2a_1_1_batch_2000.onnx", "acasxu_2023/vnnlib/prop_1.vnnlib")
 COLLINS = ("collins_rul_cnn_2023/onnx/NN_rul_small_window_20.onnx",
            "collins_rul_cnn_2023/vnnlib/robustness_2perturbations_delta5_epsilon10_w20.vnnlib")
+# Products of two variables (McCormick planes, a per-box linear step in the torch engine), Sin, Cos.
+ACOPF = ("ml4acopf_2024/onnx/14_ieee_ml4acopf.onnx", "ml4acopf_2024/vnnlib/14_ieee_prop2.vnnlib")
 
 
 def run(*args):
@@ -40,8 +42,9 @@ def close(a, b, tol):
     return all(abs(x - y) <= tol * max(1.0, abs(x), abs(y)) for x, y in zip(a, b)) and len(a) == len(b)
 
 
-@pytest.mark.parametrize("case", [ACAS, COLLINS])
-@pytest.mark.parametrize("method", ["ibp", "crown", "alpha"])
+@pytest.mark.parametrize("case,method", [(c, m) for c in (ACAS, COLLINS)
+                                         for m in ("ibp", "crown", "alpha")]
+                         + [(ACOPF, "ibp"), (ACOPF, "crown")])
 def test_bounds_equal_eigen(case, method):
     model, spec = shared(case[0]), shared(case[1])
     lo, hi = bounds(model, spec, "--method", method)

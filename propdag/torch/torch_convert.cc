@@ -85,4 +85,16 @@ void store_rows(const std::vector<TBox>& b, Eigen::Index k0, Eigen::Index total,
   }
 }
 
+at::Tensor stack_rows(const std::vector<Mat>& m, Eigen::Index rows, int64_t n,
+                      const at::TensorOptions& opts) {
+  Mat flat = Mat::Zero(static_cast<Eigen::Index>(m.size()), rows * n);
+  for (size_t i = 0; i < m.size(); ++i) {
+    if (m[i].size() == 0) continue;
+    const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> row_major = m[i];
+    flat.row(static_cast<Eigen::Index>(i)) =
+        Eigen::Map<const Eigen::RowVectorXd>(row_major.data(), rows * n);
+  }
+  return to_tensor(flat, opts).reshape({flat.rows(), rows, n});
+}
+
 }  // namespace propdag::torch_engine::internal

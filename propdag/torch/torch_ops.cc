@@ -230,37 +230,102 @@ class PerBoxKernel : public LinesKernel {
   // The rule's lines per box; constant bounds (slope 0) where it has none. Tunable lower slopes
   // (Relaxation::lo_min, lo_max) where the rule gives a range; tangent points stay fixed.
   Result<TLines> lines(int node, const std::vector<TBox>& b) const override {
+    ASSIGN_OR_RETURN(PerBox r, relax(node, b));
+    return lines_of(r);
+  }
+  // crown.cc's step: through the lines of every box, or where some box's relaxation is a pair of
+  // linear maps (a product of two variables), per box through its own relaxation.
+  common::Status step(int node, const std::vector<TBox>& b, TBackward& w) const override {
+    ASSIGN_OR_RETURN(PerBox r, relax(node, b));
+    if (std::none_of(r.rx.begin(), r.rx.end(),
+                     [](const Relaxation& x) { return x.kind == Relaxation::Kind::kLinear; })) {
+      TLines l = lines_of(r);
+      elementwise_step(l.lo_slope, l.lo_bias, l.up_slope, l.up_bias, l.input, w.lam[node],
+                       w.om[node], w);
+      return {};
+    }
+    const std::vector<Mat> lams = to_mats(w.lam[node]), oms = to_mats(w.om[node]);
+    const auto k = static_cast<Eigen::Index>(lams.size());
+    const Eigen::Index rows = k ? lams[0].rows() : 0;
+    Mat lb(k, rows), ub(k, rows);
+    std::vector<std::vector<Mat>> lam_in(2, std::vector<Mat>(lams.size())), om_in = lam_in;
+    for (Eigen::Index i = 0; i < k; ++i) {
+      const Relaxation& x = r.rx[i];
+      const Mat &lam = lams[i], &om = oms[i];
+      Mat lp = lam.cwiseMax(0.0), ln = lam.cwiseMin(0.0), op = om.cwiseMax(0.0),
+          on = om.cwiseMin(0.0);
+      const bool has_lines =
+          x.kind == Relaxation::Kind::kElementwise || x.kind == Relaxation::Kind::kLinear;
+      const Vec lo_b = has_lines ? x.lo_bias : Vec(r.out_lo.row(i).transpose());
+      const Vec up_b = has_lines ? x.up_bias : Vec(r.out_hi.row(i).transpose());
+      lb.row(i) = (lp * lo_b + ln * up_b).transpose();
+      ub.row(i) = (op * up_b + on * lo_b).transpose();
+      if (x.kind == Relaxation::Kind::kElementwise) {
+        lam_in[0][i] = lp * x.lo_slope.asDiagonal() + ln * x.up_slope.asDiagonal();
+        om_in[0][i] = op * x.up_slope.asDiagonal() + on * x.lo_slope.asDiagonal();
+      } else if (x.kind == Relaxation::Kind::kLinear) {
+        for (int slot : {0, 1}) {
+          const SpMat &lo = slot ? x.lo_map1 : x.lo_map, &up = slot ? x.up_map1 : x.up_map;
+          if (lo.rows() == 0) continue;
+          lam_in[slot][i] = Mat(lp * lo) + Mat(ln * up);
+          om_in[slot][i] = Mat(op * up) + Mat(on * lo);
+        }
+      }
+    }
+    w.lb.add_(to_tensor(lb, opts_));
+    w.ub.add_(to_tensor(ub, opts_));
+    for (int slot : {0, 1}) {
+      if (slot >= static_cast<int>(inputs_.size()) || inputs_[slot] < 0) continue;
+      const int64_t n = b[inputs_[slot]].lo.size(1);
+      accumulate(w.lam[inputs_[slot]], stack_rows(lam_in[slot], rows, n, opts_));
+      accumulate(w.om[inputs_[slot]], stack_rows(om_in[slot], rows, n, opts_));
+    }
+    return {};
+  }
+
+ private:
+  // Each box's relaxation, with the node's output bounds (K x n).
+  struct PerBox {
+    std::vector<Relaxation> rx;
+    Mat out_lo, out_hi;
+  };
+  Result<PerBox> relax(int node, const std::vector<TBox>& b) const {
     std::vector<const TBox*> in;
     for (int p : inputs_) in.push_back(p >= 0 ? &b[p] : nullptr);
     std::vector<Mat> lo, hi;
     const int64_t k = boxes(in, lo, hi);
-    Mat out_lo = to_mat(b[node].lo), out_hi = to_mat(b[node].hi);
-    const Eigen::Index n = out_lo.cols();
-    Mat ls = Mat::Zero(k, n), lb = out_lo, us = Mat::Zero(k, n), ub = out_hi;
-    Mat lmin = ls, lmax = ls;
-    bool any_lines = false;
+    PerBox r{{}, to_mat(b[node].lo), to_mat(b[node].hi)};
     for (int64_t i = 0; i < k; ++i) {
       std::vector<Interval> row = rows(lo, hi, i);
-      Interval out{out_lo.row(i).transpose(), out_hi.row(i).transpose()};
-      Relaxation r = op_->relax(pointers(in, row), out);
-      if (r.kind == Relaxation::Kind::kAffine)
+      Interval out{r.out_lo.row(i).transpose(), r.out_hi.row(i).transpose()};
+      r.rx.push_back(op_->relax(pointers(in, row), out));
+      if (r.rx.back().kind == Relaxation::Kind::kAffine)
         return common::Error{"", "", "",
                              "an op relaxed to a bound-dependent affine map has no "
                              "rule in the torch engine"};
-      if (r.kind != Relaxation::Kind::kElementwise) continue;  // constant: [lo, hi] of the output
+    }
+    return r;
+  }
+  TLines lines_of(const PerBox& r) const {
+    const auto k = static_cast<Eigen::Index>(r.rx.size());
+    const Eigen::Index n = r.out_lo.cols();
+    Mat ls = Mat::Zero(k, n), lb = r.out_lo, us = Mat::Zero(k, n), ub = r.out_hi;
+    Mat lmin = ls, lmax = ls;
+    bool any_lines = false;
+    for (Eigen::Index i = 0; i < k; ++i) {
+      const Relaxation& x = r.rx[i];
+      if (x.kind != Relaxation::Kind::kElementwise) continue;  // constant: [lo, hi] of the output
       any_lines = true;
-      ls.row(i) = r.lo_slope.transpose(), lb.row(i) = r.lo_bias.transpose();
-      us.row(i) = r.up_slope.transpose(), ub.row(i) = r.up_bias.transpose();
-      const bool range = r.curve == nullptr && r.lo_min.size() == n;
-      lmin.row(i) = (range ? r.lo_min : r.lo_slope).transpose();
-      lmax.row(i) = (range ? r.lo_max : r.lo_slope).transpose();
+      ls.row(i) = x.lo_slope.transpose(), lb.row(i) = x.lo_bias.transpose();
+      us.row(i) = x.up_slope.transpose(), ub.row(i) = x.up_bias.transpose();
+      const bool range = x.curve == nullptr && x.lo_min.size() == n;
+      lmin.row(i) = (range ? x.lo_min : x.lo_slope).transpose();
+      lmax.row(i) = (range ? x.lo_max : x.lo_slope).transpose();
     }
     return TLines{to_tensor(ls, opts_),       to_tensor(lb, opts_),   to_tensor(us, opts_),
                   to_tensor(ub, opts_),       to_tensor(lmin, opts_), to_tensor(lmax, opts_),
                   any_lines ? inputs_[0] : -1};
   }
-
- private:
   static int64_t boxes(const std::vector<const TBox*>& in, std::vector<Mat>& lo,
                        std::vector<Mat>& hi) {
     int64_t k = 0;

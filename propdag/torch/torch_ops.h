@@ -102,6 +102,9 @@ Mat to_mat(const at::Tensor& t);
 /// $PROPDAG_TORCH_CHUNK_ENTRIES; on CUDA, no chunking.
 Eigen::Index box_chunk(const Model& m, const std::vector<double>& row_cost,
                        const at::TensorOptions& opts);
+/// K matrices of rows x n as a [K, rows, n] tensor on `opts` (zeros for an empty one).
+at::Tensor stack_rows(const std::vector<Mat>& m, Eigen::Index rows, int64_t n,
+                      const at::TensorOptions& opts);
 /// Bounds [K, n] as K x n matrices.
 Boxes to_boxes(const TBox& b);
 /// A [K, rows, n] tensor as K Eigen rows x n matrices (float64, on the CPU).
