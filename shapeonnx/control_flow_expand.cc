@@ -120,6 +120,12 @@ class Expander : public Builder {
                                const std::vector<int64_t>& axes,
                                const std::vector<int64_t>& directions, int64_t length,
                                const std::string& tag, size_t n_outputs) {
+    // Known before unrolling: fail at once rather than after building millions of nodes.
+    const size_t per_step = body.nodes.size() + scan_inputs.size();
+    if (length > kMaxIterations)
+      return error("more than " + std::to_string(kMaxIterations) + " iterations");
+    if (per_step != 0 && static_cast<size_t>(std::max<int64_t>(length, 0)) > kMaxNodes / per_step)
+      return error("expansion exceeds " + std::to_string(kMaxNodes) + " nodes");
     Unrolled u;
     u.per_step.resize(n_outputs);
     for (int64_t t = 0; t < length; ++t) {

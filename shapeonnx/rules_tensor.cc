@@ -115,7 +115,8 @@ Status concat_rule(InferContext& ctx) {
         return ctx.error("Concat inputs differ at axis " + std::to_string(k));
       }
     }
-    (*out)[axis] += d[axis];
+    if (__builtin_add_overflow((*out)[axis], d[axis], &(*out)[axis]))
+      return ctx.error("Concat output dim " + std::to_string(axis) + " overflows int64");
   }
   if (!out) return ctx.error("Concat has no inputs");
   ctx.set_output(0, ctx.dtype(0), std::move(*out));
