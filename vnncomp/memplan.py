@@ -73,8 +73,9 @@ def _value_bytes(vi):
 
 def activation_bytes(model):
     """Sum of the bytes of every node output of `model` (onnx.ModelProto, modified) for a batch
-    of one, by ONNX shape inference. An output whose shape stays unknown counts as the largest
-    known activation or input (an overestimate, so fewer samples). None when inference fails."""
+    of one, by ONNX shape inference. An output whose shape stays unknown counts as its node's
+    largest input (what a reshape, a roll or an element-wise op makes), else as the largest known
+    activation. None when inference fails."""
     from onnx import shape_inference
     _concrete(model)
     try:
@@ -82,12 +83,17 @@ def activation_bytes(model):
     except Exception:  # noqa: BLE001 - invalid or over 2 GiB: no estimate
         return None
     graph = inferred.graph
-    known = {vi.name: _value_bytes(vi) for vi in list(graph.value_info) + list(graph.output)}
-    sizes = [b for b in known.values() if b is not None]
-    sizes += [b for b in map(_value_bytes, graph.input) if b is not None]
-    largest = max(sizes, default=0)
-    outs = [o for node in graph.node for o in node.output if o]
-    total = sum(known.get(o) if known.get(o) is not None else largest for o in outs)
+    values = list(graph.input) + list(graph.value_info) + list(graph.output)
+    known = {vi.name: b for vi in values if (b := _value_bytes(vi)) is not None}
+    weights = {t.name for t in graph.initializer}
+    largest = max(known.values(), default=0)
+    total = 0
+    for node in graph.node:  # topologically sorted: an output's size is set before its users
+        guess = max((known[i] for i in node.input if i in known and i not in weights),
+                    default=largest)
+        for out in (o for o in node.output if o):
+            known.setdefault(out, guess)
+            total += known[out]
     return total or None
 
 
