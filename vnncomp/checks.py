@@ -17,7 +17,6 @@ import torch
 
 from . import numerics, ortref
 
-VMAP_BATCH = 64
 # The GPU device; VNNCOMP_GPU_DEVICE=cpu lets the tests walk the GPU code path without a GPU.
 GPU = os.environ.get("VNNCOMP_GPU_DEVICE", "cuda")
 

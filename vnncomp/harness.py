@@ -19,7 +19,7 @@ import tempfile
 import threading
 import time
 
-from . import convert, discover, pool, report
+from . import convert, discover, memplan, pool, report
 from .progress import Progress
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -121,6 +121,14 @@ def _node_count(path):
         return None
 
 
+def _need(path, activations=None):
+    """Bytes a worker needs to validate the model at `path`: pool.cost of its size and of its
+    activations per sample (memplan.estimate unless given)."""
+    if activations is None:
+        activations = memplan.estimate(path)
+    return pool.cost(pool.model_bytes(path), activations)
+
+
 class Run:
     """One harness run: a converter thread feeding J validating workers."""
 
@@ -180,10 +188,12 @@ class Run:
                     self.finish(index, dict(base, status="error", error=conv.error))
                     continue
                 self.progress.start(self.entries[index])
-                need = pool.cost(pool.model_bytes(self.entries[index].path))
+                request = self._request(index, conv)
+                request["activation_bytes"] = memplan.estimate(request["onnx"])
+                need = _need(request["onnx"], request["activation_bytes"])
                 self.budget.acquire(need)
                 try:
-                    row = worker.validate(self._request(index, conv), self.args.timeout)
+                    row = worker.validate(request, self.args.timeout)
                 finally:
                     self.budget.release(need)
                 row.pop("id", None)
@@ -202,10 +212,10 @@ class Run:
                 todo.append((i, e))
         # Largest files first, so that no worker is left with a big model at the end.
         todo.sort(key=lambda item: -_size(item[1].path))
-        # As many workers as the largest models leave memory for; each validation then waits
-        # until its model fits beside those being validated.
+        # As many workers as the largest files leave memory for (their size and activations,
+        # memplan); each validation then waits until its model fits beside those being validated.
         available = pool.mem_available()
-        self.jobs = pool.plan([pool.model_bytes(e.path) for _, e in todo], available,
+        self.jobs = pool.plan([_need(e.path) for _, e in todo[:self.args.jobs]], available,
                               self.args.jobs)
         self.budget = pool.MemoryBudget(available)
         threads = [threading.Thread(target=self._validate_loop, args=(j,), daemon=True)

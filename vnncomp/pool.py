@@ -18,6 +18,8 @@ import tempfile
 import threading
 import time
 
+from . import memplan
+
 PYTHON = os.environ.get("VNNCOMP_PYTHON", "/usr/bin/python3")
 STARTUP_TIMEOUT = 300.0  # importing torch on a loaded machine; not part of a model's timeout
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -34,13 +36,6 @@ def _reason(path, offset):
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     fatal = [ln for ln in lines if ln.startswith("Fatal Python error")]
     return (fatal or lines or [""])[-1 if not fatal else 0]
-
-
-# A worker validating a model holds it several times over: onnxruntime's session, the PyTorch
-# module, its float64 copy and the traced and exported programs; plus what the worker itself holds
-# once torch is imported.
-MODEL_COPIES = 6
-WORKER_BYTES = 512 << 20
 
 
 def mem_available(meminfo="/proc/meminfo"):
@@ -67,20 +62,21 @@ def model_bytes(path):
         return 0
 
 
-def cost(size):
-    """Bytes a worker needs while it validates a model of `size` bytes."""
-    return WORKER_BYTES + MODEL_COPIES * size
+def cost(size, activation_bytes=None):
+    """Bytes a worker needs while it validates a model of `size` bytes whose forward holds
+    `activation_bytes` per sample (memplan.worker_bytes: the same figure that sizes its checks)."""
+    return memplan.worker_bytes(size, activation_bytes)
 
 
-def plan(sizes, available, jobs):
-    """How many of `jobs` workers to start so that the largest models (`sizes`, in bytes) fit
-    side by side in `available` bytes (None: unknown, all of them); at least 1."""
+def plan(needs, available, jobs):
+    """How many of `jobs` workers to start so that the largest `needs` (bytes per worker, cost)
+    fit side by side in `available` bytes (None: unknown, all of them); at least 1."""
     jobs = max(1, jobs)
-    if available is None or not sizes:
+    if available is None or not needs:
         return jobs
     workers, used = 0, 0
-    for size in sorted(sizes, reverse=True)[:jobs]:
-        used += cost(size)
+    for need in sorted(needs, reverse=True)[:jobs]:
+        used += need
         if workers and used > available:
             break
         workers += 1

@@ -19,8 +19,11 @@ null (not run). `export` is torch.onnx.export run by onnxruntime; `torch_export`
 as torch.export does it (torch.export itself on torch 2.1+, make_fx over fake tensors on torch
 1.13), the captured graph compared with eager. `meta_device` runs the model on torch's meta device
 (shapes without data), where a tensor made on the CPU inside forward fails as it would on a GPU;
-it is "n/a" when an op has no meta kernel. `batch` (the batch dimension grown to 64 vs the
-per-sample loop, for inputs that have one) is informational and does not decide the status.
+it is "n/a" when an op has no meta kernel. `batch` (the batch dimension grown to 8, at most
+vmap_samples, vs the per-sample loop, for inputs that have one) is informational and does not
+decide the status. vmap_samples is the number of feeds vmap stacked (64, fewer for models with
+large activations; memplan.py); worker_peak_rss_mb the worker's peak resident memory (MiB) while
+validating the model.
 `skipped` rows are models named in instances.csv that are not on disk.
 The last line printed by a run is summary_line(): "N passed, M failed", M = fails + errors.
 """

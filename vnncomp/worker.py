@@ -16,7 +16,7 @@ import sys
 import time
 import traceback
 
-from . import float64, numerics, onnxinfo, vnnlib
+from . import float64, memplan, numerics, onnxinfo, vnnlib
 
 CHECK_FIELDS = ("vmap", "trace", "export", "batch", "vmap_gpu")
 
@@ -193,6 +193,8 @@ def validate(req):
         proto = onnxinfo.load(req["onnx"])
         row["nodes_before"] = onnxinfo.node_count(proto)
         specs = onnxinfo.inputs(proto)
+        activations = (req["activation_bytes"] if "activation_bytes" in req
+                       else memplan.activation_bytes(proto))
         del proto
     except Exception as e:  # noqa: BLE001
         row.problem("error", f"cannot read model: {one_line(e)}")
@@ -215,7 +217,9 @@ def validate(req):
     if cpu:
         _fair_accuracy(row, checks, model, specs, feeds, refs, tol)
         _semantic(row, req, model, specs, feeds)
-    many = numerics.make_points(specs, lo, hi, checks.VMAP_BATCH - 1, seed + 1)
+    # Sized to the model's activations (memplan): 64 feeds unless that would not fit the budget.
+    row["vmap_samples"] = memplan.vmap_samples(activations)
+    many = numerics.make_points(specs, lo, hi, row["vmap_samples"] - 1, seed + 1)
     loop = []
     try:
         loop = [checks.run(model, f, specs) for f in many]
@@ -233,7 +237,9 @@ def _cpu_checks(row, checks, model, specs, feeds, refs, many, loop, tol, scratch
     if loop:
         _vmap(row, checks, "vmap", model, specs, many, loop, tol, "cpu")
         if all(s.batched for s in specs):
-            row.check("batch", lambda: checks.batch_check(model, specs, many, loop), tol, False)
+            size = memplan.batch_size(len(many))
+            row.check("batch", lambda: checks.batch_check(model, specs, many, loop, size), tol,
+                      False)
     row.check("trace", lambda: checks.trace_check(model, specs, feeds), tol)
     row.check("torch_export", lambda: checks.torch_export_check(model, specs, feeds), tol)
     _meta(row, checks, model, specs, feeds)
@@ -259,6 +265,23 @@ def _cuda(row, checks, model, specs, feeds, refs, many, loop, tol):
         _vmap(row, checks, "vmap_gpu", model, specs, many, loop, tol, gpu)
 
 
+def _peak_rss(reset=False):
+    """The process's peak resident memory in MiB (VmHWM), None where /proc does not say; `reset`
+    starts a new peak (Linux: 5 to clear_refs) and returns None."""
+    try:
+        if reset:
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")
+            return None
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) >> 10
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def serve(inp, out):
     import torch
     torch.set_num_threads(max(1, int(os.environ.get("VNNCOMP_THREADS", "1"))))
@@ -270,12 +293,14 @@ def serve(inp, out):
             continue
         req = json.loads(line)
         start = time.monotonic()
+        _peak_rss(reset=True)
         try:
             row = validate(req)
         except Exception as e:  # noqa: BLE001 - a harness bug must not kill the worker
             traceback.print_exc()
             row = Row(status="error", error=f"worker: {one_line(e)}")
         row["validate_s"] = round(time.monotonic() - start, 3)
+        row["worker_peak_rss_mb"] = _peak_rss()
         row["id"] = req.get("id")
         gc.collect()
         if torch.cuda.is_available() and torch.cuda.is_initialized():

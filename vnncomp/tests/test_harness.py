@@ -13,7 +13,7 @@ from vnncomp.tests.conftest import REPO
 from vnncomp.tests.models import mlp
 
 pytestmark = pytest.mark.usefixtures("need_ort")
-TIMING = ("convert_ms", "validate_s")
+TIMING = ("convert_ms", "validate_s", "worker_peak_rss_mb")  # differ run to run
 
 
 def harness(torchonnx, *args, timeout=600, tmpdir=None):

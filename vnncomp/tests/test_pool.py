@@ -33,15 +33,24 @@ def test_model_bytes_is_the_uncompressed_size(tmp_path):
 
 def test_plan_fits_the_largest_models_side_by_side():
     one = pool.cost(GIB)  # a worker validating a 1 GiB model
+    small = pool.cost(1 << 20)
     # Room for three of the largest: three workers of eight.
-    assert pool.plan([GIB] * 10 + [1 << 20] * 50, 3 * one + 1, 8) == 3
+    assert pool.plan([one] * 10 + [small] * 50, 3 * one + 1, 8) == 3
     # Small models: every job.
-    assert pool.plan([1 << 20] * 50, 8 * GIB, 8) == 8
+    assert pool.plan([small] * 50, 8 * GIB, 8) == 8
     # A model larger than all the memory still gets one worker.
-    assert pool.plan([64 * GIB], 4 * GIB, 8) == 1
+    assert pool.plan([pool.cost(64 * GIB)], 4 * GIB, 8) == 1
     # Unknown free memory, or nothing to validate: the jobs asked for.
-    assert pool.plan([GIB], None, 4) == 4
+    assert pool.plan([one], None, 4) == 4
     assert pool.plan([], GIB, 4) == 4
+
+
+def test_cost_counts_the_stacked_samples():
+    # 512 MiB for the worker, six copies of a 100 MiB model, and the float64 vmap of 5 samples
+    # of 300 MiB activations each (3 GiB // 600 MiB = 5).
+    mib = 1 << 20
+    assert pool.cost(100 * mib, 300 * mib) == 512 * mib + 600 * mib + 2 * 300 * mib * 5
+    assert pool.cost(100 * mib) == 512 * mib + 600 * mib
 
 
 def test_budget_lets_a_model_wait_until_it_fits():
