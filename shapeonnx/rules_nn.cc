@@ -1,4 +1,5 @@
 // Neural-network layers: Conv, ConvTranspose and the normalizations. Pools are in rules_pool.cc.
+#include <limits>
 #include <string>
 
 #include "shapeonnx/rules.h"
@@ -54,12 +55,17 @@ Status conv_rule(InferContext& ctx) {
 // One spatial dim of ConvTranspose without output_shape:
 // out = stride * (in - 1) + output_padding + ((k - 1) * dilation + 1) - pad_begin - pad_end;
 // SAME_UPPER / SAME_LOWER: out = in * stride (the padding absorbs the rest, as the spec says).
+// Computed in 128 bits: a result past int64 is reported as -1 (no valid dim).
 int64_t conv_transpose_dim(const Window& w, const std::vector<int64_t>& output_padding, size_t i,
                            int64_t in) {
-  if (w.same()) return in * w.strides[i];
-  const int64_t pads = w.valid() ? 0 : w.pad_begin[i] + w.pad_end[i];
-  const int64_t effective = (w.kernel[i] - 1) * w.dilations[i] + 1;
-  return w.strides[i] * (in - 1) + output_padding[i] + effective - pads;
+  using Wide = __int128;
+  Wide out = Wide{in} * w.strides[i];
+  if (!w.same()) {
+    const Wide pads = w.valid() ? 0 : Wide{w.pad_begin[i]} + w.pad_end[i];
+    const Wide effective = Wide{w.kernel[i] - 1} * w.dilations[i] + 1;
+    out = Wide{w.strides[i]} * (Wide{in} - 1) + output_padding[i] + effective - pads;
+  }
+  return out > std::numeric_limits<int64_t>::max() ? -1 : static_cast<int64_t>(out);
 }
 
 // ConvTranspose(X [N, C, D...], W [C, M / group, k...]) -> [N, M, out...]; `output_shape` (the
@@ -88,7 +94,9 @@ Status conv_transpose_rule(InferContext& ctx) {
   for (size_t i = 0; i < spatial; ++i) {
     int64_t d = output_shape.empty() ? conv_transpose_dim(win, output_padding, i, x[i + 2])
                                      : output_shape[output_shape.size() - spatial + i];
-    if (d < 0) return ctx.error("ConvTranspose output dim " + std::to_string(d) + " < 0");
+    if (d < 0)
+      return ctx.error("ConvTranspose output dim " + std::to_string(i) +
+                       " is negative or past int64");
     out.push_back(d);
   }
   ctx.set_output(0, ctx.dtype(0), std::move(out));

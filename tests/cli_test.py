@@ -110,6 +110,13 @@ TORCHONNX_REGRESSIONS = [
     # fuzz_torchonnx (a 60 s timeout under ASan): a Scan so long that unrolling it built two
     # million nodes before failing; its length is now checked before unrolling.
     ("scan_length_past_limit", "node 'Scan_0' (Scan): more than 100000 iterations"),
+    # fuzz_shapeonnx (UBSan): ConvTranspose's output dim multiplied a stride of 2^62 in int64.
+    ("conv_transpose_dim_overflow", "node 'ConvTranspose_0' (ConvTranspose): ConvTranspose output "
+     "dim 1 is negative or past int64"),
+    # fuzz_torchonnx (UBSan): TfIdfVectorizer's table-size check multiplied a max_gram_length of
+    # 2^62 in int64.
+    ("tfidf_max_n_2pow62", "node 'TfIdfVectorizer_0' (TfIdfVectorizer): input too long for the "
+     "n-gram position tables (opset 18)"),
 ]
 
 

@@ -40,7 +40,7 @@ Status tfidf_vectorizer(Context& ctx) {
   }
   const int64_t length = ctx.shape(0).back();
   const int64_t skips = std::min(max_skip, length);  // longer skips fit no n-gram of n >= 2
-  if (length > (int64_t{1} << 20) || (skips + 1) * length * max_n > (int64_t{1} << 26)) {
+  if (length > (int64_t{1} << 20) || (skips + 1) * length > (int64_t{1} << 26) / max_n) {
     return ctx.error("input too long for the n-gram position tables");
   }
   const int64_t outputs = *std::max_element(slots.begin(), slots.end()) + 1;
