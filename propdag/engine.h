@@ -168,7 +168,8 @@ struct BoundsIn {
 };
 
 /// What linear_bounds gives besides the bounds. Only the fields `want` names are filled (the
-/// others are left empty); `empty` always is.
+/// others are left as they were); `empty` always is. BoundsIn's pointers may point at this
+/// struct's own fields, to carry one call's outputs into the next.
 struct BoundsOut {
   /// Set by the caller: which outputs to compute.
   struct Want {

@@ -268,6 +268,14 @@ TEST(EngineTest, AlphaStartsFromCarriedSlopes) {
   ASSERT_TRUE(second.ok());
   EXPECT_LE(second->lo[0], 0);
   EXPECT_GT(second->lo[0], -1e-6);
+  // The same with the slopes given from, and returned into, the same BoundsOut.
+  BoundsIn own;
+  own.slopes = &got.slopes;
+  auto aliased = linear_bounds(m, in, {c}, o, own, &got);
+  ASSERT_TRUE(aliased.ok());
+  EXPECT_EQ(aliased->lo[0], second->lo[0]);
+  ASSERT_EQ(got.slopes.size(), 1u);
+  EXPECT_EQ(got.slopes[0][m.dag().find("r")](0, 0), relu(0, 0));
   // Carried slopes worse than CROWN's: on [-1, 0.5] (h in [-2, 1], CROWN's slope 0) CROWN gives
   // y >= -0.5 x >= -0.25 and a = 1 gives y >= 0.5 x >= -0.5; each row keeps the better start.
   // (IBP's bound is -0.25 too, so the intersection is off for this check.)
