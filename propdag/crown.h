@@ -31,6 +31,15 @@ inline Mat times(const Mat& a, const LinearTerm& t) {
 
 inline Mat scale_cols(const Mat& a, const Vec& s) { return a * s.asDiagonal(); }
 
+/// Intersects two sound bounds of the same values. Where rounding makes them cross (both are
+/// exact up to rounding, e.g. on a one-point box), the crossed pair is swapped so the result
+/// still spans both.
+inline void intersect(Interval& a, const Vec& lo, const Vec& hi) {
+  Vec l = a.lo.cwiseMax(lo), h = a.hi.cwiseMin(hi);
+  a.lo = l.cwiseMin(h);
+  a.hi = l.cwiseMax(h);
+}
+
 /// A final backward pass may cost this many times Options::refine_budget before the output keeps
 /// its forward bounds instead (large outputs over large convolutions, e.g. TinyYOLO).
 constexpr double kOutputBudget = 50;
