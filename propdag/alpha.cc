@@ -240,7 +240,7 @@ Vec Crown::optimized_lower(int target, const Mat& c, Mat* lower_coef, const Vec*
   if (!tunable || options_.alpha_steps <= 0 || entries > options_.chunk_entries)
     return backward(target, c, lower_coef).lo;
   constexpr double kBeta1 = 0.9, kBeta2 = 0.999, kEps = 1e-8;
-  std::vector<Mat> m1(dag.size()), m2(dag.size());
+  std::vector<Mat> m1(dag.size()), m2(dag.size());  // Adam's first and second moments
   Mat beta_m1, beta_m2, beta_grad;
   if (beta.size() != 0) beta_m1 = beta_m2 = Mat::Zero(beta.rows(), beta.cols());
   LowerPass pass = lower_pass(order, rel, alpha, beta, target, c);
@@ -324,13 +324,13 @@ void Crown::add_split_scores(int target, const Mat& c, std::vector<Vec>& scores)
     const BoundOp* op = model_.op(n);
     const Mat& lam = pass.lam[n];
     if (op == nullptr || !op->linear_on_each_side_of_zero() || lam.size() == 0) continue;
-    const int z = dag.node(n).inputs[0];
-    if (z < 0) continue;
-    const Interval& b = node_bounds_[z];
-    if (scores[z].size() == 0) scores[z] = Vec::Zero(b.size());
-    for (Eigen::Index j = 0; j < b.size(); ++j) {
-      const double l = b.lo[j], u = b.hi[j];
-      if (l < 0 && u > 0) scores[z][j] += std::abs(lam(0, j)) * (-l * u / (u - l));
+    const int input = dag.node(n).inputs[0];
+    if (input < 0) continue;
+    const Interval& input_bounds = node_bounds_[input];
+    if (scores[input].size() == 0) scores[input] = Vec::Zero(input_bounds.size());
+    for (Eigen::Index j = 0; j < input_bounds.size(); ++j) {
+      const double lo = input_bounds.lo[j], hi = input_bounds.hi[j];
+      if (lo < 0 && hi > 0) scores[input][j] += std::abs(lam(0, j)) * (-lo * hi / (hi - lo));
     }
   }
 }

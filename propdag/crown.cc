@@ -69,14 +69,14 @@ common::Status Crown::forward(const Interval& input, const std::vector<Interval>
   return {};
 }
 
-bool Crown::narrow_by_splits(int node, Interval& b) const {
-  for (int k : splits_at_[node]) {
-    const NeuronSplit& s = splits_[k];
-    double& lo = b.lo[s.index];
-    double& hi = b.hi[s.index];
+bool Crown::narrow_by_splits(int node, Interval& bounds) const {
+  for (int at : splits_at_[node]) {
+    const NeuronSplit& split = splits_[at];
+    double& lo = bounds.lo[split.index];
+    double& hi = bounds.hi[split.index];
     // Rounding may put a bound a little on the wrong side of 0 where the element reaches 0.
     const double slack = 1e-9 * (1 + std::max(std::abs(lo), std::abs(hi)));
-    if (s.active) {
+    if (split.active) {
       if (hi < -slack) return false;
       lo = std::max(lo, 0.0), hi = std::max(hi, 0.0);
     } else {

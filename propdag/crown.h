@@ -153,9 +153,9 @@ class Crown {
   std::vector<Mat> alpha_gradient(const std::vector<int>& order, const std::vector<Relaxation>& rel,
                                   const std::vector<Mat>& alpha, const LowerPass& pass,
                                   Mat* beta_grad) const;
-  // Clamps `b` (bounds of `node`) to the sides of 0 its splits name; false when a split
+  // Clamps `bounds` (of `node`) to the sides of 0 its splits name; false when a split
   // contradicts them.
-  bool narrow_by_splits(int node, Interval& b) const;
+  bool narrow_by_splits(int node, Interval& bounds) const;
   // CROWN's bounds of `rows` of `node`, narrowed by its splits, intersected with
   // node_bounds_[node]; false when a split contradicts them.
   bool refine(int node, const std::vector<Eigen::Index>& rows);
