@@ -124,10 +124,14 @@ TEST(AcasXuTest, BoundsCarriedIntoSubBoxesHold) {
           const double mid = 0.5 * (box.lo[d] + box.hi[d]);
           (unit(rng) < 0.5 ? box.hi[d] : box.lo[d]) = mid;
         }
-        std::vector<Interval> fresh;
-        auto y = linear_bounds(*model, box, c, {method}, nullptr, nullptr, nullptr, &carried);
-        auto z = linear_bounds(*model, box, c, {method}, nullptr, nullptr, nullptr, &fresh);
+        BoundsIn in;
+        in.node_bounds = &carried;
+        BoundsOut got;
+        got.want.node_bounds = true;
+        auto y = linear_bounds(*model, box, c, {method}, in, &got);
+        auto z = linear_bounds(*model, box, c, {method});
         ASSERT_TRUE(y.ok() && z.ok());
+        carried = std::move(got.node_bounds);
         ASSERT_EQ(carried.size(), static_cast<size_t>(model->dag().size()));
         carried_width += (y->hi - y->lo).sum();
         fresh_width += (z->hi - z->lo).sum();

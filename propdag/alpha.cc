@@ -71,132 +71,145 @@ Crown::LowerPass Crown::lower_pass(const std::vector<int>& order,
                                    const std::vector<Relaxation>& rel,
                                    const std::vector<Mat>& alpha, const Mat& beta, int target,
                                    const Mat& c) const {
-  LowerPass p{std::vector<Mat>(m_.dag().size()), Vec::Zero(c.rows())};
-  p.lam[target] = c;
+  LowerPass pass{std::vector<Mat>(model_.dag().size()), Vec::Zero(c.rows())};
+  pass.lam[target] = c;
   for (int n : order) {
-    if (p.lam[n].size() == 0) continue;
+    if (pass.lam[n].size() == 0) continue;
     if (beta.size() != 0)
-      for (int k : splits_at_[n]) p.lam[n].col(splits_[k].index) += side(splits_[k]) * beta.col(k);
-    const Mat& lam = p.lam[n];
-    const BoundOp* op = m_.op(n);
+      for (int k : splits_at_[n])
+        pass.lam[n].col(splits_[k].index) += side(splits_[k]) * beta.col(k);
+    const Mat& lam = pass.lam[n];
+    const BoundOp* op = model_.op(n);
     if (op == nullptr) {
-      Vec lo = input_.lo.segment(offset_[n], m_.numel(n));
-      Vec hi = input_.hi.segment(offset_[n], m_.numel(n));
-      p.lb += lam * ((lo + hi) * 0.5) - lam.cwiseAbs() * ((hi - lo) * 0.5);
+      Vec lo = input_box_.lo.segment(input_offset_[n], model_.numel(n));
+      Vec hi = input_box_.hi.segment(input_offset_[n], model_.numel(n));
+      pass.lb += lam * ((lo + hi) * 0.5) - lam.cwiseAbs() * ((hi - lo) * 0.5);
       continue;
     }
-    const DagNode& d = m_.dag().node(n);
-    const Relaxation& r = rel[n];
-    if (r.kind == Relaxation::Kind::kAffine) {
-      for (const LinearTerm& t : *r.terms) accumulate(p.lam[d.inputs[t.slot]], times(lam, t));
-      p.lb += lam * *r.bias;
-    } else if (r.kind == Relaxation::Kind::kLinear) {
-      Mat lp = lam.cwiseMax(0.0), ln = lam.cwiseMin(0.0);
-      p.lb += lp * r.lo_bias + ln * r.up_bias;
-      if (r.lo_map.rows() != 0)
-        accumulate(p.lam[d.inputs[0]], Mat(lp * r.lo_map) + Mat(ln * r.up_map));
-      if (r.lo_map1.rows() != 0)
-        accumulate(p.lam[d.inputs[1]], Mat(lp * r.lo_map1) + Mat(ln * r.up_map1));
-    } else if (r.kind == Relaxation::Kind::kElementwise) {
-      if (r.curve != nullptr && alpha[n].size() != 0) {
-        accumulate(p.lam[d.inputs[0]], tangent_step(r, alpha[n], lam, p.lb));
+    const DagNode& dag_node = model_.dag().node(n);
+    const Relaxation& relax = rel[n];
+    if (relax.kind == Relaxation::Kind::kAffine) {
+      for (const LinearTerm& t : *relax.terms)
+        accumulate(pass.lam[dag_node.inputs[t.slot]], times(lam, t));
+      pass.lb += lam * *relax.bias;
+    } else if (relax.kind == Relaxation::Kind::kLinear) {
+      Mat lam_pos = lam.cwiseMax(0.0), lam_neg = lam.cwiseMin(0.0);
+      pass.lb += lam_pos * relax.lo_bias + lam_neg * relax.up_bias;
+      if (relax.lo_map.rows() != 0)
+        accumulate(pass.lam[dag_node.inputs[0]],
+                   Mat(lam_pos * relax.lo_map) + Mat(lam_neg * relax.up_map));
+      if (relax.lo_map1.rows() != 0)
+        accumulate(pass.lam[dag_node.inputs[1]],
+                   Mat(lam_pos * relax.lo_map1) + Mat(lam_neg * relax.up_map1));
+    } else if (relax.kind == Relaxation::Kind::kElementwise) {
+      if (relax.curve != nullptr && alpha[n].size() != 0) {
+        accumulate(pass.lam[dag_node.inputs[0]], tangent_step(relax, alpha[n], lam, pass.lb));
         continue;
       }
-      Mat lp = lam.cwiseMax(0.0), ln = lam.cwiseMin(0.0);
-      p.lb += lp * r.lo_bias + ln * r.up_bias;
-      Mat next = alpha[n].size() ? Mat(lp.cwiseProduct(alpha[n])) : scale_cols(lp, r.lo_slope);
-      next += scale_cols(ln, r.up_slope);
-      accumulate(p.lam[d.inputs[0]], std::move(next));
+      Mat lam_pos = lam.cwiseMax(0.0), lam_neg = lam.cwiseMin(0.0);
+      pass.lb += lam_pos * relax.lo_bias + lam_neg * relax.up_bias;
+      Mat next = alpha[n].size() ? Mat(lam_pos.cwiseProduct(alpha[n]))
+                                 : scale_cols(lam_pos, relax.lo_slope);
+      next += scale_cols(lam_neg, relax.up_slope);
+      accumulate(pass.lam[dag_node.inputs[0]], std::move(next));
     } else {
-      p.lb += lam.cwiseMax(0.0) * b_[n].lo + lam.cwiseMin(0.0) * b_[n].hi;
+      pass.lb += lam.cwiseMax(0.0) * node_bounds_[n].lo + lam.cwiseMin(0.0) * node_bounds_[n].hi;
     }
   }
-  return p;
+  return pass;
 }
 
-// Reverse mode through lower_pass: g[n] = d lb / d lam[n], visiting a node's inputs before it
-// (the pass visits it first); returns d lb / d alpha for the tuned nodes. Row r of lb depends
-// on row r of everything only, so the rows' gradients are independent.
+// Reverse mode through lower_pass: lam_grad[n] = d lb / d lam[n] (`lam` as in Backward),
+// visiting a node's inputs before it (the pass visits it first); returns d lb / d alpha for the
+// tuned nodes. Row r of lb depends on row r of everything only, so the rows' gradients are
+// independent.
 std::vector<Mat> Crown::alpha_gradient(const std::vector<int>& order,
                                        const std::vector<Relaxation>& rel,
                                        const std::vector<Mat>& alpha, const LowerPass& pass,
                                        Mat* beta_grad) const {
-  const size_t size = m_.dag().size();
-  std::vector<Mat> g(size), grad(size);
+  const size_t size = model_.dag().size();
+  std::vector<Mat> lam_grad(size), grad(size);
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     const int n = *it;
     const Mat& lam = pass.lam[n];
     if (lam.size() == 0) continue;
-    const BoundOp* op = m_.op(n);
-    Mat& gn = g[n];
-    gn.resize(lam.rows(), lam.cols());
+    const BoundOp* op = model_.op(n);
+    Mat& node_grad = lam_grad[n];
+    node_grad.resize(lam.rows(), lam.cols());
     if (op == nullptr || rel[n].kind == Relaxation::Kind::kConstant) {
       // lb gains lam_i * lo_i where lam_i >= 0, lam_i * hi_i otherwise.
-      Vec lo = op ? b_[n].lo : Vec(input_.lo.segment(offset_[n], m_.numel(n)));
-      Vec hi = op ? b_[n].hi : Vec(input_.hi.segment(offset_[n], m_.numel(n)));
+      Vec lo =
+          op ? node_bounds_[n].lo : Vec(input_box_.lo.segment(input_offset_[n], model_.numel(n)));
+      Vec hi =
+          op ? node_bounds_[n].hi : Vec(input_box_.hi.segment(input_offset_[n], model_.numel(n)));
       for (Eigen::Index j = 0; j < lam.cols(); ++j)
-        for (Eigen::Index r = 0; r < lam.rows(); ++r) gn(r, j) = lam(r, j) >= 0 ? lo[j] : hi[j];
+        for (Eigen::Index r = 0; r < lam.rows(); ++r)
+          node_grad(r, j) = lam(r, j) >= 0 ? lo[j] : hi[j];
       continue;
     }
-    const DagNode& d = m_.dag().node(n);
-    const Relaxation& rx = rel[n];
-    if (rx.kind == Relaxation::Kind::kAffine) {
-      gn = rx.bias->transpose().replicate(lam.rows(), 1);
-      for (const LinearTerm& t : *rx.terms) {
-        const Mat& gi = g[d.inputs[t.slot]];
+    const DagNode& dag_node = model_.dag().node(n);
+    const Relaxation& relax = rel[n];
+    if (relax.kind == Relaxation::Kind::kAffine) {
+      node_grad = relax.bias->transpose().replicate(lam.rows(), 1);
+      for (const LinearTerm& t : *relax.terms) {
+        const Mat& input_grad = lam_grad[dag_node.inputs[t.slot]];
         if (t.dense)
-          gn += dense_left_transposed(gi, t);
+          node_grad += dense_left_transposed(input_grad, t);
         else
-          gn += Mat(gi * t.sparse().transpose());
+          node_grad += Mat(input_grad * t.sparse().transpose());
       }
       continue;
     }
-    if (rx.kind == Relaxation::Kind::kLinear) {
+    if (relax.kind == Relaxation::Kind::kLinear) {
       // lb gains lam_o (map row o . what follows + bias_o), the lower map where lam_o >= 0.
       Mat lo = Mat::Zero(lam.rows(), lam.cols()), up = lo;
       for (int slot : {0, 1}) {
-        const SpMat &lm = slot ? rx.lo_map1 : rx.lo_map, &um = slot ? rx.up_map1 : rx.up_map;
-        if (lm.rows() == 0) continue;
-        const Mat& gs = g[d.inputs[slot]];
-        lo += gs * lm.transpose();
-        up += gs * um.transpose();
+        const SpMat &lo_map = slot ? relax.lo_map1 : relax.lo_map,
+                    &up_map = slot ? relax.up_map1 : relax.up_map;
+        if (lo_map.rows() == 0) continue;
+        const Mat& input_grad = lam_grad[dag_node.inputs[slot]];
+        lo += input_grad * lo_map.transpose();
+        up += input_grad * up_map.transpose();
       }
       for (Eigen::Index j = 0; j < lam.cols(); ++j)
         for (Eigen::Index r = 0; r < lam.rows(); ++r)
-          gn(r, j) = lam(r, j) >= 0 ? lo(r, j) + rx.lo_bias[j] : up(r, j) + rx.up_bias[j];
+          node_grad(r, j) =
+              lam(r, j) >= 0 ? lo(r, j) + relax.lo_bias[j] : up(r, j) + relax.up_bias[j];
       continue;
     }
-    const Mat& gi = g[d.inputs[0]];
+    const Mat& input_grad = lam_grad[dag_node.inputs[0]];
     const bool tuned = alpha[n].size() != 0;
     if (tuned) grad[n] = Mat::Zero(alpha[n].rows(), alpha[n].cols());
     for (Eigen::Index j = 0; j < lam.cols(); ++j) {
       for (Eigen::Index r = 0; r < lam.rows(); ++r) {
-        if (tuned && rx.curve != nullptr) {
+        if (tuned && relax.curve != nullptr) {
           // lb gains lam (f(t) - f'(t) t) + (lam f'(t)) . (what follows): d / dt = lam f''(t)
-          // (g_in - t).
+          // (input_grad - t).
           const bool lower = lam(r, j) >= 0;
-          const Line line = tuned_line(rx, alpha[n], r, j, lower);
-          gn(r, j) = gi(r, j) * line.slope + line.bias;
+          const Line line = tuned_line(relax, alpha[n], r, j, lower);
+          node_grad(r, j) = input_grad(r, j) * line.slope + line.bias;
           const Eigen::Index i = lower ? j : lam.cols() + j;
           const double t = alpha[n](r, i);
-          if (rx.t_max[i] > rx.t_min[i])
-            grad[n](r, i) = lam(r, j) * rx.curve->ddf(t) * (gi(r, j) - t);
+          if (relax.t_max[i] > relax.t_min[i])
+            grad[n](r, i) = lam(r, j) * relax.curve->ddf(t) * (input_grad(r, j) - t);
         } else if (lam(r, j) >= 0) {
-          gn(r, j) = gi(r, j) * (tuned ? alpha[n](r, j) : rx.lo_slope[j]) + rx.lo_bias[j];
-          if (tuned) grad[n](r, j) = gi(r, j) * lam(r, j);
+          node_grad(r, j) =
+              input_grad(r, j) * (tuned ? alpha[n](r, j) : relax.lo_slope[j]) + relax.lo_bias[j];
+          if (tuned) grad[n](r, j) = input_grad(r, j) * lam(r, j);
         } else {
-          gn(r, j) = gi(r, j) * rx.up_slope[j] + rx.up_bias[j];
+          node_grad(r, j) = input_grad(r, j) * relax.up_slope[j] + relax.up_bias[j];
         }
       }
     }
   }
-  // A split's beta enters lb only through lam of its node: d lb / d beta = side * g there.
+  // A split's beta enters lb only through lam of its node: d lb / d beta = side * lam_grad there.
   if (beta_grad != nullptr) {
     beta_grad->setZero(pass.lb.size(), static_cast<Eigen::Index>(splits_.size()));
     for (size_t k = 0; k < splits_.size(); ++k) {
-      const Mat& gn = g[splits_[k].node];
-      if (gn.size() != 0)
-        beta_grad->col(static_cast<Eigen::Index>(k)) = side(splits_[k]) * gn.col(splits_[k].index);
+      const Mat& node_grad = lam_grad[splits_[k].node];
+      if (node_grad.size() != 0)
+        beta_grad->col(static_cast<Eigen::Index>(k)) =
+            side(splits_[k]) * node_grad.col(splits_[k].index);
     }
   }
   return grad;
@@ -204,7 +217,7 @@ std::vector<Mat> Crown::alpha_gradient(const std::vector<int>& order,
 
 Vec Crown::optimized_lower(int target, const Mat& c, Mat* lower_coef, const Vec* goal,
                            std::vector<Mat>* warm, Mat* warm_beta) {
-  const Dag& dag = m_.dag();
+  const Dag& dag = model_.dag();
   const std::vector<int> order = dag.backward_order(target);
   const Eigen::Index k = c.rows();
   std::vector<Relaxation> rel(dag.size());
@@ -215,8 +228,8 @@ Vec Crown::optimized_lower(int target, const Mat& c, Mat* lower_coef, const Vec*
   std::vector<char> reached(dag.size(), 0);
   for (int n : order) {
     reached[n] = 1;
-    entries += static_cast<double>(m_.numel(n)) * static_cast<double>(k);
-    if (m_.op(n) == nullptr) continue;
+    entries += static_cast<double>(model_.numel(n)) * static_cast<double>(k);
+    if (model_.op(n) == nullptr) continue;
     rel[n] = relax_at(n);
     range[n] = tunable_range(rel[n]);
     if (range[n].lo.size() == 0) continue;
@@ -235,10 +248,10 @@ Vec Crown::optimized_lower(int target, const Mat& c, Mat* lower_coef, const Vec*
   }
   tunable = tunable || beta.size() != 0;
   // Nothing to tune, or every coefficient kept at once would not fit: CROWN's bound.
-  if (!tunable || opt_.alpha_steps <= 0 || entries > opt_.chunk_entries)
+  if (!tunable || options_.alpha_steps <= 0 || entries > options_.chunk_entries)
     return backward(target, c, lower_coef).lo;
   constexpr double kBeta1 = 0.9, kBeta2 = 0.999, kEps = 1e-8;
-  std::vector<Mat> m1(dag.size()), m2(dag.size());
+  std::vector<Mat> m1(dag.size()), m2(dag.size());  // Adam's first and second moments
   Mat beta_m1, beta_m2, beta_grad;
   if (beta.size() != 0) beta_m1 = beta_m2 = Mat::Zero(beta.rows(), beta.cols());
   LowerPass pass = lower_pass(order, rel, alpha, beta, target, c);
@@ -267,14 +280,14 @@ Vec Crown::optimized_lower(int target, const Mat& c, Mat* lower_coef, const Vec*
   std::vector<Mat> best_alpha = alpha;
   Mat best_beta = beta;
   Vec best = pass.lb;
-  const int steps = carried_over ? opt_.alpha_warm_steps : opt_.alpha_steps;
+  const int steps = carried_over ? options_.alpha_warm_steps : options_.alpha_steps;
   auto done = [&] { return goal != nullptr && (best - *goal).maxCoeff() > 0; };
   auto adam = [&](Mat& x, Mat& v1, Mat& v2, const Mat& grad, double fix1, double fix2) {
     v1 = kBeta1 * v1 + (1 - kBeta1) * grad;
     v2 = kBeta2 * v2 + (1 - kBeta2) * grad.cwiseAbs2();
-    x.array() += opt_.alpha_rate * (v1.array() / fix1) / ((v2.array() / fix2).sqrt() + kEps);
+    x.array() += options_.alpha_rate * (v1.array() / fix1) / ((v2.array() / fix2).sqrt() + kEps);
   };
-  for (int s = 1; s <= steps && !done() && !opt_.past_deadline(); ++s) {
+  for (int s = 1; s <= steps && !done() && !options_.past_deadline(); ++s) {
     std::vector<Mat> grad =
         alpha_gradient(order, rel, alpha, pass, beta.size() ? &beta_grad : nullptr);
     const double fix1 = 1 - std::pow(kBeta1, s), fix2 = 1 - std::pow(kBeta2, s);
@@ -304,31 +317,31 @@ Vec Crown::optimized_lower(int target, const Mat& c, Mat* lower_coef, const Vec*
     // Rows are independent, so one pass with every row's best slopes gives every best bound.
     pass = lower_pass(order, rel, best_alpha, best_beta, target, c);
     for (int n : order)
-      if (m_.op(n) == nullptr && pass.lam[n].size())
-        lower_coef->block(0, offset_[n], k, pass.lam[n].cols()) += pass.lam[n];
+      if (model_.op(n) == nullptr && pass.lam[n].size())
+        lower_coef->block(0, input_offset_[n], k, pass.lam[n].cols()) += pass.lam[n];
     best = pass.lb;
   }
   return best;
 }
 
 void Crown::add_split_scores(int target, const Mat& c, std::vector<Vec>& scores) const {
-  const Dag& dag = m_.dag();
+  const Dag& dag = model_.dag();
   const std::vector<int> order = dag.backward_order(target);
   std::vector<Relaxation> rel(dag.size());
   for (int n : order)
-    if (m_.op(n) != nullptr) rel[n] = relax_at(n);
+    if (model_.op(n) != nullptr) rel[n] = relax_at(n);
   const LowerPass pass = lower_pass(order, rel, std::vector<Mat>(dag.size()), Mat(), target, c);
   for (int n : order) {
-    const BoundOp* op = m_.op(n);
+    const BoundOp* op = model_.op(n);
     const Mat& lam = pass.lam[n];
     if (op == nullptr || !op->linear_on_each_side_of_zero() || lam.size() == 0) continue;
-    const int z = dag.node(n).inputs[0];
-    if (z < 0) continue;
-    const Interval& b = b_[z];
-    if (scores[z].size() == 0) scores[z] = Vec::Zero(b.size());
-    for (Eigen::Index j = 0; j < b.size(); ++j) {
-      const double l = b.lo[j], u = b.hi[j];
-      if (l < 0 && u > 0) scores[z][j] += std::abs(lam(0, j)) * (-l * u / (u - l));
+    const int input = dag.node(n).inputs[0];
+    if (input < 0) continue;
+    const Interval& input_bounds = node_bounds_[input];
+    if (scores[input].size() == 0) scores[input] = Vec::Zero(input_bounds.size());
+    for (Eigen::Index j = 0; j < input_bounds.size(); ++j) {
+      const double lo = input_bounds.lo[j], hi = input_bounds.hi[j];
+      if (lo < 0 && hi > 0) scores[input][j] += std::abs(lam(0, j)) * (-lo * hi / (hi - lo));
     }
   }
 }

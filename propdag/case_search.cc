@@ -91,12 +91,15 @@ common::Status CaseSearch::bound_together(const std::vector<CaseSearch*>& cases)
     offsets.push_back(offsets.back() + rows);
   }
   Bounds b;
-  BoundsIO io;
-  io.lower_coef = first.options_.method != Method::kIbp ? &b.coef : nullptr;
-  io.node_bounds = first.carry_nodes_ ? &b.nodes : nullptr;
-  io.budget_rows = most;
-  ASSIGN_OR_RETURN(b.y,
-                   linear_bounds(first.model_, first.case_.box, objective, first.options_, io));
+  BoundsIn in;
+  in.budget_rows = most;
+  BoundsOut got;
+  got.want.lower_coef = first.options_.method != Method::kIbp;
+  got.want.node_bounds = first.carry_nodes_;
+  ASSIGN_OR_RETURN(
+      b.y, linear_bounds(first.model_, first.case_.box, objective, first.options_, in, &got));
+  b.coef = std::move(got.lower_coef);
+  b.nodes = std::move(got.node_bounds);
   for (size_t i = 0; i < cases.size(); ++i) {
     const Eigen::Index at = offsets[i], rows = offsets[i + 1] - offsets[i];
     Bounds mine;
@@ -166,19 +169,28 @@ common::Result<CaseSearch::Bounds> CaseSearch::bound(const Interval& box, const 
     return std::move(all.front());
   }
   ++boxes_;
-  Bounds b;
   const bool alpha = options_.method == Method::kAlpha;
-  if (alpha && from != nullptr) b.slopes = from->slopes, b.multipliers = from->multipliers;
-  if (carry_nodes_ && from != nullptr) b.nodes = from->nodes;
-  BoundsIO io;
-  io.lower_coef = options_.method != Method::kIbp ? &b.coef : nullptr;
-  io.goal = &rhs_;
-  io.slopes = alpha ? &b.slopes : nullptr;
-  io.node_bounds = carry_nodes_ ? &b.nodes : nullptr;
-  io.splits = splits;
-  io.split_scores = relu_splits_ ? &b.scores : nullptr;
-  io.split_multipliers = relu_splits_ && alpha ? &b.multipliers : nullptr;
-  ASSIGN_OR_RETURN(b.y, linear_bounds(model_, box, objective_, options_, io));
+  BoundsIn in;
+  in.goal = &rhs_;
+  in.splits = splits;
+  if (from != nullptr) {  // what the part this one was split from reached
+    if (alpha) in.slopes = &from->slopes;
+    if (carry_nodes_) in.node_bounds = &from->nodes;
+    if (relu_splits_ && alpha) in.split_multipliers = &from->multipliers;
+  }
+  BoundsOut got;
+  got.want.lower_coef = options_.method != Method::kIbp;
+  got.want.slopes = alpha;
+  got.want.node_bounds = carry_nodes_;
+  got.want.split_scores = relu_splits_;
+  got.want.split_multipliers = relu_splits_ && alpha;
+  Bounds b;
+  ASSIGN_OR_RETURN(b.y, linear_bounds(model_, box, objective_, options_, in, &got));
+  b.coef = std::move(got.lower_coef);
+  b.slopes = std::move(got.slopes);
+  b.nodes = std::move(got.node_bounds);
+  b.scores = std::move(got.split_scores);
+  b.multipliers = std::move(got.split_multipliers);
   if (from != nullptr) {  // what holds on the part this one was split from holds on it too
     b.y.lo = b.y.lo.cwiseMax(from->y.lo);
     b.y.hi = b.y.hi.cwiseMin(from->y.hi);
@@ -291,7 +303,10 @@ common::Result<bool> CaseSearch::descent(const Interval& box) {
   point.refine_intermediate = false;  // IBP's bounds are exact on a one-point box
   Rows rows = [&](const Vec& x) -> common::Result<RowsAt> {
     RowsAt at;
-    ASSIGN_OR_RETURN(Interval y, linear_bounds(model_, {x, x}, constraints, point, &at.grad));
+    BoundsOut got;
+    got.want.lower_coef = true;
+    ASSIGN_OR_RETURN(Interval y, linear_bounds(model_, {x, x}, constraints, point, {}, &got));
+    at.grad = std::move(got.lower_coef);
     at.g = y.lo - rhs_.head(k);
     return at;
   };

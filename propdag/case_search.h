@@ -56,8 +56,8 @@ class CaseSearch {
     Mat coef;
     Slopes slopes;                // --method alpha: the tuned slopes
     std::vector<Interval> nodes;  // every Dag node's bounds (CROWN, alpha; small models only)
-    std::vector<Vec> scores;      // with ReLU splits: BoundsIO::split_scores
-    Mat multipliers;              // with ReLU splits and alpha: BoundsIO::split_multipliers
+    std::vector<Vec> scores;      // with ReLU splits: BoundsOut::split_scores
+    Mat multipliers;              // with ReLU splits and alpha: BoundsOut::split_multipliers
   };
 
   // A box and, once computed, its bounds.

@@ -9,7 +9,10 @@
 
 namespace propdag::internal {
 
-// Coefficients of the lower (lam) and upper (om) bound on one node, and the constant parts.
+// The state of a backward pass: per Dag node, the coefficients (rows x elements of the node)
+// of the lower (lam) and upper (om) bound of the objective rows as linear functions of that
+// node, and the constant parts of the lower (lb) and upper (ub) bounds gathered so far. lam and
+// om are the CROWN paper's Lambda and Omega.
 struct Backward {
   std::vector<Mat> lam, om;
   Vec lb, ub;
@@ -27,6 +30,15 @@ inline Mat times(const Mat& a, const LinearTerm& t) {
 }
 
 inline Mat scale_cols(const Mat& a, const Vec& s) { return a * s.asDiagonal(); }
+
+/// Intersects two sound bounds of the same values. Where rounding makes them cross (both are
+/// exact up to rounding, e.g. on a one-point box), the crossed pair is swapped so the result
+/// still spans both.
+inline void intersect(Interval& a, const Vec& lo, const Vec& hi) {
+  Vec l = a.lo.cwiseMax(lo), h = a.hi.cwiseMin(hi);
+  a.lo = l.cwiseMin(h);
+  a.hi = l.cwiseMax(h);
+}
 
 /// A final backward pass may cost this many times Options::refine_budget before the output keeps
 /// its forward bounds instead (large outputs over large convolutions, e.g. TinyYOLO).
@@ -85,12 +97,12 @@ std::vector<Eigen::Index> rows_to_refine(RefineRows rows, const Interval& b);
 
 class Crown {
  public:
-  Crown(const Model& model, const Options& options) : m_(model), opt_(options) {}
+  Crown(const Model& model, const Options& options) : model_(model), options_(options) {}
 
   /// Bounds of every node on `input`: IBP, intersected with `prior` if given (bounds valid on a
   /// box containing this one, one per Dag node; empty entries are skipped), and for the inputs of
   /// nonlinear ops refined by CROWN on the rows refine_kind names (and the rows split). With
-  /// `splits`, on the part of the box that meets them (see BoundsIO::splits); empty() tells when
+  /// `splits`, on the part of the box that meets them (see BoundsIn::splits); empty() tells when
   /// the bounds show that part to be empty, and then the bounds of the nodes after the
   /// contradiction are not computed.
   common::Status forward(const Interval& input, const std::vector<Interval>* prior = nullptr,
@@ -99,13 +111,13 @@ class Crown {
   /// counts on; by default every element of each output.
   void set_output_rows(std::vector<double> rows) { output_rows_ = std::move(rows); }
   bool empty() const { return empty_; }
-  const std::vector<Interval>& all_bounds() const { return b_; }
-  /// BoundsIO::split_scores for one objective row `c` (1 x elements of target), from one
+  const std::vector<Interval>& all_bounds() const { return node_bounds_; }
+  /// BoundsOut::split_scores for one objective row `c` (1 x elements of target), from one
   /// lower-bound pass with CROWN's slopes; adds to `scores` (one entry per Dag node).
   void add_split_scores(int target, const Mat& c, std::vector<Vec>& scores) const;
   /// Bounds of c * target; adds the lower bound's input coefficients to `lower_coef` if given.
   Interval backward(int target, const Mat& c, Mat* lower_coef = nullptr);
-  const Interval& bounds(int node) const { return b_[node]; }
+  const Interval& bounds(int node) const { return node_bounds_[node]; }
   /// Lower bounds of c * target as backward() finds them, but with the tunable lower slopes of
   /// the relaxations (Relaxation::lo_min/lo_max) chosen per row by Options::alpha_steps steps of
   /// projected gradient ascent (Adam) from CROWN's; the best bound per row is kept. Adds that
@@ -114,7 +126,8 @@ class Crown {
   /// With `warm` (one entry per Dag node): rows whose bound is better from those slopes (clamped
   /// to this box's ranges) than from CROWN's start there; on return it holds the best slopes.
   /// With `warm_beta` (rows x its columns): the multipliers of the first splits start there
-  /// (BoundsIO::split_multipliers); on return it holds the best ones (rows x splits).
+  /// (BoundsIn::split_multipliers, BoundsOut::split_multipliers); on return it holds the best ones
+  /// (rows x splits).
   Vec optimized_lower(int target, const Mat& c, Mat* lower_coef = nullptr,
                       const Vec* goal = nullptr, std::vector<Mat>* warm = nullptr,
                       Mat* warm_beta = nullptr);
@@ -140,31 +153,35 @@ class Crown {
   std::vector<Mat> alpha_gradient(const std::vector<int>& order, const std::vector<Relaxation>& rel,
                                   const std::vector<Mat>& alpha, const LowerPass& pass,
                                   Mat* beta_grad) const;
-  // Clamps `b` (bounds of `node`) to the sides of 0 its splits name; false when a split
+  // Clamps `bounds` (of `node`) to the sides of 0 its splits name; false when a split
   // contradicts them.
-  bool narrow_by_splits(int node, Interval& b) const;
-  // CROWN's bounds of `rows` of `node`, narrowed by its splits, intersected with b_[node]; false
-  // when a split contradicts them.
+  bool narrow_by_splits(int node, Interval& bounds) const;
+  // CROWN's bounds of `rows` of `node`, narrowed by its splits, intersected with
+  // node_bounds_[node]; false when a split contradicts them.
   bool refine(int node, const std::vector<Eigen::Index>& rows);
   // rows_to_refine's rows of `node` and the rows its splits name (so that a contradiction with
   // CROWN's bounds is seen), ascending.
   std::vector<Eigen::Index> refined_rows(int node, RefineRows kind) const;
   // row_cost of the nodes `kinds` refines, and of the outputs when the budget is finite.
   std::vector<double> row_costs(const std::vector<RefineRows>& kinds) const;
-  void step(int node, Backward& w);
-  void concretize(int node, Backward& w);
+  // One step of `pass`: replaces its coefficients on `node` by coefficients on its inputs.
+  void step(int node, Backward& pass);
+  // A graph input's step: its coefficients times the box, into pass.lb and pass.ub.
+  void concretize(int node, Backward& pass);
 
-  const Model& m_;
-  Options opt_;
-  std::vector<Interval> b_;
+  const Model& model_;
+  Options options_;
+  std::vector<Interval> node_bounds_;  // per Dag node, from forward()
   std::vector<double> output_rows_;
   std::vector<NeuronSplit> splits_;
   std::vector<std::vector<int>> splits_at_;  // per Dag node: indices into splits_
   bool empty_ = false;
-  Interval input_;
-  std::vector<Eigen::Index> offset_;
-  Mat* lower_coef_ = nullptr;  // during backward: where input coefficients go, rows from row0_
-  Eigen::Index row0_ = 0;
+  Interval input_box_;                      // the box over every graph input, concatenated in order
+  std::vector<Eigen::Index> input_offset_;  // per Dag node: where a graph input starts in it
+  // During backward: where the input coefficients of the lower bound go (null: nowhere), and
+  // the row there of the chunk's first row.
+  Mat* lower_coef_ = nullptr;
+  Eigen::Index coef_row0_ = 0;
 };
 
 }  // namespace propdag::internal

@@ -118,11 +118,11 @@ TEST(CrownReportTest, RefinesOnlyTheRowsThatStraddleZero) {
   o.refine_budget = 44;  // h2's two rows fit, its four would not
   BoundsReport r;
   o.report = &r;
-  std::vector<Interval> nodes;
-  BoundsIO io;
-  io.node_bounds = &nodes;
-  auto y = linear_bounds(m, x, {Mat::Identity(1, 1)}, o, io);
+  BoundsOut got;
+  got.want.node_bounds = true;
+  auto y = linear_bounds(m, x, {Mat::Identity(1, 1)}, o, {}, &got);
   ASSERT_TRUE(y.ok()) << y.error().str();
+  const std::vector<Interval>& nodes = got.node_bounds;
   EXPECT_EQ(r.refined, 2);
   EXPECT_FALSE(r.cut_short());
   EXPECT_DOUBLE_EQ(r.cost, 16 + 44 + 31);
@@ -160,10 +160,10 @@ TEST(CrownReportTest, RefinesEveryRowBeforeAPassLeftToIbp) {
   o.refine_budget = 100;
   BoundsReport r;
   o.report = &r;
-  std::vector<Interval> nodes;
-  BoundsIO io;
-  io.node_bounds = &nodes;
-  ASSERT_TRUE(linear_bounds(m, x, {Mat::Identity(1, 1)}, o, io).ok());
+  BoundsOut got;
+  got.want.node_bounds = true;
+  ASSERT_TRUE(linear_bounds(m, x, {Mat::Identity(1, 1)}, o, {}, &got).ok());
+  const std::vector<Interval>& nodes = got.node_bounds;
   EXPECT_EQ(r.refined, 2);
   EXPECT_EQ(r.ibp_budget, 1);
   EXPECT_EQ(r.elements_ibp, 3);
@@ -177,8 +177,7 @@ TEST(CrownReportTest, RefinesEveryRowBeforeAPassLeftToIbp) {
   EXPECT_TRUE(nodes[h3].hi.isApprox((Vec(3) << 1.5, 2.5, 0.5).finished(), kTol));
   o.refine_budget = 123;
   r = BoundsReport{};
-  nodes.clear();  // (bounds given in node_bounds would be taken as prior bounds)
-  ASSERT_TRUE(linear_bounds(m, x, {Mat::Identity(1, 1)}, o, io).ok());
+  ASSERT_TRUE(linear_bounds(m, x, {Mat::Identity(1, 1)}, o, {}, &got).ok());
   EXPECT_EQ(r.refined, 3);
   EXPECT_FALSE(r.cut_short());
   EXPECT_DOUBLE_EQ(r.cost, 16 + 44 + 123 + 48);
@@ -191,13 +190,12 @@ TEST(CrownReportTest, RefinesEveryRowBeforeAPassLeftToIbp) {
 TEST(CrownReportTest, SplitRowsAreRefinedToFindContradictions) {
   Model m = build(test::kStableRowsNet);
   std::vector<NeuronSplit> splits{{m.dag().find("h2"), 3, true}};
-  bool empty = false;
-  BoundsIO io;
-  io.splits = &splits;
-  io.empty = &empty;
-  auto y = linear_bounds(m, box({-1, -1}, {1, 1}), {Mat::Identity(1, 1)}, Options{}, io);
+  BoundsIn in;
+  in.splits = &splits;
+  BoundsOut got;
+  auto y = linear_bounds(m, box({-1, -1}, {1, 1}), {Mat::Identity(1, 1)}, Options{}, in, &got);
   ASSERT_TRUE(y.ok()) << y.error().str();
-  EXPECT_TRUE(empty);
+  EXPECT_TRUE(got.empty);
 }
 
 // The default budget lets the cheapest passes run while their summed cost fits; passes are

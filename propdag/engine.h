@@ -77,7 +77,7 @@ struct Options {
   /// Sigmoid / Tanh lines (within their families), from CROWN's choice; the best bound seen is
   /// kept, so it is never looser than CROWN's. Intermediate bounds stay CROWN's.
   int alpha_steps = 10;
-  /// Steps when the slopes start from ones carried over (linear_bounds' `slopes`, e.g. from the
+  /// Steps when the slopes start from ones carried over (BoundsIn::slopes, e.g. from the
   /// box a verifier split this one from): they start close, so fewer steps do.
   int alpha_warm_steps = 3;
   double alpha_rate = 0.1;
@@ -134,44 +134,32 @@ struct NeuronSplit {
   bool active = false;
 };
 
-/// What linear_bounds takes and gives besides the box, the objective and the options; every
-/// field is optional.
-struct BoundsIO {
-  /// CROWN and alpha: row r receives a_r with a_r . x + const <= sum_o (C_o y_o)_r for every x in
-  /// the box, the linear function CROWN's lower bound concretizes (zero rows where an output's
-  /// part fell back to interval bounds). Verifiers use it to pick splits and candidate
-  /// counterexamples.
-  Mat* lower_coef = nullptr;
+/// What linear_bounds takes besides the box, the objective and the options; every field is
+/// optional. Carrying what one call gave into the next (a verifier's split boxes) means passing
+/// BoundsOut's fields of the box split from as these.
+struct BoundsIn {
   /// kAlpha, one objective matrix: tuning stops once some row's lower bound exceeds goal[row],
   /// the point where a verifier needs no tighter bound. Also picks the row split_scores are for.
   const Vec* goal = nullptr;
-  /// kAlpha: the tuned slopes. Passed in non-empty, e.g. from the box this one was split from,
-  /// they are a second starting point: each row starts from them where they give the better bound.
-  Slopes* slopes = nullptr;
-  /// CROWN and alpha: passed in with one entry per Dag node (an empty entry: nothing known),
-  /// bounds known to hold on this box are intersected with those computed here, node by node,
-  /// before they are used; on return it holds this box's bounds of every node (cleared for IBP).
+  /// kAlpha: a second starting point for the tuned slopes (BoundsOut::slopes of, e.g., the box
+  /// this one was split from): each row starts from them where they give the better bound.
+  const Slopes* slopes = nullptr;
+  /// CROWN and alpha: bounds known to hold on this box, one entry per Dag node (an empty entry:
+  /// nothing known), intersected with those computed here, node by node, before they are used.
   /// Bounds of a box that contains this one (the box it was split from) hold; bounds carried down
   /// a chain of splits this way keep the tightest any enclosing box reached. Bounds that hold
   /// only on part of the box (under `splits`) give bounds that hold on that part.
-  std::vector<Interval>* node_bounds = nullptr;
+  const std::vector<Interval>* node_bounds = nullptr;
   /// CROWN and alpha: bounds over the part of the box that meets every split. Each split
   /// element's bounds are clamped to its side of 0. With alpha, each split also enters the final
   /// lower bound as a constraint with a nonnegative multiplier per row (beta-CROWN's), tuned
   /// with the slopes. When the bounds show that part of the box to be empty, the result is
-  /// lo = +inf, hi = -inf, and `empty` (if given) is set.
+  /// lo = +inf, hi = -inf, and BoundsOut::empty is set.
   const std::vector<NeuronSplit>* splits = nullptr;
-  bool* empty = nullptr;
-  /// kAlpha with splits, one objective matrix: the multipliers (rows x splits). Passed in, they
-  /// are where the first columns' splits start (e.g. those of the part this one was split from,
-  /// whose splits come first in `splits`); on return, the tuned ones.
-  Mat* split_multipliers = nullptr;
-  /// Out, CROWN and alpha: per Dag node, per element, an estimate of how much splitting that
-  /// element would tighten the lower bound of the row closest to its goal (row 0 without a goal):
-  /// |coefficient of the ReLU's output in CROWN's lower bound| x the intercept of its upper line
-  /// (-l u / (u - l)). Zero where an element cannot be split (stable, or not feeding a ReLU-like
-  /// op); empty entries for nodes feeding none.
-  std::vector<Vec>* split_scores = nullptr;
+  /// kAlpha with splits, one objective matrix: where the multipliers (rows x splits) of the
+  /// first columns' splits start, e.g. BoundsOut::split_multipliers of the part this one was
+  /// split from, whose splits come first in `splits`.
+  const Mat* split_multipliers = nullptr;
   /// The number of rows by which the cost of each output's final backward pass is judged
   /// against Options::refine_budget (0: all the objective's rows). A caller that stacks several
   /// objectives into one call passes the largest one's row count, so that each row is bounded as
@@ -179,18 +167,44 @@ struct BoundsIO {
   Eigen::Index budget_rows = 0;
 };
 
+/// What linear_bounds gives besides the bounds. Only the fields `want` names are filled (the
+/// others are left as they were); `empty` always is. BoundsIn's pointers may point at this
+/// struct's own fields, to carry one call's outputs into the next.
+struct BoundsOut {
+  /// Set by the caller: which outputs to compute.
+  struct Want {
+    bool lower_coef = false, slopes = false, node_bounds = false, split_multipliers = false,
+         split_scores = false;
+  } want;
+  /// CROWN and alpha: row r holds a_r with a_r . x + const <= sum_o (C_o y_o)_r for every x in
+  /// the box, the linear function CROWN's lower bound concretizes (zero rows where an output's
+  /// part fell back to interval bounds). Verifiers use it to pick splits and candidate
+  /// counterexamples.
+  Mat lower_coef;
+  /// kAlpha: the tuned slopes, one entry per graph output (BoundsIn::slopes where no output was
+  /// tuned).
+  Slopes slopes;
+  /// CROWN and alpha: this box's bounds of every node (each already intersected with
+  /// BoundsIn::node_bounds); empty for IBP.
+  std::vector<Interval> node_bounds;
+  /// Whether the bounds show that no point of the box meets BoundsIn::splits.
+  bool empty = false;
+  /// kAlpha with splits, one objective matrix: the tuned multipliers (rows x splits); else
+  /// BoundsIn::split_multipliers.
+  Mat split_multipliers;
+  /// CROWN and alpha: per Dag node, per element, an estimate of how much splitting that element
+  /// would tighten the lower bound of the row closest to its goal (row 0 without a goal):
+  /// |coefficient of the ReLU's output in CROWN's lower bound| x the intercept of its upper line
+  /// (-l u / (u - l)). Zero where an element cannot be split (stable, or not feeding a ReLU-like
+  /// op); empty entries for nodes feeding none.
+  std::vector<Vec> split_scores;
+};
+
 /// Bounds of sum_o C_o * y_o, y_o the flattened graph output o (one matrix per graph output, all
 /// with the same number of rows; an empty matrix skips that output). Each row is one objective.
-/// See BoundsIO for what else it takes and gives.
-common::Result<Interval> linear_bounds(const Model& model, const Interval& input,
-                                       const std::vector<Mat>& c, const Options& options,
-                                       const BoundsIO& io);
-
-/// The same with BoundsIO's first four fields as arguments.
+/// See BoundsIn for what else it takes and BoundsOut for what else it gives (`out` may be null).
 common::Result<Interval> linear_bounds(const Model& model, const Interval& input,
                                        const std::vector<Mat>& c, const Options& options = {},
-                                       Mat* lower_coef = nullptr, const Vec* goal = nullptr,
-                                       Slopes* slopes = nullptr,
-                                       std::vector<Interval>* node_bounds = nullptr);
+                                       const BoundsIn& in = {}, BoundsOut* out = nullptr);
 
 }  // namespace propdag

@@ -91,25 +91,29 @@ TEST(EngineTest, NodeBoundsPassedInNarrowThoseOfTheBox) {
   const int h = m.dag().find("h");
   const std::vector<Mat> c{Mat::Identity(1, 1)};
   const Interval in = box({-1, -1}, {1, 1});
-  std::vector<Interval> nodes;
-  auto y = linear_bounds(m, in, c, {Method::kCrown}, nullptr, nullptr, nullptr, &nodes);
+  BoundsOut got;
+  got.want.node_bounds = true;
+  auto y = linear_bounds(m, in, c, {Method::kCrown}, {}, &got);
   ASSERT_TRUE(y.ok()) << y.error().str();
   EXPECT_DOUBLE_EQ(y->hi[0], 3);
+  std::vector<Interval> nodes = got.node_bounds;
   ASSERT_EQ(nodes.size(), static_cast<size_t>(m.dag().size()));
   EXPECT_EQ(nodes[h].lo, Vec::Constant(2, -2));
   EXPECT_EQ(nodes[h].hi, Vec::Constant(2, 2));
 
   for (Interval& n : nodes) n = Interval{};  // empty entries: nothing known
   nodes[h] = {Vec::Constant(2, 0), Vec::Constant(2, 2)};
-  y = linear_bounds(m, in, c, {Method::kCrown}, nullptr, nullptr, nullptr, &nodes);
+  BoundsIn known;
+  known.node_bounds = &nodes;
+  y = linear_bounds(m, in, c, {Method::kCrown}, known, &got);
   ASSERT_TRUE(y.ok()) << y.error().str();
   EXPECT_DOUBLE_EQ(y->lo[0], 0);
   EXPECT_DOUBLE_EQ(y->hi[0], 2);
-  EXPECT_EQ(nodes[h].lo, Vec::Constant(2, 0));
+  EXPECT_EQ(got.node_bounds[h].lo, Vec::Constant(2, 0));
 
-  y = linear_bounds(m, in, c, {Method::kIbp}, nullptr, nullptr, nullptr, &nodes);
+  y = linear_bounds(m, in, c, {Method::kIbp}, known, &got);
   ASSERT_TRUE(y.ok()) << y.error().str();
-  EXPECT_TRUE(nodes.empty());
+  EXPECT_TRUE(got.node_bounds.empty());
 }
 
 // Network 2: a bias, a residual connection from x, and x shared by two branches.
@@ -220,9 +224,11 @@ TEST(EngineTest, AlphaTunesTheReluLowerLine) {
   c << 1, 3;
   Options o;
   o.method = Method::kAlpha;
-  Mat coef;
-  auto b = linear_bounds(m, in, {c}, o, &coef);
+  BoundsOut got;
+  got.want.lower_coef = true;
+  auto b = linear_bounds(m, in, {c}, o, {}, &got);
   ASSERT_TRUE(b.ok()) << b.error().str();
+  const Mat& coef = got.lower_coef;
   for (Eigen::Index r = 0; r < 2; ++r) {
     EXPECT_LE(b->lo[r], 0);
     EXPECT_GT(b->lo[r], -1e-6);
@@ -246,24 +252,36 @@ TEST(EngineTest, AlphaStartsFromCarriedSlopes) {
   Mat c = Mat::Ones(1, 1);
   Options o;
   o.method = Method::kAlpha;
-  Slopes slopes;  // empty: the first call starts from CROWN's slopes
-  auto first = linear_bounds(m, in, {c}, o, nullptr, nullptr, &slopes);
+  BoundsOut got;  // no slopes given: the first call starts from CROWN's slopes
+  got.want.slopes = true;
+  auto first = linear_bounds(m, in, {c}, o, {}, &got);
   ASSERT_TRUE(first.ok());
+  Slopes slopes = got.slopes;
   ASSERT_EQ(slopes.size(), 1u);
   const Mat& relu = slopes[0][m.dag().find("r")];
   ASSERT_EQ(relu.size(), 1);
   EXPECT_NEAR(relu(0, 0), 0.5, 1e-6);
   o.alpha_warm_steps = 0;
-  auto second = linear_bounds(m, in, {c}, o, nullptr, nullptr, &slopes);
+  BoundsIn carried;
+  carried.slopes = &slopes;
+  auto second = linear_bounds(m, in, {c}, o, carried);
   ASSERT_TRUE(second.ok());
   EXPECT_LE(second->lo[0], 0);
   EXPECT_GT(second->lo[0], -1e-6);
+  // The same with the slopes given from, and returned into, the same BoundsOut.
+  BoundsIn own;
+  own.slopes = &got.slopes;
+  auto aliased = linear_bounds(m, in, {c}, o, own, &got);
+  ASSERT_TRUE(aliased.ok());
+  EXPECT_EQ(aliased->lo[0], second->lo[0]);
+  ASSERT_EQ(got.slopes.size(), 1u);
+  EXPECT_EQ(got.slopes[0][m.dag().find("r")](0, 0), relu(0, 0));
   // Carried slopes worse than CROWN's: on [-1, 0.5] (h in [-2, 1], CROWN's slope 0) CROWN gives
   // y >= -0.5 x >= -0.25 and a = 1 gives y >= 0.5 x >= -0.5; each row keeps the better start.
   // (IBP's bound is -0.25 too, so the intersection is off for this check.)
   o.intersect_ibp = false;
   slopes[0][m.dag().find("r")](0, 0) = 1;
-  auto third = linear_bounds(m, box({-1}, {0.5}), {c}, o, nullptr, nullptr, &slopes);
+  auto third = linear_bounds(m, box({-1}, {0.5}), {c}, o, carried);
   ASSERT_TRUE(third.ok());
   EXPECT_DOUBLE_EQ(third->lo[0], -0.25);
 }

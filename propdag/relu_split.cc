@@ -1,6 +1,6 @@
 // CaseSearch's ReLU splitting (--branch relu): the box stays whole and is cut into parts by the
-// signs of ReLU input elements (BoundsIO::splits), depth first. Each open part is split at the
-// element with the largest BoundsIO::split_scores, into the side with the smaller margin first.
+// signs of ReLU input elements (BoundsIn::splits), depth first. Each open part is split at the
+// element with the largest BoundsOut::split_scores, into the side with the smaller margin first.
 // A part whose splits contradict its bounds is empty, and its bounds prove it. A part where no
 // ReLU input crosses 0 (or no coefficient reaches one) has its box halved instead, along
 // steepest()'s dimension.

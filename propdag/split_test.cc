@@ -1,4 +1,4 @@
-// Bounds under ReLU splits (BoundsIO::splits): hand-worked cases, and sampled points of random
+// Bounds under ReLU splits (BoundsIn::splits): hand-worked cases, and sampled points of random
 // networks checked against the bounds of the part of the box they lie in.
 #include <gtest/gtest.h>
 
@@ -38,11 +38,12 @@ const char* kNet5 = R"(
 Interval bounds_under(const Model& m, const Interval& in, const std::vector<Mat>& c,
                       const Options& o, const std::vector<NeuronSplit>& splits,
                       bool* empty = nullptr) {
-  BoundsIO io;
-  io.splits = &splits;
-  io.empty = empty;
-  auto y = linear_bounds(m, in, c, o, io);
+  BoundsIn given;
+  given.splits = &splits;
+  BoundsOut got;
+  auto y = linear_bounds(m, in, c, o, given, &got);
   EXPECT_TRUE(y.ok()) << y.error().str();
+  if (empty != nullptr) *empty = got.empty;
   return y.ok() ? *y : Interval{};
 }
 
@@ -62,16 +63,18 @@ TEST(SplitTest, MultiplierUsesTheSplitConstraint) {
   EXPECT_DOUBLE_EQ(bounds_under(m, in, c, alpha, inactive).lo[0], -1);
   // The multiplier comes back, and passed in again (a starting point: the warm steps, none here)
   // it gives the tuned bound at once.
-  BoundsIO io;
-  Mat multipliers;
-  io.splits = &active;
-  io.split_multipliers = &multipliers;
-  ASSERT_TRUE(linear_bounds(m, in, c, alpha, io).ok());
+  BoundsIn given;
+  given.splits = &active;
+  BoundsOut got;
+  got.want.split_multipliers = true;
+  ASSERT_TRUE(linear_bounds(m, in, c, alpha, given, &got).ok());
+  const Mat multipliers = got.split_multipliers;
   ASSERT_EQ(multipliers.rows(), 1);
   ASSERT_EQ(multipliers.cols(), 1);
   EXPECT_NEAR(multipliers(0, 0), 1, 0.01);
   alpha.alpha_warm_steps = 0;
-  auto again = linear_bounds(m, in, c, alpha, io);
+  given.split_multipliers = &multipliers;
+  auto again = linear_bounds(m, in, c, alpha, given);
   ASSERT_TRUE(again.ok());
   EXPECT_DOUBLE_EQ(again->lo[0], tuned);
 }
@@ -99,10 +102,10 @@ TEST(SplitTest, ContradictedSplitIsAnEmptyPart) {
     EXPECT_DOUBLE_EQ(y.hi[0], 2.25);
   }
   // A split naming no element is an error, not a bound.
-  BoundsIO io;
+  BoundsIn given;
   const std::vector<NeuronSplit> bad{{h, 2, true}};
-  io.splits = &bad;
-  EXPECT_FALSE(linear_bounds(m, in, c, {Method::kCrown}, io).ok());
+  given.splits = &bad;
+  EXPECT_FALSE(linear_bounds(m, in, c, {Method::kCrown}, given).ok());
 }
 
 // Split scores on Network 1 over [-1, 1]^2: both ReLU inputs are in [-2, 2], their outputs have
@@ -113,10 +116,11 @@ TEST(SplitTest, ScoresAreCoefficientTimesIntercept) {
   Model m = build(kNet1);
   const int h = m.dag().find("h");
   const Interval in = box({-1, -1}, {1, 1});
-  BoundsIO io;
-  std::vector<Vec> scores;
-  io.split_scores = &scores;
-  ASSERT_TRUE(linear_bounds(m, in, {Mat::Ones(1, 1)}, {Method::kCrown}, io).ok());
+  BoundsIn given;
+  BoundsOut got;
+  got.want.split_scores = true;
+  ASSERT_TRUE(linear_bounds(m, in, {Mat::Ones(1, 1)}, {Method::kCrown}, given, &got).ok());
+  const std::vector<Vec>& scores = got.split_scores;
   ASSERT_EQ(scores.size(), static_cast<size_t>(m.dag().size()));
   for (int n = 0; n < m.dag().size(); ++n) {
     if (n == h) continue;
@@ -126,8 +130,8 @@ TEST(SplitTest, ScoresAreCoefficientTimesIntercept) {
   EXPECT_DOUBLE_EQ(scores[h][0], 1);
   EXPECT_DOUBLE_EQ(scores[h][1], 1);
   const std::vector<NeuronSplit> split{{h, 0, true}};
-  io.splits = &split;
-  ASSERT_TRUE(linear_bounds(m, in, {Mat::Ones(1, 1)}, {Method::kCrown}, io).ok());
+  given.splits = &split;
+  ASSERT_TRUE(linear_bounds(m, in, {Mat::Ones(1, 1)}, {Method::kCrown}, given, &got).ok());
   EXPECT_EQ(scores[h][0], 0);
   EXPECT_GT(scores[h][1], 0);
 }

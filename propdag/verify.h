@@ -15,7 +15,7 @@ namespace propdag {
 /// (NeuronSplit: the box stays whole, and each part of it is bounded under its splits).
 enum class Branching {
   kInput,  ///< halve input boxes
-  /// CROWN and alpha: split the ReLU input element with the largest BoundsIO::split_scores
+  /// CROWN and alpha: split the ReLU input element with the largest BoundsOut::split_scores
   /// (halving the box where no ReLU input crosses 0, or no coefficient reaches one)
   kRelu,
 };
@@ -45,10 +45,11 @@ class BoxBounder {
   /// Boxes per call that the bounder works best with (at least 1).
   virtual int batch() const = 0;
   /// For each box, bounds of sum_o C_o y_o as linear_bounds(model, box, c, options); with
-  /// `lower_coef`, per box the input coefficients of each row's lower bound (BoundsIO::lower_coef,
-  /// empty for IBP). With `node_bounds`, one entry per box, each as BoundsIO::node_bounds: passed
-  /// in, the node bounds known to hold on that box (an empty entry: none), intersected with those
-  /// computed before they are used; on return, that box's bounds of every node.
+  /// `lower_coef`, per box the input coefficients of each row's lower bound (BoundsOut::lower_coef,
+  /// empty for IBP). With `node_bounds`, one entry per box: passed in, the node bounds known to
+  /// hold on that box (an empty entry: none; BoundsIn::node_bounds), intersected with those
+  /// computed before they are used; on return, that box's bounds of every node
+  /// (BoundsOut::node_bounds).
   virtual common::Result<std::vector<Interval>> bound(
       const std::vector<Interval>& boxes, const std::vector<Mat>& c, const Options& options,
       std::vector<Mat>* lower_coef, std::vector<std::vector<Interval>>* node_bounds) = 0;

@@ -228,7 +228,7 @@ TEST(VerifyTest, CasesOverOneBoxShareOneBoundComputation) {
 }
 
 // A BoxBounder on the Eigen engine, one box per call: linear_bounds with each box's carried node
-// bounds as BoundsIO::node_bounds.
+// bounds as BoundsIn::node_bounds.
 class EigenBounder : public BoxBounder {
  public:
   explicit EigenBounder(const Model& model) : model_(model) {}
@@ -239,10 +239,14 @@ class EigenBounder : public BoxBounder {
     std::vector<Interval> out;
     if (lower_coef != nullptr) lower_coef->assign(boxes.size(), Mat());
     for (size_t i = 0; i < boxes.size(); ++i) {
-      BoundsIO io;
-      io.lower_coef = lower_coef != nullptr ? &(*lower_coef)[i] : nullptr;
-      io.node_bounds = node_bounds != nullptr ? &(*node_bounds)[i] : nullptr;
-      ASSIGN_OR_RETURN(Interval y, linear_bounds(model_, boxes[i], c, options, io));
+      BoundsIn in;
+      in.node_bounds = node_bounds != nullptr ? &(*node_bounds)[i] : nullptr;
+      BoundsOut got;
+      got.want.lower_coef = lower_coef != nullptr;
+      got.want.node_bounds = node_bounds != nullptr;
+      ASSIGN_OR_RETURN(Interval y, linear_bounds(model_, boxes[i], c, options, in, &got));
+      if (lower_coef != nullptr) (*lower_coef)[i] = std::move(got.lower_coef);
+      if (node_bounds != nullptr) (*node_bounds)[i] = std::move(got.node_bounds);
       out.push_back(std::move(y));
     }
     return out;

@@ -38,7 +38,7 @@ class TorchBounder : public BoxBounder {
   }
 
  private:
-  // Per-box node bounds (BoundsIO::node_bounds; empty: none) as the engine's per-node K x numel
+  // Per-box node bounds (BoundsIn::node_bounds; empty: none) as the engine's per-node K x numel
   // bounds; a box that carries none for a node gets an infinite row, which narrows nothing.
   std::vector<Boxes> by_node(const std::vector<std::vector<Interval>>& per_box,
                              Eigen::Index k) const {

@@ -1,6 +1,6 @@
 // Node bounds carried into the torch engine (Engine::linear_bounds' node_bounds): intersected
 // with those computed before they are used, box by box, and returned for every node, as the
-// Eigen engine does with BoundsIO::node_bounds.
+// Eigen engine does with BoundsIn::node_bounds.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -153,10 +153,13 @@ TEST(TorchNodeBounds, AcasXuChainEqualsEigen) {
     y = *got;
     ASSERT_EQ(nodes.size(), static_cast<size_t>(model->dag().size()));
     for (Eigen::Index i = 0; i < boxes.count(); ++i) {
-      BoundsIO io;
-      io.node_bounds = &eigen_nodes[i];
-      auto ref = linear_bounds(*model, row(boxes, i), c, opt, io);
+      BoundsIn carried;
+      carried.node_bounds = &eigen_nodes[i];
+      BoundsOut eigen;
+      eigen.want.node_bounds = true;
+      auto ref = linear_bounds(*model, row(boxes, i), c, opt, carried, &eigen);
       ASSERT_TRUE(ref.ok()) << ref.error().str();
+      eigen_nodes[i] = std::move(eigen.node_bounds);
       const std::string what =
           "generation " + std::to_string(generation) + " box " + std::to_string(i);
       expect_close(ref->lo, y.lo.row(i).transpose(), 1e-9, what + " lo");

@@ -40,12 +40,12 @@ class Engine {
   virtual common::Result<std::vector<Boxes>> output_bounds(const Boxes& input,
                                                            const Options& options) = 0;
   /// Bounds of sum_o C_o y_o for each box (K x rows), as propdag::linear_bounds. With
-  /// `lower_coef`, one rows x inputs matrix per box: BoundsIO::lower_coef's a_r (zero rows where
-  /// an output fell back to interval bounds). With `node_bounds` (kCrown), BoundsIO::node_bounds
-  /// for K boxes: passed in with one entry per Dag node, K x numel(node) bounds known to hold on
-  /// each box (an entry of another shape: nothing known; an infinite row: nothing known for that
-  /// box), intersected with those computed before they are used; on return, every node's bounds
-  /// on each box (cleared for kIbp).
+  /// `lower_coef`, one rows x inputs matrix per box: BoundsOut::lower_coef's a_r (zero rows where
+  /// an output fell back to interval bounds). With `node_bounds` (kCrown), BoundsIn::node_bounds
+  /// and BoundsOut::node_bounds for K boxes: passed in with one entry per Dag node, K x
+  /// numel(node) bounds known to hold on each box (an entry of another shape: nothing known; an
+  /// infinite row: nothing known for that box), intersected with those computed before they are
+  /// used; on return, every node's bounds on each box (cleared for kIbp).
   virtual common::Result<Boxes> linear_bounds(const Boxes& input, const std::vector<Mat>& c,
                                               const Options& options,
                                               std::vector<Mat>* lower_coef = nullptr,
