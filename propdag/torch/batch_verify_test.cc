@@ -5,16 +5,16 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <string>
 
 #include "propdag/test_util.h"
+#include "propdag/torch/torch_test_util.h"
 #include "propdag/vnnlib.h"
 
 namespace propdag::torch_engine {
 namespace {
 
-namespace fs = std::filesystem;
+using torch_test::load_acasxu;
 
 using test::kZero;
 
@@ -64,43 +64,31 @@ TEST(TorchVerify, FalsifiesAtTheCentre) {
   EXPECT_EQ(r.counterexample[0], 0.0);
 }
 
-std::string existing(const fs::path& p) {
-  if (fs::exists(p)) return p.string();
-  if (fs::exists(p.string() + ".gz")) return p.string() + ".gz";
-  return "";
-}
-
 // Two ACAS Xu instances, CROWN, 20,000 bound computations at most (no time limit, so the result
 // does not depend on the machine's load): 1_2 prop_1 holds and 2_1 prop_2 is violated
 // (published_2024_results.csv: every tool agrees). Both engines decide both, and the torch
 // engine's counterexample is one in float64 (confirm_counterexample).
 TEST(TorchVerify, DecidesAcasXuLikeTheEigenEngine) {
-  const fs::path acas = fs::path(VNNCOMP_BENCHMARKS) / "acasxu_2023";
   struct Instance {
     const char* net;
     const char* prop;
     bool holds;
   };
   for (const Instance& i : {Instance{"1_2", "prop_1", true}, Instance{"2_1", "prop_2", false}}) {
-    const std::string onnx =
-        existing(acas / "onnx" / ("ACASXU_run2a_" + std::string(i.net) + "_batch_2000.onnx"));
-    const std::string vnnlib = existing(acas / "vnnlib" / (std::string(i.prop) + ".vnnlib"));
-    if (onnx.empty() || vnnlib.empty()) GTEST_SKIP() << "shared benchmarks absent";
-    auto model = Model::load(onnx);
-    ASSERT_TRUE(model.ok()) << model.error().str();
-    auto spec = read_vnnlib(vnnlib);
-    ASSERT_TRUE(spec.ok()) << spec.error().str();
+    auto shared = load_acasxu(VNNCOMP_BENCHMARKS, i.net, i.prop);
+    if (!shared) GTEST_SKIP() << "shared benchmarks absent";
+    auto& [model, spec] = *shared;
     const SplitOptions split{20000, 0};
-    auto eigen = verify(*model, *spec, {Method::kCrown}, split);
+    auto eigen = verify(model, spec, {Method::kCrown}, split);
     ASSERT_TRUE(eigen.ok()) << eigen.error().str();
-    VerifyResult torch = torch_verify(*model, *spec, {Method::kCrown}, split, 64);
+    VerifyResult torch = torch_verify(model, spec, {Method::kCrown}, split, 64);
     const std::string what = std::string(i.net) + " " + i.prop;
     EXPECT_EQ(eigen->verified, i.holds) << what;
     EXPECT_EQ(eigen->falsified, !i.holds) << what;
     EXPECT_EQ(torch.verified, i.holds) << what;
     EXPECT_EQ(torch.falsified, !i.holds) << what;
     if (torch.falsified) {
-      auto confirmed = confirm_counterexample(*model, *spec, torch.counterexample);
+      auto confirmed = confirm_counterexample(model, spec, torch.counterexample);
       ASSERT_TRUE(confirmed.ok());
       EXPECT_TRUE(*confirmed) << what;
     }
@@ -112,19 +100,14 @@ TEST(TorchVerify, DecidesAcasXuLikeTheEigenEngine) {
 // without (README.md); the torch engine, carrying them too, proves it within twice the Eigen
 // engine's count at 256 boxes per call. No time limit, so the counts do not depend on load.
 TEST(TorchVerify, CarriedNodeBoundsProveAcasXu11Prop2) {
-  const fs::path acas = fs::path(VNNCOMP_BENCHMARKS) / "acasxu_2023";
-  const std::string onnx = existing(acas / "onnx" / "ACASXU_run2a_1_1_batch_2000.onnx");
-  const std::string vnnlib = existing(acas / "vnnlib" / "prop_2.vnnlib");
-  if (onnx.empty() || vnnlib.empty()) GTEST_SKIP() << "shared benchmarks absent";
-  auto model = Model::load(onnx);
-  ASSERT_TRUE(model.ok()) << model.error().str();
-  auto spec = read_vnnlib(vnnlib);
-  ASSERT_TRUE(spec.ok()) << spec.error().str();
+  auto shared = load_acasxu(VNNCOMP_BENCHMARKS, "1_1", "prop_2");
+  if (!shared) GTEST_SKIP() << "shared benchmarks absent";
+  auto& [model, spec] = *shared;
   const SplitOptions split{20000, 0};
-  auto eigen = verify(*model, *spec, {Method::kCrown}, split);
+  auto eigen = verify(model, spec, {Method::kCrown}, split);
   ASSERT_TRUE(eigen.ok()) << eigen.error().str();
   EXPECT_TRUE(eigen->verified);
-  VerifyResult torch = torch_verify(*model, *spec, {Method::kCrown}, split, 256);
+  VerifyResult torch = torch_verify(model, spec, {Method::kCrown}, split, 256);
   EXPECT_TRUE(torch.verified);
   EXPECT_FALSE(torch.falsified);
   EXPECT_LE(torch.boxes, 2 * eigen->boxes) << "Eigen " << eigen->boxes;

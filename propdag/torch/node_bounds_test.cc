@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <limits>
 #include <random>
 #include <string>
@@ -14,30 +13,17 @@
 #include "propdag/engine.h"
 #include "propdag/test_util.h"
 #include "propdag/torch/torch_engine.h"
+#include "propdag/torch/torch_test_util.h"
 #include "propdag/vnnlib.h"
 
 namespace propdag::torch_engine {
 namespace {
 
-namespace fs = std::filesystem;
+using torch_test::engine_for;
+using torch_test::expect_close;
+using torch_test::load_acasxu;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// |a - b| <= tol * max(1, |a|, |b|) elementwise.
-void expect_close(const Vec& a, const Vec& b, double tol, const std::string& what) {
-  ASSERT_EQ(a.size(), b.size()) << what;
-  for (Eigen::Index i = 0; i < a.size(); ++i) {
-    const double scale = std::max({1.0, std::abs(a[i]), std::abs(b[i])});
-    ASSERT_LE(std::abs(a[i] - b[i]), tol * scale)
-        << what << " element " << i << ": " << a[i] << " vs " << b[i];
-  }
-}
-
-std::unique_ptr<Engine> engine_for(const Model& model) {
-  auto e = create(model, {"cpu", false});
-  EXPECT_TRUE(e.ok()) << e.error().str();
-  return std::move(e).value();
-}
 
 Interval row(const Boxes& b, Eigen::Index i) {
   return {b.lo.row(i).transpose(), b.hi.row(i).transpose()};
@@ -79,12 +65,6 @@ TEST(TorchNodeBounds, CarriedBoundsNarrowTheirBoxOnly) {
   EXPECT_TRUE(nodes.empty());
 }
 
-std::string existing(const fs::path& p) {
-  if (fs::exists(p)) return p.string();
-  if (fs::exists(p.string() + ".gz")) return p.string() + ".gz";
-  return "";
-}
-
 // Halves of every box of `boxes` along `dim`, each box's pair in a row.
 Boxes halves(const Boxes& boxes, Eigen::Index dim) {
   const Eigen::Index k = boxes.count(), n = boxes.lo.cols();
@@ -123,19 +103,14 @@ std::vector<Boxes> to_halves(const std::vector<Boxes>& nodes) {
 // chain of linear_bounds calls) within 1e-9 relative; carrying tightens some quarter's output
 // bounds over those computed without it; sampled points stay inside the quarters' bounds.
 TEST(TorchNodeBounds, AcasXuChainEqualsEigen) {
-  const fs::path acas = fs::path(VNNCOMP_BENCHMARKS) / "acasxu_2023";
-  const std::string onnx = existing(acas / "onnx" / "ACASXU_run2a_1_1_batch_2000.onnx");
-  const std::string vnnlib = existing(acas / "vnnlib" / "prop_2.vnnlib");
-  if (onnx.empty() || vnnlib.empty()) GTEST_SKIP() << "shared benchmarks absent";
-  auto model = Model::load(onnx);
-  ASSERT_TRUE(model.ok()) << model.error().str();
-  auto spec = read_vnnlib(vnnlib);
-  ASSERT_TRUE(spec.ok()) << spec.error().str();
-  std::unique_ptr<Engine> engine = engine_for(*model);
+  auto shared = load_acasxu(VNNCOMP_BENCHMARKS, "1_1", "prop_2");
+  if (!shared) GTEST_SKIP() << "shared benchmarks absent";
+  auto& [model, spec] = *shared;
+  std::unique_ptr<Engine> engine = engine_for(model);
   Options opt;
   opt.refine_stable_rows = true;
   const std::vector<Mat> c{Mat::Identity(5, 5)};
-  const Interval whole = spec->hull();
+  const Interval whole = spec.hull();
   Boxes boxes{whole.lo.transpose(), whole.hi.transpose()};
   std::vector<Boxes> nodes;                           // the torch engine's, per node (K x numel)
   std::vector<std::vector<Interval>> eigen_nodes(1);  // the Eigen engine's, per box
@@ -151,20 +126,20 @@ TEST(TorchNodeBounds, AcasXuChainEqualsEigen) {
     auto got = engine->linear_bounds(boxes, c, opt, nullptr, &nodes);
     ASSERT_TRUE(got.ok()) << got.error().str();
     y = *got;
-    ASSERT_EQ(nodes.size(), static_cast<size_t>(model->dag().size()));
+    ASSERT_EQ(nodes.size(), static_cast<size_t>(model.dag().size()));
     for (Eigen::Index i = 0; i < boxes.count(); ++i) {
       BoundsIn carried;
       carried.node_bounds = &eigen_nodes[i];
       BoundsOut eigen;
       eigen.want.node_bounds = true;
-      auto ref = linear_bounds(*model, row(boxes, i), c, opt, carried, &eigen);
+      auto ref = linear_bounds(model, row(boxes, i), c, opt, carried, &eigen);
       ASSERT_TRUE(ref.ok()) << ref.error().str();
       eigen_nodes[i] = std::move(eigen.node_bounds);
       const std::string what =
           "generation " + std::to_string(generation) + " box " + std::to_string(i);
       expect_close(ref->lo, y.lo.row(i).transpose(), 1e-9, what + " lo");
       expect_close(ref->hi, y.hi.row(i).transpose(), 1e-9, what + " hi");
-      for (int n = 0; n < model->dag().size(); ++n) {
+      for (int n = 0; n < model.dag().size(); ++n) {
         const std::string node = what + " node " + std::to_string(n);
         expect_close(eigen_nodes[i][n].lo, nodes[n].lo.row(i).transpose(), 1e-9, node);
         expect_close(eigen_nodes[i][n].hi, nodes[n].hi.row(i).transpose(), 1e-9, node);
@@ -184,7 +159,7 @@ TEST(TorchNodeBounds, AcasXuChainEqualsEigen) {
       Vec x(boxes.lo.cols());
       for (Eigen::Index j = 0; j < x.size(); ++j)
         x[j] = std::uniform_real_distribution<double>(boxes.lo(i, j), boxes.hi(i, j))(rng);
-      auto out = output_bounds(*model, {x, x}, {Method::kIbp});
+      auto out = output_bounds(model, {x, x}, {Method::kIbp});
       ASSERT_TRUE(out.ok());
       const Vec& v = out->front().lo;
       EXPECT_TRUE((v.array() >= y.lo.row(i).transpose().array() - 1e-9).all()) << i;

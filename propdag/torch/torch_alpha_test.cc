@@ -17,18 +17,15 @@
 #include "propdag/engine.h"
 #include "propdag/test_util.h"
 #include "propdag/torch/torch_engine.h"
+#include "propdag/torch/torch_test_util.h"
 #include "propdag/vnnlib.h"
 
 namespace propdag::torch_engine {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::unique_ptr<Engine> engine_for(const Model& model, bool float32 = false) {
-  auto e = create(model, {"cpu", float32});
-  EXPECT_TRUE(e.ok()) << e.error().str();
-  return std::move(e).value();
-}
+using torch_test::engine_for;
+using torch_test::existing;
 
 // The refinement budget of torch_engine_test's comparisons on shared models (full CROWN takes
 // minutes on cGAN); it changes nothing on the small nets.
@@ -48,6 +45,14 @@ Options with(Method m) {
 //          slope cannot help (-y only uses relu's upper line): 1.
 // On x in [-2, 1] (true range [0, 1]): CROWN's slope is 0 (u < -l): y >= -0.5 x >= -0.5; alpha
 // again reaches a = 0.5 and 0; upper relu(x) <= (x + 2) / 3: y <= 2/3 - x / 6 <= 1.
+// The boxes [-1, 2] and [-2, 1] of a one-input network, one per row.
+Boxes two_boxes() {
+  Boxes b{Mat(2, 1), Mat(2, 1)};
+  b.lo << -1, -2;
+  b.hi << 2, 1;
+  return b;
+}
+
 constexpr const char* kKinkNet = R"(
   <ir_version: 8, opset_import: ["" : 15]>
   g (float[1,1] x) => (float[1,1] y) <float[1,1] m = {-0.5}> {
@@ -59,9 +64,7 @@ constexpr const char* kKinkNet = R"(
 TEST(TorchAlpha, KinkNetReachesTheBestSlope) {
   Model model = test::build(kKinkNet);
   std::unique_ptr<Engine> engine = engine_for(model);
-  Boxes two{Mat(2, 1), Mat(2, 1)};
-  two.lo << -1, -2;
-  two.hi << 2, 1;
+  const Boxes two = two_boxes();
   auto crown = engine->output_bounds(two, with(Method::kCrown));
   ASSERT_TRUE(crown.ok()) << crown.error().str();
   auto alpha = engine->output_bounds(two, with(Method::kAlpha));
@@ -120,9 +123,7 @@ constexpr const char* kLeakyNet = R"(
 TEST(TorchAlpha, LeakyReluSlopesStayInTheirRange) {
   Model model = test::build(kLeakyNet);
   std::unique_ptr<Engine> engine = engine_for(model);
-  Boxes two{Mat(2, 1), Mat(2, 1)};
-  two.lo << -1, -2;
-  two.hi << 2, 1;
+  const Boxes two = two_boxes();
   auto crown = engine->output_bounds(two, with(Method::kCrown));
   auto alpha = engine->output_bounds(two, with(Method::kAlpha));
   ASSERT_TRUE(crown.ok() && alpha.ok());
@@ -140,12 +141,6 @@ TEST(TorchAlpha, LeakyReluSlopesStayInTheirRange) {
 }
 
 // ---- Shared VNN-COMP models ----
-
-std::string existing(const fs::path& p) {
-  if (fs::exists(p)) return p.string();
-  if (fs::exists(p.string() + ".gz")) return p.string() + ".gz";
-  return "";
-}
 
 // The graph's outputs at point x (graph inputs concatenated, as Model takes them), node after
 // node by common::evaluate, in the model's float32.

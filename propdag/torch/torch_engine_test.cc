@@ -15,30 +15,18 @@
 
 #include "propdag/engine.h"
 #include "propdag/test_util.h"
+#include "propdag/torch/torch_test_util.h"
 #include "propdag/vnnlib.h"
 
 namespace propdag::torch_engine {
 namespace {
 
 namespace fs = std::filesystem;
-
-// |a - b| <= tol * max(1, |a|, |b|) elementwise.
-void expect_close(const Vec& a, const Vec& b, double tol, const std::string& what) {
-  ASSERT_EQ(a.size(), b.size()) << what;
-  for (Eigen::Index i = 0; i < a.size(); ++i) {
-    const double scale = std::max({1.0, std::abs(a[i]), std::abs(b[i])});
-    ASSERT_LE(std::abs(a[i] - b[i]), tol * scale)
-        << what << " element " << i << ": " << a[i] << " vs " << b[i];
-  }
-}
+using torch_test::engine_for;
+using torch_test::existing;
+using torch_test::expect_close;
 
 Boxes one(const Interval& box) { return {box.lo.transpose(), box.hi.transpose()}; }
-
-std::unique_ptr<Engine> engine_for(const Model& model, bool float32 = false) {
-  auto e = create(model, {"cpu", float32});
-  EXPECT_TRUE(e.ok()) << e.error().str();
-  return std::move(e).value();
-}
 
 // The refinement budget of the comparisons on shared models: full CROWN (the default) takes
 // minutes on cGAN, so these compare the budgeted CROWN and check that both engines report the
@@ -284,12 +272,6 @@ TEST(TorchEngine, CudaWithoutGpuIsOneLineError) {
 // ---- Shared VNN-COMP models ----
 
 fs::path benchmarks() { return fs::path(VNNCOMP_BENCHMARKS); }
-
-std::string existing(const fs::path& p) {
-  if (fs::exists(p)) return p.string();
-  if (fs::exists(p.string() + ".gz")) return p.string() + ".gz";
-  return "";
-}
 
 struct Shared {
   const char* bench;
