@@ -8,7 +8,6 @@
 #include <ATen/ops/conv2d.h>
 #include <ATen/ops/conv_transpose2d.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/from_blob.h>
 #include <ATen/ops/matmul.h>
 #include <ATen/ops/maximum.h>
 #include <ATen/ops/minimum.h>
@@ -22,7 +21,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 
 namespace propdag::torch_engine::internal {
 
