@@ -2,18 +2,22 @@
 // every output) on sub-boxes of a model's property box, the Eigen engine one box at a time and
 // the torch engine K = 1, 64, 1024 boxes per call on the CPU (K = 1, 4 on the conv nets, where
 // one CROWN bound takes seconds); the same for alpha (K = 1, 64 on ACAS Xu);
-// and load + one CROWN bound, whole.
-//   propdag_torch_bench [--benchmark_filter=acasxu] ; VNNCOMP_BENCHMARKS overrides the folder.
-// benchmarks/propdag_torch_ratio.sh prints the ratios of one run.
+// and load + one CROWN bound, whole. With --device=cuda the torch engine runs on the GPU, with
+// K up to 65536 on ACAS Xu (up to 64 on the conv nets); the Eigen engine stays on the CPU.
+//   propdag_torch_bench [--device=cpu|cuda] [--benchmark_filter=acasxu] ; VNNCOMP_BENCHMARKS
+//   overrides the folder. benchmarks/propdag_torch_ratio.sh prints the ratios of one run.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
-#include <initializer_list>
 #include <map>
 #include <memory>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "common/cli.h"
 #include "propdag/engine.h"
@@ -50,7 +54,10 @@ const Case kCases[] = {
      "yolo_2023/vnnlib/TinyYOLO_prop_000034_eps_1_255.vnnlib"},
 };
 
-constexpr int kPool = 1024;
+// The torch engine's device (--device=), and the sub-boxes drawn per model: as many as the
+// largest K it is benchmarked with.
+std::string g_device = "cpu";
+std::map<std::string, int> g_pool;
 
 // CROWN with the refinement budget these figures were first measured with (a fixed 2e8; the
 // library's default is full CROWN, minutes per box on the conv nets).
@@ -83,15 +90,16 @@ Loaded& loaded(const Case& c) {
   l.model = std::make_unique<propdag::Model>(std::move(m).value());
   l.box = s->hull();
   const Eigen::Index n = l.box.size();
-  l.pool = {propdag::Mat(kPool, n), propdag::Mat(kPool, n)};
+  const int pool = std::max(g_pool[c.name], 2);
+  l.pool = {propdag::Mat(pool, n), propdag::Mat(pool, n)};
   std::mt19937 rng(1);
   std::uniform_real_distribution<double> u(0, 0.75);
-  for (int k = 0; k < kPool; ++k)
+  for (int k = 0; k < pool; ++k)
     for (Eigen::Index i = 0; i < n; ++i) {
       const double w = l.box.hi[i] - l.box.lo[i], lo = l.box.lo[i] + u(rng) * w;
       l.pool.lo(k, i) = lo, l.pool.hi(k, i) = lo + 0.25 * w;
     }
-  auto e = propdag::torch_engine::create(*l.model, {"cpu", false});
+  auto e = propdag::torch_engine::create(*l.model, {g_device, false});
   if (!e.ok())
     l.error = e.error().str();
   else
@@ -107,7 +115,7 @@ void eigen_boxes(benchmark::State& state, const Case& c, propdag::Method method)
     propdag::Interval box{l.pool.lo.row(k).transpose(), l.pool.hi.row(k).transpose()};
     auto r = propdag::output_bounds(*l.model, box, crown(method));
     if (!r.ok()) return state.SkipWithError(r.error().str().c_str());
-    k = (k + 1) % kPool;
+    k = (k + 1) % static_cast<int>(l.pool.lo.rows());
   }
   state.counters["boxes_per_s"] =
       benchmark::Counter(state.iterations(), benchmark::Counter::kIsRate);
@@ -137,7 +145,7 @@ void load_crown(benchmark::State& state, const Case& c, bool torch) {
     auto m = propdag::Model::load(onnx);
     if (!m.ok()) return state.SkipWithError(m.error().str().c_str());
     if (torch) {
-      auto e = propdag::torch_engine::create(*m, {"cpu", false});
+      auto e = propdag::torch_engine::create(*m, {g_device, false});
       if (!e.ok()) return state.SkipWithError(e.error().str().c_str());
       auto r = (*e)->output_bounds({box.lo.transpose(), box.hi.transpose()}, crown());
       if (!r.ok()) return state.SkipWithError(r.error().str().c_str());
@@ -149,7 +157,9 @@ void load_crown(benchmark::State& state, const Case& c, bool torch) {
 }
 
 // boxes/ENGINE/MODEL (CROWN) and alpha/ENGINE/MODEL, the torch engine at each of `ks`.
-void register_boxes(const Case& c, propdag::Method method, std::initializer_list<int> ks) {
+void register_boxes(const Case& c, propdag::Method method, const std::vector<int>& ks) {
+  int& pool = g_pool[c.name];
+  pool = std::max(pool, *std::max_element(ks.begin(), ks.end()));
   const std::string n = std::string(method == propdag::Method::kAlpha ? "alpha/" : "boxes/");
   const bool acas = std::string(c.name) == "acasxu";
   auto* e = benchmark::RegisterBenchmark((n + "eigen/" + c.name).c_str(), eigen_boxes, c, method)
@@ -157,6 +167,8 @@ void register_boxes(const Case& c, propdag::Method method, std::initializer_list
   auto* t = benchmark::RegisterBenchmark((n + "torch/" + c.name).c_str(), torch_boxes, c, method)
                 ->Unit(benchmark::kMillisecond);
   for (int k : ks) t->Arg(k);
+  // On CUDA the host thread waits while the GPU works: boxes per second of wall time there.
+  if (g_device == "cuda") e->UseRealTime(), t->UseRealTime();
   if (acas) {
     e->MinTime(1.0), t->MinTime(1.0);
   } else {  // seconds per box with either engine here: a few boxes, once
@@ -164,15 +176,21 @@ void register_boxes(const Case& c, propdag::Method method, std::initializer_list
   }
 }
 
-int register_all() {
+void register_all() {
+  const bool gpu = g_device == "cuda";
   for (const Case& c : kCases) {
     const std::string n = c.name;
     if (n == "acasxu") {
-      register_boxes(c, propdag::Method::kCrown, {1, 64, 1024});
-      register_boxes(c, propdag::Method::kAlpha, {1, 64});
+      register_boxes(
+          c, propdag::Method::kCrown,
+          gpu ? std::vector<int>{1, 64, 1024, 4096, 16384, 65536} : std::vector<int>{1, 64, 1024});
+      register_boxes(c, propdag::Method::kAlpha,
+                     gpu ? std::vector<int>{1, 64, 1024, 16384} : std::vector<int>{1, 64});
     } else if (n != "tinyyolo") {
-      register_boxes(c, propdag::Method::kCrown, {1, 4});
-      register_boxes(c, propdag::Method::kAlpha, {1, 4});
+      register_boxes(c, propdag::Method::kCrown,
+                     gpu ? std::vector<int>{1, 4, 16, 64} : std::vector<int>{1, 4});
+      register_boxes(c, propdag::Method::kAlpha,
+                     gpu ? std::vector<int>{1, 4, 16} : std::vector<int>{1, 4});
     }
     for (bool torch : {false, true})
       benchmark::RegisterBenchmark(
@@ -181,10 +199,26 @@ int register_all() {
           ->Unit(benchmark::kMillisecond)
           ->Iterations(1);
   }
-  return 0;
 }
 
-const int kRegistered = register_all();
+// Takes --device=cpu|cuda out of argv (Google Benchmark rejects flags it does not know).
+bool take_device(int* argc, char** argv) {
+  int out = 1;
+  for (int i = 1; i < *argc; ++i) {
+    if (std::strncmp(argv[i], "--device=", 9) != 0) {
+      argv[out++] = argv[i];
+      continue;
+    }
+    g_device = argv[i] + 9;
+    if (g_device != "cpu" && g_device != "cuda") {
+      std::fprintf(stderr, "propdag_torch_bench: --device must be cpu or cuda, not '%s'\n",
+                   g_device.c_str());
+      return false;
+    }
+  }
+  *argc = out;
+  return true;
+}
 
 }  // namespace
 
@@ -192,6 +226,8 @@ const int kRegistered = register_all();
 // so that the torch engine's large tensors do not fault their pages in anew on every call.
 int main(int argc, char** argv) {
   common::keep_freed_memory();
+  if (!take_device(&argc, argv)) return 2;
+  register_all();
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Boxes bounded per second by propdag's torch engine (CPU, K = 1, 64, 1024 boxes per call) over
-# its Eigen engine (one box at a time), CROWN and alpha ("MODEL alpha"), measured in one run of
-# propdag_torch_bench, and load + one CROWN bound per model.
-#   benchmarks/propdag_torch_ratio.sh [BUILD_DIR] [--benchmark_filter=...]
+# Boxes bounded per second by propdag's torch engine (CPU, K = 1, 64, 1024 boxes per call; with
+# --device=cuda on the GPU, K up to 65536) over its Eigen engine (one box at a time on the CPU),
+# CROWN and alpha ("MODEL alpha"), measured in one run of propdag_torch_bench, and load + one
+# CROWN bound per model.
+#   benchmarks/propdag_torch_ratio.sh [BUILD_DIR] [--device=cpu|cuda] [--benchmark_filter=...]
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-$here/build}"

@@ -51,7 +51,7 @@ run_one() {  # ONNX VNNLIB (paths relative to the benchmark folder, without .gz)
     ${engine:+--engine "$engine"} ${device:+--device "$device"} ${batch:+--batch "$batch"} | head -1)
   end=$(date +%s.%N)
   printf '%s %s %s %.2f\n' "$(basename "$1" _batch_2000.onnx | sed 's/^ACASXU_run2a_//')" \
-    "$(basename "$2" .vnnlib)" "$verdict" "$(echo "$end - $start" | bc)"
+    "$(basename "$2" .vnnlib)" "$verdict" "$(awk -v a="$start" -v b="$end" 'BEGIN { print b - a }')"
 }
 export -f run_one
 export propdag acas timeout method steps warm nocarry engine device batch

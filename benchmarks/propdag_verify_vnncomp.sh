@@ -94,16 +94,17 @@ run_one() {  # BENCHMARK ONNX VNNLIB TIMEOUT
   verdict="$(head -1 "$full")"
   [ -n "$verdict" ] || verdict="error: $(head -1 "$err" | cut -c1-160)"
   if [ -n "$check" ] && [ "$verdict" = falsified ]; then
-    note=" $(/usr/bin/python3 "$here/propdag/tests/check_counterexample.py" "$2" "$3" "$full" |
+    note=" $("$python" "$here/propdag/tests/check_counterexample.py" "$2" "$3" "$full" |
       head -1 | cut -d: -f1)"
   fi
   rm -f "$err" "$full" "$full.onnx"
   printf '%s %s %s %s %.2f%s\n' "$1" "$(basename "$2" .gz)" "$(basename "$3" .gz)" "$verdict" \
-    "$(echo "$end - $start" | bc)" "$note"
+    "$(awk -v a="$start" -v b="$end" 'BEGIN { print b - a }')" "$note"
 }
 export -f run_one
 more="${extra[*]}"
-export propdag timeout method more check here slim
+python="${VNNCOMP_PYTHON:-/usr/bin/python3}"
+export propdag timeout method more check here slim python
 # shellcheck disable=SC2016  # expanded by the inner shell
 xargs -P "$jobs" -L 1 bash -c 'run_one "$0" "$1" "$2" "$3"' < "$list" | tee "$out"
 [ -n "$keep" ] && cp "$out" "$keep"

@@ -1,6 +1,7 @@
 #include "common/names.h"
 
 #include <array>
+#include <cstdint>
 #include <cstdio>
 
 namespace common {

@@ -24,7 +24,7 @@ Spec zero_spec(const std::string& output_constraint) {
 
 VerifyResult torch_verify(const Model& model, const Spec& spec, const Options& options,
                           const SplitOptions& split, int batch) {
-  auto engine = create(model, {"cpu", false});
+  auto engine = create(model, {torch_test::test_device(), false});
   EXPECT_TRUE(engine.ok()) << engine.error().str();
   auto r = verify_batched(**engine, model, spec, options, split, batch);
   EXPECT_TRUE(r.ok()) << r.error().str();

@@ -1,11 +1,12 @@
-// Helpers shared by the torch engine's tests: an engine on the CPU, a shared model's path, an
-// elementwise comparison, and a shared model with its property.
+// Helpers shared by the torch engine's tests: an engine on the test device, a shared model's path,
+// an elementwise comparison, and a shared model with its property.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -18,8 +19,15 @@
 
 namespace propdag::torch_engine::torch_test {
 
+/// The device the engine's tests run on: $PROPDAG_TEST_DEVICE ("cuda" on a GPU machine), else
+/// "cpu". The Eigen engine, the reference they compare with, always runs on the CPU.
+inline std::string test_device() {
+  const char* d = std::getenv("PROPDAG_TEST_DEVICE");
+  return d && *d ? d : "cpu";
+}
+
 inline std::unique_ptr<Engine> engine_for(const Model& model, bool float32 = false) {
-  auto e = create(model, {"cpu", float32});
+  auto e = create(model, {test_device(), float32});
   EXPECT_TRUE(e.ok()) << e.error().str();
   return std::move(e).value();
 }

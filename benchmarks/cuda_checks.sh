@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# propdag's torch engine and the harness on a GPU machine whose LibTorch is the CUDA one inside its
+# PyTorch package, and which may reach no package registry: the suite's other C++ dependencies come
+# from Debian bookworm .deb files unpacked into a prefix (nothing is installed system-wide).
+#
+#   benchmarks/cuda_checks.sh --fetch DIR      (on a Debian bookworm machine: download the .debs)
+#   benchmarks/cuda_checks.sh --debs DIR --benchmarks DIR --out DIR [--torchonnx BIN]
+#                             [--device cuda|cpu] [--deadline S] [--jobs J] [--build DIR]
+#
+# Steps, each logged to OUT/<step>.log; a failed step does not stop the later ones, and each is cut
+# at what is left of --deadline seconds (default 540) from the start:
+#   build     configure --build (build-cuda/) against torch's CMake config (Torch_DIR), else straight from
+#             the package's include/ and lib/ (-DPROPDAG_TORCH_ROOT); build propdag, the torch
+#             engine, its tests and propdag_torch_bench
+#   gtest     the torch engine's tests with PROPDAG_TEST_DEVICE=DEVICE
+#   bench     benchmarks/propdag_torch_ratio.sh --device=DEVICE (K up to 65536 on CUDA)
+#   equality  benchmarks/propdag_torch_equality.py --device DEVICE, IBP then CROWN
+#   then side by side: propdag_verify_acasxu.sh (20 s) and propdag_verify_vnncomp.sh (10 s) with
+#   --engine torch --device DEVICE (acasxu.log, vnncomp.log), and scripts/vnncomp.sh --device all
+#   (harness.log, harness.md). The machine's description opens build.log.
+# GCC 13's headers include <cstdint> in fewer places than GCC 12's, where the suite is built every
+# day: it is included first in every source here (-includecstdint).
+# --torchonnx is a torchonnx binary built elsewhere (it links the same Debian libraries); without
+# it the harness step is skipped. Python (torch, onnx, onnxruntime) is python3 on the PATH.
+set -uo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+DEBS=(libprotobuf-dev libprotobuf32 libprotobuf-lite32 protobuf-compiler libprotoc32 libonnx-dev
+  libonnx1 libonnxifi libeigen3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libbenchmark1debian zlib1g-dev zlib1g)
+debs="" bench="" out="" torchonnx="" device=cuda deadline=540 jobs="" build="$here/build-cuda"
+while (($#)); do
+  case "$1" in
+    --fetch)
+      mkdir -p "$2" && cd "$2" && exec apt-get download "${DEBS[@]}" ;;
+    --debs) debs="$(realpath "$2")"; shift 2 ;;
+    --benchmarks) bench="$(realpath "$2")"; shift 2 ;;
+    --out) out="$(realpath -m "$2")"; shift 2 ;;
+    --torchonnx) torchonnx="$(realpath "$2")"; shift 2 ;;
+    --device) device="$2"; shift 2 ;;
+    --deadline) deadline="$2"; shift 2 ;;
+    --jobs) jobs="$2"; shift 2 ;;
+    --build) build="$(realpath -m "$2")"; shift 2 ;;
+    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "cuda_checks.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+[[ -d $debs && -d $bench && -n $out ]] || { echo "cuda_checks.sh: --debs, --benchmarks and --out are needed" >&2; exit 2; }
+[[ $device == cuda || $device == cpu ]] || { echo "cuda_checks.sh: --device cuda or cpu" >&2; exit 2; }
+mkdir -p "$out"
+start=$SECONDS
+cores=$(nproc)
+jobs="${jobs:-$cores}"
+left() { echo $((deadline - (SECONDS - start))); }
+step() {  # NAME CAP COMMAND...: runs COMMAND for at most min(CAP, what is left), logged
+  local name="$1" cap="$2" t
+  shift 2
+  t=$(left)
+  ((t > cap)) && t=$cap
+  if ((t < 5)); then
+    echo "$name: skipped, deadline reached" | tee -a "$out/$name.log"
+    return 1
+  fi
+  echo "== $name (limit ${t} s, $(left) s left)"
+  local s=$SECONDS
+  timeout -k 5 "$t" "$@" >>"$out/$name.log" 2>&1
+  local rc=$?
+  echo "== $name: exit $rc after $((SECONDS - s)) s" | tee -a "$out/$name.log"
+  return $rc
+}
+
+# The Debian packages, unpacked.
+deps=/tmp/cuda-checks-deps
+mkdir -p "$deps"
+for f in "$debs"/*.deb; do
+  if command -v dpkg-deb >/dev/null; then
+    dpkg-deb -x "$f" "$deps"
+  else
+    (cd "$deps" && ar p "$f" "$(ar t "$f" | grep '^data\.tar')" | tar -x --auto-compress -f - 2>/dev/null ||
+      ar p "$f" "$(ar t "$f" | grep '^data\.tar')" | tar -xJ)
+  fi
+done
+prefix="$deps/usr"
+libdir="$prefix/lib/x86_64-linux-gnu"
+{
+  echo "machine: $(nproc) cores; $(uname -r)"
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 || true
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.is_available())' 2>&1
+  c++ --version | head -1; cmake --version | head -1
+} | tee "$out/build.log"
+
+# Configure: torch's CMake config first, its folders second.
+torch_root="$(python3 -c 'import os, torch; print(os.path.dirname(torch.__file__))')"
+export build torch_root cores
+export CMAKE_ARGS="-S $here -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SLIMONNX=OFF \
+  -DBUILD_TORCHONNX=OFF -DCMAKE_PREFIX_PATH=$prefix -DVNNCOMP_BENCHMARKS=$bench \
+  -DCMAKE_CXX_FLAGS=-includecstdint"
+# shellcheck disable=SC2016  # expanded by the inner shell
+build_all='[ -f "$build/build.ninja" ] ||
+  if ! cmake $CMAKE_ARGS -DTorch_DIR="$torch_root/share/cmake/Torch" ||
+     ! grep -q propdag_torch "$build/build.ninja"; then
+    echo "torch CMake config not usable: building from $torch_root/include and lib"
+    rm -rf "$build"
+    cmake $CMAKE_ARGS -DPROPDAG_TORCH_ROOT="$torch_root" -DCMAKE_DISABLE_FIND_PACKAGE_Torch=ON || exit 1
+  fi
+  ninja -C "$build" -k 0 -j"$cores" propdag_cli propdag_torch propdag_torch_test \
+    propdag_torch_verify_test propdag_torch_alpha_test propdag_torch_bench'
+if ! step build 360 bash -c "$build_all"; then
+  tail -30 "$out/build.log"
+  exit 1
+fi
+
+export VNNCOMP_BENCHMARKS="$bench" VNNCOMP_PYTHON=python3
+step gtest 90 env PROPDAG_TEST_DEVICE="$device" bash -c "
+  for t in propdag_torch_test propdag_torch_verify_test propdag_torch_alpha_test; do
+    '$build/propdag/torch/'\$t || exit 1
+  done"
+step bench 120 "$here/benchmarks/propdag_torch_ratio.sh" "$build" --device="$device"
+for m in ibp crown; do
+  step "equality" 90 python3 "$here/benchmarks/propdag_torch_equality.py" --method $m --timeout 40 \
+    --device "$device" --jobs "$jobs" --propdag "$build/propdag/propdag" --benchmarks "$bench"
+done
+
+# Verdicts and the harness, side by side, sharing the cores.
+third=$(((jobs + 2) / 3))
+engine=(--engine torch --device "$device")
+step acasxu "$(left)" "$here/benchmarks/propdag_verify_acasxu.sh" --propdag "$build/propdag/propdag" \
+  --benchmarks "$bench" --timeout 20 --jobs "$third" "${engine[@]}" &
+step vnncomp "$(left)" "$here/benchmarks/propdag_verify_vnncomp.sh" --propdag "$build/propdag/propdag" \
+  --benchmarks "$bench" --timeout 10 --jobs "$third" --check -- "${engine[*]}" &
+if [[ -n $torchonnx ]]; then
+  cat >"$build/torchonnx-debian" <<EOF
+#!/bin/sh
+LD_LIBRARY_PATH="$libdir\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}" exec "$torchonnx" "\$@"
+EOF
+  chmod +x "$build/torchonnx-debian"
+  TORCHONNX="$build/torchonnx-debian" step harness "$(left)" "$here/scripts/vnncomp.sh" --benchmarks "$bench" \
+    --device all --jobs "$third" --markdown "$out/harness.md" &
+fi
+wait
+echo "== done after $((SECONDS - start)) s"
