@@ -94,16 +94,6 @@ def reference(onnx_path, feeds):
     return [ortref.run(onnx_path, feed) for feed in feeds]
 
 
-def accuracy(model, specs, feeds, refs, device="cpu"):
-    """(max error of the model against the references over all feeds, reason or None)."""
-    worst, reason = 0.0, None
-    for feed, ref in zip(feeds, refs):
-        err, why = numerics.compare(run(model, feed, specs, device), ref)
-        worst = max(worst, err)
-        reason = reason or why
-    return worst, reason
-
-
 def _stack(feeds, specs, device):
     return [torch.from_numpy(np.stack([f[s.name] for f in feeds])).to(device) for s in specs]
 

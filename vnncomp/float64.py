@@ -33,8 +33,9 @@ def _wide(feed):
 
 
 def _model64(model):
-    """The float64 copy of a loaded generated module (raises when it cannot be widened)."""
-    return copy.deepcopy(model).double()
+    """The float64 copy, on the CPU, of a loaded generated module (raises when it cannot be
+    widened)."""
+    return copy.deepcopy(model).double().cpu()
 
 
 def gaps(model, specs, feeds, refs, ours):

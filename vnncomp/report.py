@@ -8,7 +8,8 @@ tolerance also has reference_error: onnxruntime's error against the generated mo
 (null if it cannot run so), which shows when the reference itself is that far from the exact
 result, and float64_error, ours against the same; such a row passes as float32 rounding when
 float64_error <= 2 * reference_error and reference_error <= 1e-4 (accuracy_verdict "float32
-rounding", else "within tolerance"; vnncomp/float64.py). float64_semantic ("ok", "fail", "n/a")
+rounding", else "within tolerance"; vnncomp/float64.py). max_error_gpu is judged the same way
+(float64_error_gpu, accuracy_verdict_gpu; the float64 result is computed on the CPU). float64_semantic ("ok", "fail", "n/a")
 and float64_semantic_error compare the ONNX model made double and run by onnxruntime with the
 generated code in float64 at 1e-9 (float64_semantic_why says why it is "n/a": no double kernel,
 subgraphs); it is recorded, not part of the status, since slimonnx folds constants in float32. vmap_error (and vmap_gpu_error) is the float32 vmap-vs-loop error; when it exceeds the
@@ -124,7 +125,7 @@ def _float64_lines(rows):
     if not sem:
         return []
     rounding = [f"{r['benchmark']}/{r['model']}" for r in rows
-                if r.get("accuracy_verdict") == "float32 rounding"]
+                if "float32 rounding" in (r.get("accuracy_verdict"), r.get("accuracy_verdict_gpu"))]
     counts = ", ".join(f"{sem.count(k)} {k}" for k in ("ok", "fail", "n/a"))
     return [f"float64 semantic check: {counts}; passed as float32 rounding: {len(rounding)}"
             + (f" ({', '.join(rounding)})" if rounding else ""), ""]

@@ -122,25 +122,15 @@ def _meta(row, checks, model, specs, feeds):
         row.problem("fail", f"meta_device: {why}")
 
 
-def _accuracy(row, key, fn, tol):
+def _fair_accuracy(row, checks, model, specs, feeds, refs, tol, device="cpu", gpu=False):
+    """max_error_cpu (`gpu`: max_error_gpu, run on `device`) against onnxruntime. Over `tol`, the
+    generated code run in float64 on the CPU is the judge (float64.fair_pass): the row passes as
+    float32 rounding when ours is within twice onnxruntime's own distance from it and onnxruntime
+    is within 1e-4 of it. reference_error and float64_error (float64_error_gpu) record both
+    distances; accuracy_verdict (accuracy_verdict_gpu) says which rule passed."""
+    key, suffix = ("max_error_gpu", "_gpu") if gpu else ("max_error_cpu", "")
     try:
-        err, why = fn()
-    except Exception as e:  # noqa: BLE001
-        row.problem("fail", f"{key}: {one_line(e)}")
-        return
-    row[key] = err if math.isfinite(err) else None
-    if err > tol:
-        row.problem("fail", f"{key}: {why or f'max error {err:.3g} > {tol:g}'}")
-
-
-def _fair_accuracy(row, checks, model, specs, feeds, refs, tol):
-    """max_error_cpu against onnxruntime. Over `tol`, the generated code run in float64 is the
-    judge (float64.fair_pass): the row passes as float32 rounding when ours is within twice
-    onnxruntime's own distance from it and onnxruntime is within 1e-4 of it. reference_error and
-    float64_error record both distances; accuracy_verdict says which rule passed."""
-    key = "max_error_cpu"
-    try:
-        ours = [checks.run(model, f, specs) for f in feeds]
+        ours = [checks.run(model, f, specs, device) for f in feeds]
     except Exception as e:  # noqa: BLE001
         row.problem("fail", f"{key}: {one_line(e)}")
         return
@@ -150,13 +140,13 @@ def _fair_accuracy(row, checks, model, specs, feeds, refs, tol):
         err, why = max(err, e), why or w
     row[key] = err if math.isfinite(err) else None
     if err <= tol:
-        row["accuracy_verdict"] = "within tolerance"
+        row["accuracy_verdict" + suffix] = "within tolerance"
         return
     gap = float64.gaps(model, specs, feeds, refs, ours) if why is None else None
     if gap is not None:
-        row["reference_error"], row["float64_error"] = gap
+        row["reference_error"], row["float64_error" + suffix] = gap
     if why is None and float64.fair_pass(err, tol, gap):
-        row["accuracy_verdict"] = "float32 rounding"
+        row["accuracy_verdict" + suffix] = "float32 rounding"
         return
     msg = why or f"max error {err:.3g} > {tol:g}"
     if gap is not None:
@@ -260,7 +250,7 @@ def _cuda(row, checks, model, specs, feeds, refs, many, loop, tol):
     except Exception as e:  # noqa: BLE001
         row.problem("fail", f"cuda: {one_line(e)}")
         return
-    _accuracy(row, "max_error_gpu", lambda: checks.accuracy(model, specs, feeds, refs, gpu), tol)
+    _fair_accuracy(row, checks, model, specs, feeds, refs, tol, gpu, gpu=True)
     if loop:
         _vmap(row, checks, "vmap_gpu", model, specs, many, loop, tol, gpu)
 

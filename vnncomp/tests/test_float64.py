@@ -30,12 +30,13 @@ SPECS = [types.SimpleNamespace(name="x", shape=(1, 3), dtype=np.float32, size=3)
 FEEDS = [{"x": np.array([[-0.5, -0.25, 0.0]], np.float32)}]  # |x + 1| <= 1: errors are absolute
 
 
-def verdict(model, ort_offset):
-    """The row for `model` against an onnxruntime stand-in that is `ort_offset` from x + 1."""
+def verdict(model, ort_offset, gpu=False):
+    """The row for `model` against an onnxruntime stand-in that is `ort_offset` from x + 1
+    (`gpu`: as the CUDA check judges it, run here on the CPU)."""
     from vnncomp import checks
     refs = [[(f["x"].astype(np.float64) + 1 + ort_offset).astype(np.float32)] for f in FEEDS]
     row = worker.Row(status="pass", error="")
-    worker._fair_accuracy(row, checks, model, SPECS, FEEDS, refs, TOL)
+    worker._fair_accuracy(row, checks, model, SPECS, FEEDS, refs, TOL, "cpu", gpu=gpu)
     return row
 
 
@@ -46,6 +47,17 @@ def test_rounding_within_twice_onnxruntimes_distance_passes():
     assert row["max_error_cpu"] > TOL
     assert row["reference_error"] == pytest.approx(1.8e-5, rel=0.05)
     assert row["float64_error"] == pytest.approx(2.0e-5, rel=0.05)
+
+
+def test_gpu_check_is_judged_the_same_way():
+    # The GPU comparison failed pensieve_mid_parallel at 2.29e-5 on an H200 before it had the
+    # float64 judge; its keys are the CPU ones with _gpu.
+    row = verdict(Offset(2.0e-5), -1.8e-5, gpu=True)
+    assert row["status"] == "pass" and row["accuracy_verdict_gpu"] == "float32 rounding"
+    assert row["max_error_gpu"] > TOL and "max_error_cpu" not in row
+    assert row["float64_error_gpu"] == pytest.approx(2.0e-5, rel=0.05)
+    row = verdict(Offset(0.0, wrong=1e-3), 0.0, gpu=True)
+    assert row["status"] == "fail" and row["error"].startswith("max_error_gpu: max error ")
 
 
 @pytest.mark.parametrize("model, ort_offset", [
