@@ -6,6 +6,7 @@
 #   benchmarks/cuda_checks.sh --fetch DIR      (on a Debian bookworm machine: download the .debs)
 #   benchmarks/cuda_checks.sh --debs DIR --benchmarks DIR --out DIR [--torchonnx BIN]
 #                             [--device cuda|cpu] [--deadline S] [--jobs J] [--build DIR]
+#                             [--skip STEP,...] [--eigen]
 #
 # Steps, each logged to OUT/<step>.log; a failed step does not stop the later ones, and each is cut
 # at what is left of --deadline seconds (default 540) from the start:
@@ -17,7 +18,10 @@
 #   equality  benchmarks/propdag_torch_equality.py --device DEVICE, IBP then CROWN
 #   then side by side: propdag_verify_acasxu.sh (20 s) and propdag_verify_vnncomp.sh (10 s) with
 #   --engine torch --device DEVICE (acasxu.log, vnncomp.log), and scripts/vnncomp.sh --device all
-#   (harness.log, harness.md). The machine's description opens build.log.
+#   (harness.log, harness.md). The machine's description opens build.log. --eigen adds the same
+#   verify runs with the Eigen engine on this machine's CPU (acasxu-eigen.log, vnncomp-eigen.log),
+#   for a comparison on one machine; --skip leaves steps out (at most 8 files come back from a
+#   device run).
 # GCC 13's headers include <cstdint> in fewer places than GCC 12's, where the suite is built every
 # day: it is included first in every source here (-includecstdint).
 # --torchonnx is a torchonnx binary built elsewhere (it links the same Debian libraries); without
@@ -28,6 +32,7 @@ DEBS=(libprotobuf-dev libprotobuf32 libprotobuf-lite32 protobuf-compiler libprot
   libonnx1 libonnxifi libeigen3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   libbenchmark1debian zlib1g-dev zlib1g)
 debs="" bench="" out="" torchonnx="" device=cuda deadline=540 jobs="" build="$here/build-cuda"
+skip="" eigen=""
 while (($#)); do
   case "$1" in
     --fetch)
@@ -40,6 +45,8 @@ while (($#)); do
     --deadline) deadline="$2"; shift 2 ;;
     --jobs) jobs="$2"; shift 2 ;;
     --build) build="$(realpath -m "$2")"; shift 2 ;;
+    --skip) skip=",$2,"; shift 2 ;;
+    --eigen) eigen=1; shift ;;
     -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "cuda_checks.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -54,6 +61,7 @@ left() { echo $((deadline - (SECONDS - start))); }
 step() {  # NAME CAP COMMAND...: runs COMMAND for at most min(CAP, what is left), logged
   local name="$1" cap="$2" t
   shift 2
+  [[ $skip == *",$name,"* ]] && return 0
   t=$(left)
   ((t > cap)) && t=$cap
   if ((t < 5)); then
@@ -121,13 +129,22 @@ for m in ibp crown; do
 done
 
 # Verdicts and the harness, side by side, sharing the cores.
-third=$(((jobs + 2) / 3))
-engine=(--engine torch --device "$device")
-step acasxu "$(left)" "$here/benchmarks/propdag_verify_acasxu.sh" --propdag "$build/propdag/propdag" \
-  --benchmarks "$bench" --timeout 20 --jobs "$third" "${engine[@]}" &
-step vnncomp "$(left)" "$here/benchmarks/propdag_verify_vnncomp.sh" --propdag "$build/propdag/propdag" \
-  --benchmarks "$bench" --timeout 10 --jobs "$third" --check -- "${engine[*]}" &
+groups=3
+[[ -n $eigen ]] && groups=5
+third=$(((jobs + groups - 1) / groups))
+verify() {  # SUFFIX ENGINE-ARGUMENTS...
+  local suffix="$1"
+  shift
+  step "acasxu$suffix" "$(left)" "$here/benchmarks/propdag_verify_acasxu.sh" \
+    --propdag "$build/propdag/propdag" --benchmarks "$bench" --timeout 20 --jobs "$third" "$@" &
+  step "vnncomp$suffix" "$(left)" "$here/benchmarks/propdag_verify_vnncomp.sh" \
+    --propdag "$build/propdag/propdag" --benchmarks "$bench" --timeout 10 --jobs "$third" --check \
+    -- "$*" &
+}
+verify "" --engine torch --device "$device"
+[[ -n $eigen ]] && verify -eigen --engine eigen
 if [[ -n $torchonnx ]]; then
+  mkdir -p "$build"
   cat >"$build/torchonnx-debian" <<EOF
 #!/bin/sh
 LD_LIBRARY_PATH="$libdir\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}" exec "$torchonnx" "\$@"
