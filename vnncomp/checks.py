@@ -98,13 +98,15 @@ def _stack(feeds, specs, device):
     return [torch.from_numpy(np.stack([f[s.name] for f in feeds])).to(device) for s in specs]
 
 
-def _loop(model, feeds, specs, device):
+def per_sample(model, feeds, specs, device="cpu"):
+    """The model run on each feed alone, on `device`: the reference vmap is compared with."""
     return [run(model, f, specs, device) for f in feeds]
 
 
 def vmap_check(model, specs, feeds, device="cpu", loop=None):
-    """functorch/torch vmap over the stacked feeds vs the per-sample loop: max error."""
-    loop = loop if loop is not None else _loop(model, feeds, specs, "cpu")
+    """functorch/torch vmap over the stacked feeds vs the per-sample `loop` (default: run on
+    `device`): max error."""
+    loop = loop if loop is not None else per_sample(model, feeds, specs, device)
     with torch.no_grad():
         batched = to_numpy(vmap_fn()(model)(*_stack(feeds, specs, device)))
     worst = 0.0
@@ -126,7 +128,7 @@ def vmap_float64_check(model, specs, feeds, loop, device="cpu"):
     float64 vmap against the float64 loop, max error of the float32 `loop` against the float64
     loop). Raises when the model cannot run in float64."""
     import copy
-    m64 = copy.deepcopy(model).double()
+    m64 = copy.deepcopy(model).double().cpu()
     wide = [_wide(f) for f in feeds]
     loop64 = [run(m64, f, specs, "cpu") for f in wide]
     with torch.no_grad():
