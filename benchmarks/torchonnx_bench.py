@@ -182,7 +182,8 @@ def print_machine(info):
             f"{info['OPENBLAS_CORETYPE'] or 'unset'})" if info["blas_core"] else "")
     print(f"machine: {info['cpu']}{' with AVX-512' if info['avx512'] else ''}; torch {info['torch']}; "
           f"BLAS {info['blas'] or 'unknown'}{core}")
-    if info["avx512"] and (info["blas_core"] or "").lower() in ("haswell", "zen"):
+    avx512_cores = ("skylakex", "cooperlake", "sapphirerapids")
+    if info["avx512"] and info["blas_core"] and info["blas_core"].lower() not in avx512_cores:
         why = ("OPENBLAS_CORETYPE in the environment keeps" if info["OPENBLAS_CORETYPE"]
                else "this OpenBLAS did not recognise the CPU, which keeps")
         print(f"note: {why} torch's products off OpenBLAS's AVX-512 kernels, while onnxruntime uses "

@@ -70,9 +70,21 @@ std::string poison(common::DType dtype) {
   return dtype == DType::kInt64 ? "-(2 ** 62)" : "-(2 ** 30)";
 }
 
+// A constant int64 vector holding 0, 1, 2, ...: indexing it at a valid index gives the index.
+bool is_iota(const Tensor* t) {
+  if (t == nullptr || t->dtype != DType::kInt64 || t->dims.size() != 1) return false;
+  const std::vector<int64_t> v = t->to_int64();
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i] != static_cast<int64_t>(i)) return false;
+  }
+  return true;
+}
+
 // Data-dependent starts: x indexed along each axis with start + arange(len) * step, where len is
 // the (static) output extent. Indices past the axis are clamped; for integer data (index
-// arithmetic, as in cctsdb_yolo) such elements hold the poison value instead.
+// arithmetic, as in cctsdb_yolo) such elements hold the poison value instead. One start of a
+// one-element slice is used as it is (no offsets to add), and a slice of the constant 0, 1, 2,
+// ... (cctsdb_yolo's position tables) is the index itself where it is valid.
 Status dynamic_slice(Context& ctx, const SliceSpec& s) {
   if (ctx.out_shape().size() != ctx.shape(0).size() || s.axes.size() != s.steps.size()) {
     return ctx.error("data-dependent Slice needs a static output shape and constant axes/steps");
@@ -80,18 +92,22 @@ Status dynamic_slice(Context& ctx, const SliceSpec& s) {
   std::string expr = ctx.in(0);
   const std::string starts = ctx.in(1);
   const bool mark = ctx.dtype(0) == DType::kInt64 || ctx.dtype(0) == DType::kInt32;
+  const bool iota = mark && is_iota(ctx.constant(0));
   const int64_t rank = ctx.rank(0);
   for (size_t j = 0; j < s.axes.size(); ++j) {
     const int64_t axis = s.axes[j], step = s.steps[j];
     const int64_t dim = ctx.shape(0)[axis], len = ctx.out_shape()[axis];
     if (step < 0) return ctx.error("data-dependent Slice with negative steps");
-    std::vector<int64_t> offsets;
-    for (int64_t i = 0; i < len; ++i) offsets.push_back(i * step);
-    const std::string st = as_long(ctx, 1, starts + "[" + std::to_string(j) + "]");
+    const bool whole = s.axes.size() == 1 && ctx.shape(1) == Dims{1} && len == 1;
+    const std::string st = as_long(ctx, 1, whole ? starts : starts + "[" + std::to_string(j) + "]");
     const std::string d = std::to_string(dim);
-    const std::string idx = ctx.local(st + " + (" + st + " < 0) * " + d + " + " +
-                                          ctx.buffer(Tensor::from_int64(offsets, {len}), "offsets"),
-                                      "index");
+    std::string idx = st + " + (" + st + " < 0) * " + d;
+    if (!whole) {
+      std::vector<int64_t> offsets;
+      for (int64_t i = 0; i < len; ++i) offsets.push_back(i * step);
+      idx += " + " + ctx.buffer(Tensor::from_int64(offsets, {len}), "offsets");
+    }
+    idx = ctx.local(idx, "index");
     const std::string gathered =
         index_at(expr, axis, idx + ".clamp(0, " + std::to_string(dim - 1) + ")");
     if (!mark) {
@@ -100,8 +116,10 @@ Status dynamic_slice(Context& ctx, const SliceSpec& s) {
     }
     std::vector<int64_t> vshape{len};
     for (int64_t k = axis + 1; k < rank; ++k) vshape.push_back(1);
-    expr = "torch.where(((" + idx + " >= 0) & (" + idx + " < " + d + ")).reshape" +
-           py_tuple(vshape) + ", " + gathered + ", " + poison(ctx.dtype(0)) + ")";
+    const std::string valid = "(" + idx + " >= 0) & (" + idx + " < " + d + ")";
+    expr = "torch.where(" +
+           (vshape.size() == 1 ? valid : "(" + valid + ").reshape" + py_tuple(vshape)) + ", " +
+           (iota ? idx : gathered) + ", " + poison(ctx.dtype(0)) + ")";
   }
   const bool batched = ctx.batched(0) && std::find(s.axes.begin(), s.axes.end(), 0) == s.axes.end();
   return ctx.emit(expr, "slice", batched);

@@ -143,6 +143,21 @@ def maxpool_indices():
     ]]
 
 
+def maxpool_channels_last():
+    """Large MaxPools without Indices, which the code pools over a channels-last copy of the input."""
+    rng = np.random.default_rng(3)
+    cases = []
+    for name, shape, kw in [
+            ("mp_cl_k3s2p1", (2, 24, 32, 32), dict(kernel=[3, 3], strides=[2, 2], pads=[1] * 4)),
+            ("mp_cl_k2", (1, 64, 16, 16), dict(kernel=[2, 2], strides=[2, 2]))]:
+        full = pool_case(name, rng, shape, "MaxPool", **kw)
+        node = helper.make_node("MaxPool", ["x"], ["y"], **{a.name: helper.get_attribute_value(a)
+                                                           for a in full.model.graph.node[0].attribute})
+        (x,), (y, _) = full.sets[0]
+        cases.append(make_case(name, node, [("x", x)], [("y", y)], opset=12))
+    return cases
+
+
 def lppool():
     rng = np.random.default_rng(1)
     return [pool_case(name, rng, shape, "LpPool", **kw) for name, shape, kw in [
@@ -366,7 +381,8 @@ def group_norm_18():
                       [("scale", scale), ("bias", bias)], opset=18)]
 
 
-FAMILIES = {"maxpool_indices": maxpool_indices, "lppool": lppool, "global_lppool": global_lppool,
+FAMILIES = {"maxpool_indices": maxpool_indices, "maxpool_channels_last": maxpool_channels_last,
+            "lppool": lppool, "global_lppool": global_lppool,
             "gathernd_batch_dims": gathernd,
             "tfidf_vectorizer": tfidf, "linear_siblings": linear_siblings,
             "view_chains": view_chains, "dilated_avgpool": dilated_avgpool,
