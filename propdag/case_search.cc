@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <limits>
 #include <utility>
@@ -105,6 +106,9 @@ common::Status CaseSearch::bound_together(const std::vector<CaseSearch*>& cases)
     Bounds mine;
     mine.y = {b.y.lo.segment(at, rows), b.y.hi.segment(at, rows)};
     if (b.coef.rows() > 0) mine.coef = b.coef.middleRows(at, rows);
+    if (got.lower_bias.size() == b.y.lo.size())
+      mine.joint =
+          cases[i]->joint_margin(mine.coef, got.lower_bias.segment(at, rows), first.case_.box);
     mine.nodes = b.nodes;
     cases[i]->whole_ = std::move(mine);
   }
@@ -120,7 +124,7 @@ common::Result<Verdict> CaseSearch::start() {
   } else {
     ASSIGN_OR_RETURN(b, bound(case_.box));
   }
-  if (margin(b) > 0) return Verdict::kProved;
+  if (proved(b)) return Verdict::kProved;
   if (split_.max_boxes > 1 && !out_of_time()) {
     ASSIGN_OR_RETURN(bool hit, find_counterexample(case_.box, b));
     // Large inputs: descent first (its few starts are cheap, and it often succeeds at once).
@@ -186,6 +190,7 @@ common::Result<CaseSearch::Bounds> CaseSearch::bound(const Interval& box, const 
   got.want.split_multipliers = relu_splits_ && alpha;
   Bounds b;
   ASSIGN_OR_RETURN(b.y, linear_bounds(model_, box, objective_, options_, in, &got));
+  b.joint = joint_margin(got.lower_coef, got.lower_bias, box);
   b.coef = std::move(got.lower_coef);
   b.slopes = std::move(got.slopes);
   b.nodes = std::move(got.node_bounds);
@@ -249,6 +254,36 @@ std::pair<double, Eigen::Index> CaseSearch::margin_row(const Bounds& b) const {
     if (b.y.lo[r] - rhs_[r] > best) best = b.y.lo[r] - rhs_[r], row = r;
   }
   return {best, row};
+}
+
+double CaseSearch::joint_margin(const Mat& coef, const Vec& bias, const Interval& box) const {
+  constexpr int kSteps = 50;
+  constexpr double kRate = 1.0;
+  double best = -std::numeric_limits<double>::infinity();
+  std::vector<Eigen::Index> rows;  // constraints with a finite linear lower bound take part
+  for (Eigen::Index r = 0; r < bias.size() && r < rhs_.size(); ++r)
+    if (std::isfinite(bias[r])) rows.push_back(r);
+  if (rows.size() < 2 || coef.rows() != bias.size() || coef.cols() != box.size()) return best;
+  const auto k = static_cast<Eigen::Index>(rows.size());
+  Mat a(k, coef.cols());
+  Vec slack(k);
+  for (Eigen::Index i = 0; i < k; ++i)
+    a.row(i) = coef.row(rows[i]), slack[i] = bias[rows[i]] - rhs_[rows[i]];
+  // Exponentiated-gradient ascent over the simplex. At each lambda the box's corner that
+  // minimizes the combination gives its exact minimum (the bound) and a supergradient.
+  Vec lambda = Vec::Constant(k, 1.0 / static_cast<double>(k));
+  for (int step = 0; step < kSteps && !(best > 0); ++step) {
+    const Vec w = a.transpose() * lambda;
+    const Vec corner = (w.array() >= 0).select(box.lo, box.hi);
+    const Vec g = a * corner + slack;
+    best = std::max(best, lambda.dot(g));
+    const double scale = g.cwiseAbs().maxCoeff();
+    if (!(scale > 0) || !std::isfinite(scale)) break;
+    const double rate = kRate / (scale * std::sqrt(step + 1.0));
+    lambda = (lambda.array() * (rate * g.array()).exp()).matrix();
+    lambda /= lambda.sum();
+  }
+  return best;
 }
 
 bool CaseSearch::small() const { return free_dims_ <= kLookaheadDims; }

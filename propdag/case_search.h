@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -54,6 +55,9 @@ class CaseSearch {
   struct Bounds {
     Interval y;
     Mat coef;
+    // The best margin of a positive combination of the constraints (joint_margin), computed
+    // where the bounds were; -inf where it was not.
+    double joint = -std::numeric_limits<double>::infinity();
     Slopes slopes;                // --method alpha: the tuned slopes
     std::vector<Interval> nodes;  // every Dag node's bounds (CROWN, alpha; small models only)
     std::vector<Vec> scores;      // with ReLU splits: BoundsOut::split_scores
@@ -100,6 +104,14 @@ class CaseSearch {
   double margin(const Bounds& b) const { return margin_row(b).first; }
   // The best margin and the constraint that has it.
   std::pair<double, Eigen::Index> margin_row(const Bounds& b) const;
+  // Whether the bounds prove the box (or part) safe: some constraint misses (margin > 0), or a
+  // positive combination of them does (Bounds::joint > 0).
+  bool proved(const Bounds& b) const { return margin(b) > 0 || b.joint > 0; }
+  // max over lambda >= 0, sum lambda = 1 of min over `box` of sum_r lambda_r (a_r . x + bias_r -
+  // rhs_r), with a_r = coef.row(r), approximately (any lambda gives a valid bound): positive
+  // when no point of the box meets every constraint of the case, even where each one alone is
+  // met somewhere. -inf for fewer than two constraints.
+  double joint_margin(const Mat& coef, const Vec& bias, const Interval& box) const;
   // Whether the case's box varies in at most kLookaheadDims dimensions (ACAS Xu's five; the
   // eight noise inputs of dist_shift's 792, whose image part is fixed).
   bool small() const;

@@ -181,6 +181,12 @@ struct BoundsOut {
   /// part fell back to interval bounds). Verifiers use it to pick splits and candidate
   /// counterexamples.
   Mat lower_coef;
+  /// With lower_coef: per row r, b_r with lower_coef.row(r) . x + b_r <= sum_o (C_o y_o)_r for
+  /// every x in the box (satisfying BoundsIn::splits), from the bounds before their
+  /// intersection with interval bounds and lowered for rounding. Unlike the lower bounds, rows
+  /// may be combined: for lambda >= 0, min over the box of sum_r lambda_r (a_r . x + b_r)
+  /// bounds sum_r lambda_r (C y)_r from below.
+  Vec lower_bias;
   /// kAlpha: the tuned slopes, one entry per graph output (BoundsIn::slopes where no output was
   /// tuned).
   Slopes slopes;

@@ -21,7 +21,7 @@ common::Result<Verdict> CaseSearch::depth_first(Search& search, int64_t slice) {
       if (!open.back().bounds) RETURN_IF_ERROR(bound_top(open));
       Open next = std::move(open.back());
       open.pop_back();
-      if (margin(*next.bounds) > 0) continue;
+      if (proved(*next.bounds)) continue;
       const int64_t next_boxes =
           static_cast<int64_t>(open.size()) + cost * static_cast<int64_t>(picked.size() + 1);
       if (boxes_ - slice_start + next_boxes > slice) {

@@ -46,6 +46,7 @@ struct Parts {
   const Vec* goal;    // BoundsIn::goal where the objective has one part, else null
   int parts;          // non-empty objective matrices
   Mat* lower_coef;    // the outputs asked for, or null
+  Vec* raw_lo;        // with lower_coef: the parts' lower bounds before any intersection
   Slopes* slopes;
   Mat* multipliers;
   std::vector<Vec>* split_scores;
@@ -77,6 +78,9 @@ common::Result<Interval> bound_part(const Parts& call, size_t o, const Mat& c) {
   } else {
     part = box_of(c, ibp ? *(*call.ibp)[node] : crown->bounds(node));
   }
+  // Each part's lower bound is the minimum over the box of its linear function (a constant where
+  // it fell back to intervals), until it is intersected below.
+  if (call.raw_lo != nullptr) *call.raw_lo += part.lo;
   if (crown != nullptr && call.options.intersect_ibp) {
     Interval loose = box_of(c, crown->bounds(node));
     intersect(part, loose.lo, loose.hi);
@@ -88,6 +92,15 @@ common::Result<Interval> bound_part(const Parts& call, size_t o, const Mat& c) {
     crown->add_split_scores(node, c.row(row), *call.split_scores);
   }
   return part;
+}
+
+// b_r = raw_lo_r - min over the box of a_r . x: the sum of the parts' minima is at most the
+// minimum of their sum, so a_r . x + b_r stays below the row. Lowered by 1e-12 of the terms'
+// magnitude, for the rounding of the two ways the minimum was summed.
+Vec lower_bias(const Mat& a, const Vec& raw_lo, const Interval& box) {
+  const Vec at_min = a.cwiseMax(0.0) * box.lo + a.cwiseMin(0.0) * box.hi;
+  const Vec size = a.cwiseAbs() * box.lo.cwiseAbs().cwiseMax(box.hi.cwiseAbs());
+  return raw_lo - at_min - 1e-12 * (raw_lo.cwiseAbs() + size);
 }
 
 }  // namespace
@@ -113,6 +126,7 @@ common::Result<Interval> linear_bounds(const Model& model, const Interval& input
   Interval total{Vec::Zero(rows), Vec::Zero(rows)};
   Mat* lower_coef = want.lower_coef ? &got.lower_coef : nullptr;
   if (lower_coef != nullptr) *lower_coef = Mat::Zero(rows, input.size());
+  Vec raw_lo = Vec::Zero(rows);
   got.empty = false;
   std::vector<Vec>* split_scores = want.split_scores ? &got.split_scores : nullptr;
   if (split_scores != nullptr) split_scores->assign(dag.size(), Vec());
@@ -152,6 +166,7 @@ common::Result<Interval> linear_bounds(const Model& model, const Interval& input
                    goal,
                    parts,
                    lower_coef,
+                   lower_coef != nullptr ? &raw_lo : nullptr,
                    slopes,
                    multipliers,
                    split_scores,
@@ -163,6 +178,7 @@ common::Result<Interval> linear_bounds(const Model& model, const Interval& input
     total.lo += part.lo;
     total.hi += part.hi;
   }
+  if (lower_coef != nullptr) got.lower_bias = lower_bias(*lower_coef, raw_lo, input);
   return total;
 }
 

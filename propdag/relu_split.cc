@@ -19,7 +19,7 @@ common::Result<Verdict> CaseSearch::relu_search() {
   while (!open.empty()) {
     Part next = std::move(open.back());
     open.pop_back();
-    if (margin(next.bounds) > 0) continue;
+    if (proved(next.bounds)) continue;
     if (!first) {  // the centre was checked with the whole box; the corners differ per part
       ASSIGN_OR_RETURN(bool hit, find_counterexample(next.box, next.bounds, false));
       if (hit) return Verdict::kFalsified;

@@ -160,6 +160,45 @@ TEST(VerifyTest, AnAverageOfConstraintsProvesWhatNoSingleOneCan) {
   EXPECT_FALSE(ibp->verified);
 }
 
+// y = [x, -3x] for x in [-1, 1]; unsafe: y0 <= -0.5 and y1 <= -1.5 (x <= -0.5 and x >= 0.5: no
+// such x). Each constraint alone is met somewhere, and so is their average: (y0 + y1) / 2 = -x
+// has minimum -1, exactly the average right-hand side (a margin of 0, not a proof). With weights
+// 3/4 and 1/4 the combination is 0.75 x - 0.75 x = 0 against -0.375 - 0.375 = -0.75: a margin of
+// 0.75. CROWN's linear lower bounds (exact here) combined with the weights that the joint margin
+// finds prove the case without splitting; with the joint margin ignored (IBP, no linear bounds)
+// it stays open.
+TEST(VerifyTest, WeightedConstraintsProveWhatTheirAverageCannot) {
+  Model m = build(R"(
+    <ir_version: 8, opset_import: ["" : 15]>
+    g (float[1,1] x) => (float[1,2] y) <float[1,2] w = {1, -3}> {
+      y = MatMul(x, w)
+    })");
+  auto s = parse_vnnlib(
+      "(declare-const X_0 Real)\n(declare-const Y_0 Real)\n(declare-const Y_1 Real)\n"
+      "(assert (>= X_0 -1))\n(assert (<= X_0 1))\n"
+      "(assert (<= Y_0 -0.5))\n(assert (<= Y_1 -1.5))\n",
+      "p.vnnlib");
+  ASSERT_TRUE(s.ok()) << s.error().str();
+  auto crown = verify(m, *s, {Method::kCrown});
+  ASSERT_TRUE(crown.ok()) << crown.error().str();
+  EXPECT_TRUE(crown->verified);
+  EXPECT_EQ(crown->boxes, 1);
+  auto ibp = verify(m, *s, {Method::kIbp});
+  ASSERT_TRUE(ibp.ok());
+  EXPECT_FALSE(ibp->verified);
+  // x = -1/2 and x = 1/2 meet one constraint each: the joint margin never proves a box that
+  // holds a point of the unsafe set (here: y0 <= -0.5 and y1 <= 1.5, met by x in [-0.5, -0.5]).
+  auto met = parse_vnnlib(
+      "(declare-const X_0 Real)\n(declare-const Y_0 Real)\n(declare-const Y_1 Real)\n"
+      "(assert (>= X_0 -1))\n(assert (<= X_0 1))\n"
+      "(assert (<= Y_0 -0.5))\n(assert (<= Y_1 1.5))\n",
+      "p.vnnlib");
+  ASSERT_TRUE(met.ok());
+  auto open = verify(m, *met, {Method::kCrown});
+  ASSERT_TRUE(open.ok());
+  EXPECT_FALSE(open->verified);
+}
+
 // ReLU splits. test::kNet1, y = relu(x1 + x2) + relu(x1 - x2), for x in [-1, 1]^2 (true maximum 2);
 // unsafe: y >= 2.5. CROWN's upper lines give y <= 3 (engine_test.cc, Network 1), and alpha tunes
 // only lower lines: open over the whole box. Both ReLU inputs h lie in [-2, 2] with score 1 (split
