@@ -28,10 +28,13 @@ class CaseSearch {
   CaseSearch(const Model& model, const SpecCase& c, const Options& options,
              const SplitOptions& split, Clock::time_point deadline, BoxBounder* bounder = nullptr);
 
-  // The whole box: proved by its bounds, or (when splitting is allowed) falsified by a point
-  // search, or open. Cheap next to splitting, so verify() runs it on every case first.
-  // start() uses them instead of computing its own (when given before it).
+  // The whole box: proved by its bounds, or (when splitting is allowed) falsified at its centre
+  // or a corner CROWN points to, or open. Cheap next to splitting, so verify() runs it on every
+  // case first.
   common::Result<Verdict> start();
+  // After start() left the case open (and when splitting is allowed): falsified by a point
+  // search over the whole box (sampling, descent), or still open.
+  common::Result<Verdict> search();
 
   // Whether this case's whole-box bounds may come from bound_together (CROWN and IBP without
   // ReLU splits: alpha tunes its slopes for the rows it is given, and ReLU splits score them).
@@ -40,6 +43,7 @@ class CaseSearch {
   // model and options) in one linear_bounds call over all their objective rows: the intermediate
   // bounds, most of CROWN's work, are computed once instead of once per case. Counted as one
   // bound computation, of the first case.
+  // start() uses them instead of computing its own (when given before it).
   static common::Status bound_together(const std::vector<CaseSearch*>& cases);
 
   // After start() left the case open: splits until every part is proved, a point checked in one
@@ -76,7 +80,7 @@ class CaseSearch {
   struct Search {
     double ratio = 0;
     std::vector<Open> open;
-    bool started = false;  // the whole box (which start() searched for points) was split
+    bool started = false;  // the whole box (which search() looked for points in) was split
   };
 
   // A box and the part of it that ReLU splits cut out, with its bounds.
@@ -138,6 +142,10 @@ class CaseSearch {
   // (point_search.h), their gradients from CROWN on one-point boxes (exact where every op's
   // relaxation is, as for ReLU networks), for kSearchSeconds or a tenth of --timeout.
   common::Result<bool> descent(const Interval& box);
+  // While splitting, every kAttackEvery seconds: a PGD attack (attack.h) on the case's
+  // constraints for kSearchSeconds or a tenth of --timeout, in turn over the case's whole box
+  // (new starting points each time) and over `top`, the open box about to be split.
+  common::Result<bool> attack_while_splitting(const Interval& top);
 
   // input_split.cc
 
@@ -193,6 +201,8 @@ class CaseSearch {
   int64_t boxes_ = 0;
   std::optional<Bounds> whole_;  // the whole box's bounds (from bound_together, or start()'s)
   Vec counterexample_;
+  Clock::time_point next_attack_;  // when attack_while_splitting is due
+  int attacks_ = 0;                // attacks so far, each from its own seed
 };
 
 }  // namespace propdag::internal

@@ -16,6 +16,10 @@ common::Result<Verdict> CaseSearch::depth_first(Search& search, int64_t slice) {
   std::vector<Open>& open = search.open;
   const int64_t cost = 2 * lookahead_cost();
   while (!open.empty()) {
+    if (Clock::now() >= next_attack_ && !out_of_time()) {
+      ASSIGN_OR_RETURN(bool hit, attack_while_splitting(open.back().box));
+      if (hit) return Verdict::kFalsified;
+    }
     std::vector<Open> picked;  // this round's boxes: bounded, not proved
     while (!open.empty() && static_cast<int64_t>(picked.size()) < splits_per_round()) {
       if (!open.back().bounds) RETURN_IF_ERROR(bound_top(open));

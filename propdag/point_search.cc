@@ -17,8 +17,8 @@ Clock::time_point after(double seconds) {
          std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
-// Sample k of `box`: uniform for even k; for odd k each coordinate is at its lower bound or its
-// upper bound a quarter of the time each, and uniform otherwise.
+}  // namespace
+
 Vec sample(const Interval& box, int k, std::mt19937_64& rng) {
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   Vec x(box.lo.size());
@@ -29,8 +29,6 @@ Vec sample(const Interval& box, int k, std::mt19937_64& rng) {
   }
   return x;
 }
-
-}  // namespace
 
 common::Result<std::optional<Vec>> point_search(const Interval& box, const Violation& violation,
                                                 int samples, size_t starts, double seconds) {

@@ -4,11 +4,16 @@
 
 #include <functional>
 #include <optional>
+#include <random>
 
 #include "common/error.h"
 #include "propdag/op.h"
 
 namespace propdag::internal {
+
+/// Sample k of `box`: uniform for even k; for odd k each coordinate is at its lower bound or its
+/// upper bound a quarter of the time each, and uniform otherwise.
+Vec sample(const Interval& box, int k, std::mt19937_64& rng);
 
 /// By how much a point misses being a counterexample: <= 0 for one.
 using Violation = std::function<common::Result<double>(const Vec&)>;

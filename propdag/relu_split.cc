@@ -15,8 +15,12 @@ namespace propdag::internal {
 common::Result<Verdict> CaseSearch::relu_search() {
   std::vector<Part> open;
   open.push_back({case_.box, {}, *whole_});
-  bool first = true;  // start() searched the whole box for points
+  bool first = true;  // search() looked for points in the whole box
   while (!open.empty()) {
+    if (Clock::now() >= next_attack_ && !out_of_time()) {
+      ASSIGN_OR_RETURN(bool hit, attack_while_splitting(open.back().box));
+      if (hit) return Verdict::kFalsified;
+    }
     Part next = std::move(open.back());
     open.pop_back();
     if (proved(next.bounds)) continue;

@@ -1,10 +1,13 @@
 #include "propdag/verify.h"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "propdag/attack.h"
 #include "propdag/case_search.h"
 #include "propdag/engine.h"
 
@@ -25,6 +28,43 @@ common::Status check_sizes(const Model& model, const Spec& spec) {
                                " outputs, the model has " + std::to_string(model.input_size()) +
                                " and " + std::to_string(outputs));
   return {};
+}
+
+// Before splitting: PGD on each group of open cases over one box (attack.h: the margin of their
+// disjunction), for kAttackSeconds in all or a tenth of --timeout. A point is returned only once
+// confirm_counterexample, in float64, finds the property violated there.
+constexpr double kAttackSeconds = 2.0;
+
+common::Result<std::optional<Vec>> attack(const Model& model, const Spec& spec,
+                                          const std::vector<const SpecCase*>& open,
+                                          const SplitOptions& split, Clock::time_point deadline) {
+  double seconds = kAttackSeconds;
+  if (split.seconds > 0) {
+    const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
+    seconds = std::min({seconds, 0.1 * split.seconds, left});
+  }
+  const Clock::time_point stop =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(std::max(0.0, seconds)));
+  std::vector<bool> done(open.size(), false);
+  for (size_t i = 0; i < open.size(); ++i) {
+    if (done[i]) continue;
+    std::vector<const SpecCase*> group;
+    for (size_t j = i; j < open.size(); ++j) {
+      if (done[j] || open[j]->box.lo != open[i]->box.lo || open[j]->box.hi != open[i]->box.hi)
+        continue;
+      group.push_back(open[j]);
+      done[j] = true;
+    }
+    internal::AttackOptions options;
+    options.seconds = std::chrono::duration<double>(stop - Clock::now()).count();
+    ASSIGN_OR_RETURN(
+        std::optional<Vec> x,
+        internal::pgd_attack(model, open[i]->box, internal::target_of(group), options,
+                             [&](const Vec& p) { return confirm_counterexample(model, spec, p); }));
+    if (x) return x;
+  }
+  return std::optional<Vec>();
 }
 
 }  // namespace
@@ -69,10 +109,12 @@ common::Result<VerifyResult> verify(const Model& model, const Spec& spec, const 
   result.cases = static_cast<int>(spec.cases.size());
   std::vector<std::unique_ptr<CaseSearch>> searches;
   std::vector<const Interval*> boxes;
+  std::vector<const SpecCase*> cases;
   for (const SpecCase& c : spec.cases) {
     if (c.unsafe.empty()) continue;  // no output constraint: every input is a counterexample
     searches.push_back(std::make_unique<CaseSearch>(model, c, timed, split, deadline, bounder));
     boxes.push_back(&c.box);
+    cases.push_back(&c);
   }
   // Cases over the same box (a robustness property's one per other class) get their whole-box
   // bounds from one computation, whose intermediate bounds they share.
@@ -90,21 +132,39 @@ common::Result<VerifyResult> verify(const Model& model, const Spec& spec, const 
     }
     if (group.size() > 1) RETURN_IF_ERROR(CaseSearch::bound_together(group));
   }
-  // First every case over its whole box (bounds, then a point search), so that a counterexample
-  // anywhere is found before time goes into splitting one case; then the open cases are split.
-  // Past --timeout, the cases not yet looked at stay open.
+  // First every case over its whole box: bounds, its centre and corners; then, for the cases
+  // left open, a PGD attack on each group over one box, then each case's point searches, so
+  // that a counterexample anywhere is found before time goes into splitting one case; then the
+  // open cases are split. Past --timeout, the cases not yet looked at stay open.
   std::vector<CaseSearch*> open;
-  for (auto& search : searches) {
+  std::vector<const SpecCase*> open_cases;
+  for (size_t i = 0; i < searches.size(); ++i) {
     if (split.seconds > 0 && Clock::now() >= deadline) break;
-    ASSIGN_OR_RETURN(Verdict v, search->start());
-    result.boxes += search->boxes();
+    ASSIGN_OR_RETURN(Verdict v, searches[i]->start());
+    result.boxes += searches[i]->boxes();
     if (v == Verdict::kProved) ++result.cases_proved;
+    if (v == Verdict::kFalsified) {
+      result.falsified = true;
+      result.counterexample = searches[i]->counterexample();
+      return result;
+    }
+    if (v == Verdict::kOpen) open.push_back(searches[i].get()), open_cases.push_back(cases[i]);
+  }
+  if (split.max_boxes > 1 && !open.empty()) {
+    ASSIGN_OR_RETURN(std::optional<Vec> x, attack(model, spec, open_cases, split, deadline));
+    if (x) {
+      result.falsified = true;
+      result.counterexample = std::move(*x);
+      return result;
+    }
+  }
+  for (CaseSearch* search : open) {
+    ASSIGN_OR_RETURN(Verdict v, search->search());
     if (v == Verdict::kFalsified) {
       result.falsified = true;
       result.counterexample = search->counterexample();
       return result;
     }
-    if (v == Verdict::kOpen) open.push_back(search.get());
   }
   for (CaseSearch* search : open) {
     const int64_t before = search->boxes();
