@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 
 #include "propdag/op.h"
 
@@ -9,6 +10,22 @@ namespace {
 // columns of `len` entries each.
 Eigen::Index block(Eigen::Index len) {
   return std::max<Eigen::Index>(1, (Eigen::Index{1} << 22) / std::max<Eigen::Index>(1, len));
+}
+
+// out += affine_interval(gather, x), element by element with the same operations, without its
+// four vectors of the output's size. A row without an entry adds 0 (a -0 bias turns +0, as
+// adding affine_interval's 0 does).
+void add_gather_interval(const Gather& g, const Interval& x, Interval& out) {
+  if (g.entries() < g.rows) {
+    out.lo.array() += 0.0;
+    out.hi.array() += 0.0;
+  }
+  g.for_each([&](int64_t i, int64_t j, double v) {
+    const double c = (x.lo[j] + x.hi[j]) * 0.5, r = (x.hi[j] - x.lo[j]) * 0.5;
+    const double yc = 0.0 + v * c, yr = 0.0 + std::abs(v) * r;
+    out.lo[i] += yc - yr;
+    out.hi[i] += yc + yr;
+  });
 }
 
 }  // namespace
@@ -56,6 +73,9 @@ Interval affine_interval(const LinearTerm& term, const Interval& x) {
   if (term.dense) {
     yc = dense_apply(term, c);
     yr = dense_apply(term, r, true);
+  } else if (term.gather) {
+    yc = gather_apply(*term.gather, c);
+    yr = gather_apply(*term.gather, r, true);
   } else {
     const SpMat& s = term.sparse();
     yc = s * c;
@@ -67,6 +87,10 @@ Interval affine_interval(const LinearTerm& term, const Interval& x) {
 Interval AffineOp::interval(const std::vector<const Interval*>& in) const {
   Interval out{bias_, bias_};
   for (const LinearTerm& t : terms_) {
+    if (t.gather) {
+      add_gather_interval(*t.gather, *in[t.slot], out);
+      continue;
+    }
     Interval part = affine_interval(t, *in[t.slot]);
     out.lo += part.lo;
     out.hi += part.hi;

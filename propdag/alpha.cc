@@ -155,6 +155,8 @@ std::vector<Mat> Crown::alpha_gradient(const std::vector<int>& order,
         const Mat& input_grad = lam_grad[dag_node.inputs[t.slot]];
         if (t.dense)
           node_grad += dense_left_transposed(input_grad, t);
+        else if (t.gather)
+          node_grad += gather_left_transposed(input_grad, *t.gather);
         else
           node_grad += Mat(input_grad * t.sparse().transpose());
       }

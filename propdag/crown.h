@@ -26,7 +26,8 @@ inline void accumulate(Mat& into, Mat&& add) {
 }
 
 inline Mat times(const Mat& a, const LinearTerm& t) {
-  return t.dense ? dense_left(a, t) : Mat(a * t.sparse());
+  if (t.dense) return dense_left(a, t);
+  return t.gather ? gather_left(a, *t.gather) : Mat(a * t.sparse());
 }
 
 inline Mat scale_cols(const Mat& a, const Vec& s) { return a * s.asDiagonal(); }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "propdag/gather.h"
 
 namespace propdag {
 
@@ -25,10 +26,12 @@ struct Interval {
   Eigen::Index size() const { return lo.size(); }
 };
 
-/// out += W * in[slot], with W dense or sparse (rows: output elements, cols: input elements).
-/// A sparse term may be lazy (`row_entries` set): its matrix is built on the first call of
-/// sparse(), so a program that never multiplies by it (the torch engine, which applies
-/// convolutions as convolutions) does not pay for it. Not thread-safe on first use.
+/// out += W * in[slot], with W dense, a gather or sparse (rows: output elements, cols: input
+/// elements). A gather (`gather` set: at most one entry per row, as index arithmetic) is
+/// multiplied by through gather.h and never built as a matrix by the engines. A sparse term may
+/// be lazy (`row_entries` set): its matrix is built on the first call of sparse(), so a program
+/// that never multiplies by it (the torch engine, which applies convolutions as convolutions)
+/// does not pay for it; sparse() builds a gather's matrix likewise. Not thread-safe on first use.
 struct LinearTerm {
   using Entries = std::vector<std::pair<int64_t, double>>;
   int slot = 0;
@@ -43,14 +46,17 @@ struct LinearTerm {
   /// is the matrix's size and `entries` its number of stored entries.
   std::function<void(int64_t row, Entries& out)> row_entries;
   int64_t rows = 0, cols = 0, entries = 0;
+  std::shared_ptr<const Gather> gather;
 
   const SpMat& sparse() const {
+    if (gather && s.size() == 0 && gather->rows * gather->cols != 0) s = gather_sparse(*gather);
     if (row_entries && s.size() == 0 && rows * cols != 0) build();
     return s;
   }
-  /// Stored coefficients (the matrix's entries), without building a lazy term.
+  /// Stored coefficients (the matrix's entries), without building a lazy term or a gather.
   int64_t stored() const {
     if (dense) return w.size() + wf.size();
+    if (gather) return gather->entries();
     return row_entries ? entries : s.nonZeros();
   }
 
@@ -67,7 +73,8 @@ struct LinearTerm {
         row_entries(std::move(other.row_entries)),
         rows(other.rows),
         cols(other.cols),
-        entries(other.entries) {
+        entries(other.entries),
+        gather(std::move(other.gather)) {
     s.swap(other.s);
   }
   LinearTerm& operator=(LinearTerm&& other) noexcept {
@@ -78,6 +85,7 @@ struct LinearTerm {
     s.swap(other.s);
     row_entries = std::move(other.row_entries);
     rows = other.rows, cols = other.cols, entries = other.entries;
+    gather = std::move(other.gather);
     return *this;
   }
   ~LinearTerm() = default;

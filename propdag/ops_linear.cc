@@ -28,13 +28,10 @@ Result<OpOutputs> add_sub(const OpContext& ctx, double sign_b) {
   for (int slot = 0; slot < 2; ++slot) {
     double coef = slot == 0 ? 1.0 : sign_b;
     if (ctx.variable(slot)) {
-      std::vector<int64_t> map = common::broadcast_map(ctx.shape(slot), out);
-      terms.push_back(
-          gather_term(slot, map, num_elements(ctx.shape(slot)), std::vector<double>(n, coef)));
+      terms.push_back(broadcast_term(slot, ctx.shape(slot), out, coef));
       continue;
     }
-    std::vector<double> c = broadcast_constant(*ctx.constants[slot], out);
-    for (int64_t i = 0; i < n; ++i) bias[i] += coef * c[i];
+    add_broadcast_constant(*ctx.constants[slot], out, coef, bias);
   }
   return affine_output(std::move(terms), std::move(bias), out);
 }
@@ -48,23 +45,25 @@ Result<OpOutputs> scale_rule(const OpContext& ctx, bool divide) {
   if (ctx.variable(1) && (ctx.variable(0) || divide)) return interval_product(ctx, divide);
   int var = ctx.variable(0) ? 0 : 1;
   ASSIGN_OR_RETURN(Dims out, out_shape(ctx));
-  std::vector<double> c = broadcast_constant(*ctx.constants[1 - var], out);
+  // The constant is kept at its own size and read through its broadcast.
+  const common::Tensor& konst = *ctx.constants[1 - var];
+  Gather g;
+  g.rows = num_elements(out);
+  g.cols = num_elements(ctx.shape(var));
+  g.col = IndexMap::broadcast(ctx.shape(var), out);
+  g.values = konst.to_double();
   if (divide)
-    for (double& v : c) v = 1.0 / v;
-  std::vector<int64_t> map = common::broadcast_map(ctx.shape(var), out);
-  std::vector<LinearTerm> terms = one_term(gather_term(var, map, num_elements(ctx.shape(var)), c));
-  return affine_output(std::move(terms), Vec::Zero(num_elements(out)), out);
+    for (double& v : g.values) v = 1.0 / v;
+  g.scale_at = IndexMap::broadcast(konst.dims, out);
+  return affine_output(one_term(gather_term(var, std::move(g))), Vec::Zero(num_elements(out)), out);
 }
 
 Result<OpOutputs> mul_rule(const OpContext& ctx) { return scale_rule(ctx, false); }
 Result<OpOutputs> div_rule(const OpContext& ctx) { return scale_rule(ctx, true); }
 
 Result<OpOutputs> neg_rule(const OpContext& ctx) {
-  int64_t n = num_elements(ctx.shape(0));
-  std::vector<int64_t> id(n);
-  for (int64_t i = 0; i < n; ++i) id[i] = i;
-  std::vector<LinearTerm> terms = one_term(gather_term(0, id, n, std::vector<double>(n, -1.0)));
-  return affine_output(std::move(terms), Vec::Zero(n), ctx.shape(0));
+  const Dims& x = ctx.shape(0);
+  return affine_output(one_term(broadcast_term(0, x, x, -1.0)), Vec::Zero(num_elements(x)), x);
 }
 
 // A batched product out[b, m, n] = sum_k A[b, m, k] * B[b, k, n] where exactly one operand is
@@ -165,18 +164,17 @@ Result<OpOutputs> batchnorm_rule(const OpContext& ctx) {
                       mean = ctx.constants[3]->to_double(), var = ctx.constants[4]->to_double();
   int64_t n = num_elements(x), channels = x[1], inner = n / (x[0] * channels);
   if (static_cast<int64_t>(s.size()) != channels) return ctx.error("BatchNormalization scale size");
-  std::vector<int64_t> id(n);
-  std::vector<double> scale(n);
+  Gather g;  // the identity times each channel's factor
+  g.rows = g.cols = n;
+  g.col = IndexMap::identity(n);
+  g.scale_at = IndexMap::broadcast({channels, 1}, {x[0], channels, inner});
   Vec bias(n);
+  for (int64_t c = 0; c < channels; ++c) g.values.push_back(s[c] / std::sqrt(var[c] + eps));
   for (int64_t i = 0; i < n; ++i) {
     int64_t c = (i / inner) % channels;
-    double g = s[c] / std::sqrt(var[c] + eps);
-    id[i] = i;
-    scale[i] = g;
-    bias[i] = b[c] - g * mean[c];
+    bias[i] = b[c] - g.values[c] * mean[c];
   }
-  std::vector<LinearTerm> terms = one_term(gather_term(0, id, n, scale));
-  return affine_output(std::move(terms), std::move(bias), x);
+  return affine_output(one_term(gather_term(0, std::move(g))), std::move(bias), x);
 }
 
 // ReduceSum / ReduceMean over constant axes (attribute, or input 1 in later opsets).

@@ -47,6 +47,9 @@ OpOutputs select(const OpContext& ctx, const Dims& out, const std::vector<Source
 
 // Same elements, new shape.
 OpOutputs reshaped(const OpContext& ctx, const Dims& out) {
+  const int64_t n = num_elements(out);
+  if (ctx.variable(0) && num_elements(ctx.shape(0)) == n)  // the identity, no per-element data
+    return affine_output(one_term(broadcast_term(0, {n}, {n})), Vec::Zero(n), out);
   std::vector<Source> src(num_elements(out));
   for (size_t i = 0; i < src.size(); ++i) src[i] = {0, static_cast<int64_t>(i)};
   return select(ctx, out, src);
@@ -269,6 +272,9 @@ Result<OpOutputs> expand_rule(const OpContext& ctx) {
   if (!ctx.present(1) || ctx.variable(1)) return ctx.error("Expand needs a constant shape");
   auto out = common::broadcast_shapes(ctx.shape(0), ctx.constants[1]->to_int64());
   if (!out) return ctx.error("Expand shape does not broadcast");
+  if (ctx.variable(0))  // index arithmetic, no per-element data
+    return affine_output(one_term(broadcast_term(0, ctx.shape(0), *out)),
+                         Vec::Zero(num_elements(*out)), *out);
   std::vector<int64_t> map = common::broadcast_map(ctx.shape(0), *out);
   std::vector<Source> src(map.size());
   for (size_t i = 0; i < map.size(); ++i) src[i] = {0, map[i]};

@@ -1,6 +1,8 @@
 #include "propdag/ops_util.h"
 
 #include <algorithm>
+#include <bit>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -23,11 +25,37 @@ common::Result<int64_t> axis_at(const OpContext& ctx, int64_t axis, int64_t rank
 
 LinearTerm gather_term(int slot, const std::vector<int64_t>& src, int64_t in_size,
                        const std::vector<double>& scale) {
-  std::vector<Eigen::Triplet<double>> entries;
-  entries.reserve(src.size());
-  for (size_t i = 0; i < src.size(); ++i)
-    if (src[i] >= 0) entries.emplace_back(i, src[i], scale.empty() ? 1.0 : scale[i]);
-  return sparse_term(slot, static_cast<int64_t>(src.size()), in_size, entries);
+  Gather g;
+  g.rows = static_cast<int64_t>(src.size());
+  g.cols = in_size;
+  g.col = IndexMap::list(src);
+  // One scale for every row is kept once (the same bits: a -0 scale is not a 0 one).
+  const bool uniform = scale.empty() || std::all_of(scale.begin(), scale.end(), [&](double v) {
+                         return std::bit_cast<uint64_t>(v) == std::bit_cast<uint64_t>(scale[0]);
+                       });
+  if (uniform) {
+    g.coef = scale.empty() ? 1.0 : scale[0];
+  } else {
+    g.values = scale;
+    g.scale_at = IndexMap::identity(g.rows);
+  }
+  return gather_term(slot, std::move(g));
+}
+
+LinearTerm gather_term(int slot, Gather g) {
+  LinearTerm t;
+  t.slot = slot;
+  t.gather = std::make_shared<const Gather>(std::move(g));
+  return t;
+}
+
+LinearTerm broadcast_term(int slot, const common::Dims& in, const common::Dims& out, double coef) {
+  Gather g;
+  g.cols = common::num_elements(in);
+  g.col = IndexMap::broadcast(in, out);
+  g.rows = g.col.size();
+  g.coef = coef;
+  return gather_term(slot, std::move(g));
 }
 
 LinearTerm sparse_term(int slot, int64_t rows, int64_t cols,
@@ -58,6 +86,15 @@ std::vector<double> broadcast_constant(const common::Tensor& t, const common::Di
   std::vector<double> result(map.size());
   for (size_t i = 0; i < map.size(); ++i) result[i] = values[map[i]];
   return result;
+}
+
+void add_broadcast_constant(const common::Tensor& t, const common::Dims& out, double coef,
+                            Vec& bias) {
+  const std::vector<double> values = t.to_double();
+  Gather g;
+  g.rows = common::num_elements(out);
+  g.col = IndexMap::broadcast(t.dims, out);
+  g.for_each([&](int64_t i, int64_t j, double) { bias[i] += coef * values[j]; });
 }
 
 common::Result<std::vector<int64_t>> ints_input_or_attr(const OpContext& ctx, size_t input,

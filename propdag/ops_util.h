@@ -15,9 +15,15 @@ namespace propdag {
 std::vector<int64_t> strides_of(const common::Dims& dims);
 /// common::normalize_axis with its error placed at the node.
 common::Result<int64_t> axis_at(const OpContext& ctx, int64_t axis, int64_t rank);
-/// Sparse term with W(i, src[i]) = scale[i] (rows with src[i] < 0 stay empty). `scale` empty: 1.
+/// Gather term with W(i, src[i]) = scale[i] (rows with src[i] < 0 stay empty). `scale` empty: 1.
 LinearTerm gather_term(int slot, const std::vector<int64_t>& src, int64_t in_size,
                        const std::vector<double>& scale = {});
+/// A term of the gather `g` on input `slot`.
+LinearTerm gather_term(int slot, Gather g);
+/// Gather term with W(i, j) = coef where element i of `out` broadcasts from element j of `in`
+/// (numpy rules; `in` must broadcast to `out`): no per-element data.
+LinearTerm broadcast_term(int slot, const common::Dims& in, const common::Dims& out,
+                          double coef = 1.0);
 /// Sparse term from (row, col, value) triplets.
 LinearTerm sparse_term(int slot, int64_t rows, int64_t cols,
                        const std::vector<Eigen::Triplet<double>>& entries);
@@ -25,7 +31,11 @@ LinearTerm sparse_term(int slot, int64_t rows, int64_t cols,
 std::vector<LinearTerm> one_term(LinearTerm term);
 /// A single output holding an AffineOp.
 OpOutputs affine_output(std::vector<LinearTerm> terms, Vec bias, common::Dims shape);
-/// A constant tensor broadcast to `out` as doubles; empty when it does not broadcast.
+/// A constant tensor broadcast to `out` as doubles; empty when it does not broadcast. Its
+/// elements in a bias: `bias[i] += coef * t[j]` for element i of `out` broadcast from t[j]
+/// (`t` must broadcast to `out`).
+void add_broadcast_constant(const common::Tensor& t, const common::Dims& out, double coef,
+                            Vec& bias);
 std::vector<double> broadcast_constant(const common::Tensor& t, const common::Dims& out);
 /// Integers of a constant input or of an attribute (for opset-dependent forms); empty when the
 /// node has neither (common::ints_input_or_attr, its error placed at the node).

@@ -296,11 +296,21 @@ std::unique_ptr<LinearMap> gather_map(const SpMat& s, const at::TensorOptions& o
   return std::make_unique<GatherMap>(std::move(src), std::move(scale), s.cols(), opts);
 }
 
+// A gather term's rows as index_select's indices (cols: an empty row, read from the zero padding)
+// and scales.
+std::unique_ptr<LinearMap> gather_map(const Gather& g, const at::TensorOptions& opts) {
+  std::vector<int64_t> src(g.rows, g.cols);
+  std::vector<double> scale(g.rows, 0.0);
+  g.for_each([&](int64_t i, int64_t j, double v) { src[i] = j, scale[i] = v; });
+  return std::make_unique<GatherMap>(std::move(src), std::move(scale), g.cols, opts);
+}
+
 }  // namespace
 
 std::unique_ptr<LinearMap> term_map(const Model& model, int node, const LinearTerm& t, bool single,
                                     const at::TensorOptions& opts) {
   if (t.dense) return std::make_unique<DenseMap>(dense_matrix(t), opts);
+  if (t.gather) return gather_map(*t.gather, opts);
   if (single) {
     std::unique_ptr<LinearMap> conv = conv_map(model, node, opts);
     if (conv && (t.row_entries ? same_rows(*conv, t, opts) : same_map(*conv, t.sparse(), opts)))
