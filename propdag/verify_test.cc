@@ -134,67 +134,60 @@ TEST(VerifyTest, CrownNeedsNoSplitWhereItsBoundsAreExact) {
   EXPECT_EQ(r->boxes, 1);
 }
 
-// y = [x, -x] for x in [-1, 1]; unsafe: y0 <= -0.5 and y1 <= -0.5 (x <= -0.5 and x >= 0.5: no
-// such x). Neither constraint alone is refuted over the box (each y_i reaches -1), but their
-// average (y0 + y1) / 2 = 0 exceeds the average right-hand side -0.5 everywhere: CROWN, exact on
-// this linear model, proves the case from the averaged row without splitting. IBP bounds the
-// average from y's interval, [-1, 1], and cannot.
-TEST(VerifyTest, AnAverageOfConstraintsProvesWhatNoSingleOneCan) {
-  Model m = build(R"(
+// y = [x, w x] for x in [-1, 1] (a linear model, on which CROWN is exact).
+Model scaled_pair(double w) {
+  return build(R"(
     <ir_version: 8, opset_import: ["" : 15]>
-    g (float[1,1] x) => (float[1,2] y) <float[1,2] w = {1, -1}> {
+    g (float[1,1] x) => (float[1,2] y) <float[1,2] w = {1, )" +
+               std::to_string(w) + R"(}> {
       y = MatMul(x, w)
     })");
+}
+
+// x in [-1, 1], outputs Y_0 and Y_1, and `constraints`.
+Spec pair_spec(const std::string& constraints) {
   auto s = parse_vnnlib(
       "(declare-const X_0 Real)\n(declare-const Y_0 Real)\n(declare-const Y_1 Real)\n"
-      "(assert (>= X_0 -1))\n(assert (<= X_0 1))\n"
-      "(assert (<= Y_0 -0.5))\n(assert (<= Y_1 -0.5))\n",
+      "(assert (>= X_0 -1))\n(assert (<= X_0 1))\n" +
+          constraints,
       "p.vnnlib");
-  ASSERT_TRUE(s.ok()) << s.error().str();
-  auto crown = verify(m, *s, {Method::kCrown});
+  EXPECT_TRUE(s.ok()) << s.error().str();
+  return *s;
+}
+
+// Whether CROWN proves `s` on `m` without splitting (one bound computation), and IBP does not.
+void expect_crown_proves_at_once(const Model& m, const Spec& s) {
+  auto crown = verify(m, s, {Method::kCrown});
   ASSERT_TRUE(crown.ok()) << crown.error().str();
   EXPECT_TRUE(crown->verified);
   EXPECT_EQ(crown->boxes, 1);
-  auto ibp = verify(m, *s, {Method::kIbp});
+  auto ibp = verify(m, s, {Method::kIbp});
   ASSERT_TRUE(ibp.ok());
   EXPECT_FALSE(ibp->verified);
 }
 
-// y = [x, -3x] for x in [-1, 1]; unsafe: y0 <= -0.5 and y1 <= -1.5 (x <= -0.5 and x >= 0.5: no
-// such x). Each constraint alone is met somewhere, and so is their average: (y0 + y1) / 2 = -x
-// has minimum -1, exactly the average right-hand side (a margin of 0, not a proof). With weights
-// 3/4 and 1/4 the combination is 0.75 x - 0.75 x = 0 against -0.375 - 0.375 = -0.75: a margin of
-// 0.75. CROWN's linear lower bounds (exact here) combined with the weights that the joint margin
-// finds prove the case without splitting; with the joint margin ignored (IBP, no linear bounds)
-// it stays open.
+// y = [x, -x]; unsafe: y0 <= -0.5 and y1 <= -0.5 (x <= -0.5 and x >= 0.5: no such x). Neither
+// constraint alone is refuted over the box (each y_i reaches -1), but their average
+// (y0 + y1) / 2 = 0 exceeds the average right-hand side -0.5 everywhere: CROWN proves the case
+// from the averaged row without splitting. IBP bounds the average from y's interval, [-1, 1],
+// and cannot.
+TEST(VerifyTest, AnAverageOfConstraintsProvesWhatNoSingleOneCan) {
+  expect_crown_proves_at_once(scaled_pair(-1), pair_spec("(assert (<= Y_0 -0.5))\n"
+                                                         "(assert (<= Y_1 -0.5))\n"));
+}
+
+// y = [x, -3x]; unsafe: y0 <= -0.5 and y1 <= -1.5 (x <= -0.5 and x >= 0.5: no such x). Each
+// constraint alone is met somewhere, and so is their average: (y0 + y1) / 2 = -x has minimum -1,
+// exactly the average right-hand side (a margin of 0, not a proof). With weights 3/4 and 1/4 the
+// combination is 0.75 x - 0.75 x = 0 against -0.375 - 0.375 = -0.75: a margin of 0.75. CROWN's
+// linear lower bounds combined with the weights that the joint margin finds prove the case
+// without splitting; IBP (no linear bounds) leaves it open.
 TEST(VerifyTest, WeightedConstraintsProveWhatTheirAverageCannot) {
-  Model m = build(R"(
-    <ir_version: 8, opset_import: ["" : 15]>
-    g (float[1,1] x) => (float[1,2] y) <float[1,2] w = {1, -3}> {
-      y = MatMul(x, w)
-    })");
-  auto s = parse_vnnlib(
-      "(declare-const X_0 Real)\n(declare-const Y_0 Real)\n(declare-const Y_1 Real)\n"
-      "(assert (>= X_0 -1))\n(assert (<= X_0 1))\n"
-      "(assert (<= Y_0 -0.5))\n(assert (<= Y_1 -1.5))\n",
-      "p.vnnlib");
-  ASSERT_TRUE(s.ok()) << s.error().str();
-  auto crown = verify(m, *s, {Method::kCrown});
-  ASSERT_TRUE(crown.ok()) << crown.error().str();
-  EXPECT_TRUE(crown->verified);
-  EXPECT_EQ(crown->boxes, 1);
-  auto ibp = verify(m, *s, {Method::kIbp});
-  ASSERT_TRUE(ibp.ok());
-  EXPECT_FALSE(ibp->verified);
-  // x = -1/2 and x = 1/2 meet one constraint each: the joint margin never proves a box that
-  // holds a point of the unsafe set (here: y0 <= -0.5 and y1 <= 1.5, met by x in [-0.5, -0.5]).
-  auto met = parse_vnnlib(
-      "(declare-const X_0 Real)\n(declare-const Y_0 Real)\n(declare-const Y_1 Real)\n"
-      "(assert (>= X_0 -1))\n(assert (<= X_0 1))\n"
-      "(assert (<= Y_0 -0.5))\n(assert (<= Y_1 1.5))\n",
-      "p.vnnlib");
-  ASSERT_TRUE(met.ok());
-  auto open = verify(m, *met, {Method::kCrown});
+  const Model m = scaled_pair(-3);
+  expect_crown_proves_at_once(m, pair_spec("(assert (<= Y_0 -0.5))\n(assert (<= Y_1 -1.5))\n"));
+  // y0 <= -0.5 and y1 <= 1.5 are met together at x = -0.5: no weights prove that case.
+  auto open =
+      verify(m, pair_spec("(assert (<= Y_0 -0.5))\n(assert (<= Y_1 1.5))\n"), {Method::kCrown});
   ASSERT_TRUE(open.ok());
   EXPECT_FALSE(open->verified);
 }
