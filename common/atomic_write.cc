@@ -18,10 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Error file_error(std::string_view path, std::string message) {
-  return Error{std::string(path), "", "", std::move(message)};
-}
-
 std::string errno_text() { return std::strerror(errno); }
 
 // A device or pipe (/dev/null, /dev/stdout, a fifo) is written in place, never renamed over.

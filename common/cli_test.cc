@@ -16,28 +16,28 @@ TEST(RunGuarded, ReturnsTheBodysExitCode) {
 }
 
 TEST(RunGuarded, OutOfMemoryIsOneLineNamingTheInput) {
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   const int code = run_guarded("tool", "big.onnx", []() -> int { throw std::bad_alloc(); });
   EXPECT_EQ(code, 2);
-  EXPECT_EQ(testing::internal::GetCapturedStderr(), "tool: big.onnx: out of memory\n");
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "tool: big.onnx: out of memory\n");
 }
 
 TEST(RunGuarded, OtherExceptionsAreOneLineWithTheirMessage) {
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   const int code = run_guarded("tool", "m.onnx", []() -> int {
     std::vector<int> v;
     return v.at(3);  // throws std::out_of_range
   });
   EXPECT_EQ(code, 2);
-  const std::string err = testing::internal::GetCapturedStderr();
+  const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(err.rfind("tool: m.onnx: internal error: ", 0), 0u) << err;
   EXPECT_EQ(err.find('\n'), err.size() - 1) << err;
 }
 
 TEST(RunGuarded, MultiLineMessagesStayOnOneLine) {
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   run_guarded("tool", "", []() -> int { throw std::runtime_error("first\nsecond"); });
-  EXPECT_EQ(testing::internal::GetCapturedStderr(), "tool: internal error: first\\nsecond\n");
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "tool: internal error: first\\nsecond\n");
 }
 
 TEST(ParseInputShape, NameMayHoldEqualsSigns) {

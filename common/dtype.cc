@@ -77,6 +77,8 @@ bool is_integer(DType t) {
   }
 }
 
+bool is_float_or_double(DType t) { return t == DType::kFloat || t == DType::kDouble; }
+
 bool is_floating(DType t) {
   return t == DType::kFloat || t == DType::kDouble || t == DType::kFloat16 || t == DType::kBFloat16;
 }

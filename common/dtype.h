@@ -30,6 +30,7 @@ int dtype_size(DType t);
 std::string_view dtype_name(DType t);
 bool is_integer(DType t);   ///< signed or unsigned integer types (not bool)
 bool is_floating(DType t);  ///< float16, bfloat16, float, double
+bool is_float_or_double(DType t);
 /// True for values of an ONNX enum that this suite knows.
 bool is_known_dtype(int32_t onnx_type);
 

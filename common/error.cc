@@ -25,6 +25,10 @@ std::string one_line(std::string_view text) {
   return out;
 }
 
+Error file_error(std::string_view path, std::string message) {
+  return Error{std::string(path), "", "", std::move(message)};
+}
+
 std::string Error::str() const {
   std::string out;
   if (!file.empty()) out += one_line(file) + ": ";

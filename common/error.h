@@ -21,6 +21,9 @@ struct Error {
   std::string str() const;
 };
 
+/// An error about a whole file (no node): `path: message`.
+Error file_error(std::string_view path, std::string message);
+
 /// Escapes control characters (newline, tab, ...) as \n, \t, \xHH so the text stays on one line.
 std::string one_line(std::string_view text);
 

@@ -11,6 +11,7 @@
 namespace common {
 namespace {
 
+using evaltest::ai;
 using evaltest::bools;
 using evaltest::err;
 using evaltest::floats;
@@ -18,7 +19,6 @@ using evaltest::go;
 using evaltest::ints;
 using evaltest::one;
 
-Attribute ai(const char* name, int64_t v) { return Attribute::make_int(name, v); }
 Attribute ais(const char* name, std::vector<int64_t> v) {
   return Attribute::make_ints(name, std::move(v));
 }

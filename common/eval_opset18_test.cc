@@ -9,11 +9,11 @@
 namespace common {
 namespace {
 
+using evaltest::ai;
 using evaltest::floats;
 using evaltest::ints;
 using evaltest::one;
 
-Attribute ai(const char* name, int64_t v) { return Attribute::make_int(name, v); }
 Attribute af(const char* name, float v) { return Attribute::make_float(name, v); }
 
 TEST(EvalOpset18Test, GroupNormalizationPerChannelAndPerGroup) {

@@ -10,6 +10,9 @@
 
 namespace common::evaltest {
 
+/// An integer attribute.
+inline Attribute ai(const char* name, int64_t v) { return Attribute::make_int(name, v); }
+
 inline Tensor ints(const std::vector<int64_t>& v, Dims dims, DType t = DType::kInt64) {
   return Tensor::from_int64(v, std::move(dims), t);
 }

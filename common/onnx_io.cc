@@ -12,7 +12,6 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
-#include <limits>
 
 #include "common/inline.h"
 #include "common/proto_convert.h"
@@ -22,17 +21,10 @@ namespace common {
 
 namespace {
 
-Error file_error(std::string_view path, std::string message) {
-  return Error{std::string(path), "", "", std::move(message)};
-}
-
 bool is_gzip(std::string_view bytes) {
   return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
          static_cast<unsigned char>(bytes[1]) == 0x8b;
 }
-
-// Protobuf reads no message past 2 GiB; inflating further only fills memory (a gzip bomb).
-constexpr size_t kMaxInflated = std::numeric_limits<int>::max();
 
 // Inflates gzip data (all concatenated members).
 Result<std::string> gunzip(std::string_view in, std::string_view path) {
@@ -55,7 +47,7 @@ Result<std::string> gunzip(std::string_view in, std::string_view path) {
     zs.avail_out = static_cast<uInt>(chunk.size());
     rc = inflate(&zs, Z_NO_FLUSH);
     out.append(chunk.data(), chunk.size() - zs.avail_out);
-    if (out.size() > kMaxInflated) {
+    if (out.size() > kMaxModelBytes) {
       inflateEnd(&zs);
       return file_error(path, "gzip data inflates past 2 GiB (the largest model protobuf reads)");
     }
@@ -101,7 +93,7 @@ Result<std::string> read_input(std::string_view path) {
 
 Result<onnx::ModelProto> parse_model(std::string_view bytes, std::string_view source) {
   onnx::ModelProto model;
-  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
+  if (bytes.size() > kMaxModelBytes) {
     return file_error(source, "model larger than 2 GiB (external data is not supported)");
   }
   if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {

@@ -1,6 +1,7 @@
 // Loading and saving models: .onnx, .onnx.gz and "-" (stdin/stdout), atomic writes.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -16,6 +17,10 @@ class TensorProto;
 }  // namespace onnx
 
 namespace common {
+
+/// The largest model this suite reads: protobuf parses no message past 2 GiB, so gzip data that
+/// inflates further is refused early (a gzip bomb) rather than parsed.
+inline constexpr uint64_t kMaxModelBytes = (uint64_t{1} << 31) - 1;
 
 /// Reads all bytes of a file or of stdin ("-"), inflating gzip/zlib data transparently.
 Result<std::string> read_input(std::string_view path);

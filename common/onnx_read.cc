@@ -12,7 +12,6 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -24,13 +23,6 @@
 namespace common {
 
 namespace {
-
-Error file_error(std::string_view path, std::string message) {
-  return Error{std::string(path), "", "", std::move(message)};
-}
-
-// Protobuf reads no message past 2 GiB; inflating further only costs time (a gzip bomb).
-constexpr uint64_t kMaxInflated = std::numeric_limits<int>::max();
 
 // The bytes of a file descriptor, inflated when they start as gzip (all concatenated members).
 // A failure ends the stream (Read returns -1) and is kept in `error`.
@@ -126,7 +118,7 @@ class SourceStream : public google::protobuf::io::CopyingInputStream {
           crc32({reinterpret_cast<const char*>(out), static_cast<size_t>(produced)}, member_crc_);
       member_size_ += static_cast<uint32_t>(produced);
       inflated_ += static_cast<uint64_t>(produced);
-      if (inflated_ > kMaxInflated) {
+      if (inflated_ > kMaxModelBytes) {
         return fail_read("gzip data inflates past 2 GiB (the largest model protobuf reads)");
       }
       if (rc == Z_STREAM_END) {

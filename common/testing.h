@@ -12,7 +12,9 @@ namespace common::testing {
 /// The VNN-COMP benchmark folder: $VNNCOMP_BENCHMARKS if set, else the configured default
 /// (../shared/vnncomp2024/benchmarks). Empty if it does not exist.
 std::string vnncomp_dir();
-/// Every distinct `*.onnx` / `*.onnx.gz` file under vnncomp_dir(), sorted; empty if absent.
+/// Every distinct `*.onnx` / `*.onnx.gz` file under vnncomp_dir(), sorted; empty if absent. With
+/// $SUITE_TEST_SAMPLE=N (N > 1), every N-th of them from the first: the sanitized run of the unit
+/// tests (benchmarks/sanitize.sh) takes a spread of benchmarks, not all 146 models.
 std::vector<std::string> vnncomp_models();
 /// The ONNX backend node test folder ($ONNX_NODE_TESTS or /usr/share/libonnx-testdata/data/node);
 /// empty if absent.

@@ -33,7 +33,7 @@ std::string sign_net() {
   })";
 }
 
-Interval unit_box(int n) { return {Vec::Zero(n), Vec::Ones(n)}; }
+using test::unit_box;
 
 // One case, c y <= rhs row by row.
 AttackTarget one_case(Mat c, Vec rhs) {

@@ -19,7 +19,7 @@ Model build(const std::string& body, const std::string& inputs, const std::strin
                      outputs + ")\n" + body);
 }
 
-std::vector<Interval> run(const Model& m, const Interval& in, Method method, bool intersect) {
+std::vector<Interval> run_all(const Model& m, const Interval& in, Method method, bool intersect) {
   Options o;
   o.method = method;
   o.intersect_ibp = intersect;
@@ -38,7 +38,7 @@ TEST(NonlinearTest, ProductsAndPowers) {
       "{ s = Mul(x, x)\n p = Mul(x, z)\n q = Pow(x, two)\n c = Pow(x, three) }",
       "float[1] x, float[1] z", "float[1] s, float[1] p, float[1] q, float[1] c");
   for (Method method : {Method::kIbp, Method::kCrown}) {
-    auto y = run(m, box({-1, -1}, {2, 2}), method, true);
+    auto y = run_all(m, box({-1, -1}, {2, 2}), method, true);
     ASSERT_EQ(y.size(), 4u);
     EXPECT_DOUBLE_EQ(y[0].lo[0], 0);
     EXPECT_DOUBLE_EQ(y[0].hi[0], 4);
@@ -60,10 +60,10 @@ TEST(NonlinearTest, SquareRelaxationBeatsIntervals) {
       "<float[1] two = {2}, float[1] m2 = {-2}>\n"
       "{ q = Pow(x, two)\n t = Mul(x, m2)\n y = Add(q, t) }",
       "float[1] x", "float[1] y");
-  auto ibp = run(m, box({-1}, {2}), Method::kIbp, false);
+  auto ibp = run_all(m, box({-1}, {2}), Method::kIbp, false);
   EXPECT_NEAR(ibp[0].lo[0], -4, 1e-9);
   EXPECT_NEAR(ibp[0].hi[0], 6, 1e-9);
-  auto crown = run(m, box({-1}, {2}), Method::kCrown, false);
+  auto crown = run_all(m, box({-1}, {2}), Method::kCrown, false);
   EXPECT_NEAR(crown[0].lo[0], -2.25, 1e-9);
   EXPECT_NEAR(crown[0].hi[0], 3, 1e-9);
 }
@@ -74,15 +74,15 @@ TEST(NonlinearTest, SquareRelaxationBeatsIntervals) {
 TEST(NonlinearTest, SinCosFloor) {
   Model m = build("{ s = Sin(x)\n c = Cos(x)\n f = Floor(x) }", "float[1] x",
                   "float[1] s, float[1] c, float[1] f");
-  auto a = run(m, box({0}, {4}), Method::kCrown, true);
+  auto a = run_all(m, box({0}, {4}), Method::kCrown, true);
   EXPECT_DOUBLE_EQ(a[0].lo[0], std::sin(4.0));
   EXPECT_DOUBLE_EQ(a[0].hi[0], 1);
   EXPECT_DOUBLE_EQ(a[1].lo[0], -1);
   EXPECT_DOUBLE_EQ(a[1].hi[0], 1);
-  auto b = run(m, box({1}, {2}), Method::kIbp, false);
+  auto b = run_all(m, box({1}, {2}), Method::kIbp, false);
   EXPECT_DOUBLE_EQ(b[1].lo[0], std::cos(2.0));
   EXPECT_DOUBLE_EQ(b[1].hi[0], std::cos(1.0));
-  auto c = run(m, box({-1.5}, {2.5}), Method::kIbp, false);
+  auto c = run_all(m, box({-1.5}, {2.5}), Method::kIbp, false);
   EXPECT_DOUBLE_EQ(c[2].lo[0], -2);
   EXPECT_DOUBLE_EQ(c[2].hi[0], 2);
 }
@@ -92,12 +92,12 @@ TEST(NonlinearTest, SinCosFloor) {
 TEST(NonlinearTest, Quotient) {
   Model m = build("<float[1] c = {-3}>\n{ q = Div(x, z)\n r = Div(c, z) }",
                   "float[1] x, float[1] z", "float[1] q, float[1] r");
-  auto a = run(m, box({1, 2}, {2, 4}), Method::kCrown, true);
+  auto a = run_all(m, box({1, 2}, {2, 4}), Method::kCrown, true);
   EXPECT_DOUBLE_EQ(a[0].lo[0], 0.25);
   EXPECT_DOUBLE_EQ(a[0].hi[0], 1);
   EXPECT_DOUBLE_EQ(a[1].lo[0], -1.5);
   EXPECT_DOUBLE_EQ(a[1].hi[0], -0.75);
-  auto b = run(m, box({1, -1}, {2, 1}), Method::kIbp, false);
+  auto b = run_all(m, box({1, -1}, {2, 1}), Method::kIbp, false);
   for (const Interval& y : b) {
     EXPECT_EQ(y.lo[0], -std::numeric_limits<double>::infinity());
     EXPECT_EQ(y.hi[0], std::numeric_limits<double>::infinity());
@@ -109,10 +109,10 @@ TEST(NonlinearTest, Quotient) {
 // [-0.5, 2].
 TEST(NonlinearTest, MatMulOfTwoVariables) {
   Model m = build("{ y = MatMul(a, b) }", "float[1,2] a, float[2,1] b", "float[1,1] y");
-  auto y = run(m, box({0, 0, -1, -1}, {1, 1, 1, 1}), Method::kCrown, true);
+  auto y = run_all(m, box({0, 0, -1, -1}, {1, 1, 1, 1}), Method::kCrown, true);
   EXPECT_DOUBLE_EQ(y[0].lo[0], -2);
   EXPECT_DOUBLE_EQ(y[0].hi[0], 2);
-  y = run(m, box({1, 0, 0.5, -1}, {1, 1, 1, 1}), Method::kIbp, false);
+  y = run_all(m, box({1, 0, 0.5, -1}, {1, 1, 1, 1}), Method::kIbp, false);
   EXPECT_DOUBLE_EQ(y[0].lo[0], -0.5);
   EXPECT_DOUBLE_EQ(y[0].hi[0], 2);
 }
@@ -128,12 +128,12 @@ TEST(NonlinearTest, ProductPlanesBeatIntervals) {
       "  r = Sub(q, s) }",
       "float[1] x, float[1] z, float[1,2] a, float[2,1] b", "float[1] y, float[1,1] r");
   Interval in = box({0, 0, 0, 0, 0, 0}, {1, 1, 1, 1, 1, 1});
-  auto ibp = run(m, in, Method::kIbp, false);
+  auto ibp = run_all(m, in, Method::kIbp, false);
   EXPECT_DOUBLE_EQ(ibp[0].lo[0], -1);
   EXPECT_DOUBLE_EQ(ibp[0].hi[0], 1);
   EXPECT_DOUBLE_EQ(ibp[1].hi[0], 2);
   for (Method method : {Method::kCrown, Method::kAlpha}) {
-    auto y = run(m, in, method, false);
+    auto y = run_all(m, in, method, false);
     EXPECT_NEAR(y[0].lo[0], -1, 1e-9);
     EXPECT_NEAR(y[0].hi[0], 0, 1e-9);
     EXPECT_NEAR(y[1].lo[0], -2, 1e-9);
@@ -151,9 +151,9 @@ TEST(NonlinearTest, SineLinesBeatIntervals) {
   const double d = std::cos(1.0) - std::sin(1.0) * (std::numbers::pi / 2 - 1);
   const double half = 1 - std::sin(1.0) + d;
   EXPECT_NEAR(half, 0.218523, 1e-6);
-  auto ibp = run(m, box({-1}, {1}), Method::kIbp, false);
+  auto ibp = run_all(m, box({-1}, {1}), Method::kIbp, false);
   EXPECT_NEAR(ibp[0].hi[0], 1 + std::sin(1.0), 1e-12);
-  auto y = run(m, box({-1}, {1}), Method::kCrown, false);
+  auto y = run_all(m, box({-1}, {1}), Method::kCrown, false);
   EXPECT_NEAR(y[0].lo[0], -half, 1e-9);
   EXPECT_NEAR(y[0].hi[0], half, 1e-9);
   EXPECT_NEAR(y[1].lo[0], std::cos(1.0), 1e-9);
@@ -168,10 +168,10 @@ TEST(NonlinearTest, QuotientLinesBeatIntervals) {
       "<float[1] one = {1}, float[1] half = {0.5}>\n"
       "{ r = Div(one, z)\n h = Mul(z, half)\n y = Add(r, h) }",
       "float[1] z", "float[1] y");
-  auto ibp = run(m, box({1}, {2}), Method::kIbp, false);
+  auto ibp = run_all(m, box({1}, {2}), Method::kIbp, false);
   EXPECT_DOUBLE_EQ(ibp[0].lo[0], 1);
   EXPECT_DOUBLE_EQ(ibp[0].hi[0], 2);
-  auto y = run(m, box({1}, {2}), Method::kCrown, false);
+  auto y = run_all(m, box({1}, {2}), Method::kCrown, false);
   EXPECT_NEAR(y[0].lo[0], 25.0 / 18, 1e-9);
   EXPECT_NEAR(y[0].hi[0], 1.5, 1e-9);
 }
@@ -186,7 +186,7 @@ TEST(NonlinearTest, Reductions) {
       " a = ReduceMean<keepdims = 0>(x) }",
       "float[2,3] x", "float[2] s, float[2,1] m, float[] a");
   for (Method method : {Method::kIbp, Method::kCrown}) {
-    auto y = run(m, box({1, 1, 1, 0, 0, 0}, {2, 2, 2, 3, 3, 3}), method, false);
+    auto y = run_all(m, box({1, 1, 1, 0, 0, 0}, {2, 2, 2, 3, 3, 3}), method, false);
     ASSERT_EQ(y.size(), 3u);
     EXPECT_NEAR(y[0].lo[0], 3, 1e-12);
     EXPECT_NEAR(y[0].hi[0], 6, 1e-12);
@@ -205,19 +205,19 @@ TEST(NonlinearTest, Reductions) {
 TEST(CompareTest, Cast) {
   Model m = build("{ i = Cast<to = 7>(x)\n f = Cast<to = 1>(x)\n b = Cast<to = 9>(x) }",
                   "float[1] x", "int64[1] i, float[1] f, bool[1] b");
-  auto y = run(m, box({-1.5}, {2.7}), Method::kIbp, false);
+  auto y = run_all(m, box({-1.5}, {2.7}), Method::kIbp, false);
   EXPECT_DOUBLE_EQ(y[0].lo[0], -1);
   EXPECT_DOUBLE_EQ(y[0].hi[0], 2);
   EXPECT_DOUBLE_EQ(y[1].lo[0], -1.5);
   EXPECT_DOUBLE_EQ(y[1].hi[0], 2.7);
   EXPECT_DOUBLE_EQ(y[2].lo[0], 0);
   EXPECT_DOUBLE_EQ(y[2].hi[0], 1);
-  y = run(m, box({-1.5}, {2.7}), Method::kCrown, false);
+  y = run_all(m, box({-1.5}, {2.7}), Method::kCrown, false);
   EXPECT_NEAR(y[0].lo[0], -2.5, 1e-12);
   EXPECT_NEAR(y[0].hi[0], 3.7, 1e-12);
   EXPECT_NEAR(y[1].lo[0], -1.5, 1e-12);
   EXPECT_NEAR(y[1].hi[0], 2.7, 1e-12);
-  y = run(m, box({0.5}, {2}), Method::kCrown, true);
+  y = run_all(m, box({0.5}, {2}), Method::kCrown, true);
   EXPECT_DOUBLE_EQ(y[0].lo[0], 0);
   EXPECT_DOUBLE_EQ(y[0].hi[0], 2);
   EXPECT_DOUBLE_EQ(y[2].lo[0], 1);
@@ -240,18 +240,18 @@ TEST(CompareTest, ClipAndMinWithConstant) {
       "{ c = Clip(x, zero, six)\n h = Mul(x, half)\n z = Add(c, h)\n"
       " d = Clip(x, zero, two)\n w = Add(d, h)\n n = Min(x, one)\n v = Add(n, h) }",
       "float[1] x", "float[1] z, float[1] w, float[1] v");
-  auto a = run(m, box({-2}, {4}), Method::kIbp, false);
+  auto a = run_all(m, box({-2}, {4}), Method::kIbp, false);
   EXPECT_NEAR(a[0].lo[0], -2, 1e-12);
   EXPECT_NEAR(a[0].hi[0], 5, 1e-12);
-  a = run(m, box({-2}, {4}), Method::kCrown, false);
+  a = run_all(m, box({-2}, {4}), Method::kCrown, false);
   EXPECT_NEAR(a[0].lo[0], -1, 1e-12);
   EXPECT_NEAR(a[0].hi[0], 2, 1e-12);
-  auto b = run(m, box({-1}, {3}), Method::kIbp, false);
+  auto b = run_all(m, box({-1}, {3}), Method::kIbp, false);
   EXPECT_NEAR(b[1].lo[0], -1.5, 1e-12);
   EXPECT_NEAR(b[1].hi[0], 2.5, 1e-12);
   EXPECT_NEAR(b[2].lo[0], -2.5, 1e-12);
   EXPECT_NEAR(b[2].hi[0], 1.5, 1e-12);
-  b = run(m, box({-1}, {3}), Method::kCrown, false);
+  b = run_all(m, box({-1}, {3}), Method::kCrown, false);
   EXPECT_NEAR(b[1].lo[0], 0, 1e-12);
   EXPECT_NEAR(b[1].hi[0], 1, 1e-12);
   EXPECT_NEAR(b[2].lo[0], -0.5, 1e-12);
@@ -269,7 +269,7 @@ TEST(CompareTest, MinMaxEqualArgMax) {
       "float[1] x, float[1] z, float[1] w, float[3] t",
       "float[1] mx, float[1] mn, bool[1] e, bool[1] f, int64[] a");
   for (Method method : {Method::kIbp, Method::kCrown}) {
-    auto y = run(m, box({-1, 0, 3, 0, 2, 2.5}, {2, 1, 4, 1, 3, 4}), method, false);
+    auto y = run_all(m, box({-1, 0, 3, 0, 2, 2.5}, {2, 1, 4, 1, 3, 4}), method, false);
     ASSERT_EQ(y.size(), 5u);
     EXPECT_DOUBLE_EQ(y[0].lo[0], 0);
     EXPECT_DOUBLE_EQ(y[0].hi[0], 2);
@@ -282,7 +282,7 @@ TEST(CompareTest, MinMaxEqualArgMax) {
     EXPECT_DOUBLE_EQ(y[4].lo[0], 1);
     EXPECT_DOUBLE_EQ(y[4].hi[0], 2);
   }
-  auto y = run(m, box({-1, 0, 3, 0, 2, 3.5}, {2, 1, 4, 1, 3, 4}), Method::kIbp, false);
+  auto y = run_all(m, box({-1, 0, 3, 0, 2, 3.5}, {2, 1, 4, 1, 3, 4}), Method::kIbp, false);
   EXPECT_DOUBLE_EQ(y[4].lo[0], 2);
   EXPECT_DOUBLE_EQ(y[4].hi[0], 2);
 }
@@ -304,10 +304,10 @@ TEST(NonlinearTest, MaxPoolLinesByHand) {
   };
   for (Case c : {Case{1, 3, 0, 1}, Case{3, 4, 0, 0}, Case{1, 1.5, 0, 1}}) {
     Interval in = box({c.x0_lo, -1, 0, -2}, {c.x0_hi, 2, 0.5, 0});
-    auto ibp = run(m, in, Method::kIbp, false);
+    auto ibp = run_all(m, in, Method::kIbp, false);
     EXPECT_LT(ibp[0].lo[0], c.lo - 0.4);
     for (Method method : {Method::kCrown, Method::kAlpha}) {
-      auto y = run(m, in, method, false);
+      auto y = run_all(m, in, method, false);
       EXPECT_NEAR(y[0].lo[0], c.lo, 1e-9) << c.x0_lo;
       EXPECT_NEAR(y[0].hi[0], c.hi, 1e-9) << c.x0_lo;
     }
@@ -325,7 +325,7 @@ TEST(NonlinearTest, TunedTangentsStaySoundAndTighten) {
       "  t = Tanh(g)\n y = MatMul(t, w3) }",
       "float[1, 2] x", "float[1, 2] y");
   Interval in = box({-1, -0.5}, {1, 1});
-  auto crown = run(m, in, Method::kCrown, false);
+  auto crown = run_all(m, in, Method::kCrown, false);
   Options o;
   o.method = Method::kAlpha;
   o.intersect_ibp = false;

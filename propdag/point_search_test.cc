@@ -6,10 +6,12 @@
 #include <optional>
 #include <string>
 
+#include "propdag/test_util.h"
+
 namespace propdag::internal {
 namespace {
 
-Interval unit_box(int n) { return {Vec::Zero(n), Vec::Ones(n)}; }
+using test::unit_box;
 
 // Counterexamples only on one edge of a 5-dimensional box (x0 at its least value and x1 at its
 // greatest), and the same violation everywhere else: uniform points hit the edge with

@@ -121,4 +121,7 @@ inline Interval box(std::vector<double> lo, std::vector<double> hi) {
   return {Eigen::Map<Vec>(lo.data(), lo.size()), Eigen::Map<Vec>(hi.data(), hi.size())};
 }
 
+/// The box [0, 1]^n.
+inline Interval unit_box(int n) { return {Vec::Zero(n), Vec::Ones(n)}; }
+
 }  // namespace propdag::test

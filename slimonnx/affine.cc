@@ -13,10 +13,6 @@ using common::Dims;
 using common::Node;
 using common::Tensor;
 
-bool is_float_type(common::DType t) {
-  return t == common::DType::kFloat || t == common::DType::kDouble;
-}
-
 // The data input (non-constant) and constant slot of a binary node, with shapes checked:
 // the data input keeps the output's shape and the constant broadcasts to it.
 struct Binary {
@@ -29,10 +25,12 @@ std::optional<Binary> split_binary(const Editor& ed, const Node& n) {
   for (size_t slot : {size_t{1}, size_t{0}}) {
     const Tensor* t = ed.initializer(n.inputs[slot]);
     const std::string& data = n.inputs[1 - slot];
-    if (t == nullptr || !is_float_type(t->dtype) || ed.initializer(data) != nullptr) continue;
+    if (t == nullptr || !common::is_float_or_double(t->dtype) || ed.initializer(data) != nullptr)
+      continue;
     const Dims* dims = ed.shape(data);
     const Dims* out = ed.shape(n.outputs[0]);
-    if (dims == nullptr || out == nullptr || *dims != *out || !is_float_type(ed.dtype(data))) {
+    if (dims == nullptr || out == nullptr || *dims != *out ||
+        !common::is_float_or_double(ed.dtype(data))) {
       return std::nullopt;
     }
     std::optional<std::vector<double>> c = expand_to(*t, *dims);
@@ -99,7 +97,7 @@ std::optional<Affine> div_affine(const Editor& ed, const Node& n) {
 // Neg(X) -> X * -1 + 0
 std::optional<Affine> neg_affine(const Editor& ed, const Node& n) {
   const Dims* dims = n.inputs.size() == 1 ? ed.shape(n.inputs[0]) : nullptr;
-  if (dims == nullptr || !is_float_type(ed.dtype(n.inputs[0]))) return std::nullopt;
+  if (dims == nullptr || !common::is_float_or_double(ed.dtype(n.inputs[0]))) return std::nullopt;
   const int64_t size = common::num_elements(*dims);
   return Affine{n.inputs[0], *dims, std::vector<double>(size, -1.0),
                 std::vector<double>(size, 0.0)};
@@ -112,7 +110,7 @@ std::optional<Affine> batchnorm_affine(const Editor& ed, const Node& n) {
     if (!n.outputs[k].empty() && !ed.unused(n.outputs[k])) return std::nullopt;
   }
   const Dims* dims = ed.shape(n.inputs[0]);
-  if (dims == nullptr || dims->size() < 2 || !is_float_type(ed.dtype(n.inputs[0]))) {
+  if (dims == nullptr || dims->size() < 2 || !common::is_float_or_double(ed.dtype(n.inputs[0]))) {
     return std::nullopt;
   }
   std::vector<std::vector<double>> p;

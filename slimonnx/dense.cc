@@ -14,13 +14,9 @@ using common::Dims;
 using common::Node;
 using common::Tensor;
 
-bool is_float_type(common::DType t) {
-  return t == common::DType::kFloat || t == common::DType::kDouble;
-}
-
 // A constant 2-D float matrix as the layer's weights (k x n, transposed when `transpose`).
 bool set_matrix(DenseLayer& d, const Tensor* t, bool transpose) {
-  if (t == nullptr || !is_float_type(t->dtype) || t->dims.size() != 2) return false;
+  if (t == nullptr || !common::is_float_or_double(t->dtype) || t->dims.size() != 2) return false;
   if (t->numel() < 0 ||
       static_cast<size_t>(t->numel()) * common::dtype_size(t->dtype) != t->raw.size())
     return false;
@@ -46,7 +42,7 @@ std::unique_ptr<DenseLayer> matmul_dense(const Editor& ed, const Node& n) {
 std::optional<std::vector<double>> gemm_bias(const Editor& ed, const Node& n, int64_t rows,
                                              int64_t cols) {
   const Tensor* c = ed.initializer(n.inputs[2]);
-  if (c == nullptr || !is_float_type(c->dtype)) return std::nullopt;
+  if (c == nullptr || !common::is_float_or_double(c->dtype)) return std::nullopt;
   std::optional<std::vector<double>> full = expand_to(*c, {rows, cols});
   if (!full) return std::nullopt;
   const std::vector<double> zeros(full->size(), 0.0);
@@ -91,7 +87,7 @@ std::unique_ptr<DenseLayer> as_dense(const Editor& ed, const Node& n) {
   auto it = dense_readers().find(n.op_type);
   if (it == dense_readers().end()) return nullptr;
   std::unique_ptr<DenseLayer> d = it->second(ed, n);
-  if (d && (!is_float_type(d->dtype) || ed.dtype(d->x()) != d->dtype)) return nullptr;
+  if (d && (!common::is_float_or_double(d->dtype) || ed.dtype(d->x()) != d->dtype)) return nullptr;
   return d;
 }
 
@@ -149,7 +145,7 @@ void fill_weights(const DenseLayer& d, std::span<T> out) {
 }  // namespace
 
 Tensor DenseLayer::weight_tensor() const {
-  if (!is_float_type(dtype)) {
+  if (!common::is_float_or_double(dtype)) {
     std::vector<double> w(k * n);
     for (int64_t r = 0; r < k; ++r) {
       for (int64_t c = 0; c < n; ++c) w[r * n + c] = weight(r, c);
