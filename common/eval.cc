@@ -10,11 +10,9 @@
 namespace common {
 namespace eval {
 
-namespace {
-
-const Registry& registry() {
-  static const Registry r = [] {
-    Registry reg;
+const KernelRegistry& registry() {
+  static const KernelRegistry r = [] {
+    KernelRegistry reg;
     register_cast(reg);
     register_elementwise(reg);
     register_math(reg);
@@ -30,21 +28,23 @@ const Registry& registry() {
   return r;
 }
 
+namespace {
+
 bool is_half(DType t) { return t == DType::kFloat16 || t == DType::kBFloat16; }
 
 /// Checks that every present input holds exactly numel * element-size bytes.
 Status check_inputs(const Ctx& c) {
-  for (size_t i = 0; i < c.inputs.size(); ++i) {
-    const Tensor* t = c.inputs[i];
+  for (size_t i = 0; i < c.inputs().size(); ++i) {
+    const Tensor* t = c.inputs()[i];
     if (t == nullptr) continue;
     int64_t n = t->numel();
-    if (n < 0) return c.err("input " + std::to_string(i) + " has a negative or huge shape");
+    if (n < 0) return c.error("input " + std::to_string(i) + " has a negative or huge shape");
     if (t->dtype == DType::kString || t->dtype == DType::kUndefined)
-      return c.err("input " + std::to_string(i) + " has unsupported element type " +
-                   std::string(dtype_name(t->dtype)));
+      return c.error("input " + std::to_string(i) + " has unsupported element type " +
+                     std::string(dtype_name(t->dtype)));
     if (static_cast<int64_t>(t->raw.size()) != n * dtype_size(t->dtype))
-      return c.err("input " + std::to_string(i) + " holds " + std::to_string(t->raw.size()) +
-                   " bytes for shape " + dims_str(t->dims));
+      return c.error("input " + std::to_string(i) + " holds " + std::to_string(t->raw.size()) +
+                     " bytes for shape " + dims_str(t->dims));
   }
   return {};
 }
@@ -53,9 +53,9 @@ Status check_inputs(const Ctx& c) {
 Result<Outputs> run_half_via_float(const Ctx& c, Kernel fn) {
   DType half = DType::kUndefined;
   std::vector<Tensor> widened;
-  widened.reserve(c.inputs.size());
+  widened.reserve(c.inputs().size());
   std::vector<const Tensor*> ptrs;
-  for (const Tensor* t : c.inputs) {
+  for (const Tensor* t : c.inputs()) {
     if (t == nullptr || !is_half(t->dtype)) {
       ptrs.push_back(t);
       continue;
@@ -66,7 +66,7 @@ Result<Outputs> run_half_via_float(const Ctx& c, Kernel fn) {
     ptrs.push_back(&widened.back());
   }
   if (half == DType::kUndefined) return fn(c);
-  Ctx wide{c.graph, c.node, ptrs, c.opset};
+  Ctx wide{c.graph(), c.node(), ptrs, c.opset()};
   ASSIGN_OR_RETURN(Outputs outs, fn(wide));
   for (Tensor& t : outs) {
     if (t.dtype != DType::kFloat) continue;
@@ -79,7 +79,7 @@ Result<Outputs> run_half_via_float(const Ctx& c, Kernel fn) {
 
 Result<const Tensor*> Ctx::need(size_t i) const {
   if (const Tensor* t = in(i)) return t;
-  return err("input " + std::to_string(i) + " is required");
+  return error("input " + std::to_string(i) + " is required");
 }
 
 Dims strides_of(const Dims& dims) {
@@ -143,14 +143,14 @@ std::vector<int64_t> ints_of(const Tensor& t) {
 
 Result<std::optional<std::vector<int64_t>>> ints_input_or_attr(const Ctx& c, size_t index,
                                                                std::string_view attr) {
-  return c.at(common::ints_input_or_attr(c.node, index, c.in(index), attr, attr));
+  return c.at(common::ints_input_or_attr(c.node(), index, c.in(index), attr, attr));
 }
 
 Result<Dims> broadcast_all(const Ctx& c, const std::vector<const Tensor*>& ts) {
   Dims out;
   for (const Tensor* t : ts) {
     auto b = broadcast_shapes(out, t->dims);
-    if (!b) return c.err("cannot broadcast " + dims_str(out) + " with " + dims_str(t->dims));
+    if (!b) return c.error("cannot broadcast " + dims_str(out) + " with " + dims_str(t->dims));
     out = *b;
   }
   RETURN_IF_ERROR(check_size(c, out));
@@ -160,7 +160,7 @@ Result<Dims> broadcast_all(const Ctx& c, const std::vector<const Tensor*>& ts) {
 Status check_size(const Ctx& c, const Dims& dims) {
   int64_t n = num_elements(dims);
   if (n < 0 || n > kMaxElements)
-    return c.err("output shape " + dims_str(dims) + " is invalid or too large to evaluate");
+    return c.error("output shape " + dims_str(dims) + " is invalid or too large to evaluate");
   return {};
 }
 
@@ -174,10 +174,7 @@ Tensor make_tensor(DType dtype, Dims dims) {
 
 }  // namespace eval
 
-bool can_evaluate(std::string_view op_type) {
-  const auto& r = eval::registry();
-  return r.find(op_type) != r.end();
-}
+bool can_evaluate(std::string_view op_type) { return eval::registry().contains(op_type); }
 
 Result<std::vector<Tensor>> evaluate(const Graph& graph, const Node& node,
                                      const std::vector<const Tensor*>& inputs) {
@@ -185,16 +182,15 @@ Result<std::vector<Tensor>> evaluate(const Graph& graph, const Node& node,
   if (opset == 0) opset = 21;  // no import recorded: assume the newest forms
   eval::Ctx c{graph, node, inputs, opset};
   if (!node.domain.empty() && node.domain != "ai.onnx")
-    return c.err("no constant kernel for domain '" + node.domain + "'");
-  const auto& r = eval::registry();
-  auto it = r.find(node.op_type);
-  if (it == r.end()) return c.err("no constant kernel for op " + node.op_type);
+    return c.error("no constant kernel for domain '" + node.domain + "'");
+  const eval::KernelInfo* kernel = eval::registry().find(node.op_type);
+  if (kernel == nullptr) return c.error("no constant kernel for op " + node.op_type);
   RETURN_IF_ERROR(eval::check_inputs(c));
   try {
-    if (it->second.half_via_float) return eval::run_half_via_float(c, it->second.fn);
-    return it->second.fn(c);
+    if (kernel->half_via_float) return eval::run_half_via_float(c, kernel->fn);
+    return kernel->fn(c);
   } catch (const std::exception& e) {
-    return c.err(std::string("evaluation failed: ") + e.what());
+    return c.error(std::string("evaluation failed: ") + e.what());
   }
 }
 

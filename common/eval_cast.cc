@@ -87,8 +87,8 @@ D convert(S s) {
 
 Result<Outputs> cast_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
-  int64_t to = c.node.attr_int("to", 0);
-  if (!is_known_dtype(static_cast<int32_t>(to))) return c.err("unknown 'to' type");
+  int64_t to = c.node().attr_int("to", 0);
+  if (!is_known_dtype(static_cast<int32_t>(to))) return c.error("unknown 'to' type");
   ASSIGN_OR_RETURN(Tensor y, cast_tensor(c, *x, static_cast<DType>(to)));
   return Outputs{std::move(y)};
 }
@@ -119,9 +119,9 @@ Result<Tensor> cast_tensor(const Ctx& c, const Tensor& t, DType to) {
   return out;
 }
 
-void register_cast(Registry& r) {
-  r["Cast"] = {cast_kernel, false};
-  r["CastLike"] = {cast_like_kernel, false};
+void register_cast(KernelRegistry& r) {
+  r.add("Cast", {cast_kernel, false});
+  r.add("CastLike", {cast_like_kernel, false});
 }
 
 }  // namespace common::eval

@@ -18,13 +18,13 @@ struct Window {
 /// The node's window (common::read_window) over spatial input sizes `in`, with `kernel` the
 /// weight's or kernel_shape's: explicit pads and output sizes per dim.
 Result<Window> plan_window(const Ctx& c, const Dims& in, const Dims& kernel) {
-  Result<common::Window> read = read_window(c.node, in.size(), kernel);
-  if (!read.ok()) return c.err(read.error().message);
-  if (read->kernel != kernel) return c.err("kernel_shape does not match the weight");
+  Result<common::Window> read = read_window(c.node(), in.size(), kernel);
+  if (!read.ok()) return c.error(read.error().message);
+  if (read->kernel != kernel) return c.error("kernel_shape does not match the weight");
   Window w{in, kernel, read->strides, read->dilations, {}, {}, {}};
   for (size_t d = 0; d < in.size(); ++d) {
     Result<common::WindowDim> dim = window_dim(*read, d, in[d]);
-    if (!dim.ok()) return c.err(dim.error().message);
+    if (!dim.ok()) return c.error(dim.error().message);
     w.pad_begin.push_back(dim->pad_begin);
     w.pad_end.push_back(dim->pad_end);
     w.out.push_back(dim->out);
@@ -57,16 +57,16 @@ Result<std::pair<const Tensor*, const Tensor*>> conv_operands(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
   ASSIGN_OR_RETURN(const Tensor* wt, c.need(1));
   if (x->dims.size() < 3 || wt->dims.size() != x->dims.size() || x->dtype != wt->dtype)
-    return c.err("X and W must have the same type and rank >= 3");
+    return c.error("X and W must have the same type and rank >= 3");
   return std::pair{x, wt};
 }
 
 Result<Outputs> conv_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(auto operands, conv_operands(c));
   const Tensor *x = operands.first, *wt = operands.second, *bias = c.in(2);
-  int64_t n = x->dims[0], ch = x->dims[1], m = wt->dims[0], group = c.node.attr_int("group", 1);
+  int64_t n = x->dims[0], ch = x->dims[1], m = wt->dims[0], group = c.node().attr_int("group", 1);
   if (group <= 0 || ch % group != 0 || m % group != 0 || wt->dims[1] != ch / group)
-    return c.err("channels do not match group " + std::to_string(group));
+    return c.error("channels do not match group " + std::to_string(group));
   Dims in(x->dims.begin() + 2, x->dims.end()), kernel(wt->dims.begin() + 2, wt->dims.end());
   ASSIGN_OR_RETURN(Window w, plan_window(c, in, kernel));
   Dims dims{n, m};
@@ -107,14 +107,14 @@ Result<Outputs> conv_kernel(const Ctx& c) {
 /// asks for in * stride) the total padding is derived and split as the ONNX spec says.
 Result<Window> plan_transpose(const Ctx& c, const Dims& in, const Dims& kernel) {
   size_t k = in.size();
-  Result<common::Window> read = read_window(c.node, k, kernel);
-  if (!read.ok()) return c.err(read.error().message);
-  if (read->kernel != kernel) return c.err("kernel_shape does not match the weight");
+  Result<common::Window> read = read_window(c.node(), k, kernel);
+  if (!read.ok()) return c.error(read.error().message);
+  if (read->kernel != kernel) return c.error("kernel_shape does not match the weight");
   Window w{in, kernel, read->strides, read->dilations, read->pad_begin, read->pad_end, Dims(k)};
-  Dims out_pad = c.node.attr_ints("output_padding", Dims(k, 0));
-  Dims out_shape = c.node.attr_ints("output_shape");
+  Dims out_pad = c.node().attr_ints("output_padding", Dims(k, 0));
+  Dims out_shape = c.node().attr_ints("output_shape");
   if (out_pad.size() != k || (!out_shape.empty() && out_shape.size() != k))
-    return c.err("output_padding or output_shape do not match the spatial rank");
+    return c.error("output_padding or output_shape do not match the spatial rank");
   const std::string& auto_pad = read->auto_pad;
   bool same = read->same();
   for (size_t d = 0; d < k; ++d) {
@@ -136,8 +136,8 @@ Result<Window> plan_transpose(const Ctx& c, const Dims& in, const Dims& kernel) 
 Result<Outputs> conv_transpose_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(auto operands, conv_operands(c));
   const Tensor *x = operands.first, *wt = operands.second, *bias = c.in(2);
-  int64_t n = x->dims[0], ch = x->dims[1], group = c.node.attr_int("group", 1);
-  if (group <= 0 || ch % group != 0 || wt->dims[0] != ch) return c.err("W does not match X");
+  int64_t n = x->dims[0], ch = x->dims[1], group = c.node().attr_int("group", 1);
+  if (group <= 0 || ch % group != 0 || wt->dims[0] != ch) return c.error("W does not match X");
   int64_t mg = wt->dims[1], m = mg * group, cg = ch / group;
   Dims in(x->dims.begin() + 2, x->dims.end()), kernel(wt->dims.begin() + 2, wt->dims.end());
   ASSIGN_OR_RETURN(Window w, plan_transpose(c, in, kernel));
@@ -200,12 +200,12 @@ int64_t to_column_major(int64_t offset, const Dims& dims) {
 template <bool kMax>
 Result<Outputs> pool_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
-  if (x->dims.size() < 3) return c.err("input must have rank >= 3");
-  Dims kernel = c.node.attr_ints("kernel_shape");
+  if (x->dims.size() < 3) return c.error("input must have rank >= 3");
+  Dims kernel = c.node().attr_ints("kernel_shape");
   Dims in(x->dims.begin() + 2, x->dims.end());
-  if (kernel.size() != in.size()) return c.err("kernel_shape does not match the spatial rank");
-  bool include_pad = c.node.attr_int("count_include_pad", 0) != 0;
-  bool column_major = c.node.attr_int("storage_order", 0) != 0;
+  if (kernel.size() != in.size()) return c.error("kernel_shape does not match the spatial rank");
+  bool include_pad = c.node().attr_int("count_include_pad", 0) != 0;
+  bool column_major = c.node().attr_int("storage_order", 0) != 0;
   ASSIGN_OR_RETURN(Window w, plan_window(c, in, kernel));
   Dims dims{x->dims[0], x->dims[1]};
   dims.insert(dims.end(), w.out.begin(), w.out.end());
@@ -247,14 +247,14 @@ Result<Outputs> col2im_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* image_in, c.need(1));
   ASSIGN_OR_RETURN(const Tensor* block_in, c.need(2));
   const Dims image = ints_of(*image_in), block = ints_of(*block_in);
-  Result<common::Window> w = read_window(c.node, image.size(), block);
-  if (!w.ok()) return c.err(w.error().message);
+  Result<common::Window> w = read_window(c.node(), image.size(), block);
+  if (!w.ok()) return c.error(w.error().message);
   int64_t blocks = 0;
   Result<std::vector<int64_t>> offsets = col2im_offsets(*w, image, &blocks);
-  if (!offsets.ok()) return c.err(offsets.error().message);
+  if (!offsets.ok()) return c.error(offsets.error().message);
   const int64_t kernel = static_cast<int64_t>(offsets->size()) / std::max<int64_t>(blocks, 1);
   if (x->dims.size() != 3 || kernel == 0 || x->dims[1] % kernel != 0 || x->dims[2] != blocks)
-    return c.err("input must be [N, C * prod(block_shape), number of blocks]");
+    return c.error("input must be [N, C * prod(block_shape), number of blocks]");
   const int64_t n = x->dims[0], ch = x->dims[1] / kernel, plane = num_elements(image);
   Dims dims = {n, ch};
   dims.insert(dims.end(), image.begin(), image.end());
@@ -278,12 +278,12 @@ Result<Outputs> col2im_kernel(const Ctx& c) {
 
 }  // namespace
 
-void register_conv(Registry& r) {
-  r["Col2Im"] = {col2im_kernel, true};
-  r["Conv"] = {conv_kernel, true};
-  r["ConvTranspose"] = {conv_transpose_kernel, true};
-  r["MaxPool"] = {pool_kernel<true>, true};
-  r["AveragePool"] = {pool_kernel<false>, true};
+void register_conv(KernelRegistry& r) {
+  r.add("Col2Im", {col2im_kernel, true});
+  r.add("Conv", {conv_kernel, true});
+  r.add("ConvTranspose", {conv_transpose_kernel, true});
+  r.add("MaxPool", {pool_kernel<true>, true});
+  r.add("AveragePool", {pool_kernel<false>, true});
 }
 
 }  // namespace common::eval

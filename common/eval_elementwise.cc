@@ -101,8 +101,8 @@ Result<std::pair<const Tensor*, const Tensor*>> two_same_type(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* a, c.need(0));
   ASSIGN_OR_RETURN(const Tensor* b, c.need(1));
   if (a->dtype != b->dtype)
-    return c.err("input types differ: " + std::string(dtype_name(a->dtype)) + " and " +
-                 std::string(dtype_name(b->dtype)));
+    return c.error("input types differ: " + std::string(dtype_name(a->dtype)) + " and " +
+                   std::string(dtype_name(b->dtype)));
   return std::make_pair(a, b);
 }
 
@@ -115,7 +115,7 @@ Result<Outputs> arith(const Ctx& c) {
   if constexpr (std::is_same_v<Op, DivOp>) {
     if (is_integer(b->dtype) || b->dtype == DType::kBool)  // bool divides as uint8
       for (int64_t i = 0; i < b->numel(); ++i)
-        if (scalar_int(*b, i) == 0) return c.err("integer division by zero");
+        if (scalar_int(*b, i) == 0) return c.error("integer division by zero");
   }
   return visit_numeric(c, a->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
     return Outputs{binary_map<T, T>(*a, *b, dims, a->dtype, Op{})};
@@ -127,11 +127,11 @@ Result<Outputs> mod_kernel(const Ctx& c) {
   const Tensor* a = ab.first;
   const Tensor* b = ab.second;
   ASSIGN_OR_RETURN(Dims dims, broadcast_all(c, {a, b}));
-  bool c_style = c.node.attr_int("fmod", 0) != 0;
-  if (!c_style && is_floating(a->dtype)) return c.err("fmod must be 1 for floating-point inputs");
+  bool c_style = c.node().attr_int("fmod", 0) != 0;
+  if (!c_style && is_floating(a->dtype)) return c.error("fmod must be 1 for floating-point inputs");
   if (is_integer(b->dtype))
     for (int64_t i = 0; i < b->numel(); ++i)
-      if (scalar_int(*b, i) == 0) return c.err("integer modulo by zero");
+      if (scalar_int(*b, i) == 0) return c.error("integer modulo by zero");
   return visit_numeric(c, a->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
     return Outputs{binary_map<T, T>(*a, *b, dims, a->dtype,
                                     [&](T x, T y) { return mod_value(x, y, c_style); })};
@@ -172,21 +172,21 @@ Result<Outputs> bitwise(const Ctx& c, bool bool_only, F f) {
   ASSIGN_OR_RETURN(auto ab, two_same_type(c));
   const Tensor* a = ab.first;
   const Tensor* b = ab.second;
-  if (bool_only && a->dtype != DType::kBool) return c.err("expected bool inputs");
-  if (!bool_only && !is_integer(a->dtype)) return c.err("expected integer inputs");
+  if (bool_only && a->dtype != DType::kBool) return c.error("expected bool inputs");
+  if (!bool_only && !is_integer(a->dtype)) return c.error("expected integer inputs");
   ASSIGN_OR_RETURN(Dims dims, broadcast_all(c, {a, b}));
   return visit_numeric(c, a->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
     if constexpr (std::is_integral_v<T>) {
       return Outputs{
           binary_map<T, T>(*a, *b, dims, a->dtype, [&](T x, T y) { return T(f(x, y)); })};
     } else {
-      return c.err("expected integer inputs");
+      return c.error("expected integer inputs");
     }
   });
 }
 
 Result<Outputs> bitshift_kernel(const Ctx& c) {
-  bool left = c.node.attr_string("direction", "") == "LEFT";
+  bool left = c.node().attr_string("direction", "") == "LEFT";
   return bitwise(c, false, [left](auto x, auto y) -> decltype(x) {
     if (y >= static_cast<decltype(y)>(sizeof(x) * 8)) return 0;
     return left ? static_cast<decltype(x)>(x << y) : static_cast<decltype(x)>(x >> y);
@@ -196,18 +196,18 @@ Result<Outputs> bitshift_kernel(const Ctx& c) {
 /// Max/Min/Sum/Mean: a left fold of the binary op over all inputs, with broadcasting.
 template <class Op>
 Result<Outputs> variadic(const Ctx& c, bool mean) {
-  if (c.inputs.empty() || c.in(0) == nullptr) return c.err("needs at least one input");
+  if (c.inputs().empty() || c.in(0) == nullptr) return c.error("needs at least one input");
   Tensor acc = *c.in(0);
-  for (size_t i = 1; i < c.inputs.size(); ++i) {
+  for (size_t i = 1; i < c.inputs().size(); ++i) {
     ASSIGN_OR_RETURN(const Tensor* t, c.need(i));
-    if (t->dtype != acc.dtype) return c.err("input types differ");
+    if (t->dtype != acc.dtype) return c.error("input types differ");
     ASSIGN_OR_RETURN(Dims dims, broadcast_all(c, {&acc, t}));
     ASSIGN_OR_RETURN(acc, visit_numeric(c, acc.dtype, [&]<class T>(Tag<T>) -> Result<Tensor> {
                        return binary_map<T, T>(acc, *t, dims, acc.dtype, Op{});
                      }));
   }
   if (!mean) return Outputs{std::move(acc)};
-  auto n = static_cast<double>(c.inputs.size());
+  auto n = static_cast<double>(c.inputs().size());
   RETURN_IF_ERROR(visit_floating(c, acc.dtype, [&]<class T>(Tag<T>) -> Status {
     for (T& v : acc.mutable_span<T>()) v = static_cast<T>(v / static_cast<T>(n));
     return {};
@@ -220,7 +220,7 @@ Result<Outputs> where_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* cond, c.need(0));
   ASSIGN_OR_RETURN(const Tensor* x, c.need(1));
   ASSIGN_OR_RETURN(const Tensor* y, c.need(2));
-  if (x->dtype != y->dtype) return c.err("X and Y types differ");
+  if (x->dtype != y->dtype) return c.error("X and Y types differ");
   ASSIGN_OR_RETURN(Dims dims, broadcast_all(c, {cond, x, y}));
   Tensor out = make_tensor(x->dtype, dims);
   auto mc = broadcast_map(cond->dims, dims);
@@ -241,8 +241,10 @@ Result<Outputs> clip_kernel(const Ctx& c) {
   return visit_numeric(c, x->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
     T lo = std::numeric_limits<T>::lowest();
     T hi = std::numeric_limits<T>::max();
-    if (c.opset < 11 && c.node.has_attr("min")) lo = static_cast<T>(c.node.attr_float("min", 0));
-    if (c.opset < 11 && c.node.has_attr("max")) hi = static_cast<T>(c.node.attr_float("max", 0));
+    if (c.opset() < 11 && c.node().has_attr("min"))
+      lo = static_cast<T>(c.node().attr_float("min", 0));
+    if (c.opset() < 11 && c.node().has_attr("max"))
+      hi = static_cast<T>(c.node().attr_float("max", 0));
     if (const Tensor* t = c.in(1); t && t->numel() > 0) lo = t->span<T>()[0];
     if (const Tensor* t = c.in(2); t && t->numel() > 0) hi = t->span<T>()[0];
     Tensor out = *x;
@@ -265,33 +267,35 @@ Result<Outputs> prelu_kernel(const Ctx& c) {
 
 }  // namespace
 
-void register_elementwise(Registry& r) {
-  r["Add"] = {arith<AddOp>, true};
-  r["Sub"] = {arith<SubOp>, true};
-  r["Mul"] = {arith<MulOp>, true};
-  r["Div"] = {arith<DivOp>, true};
-  r["Mod"] = {mod_kernel, true};
-  r["Pow"] = {pow_kernel, true};
-  r["Equal"] = {compare<std::equal_to<>>, true};
-  r["Less"] = {compare<std::less<>>, true};
-  r["LessOrEqual"] = {compare<std::less_equal<>>, true};
-  r["Greater"] = {compare<std::greater<>>, true};
-  r["GreaterOrEqual"] = {compare<std::greater_equal<>>, true};
-  r["And"] = {[](const Ctx& c) { return bitwise(c, true, [](auto x, auto y) { return x && y; }); }};
-  r["Or"] = {[](const Ctx& c) { return bitwise(c, true, [](auto x, auto y) { return x || y; }); }};
-  r["Xor"] = {
-      [](const Ctx& c) { return bitwise(c, true, [](auto x, auto y) { return !x != !y; }); }};
-  r["BitwiseAnd"] = {[](const Ctx& c) { return bitwise(c, false, std::bit_and<>{}); }};
-  r["BitwiseOr"] = {[](const Ctx& c) { return bitwise(c, false, std::bit_or<>{}); }};
-  r["BitwiseXor"] = {[](const Ctx& c) { return bitwise(c, false, std::bit_xor<>{}); }};
-  r["BitShift"] = {bitshift_kernel};
-  r["Max"] = {[](const Ctx& c) { return variadic<MaxOp>(c, false); }, true};
-  r["Min"] = {[](const Ctx& c) { return variadic<MinOp>(c, false); }, true};
-  r["Sum"] = {[](const Ctx& c) { return variadic<AddOp>(c, false); }, true};
-  r["Mean"] = {[](const Ctx& c) { return variadic<AddOp>(c, true); }, true};
-  r["Where"] = {where_kernel};
-  r["Clip"] = {clip_kernel, true};
-  r["PRelu"] = {prelu_kernel, true};
+void register_elementwise(KernelRegistry& r) {
+  r.add("Add", {arith<AddOp>, true});
+  r.add("Sub", {arith<SubOp>, true});
+  r.add("Mul", {arith<MulOp>, true});
+  r.add("Div", {arith<DivOp>, true});
+  r.add("Mod", {mod_kernel, true});
+  r.add("Pow", {pow_kernel, true});
+  r.add("Equal", {compare<std::equal_to<>>, true});
+  r.add("Less", {compare<std::less<>>, true});
+  r.add("LessOrEqual", {compare<std::less_equal<>>, true});
+  r.add("Greater", {compare<std::greater<>>, true});
+  r.add("GreaterOrEqual", {compare<std::greater_equal<>>, true});
+  r.add("And",
+        {[](const Ctx& c) { return bitwise(c, true, [](auto x, auto y) { return x && y; }); }});
+  r.add("Or",
+        {[](const Ctx& c) { return bitwise(c, true, [](auto x, auto y) { return x || y; }); }});
+  r.add("Xor",
+        {[](const Ctx& c) { return bitwise(c, true, [](auto x, auto y) { return !x != !y; }); }});
+  r.add("BitwiseAnd", {[](const Ctx& c) { return bitwise(c, false, std::bit_and<>{}); }});
+  r.add("BitwiseOr", {[](const Ctx& c) { return bitwise(c, false, std::bit_or<>{}); }});
+  r.add("BitwiseXor", {[](const Ctx& c) { return bitwise(c, false, std::bit_xor<>{}); }});
+  r.add("BitShift", {bitshift_kernel});
+  r.add("Max", {[](const Ctx& c) { return variadic<MaxOp>(c, false); }, true});
+  r.add("Min", {[](const Ctx& c) { return variadic<MinOp>(c, false); }, true});
+  r.add("Sum", {[](const Ctx& c) { return variadic<AddOp>(c, false); }, true});
+  r.add("Mean", {[](const Ctx& c) { return variadic<AddOp>(c, true); }, true});
+  r.add("Where", {where_kernel});
+  r.add("Clip", {clip_kernel, true});
+  r.add("PRelu", {prelu_kernel, true});
 }
 
 }  // namespace common::eval

@@ -11,8 +11,8 @@ namespace {
 /// Index of `idx` into a dim of size n after wrapping negatives, or an error.
 Result<int64_t> fix_index(const Ctx& c, int64_t idx, int64_t n) {
   if (idx < -n || idx >= n)
-    return c.err("index " + std::to_string(idx) + " is out of range for a dim of " +
-                 std::to_string(n));
+    return c.error("index " + std::to_string(idx) + " is out of range for a dim of " +
+                   std::to_string(n));
   return idx < 0 ? idx + n : idx;
 }
 
@@ -20,7 +20,7 @@ Result<Outputs> gather_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
   ASSIGN_OR_RETURN(const Tensor* ind, c.need(1));
   auto rank = static_cast<int64_t>(x->dims.size());
-  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(c.node.attr_int("axis", 0), rank)));
+  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(c.node().attr_int("axis", 0), rank)));
   Dims dims(x->dims.begin(), x->dims.begin() + axis);
   dims.insert(dims.end(), ind->dims.begin(), ind->dims.end());
   dims.insert(dims.end(), x->dims.begin() + axis + 1, x->dims.end());
@@ -48,8 +48,8 @@ Result<Outputs> gather_elements_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
   ASSIGN_OR_RETURN(const Tensor* ind, c.need(1));
   auto rank = static_cast<int64_t>(x->dims.size());
-  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(c.node.attr_int("axis", 0), rank)));
-  if (ind->dims.size() != x->dims.size()) return c.err("indices rank differs from data rank");
+  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(c.node().attr_int("axis", 0), rank)));
+  if (ind->dims.size() != x->dims.size()) return c.error("indices rank differs from data rank");
   Tensor out = make_tensor(x->dtype, ind->dims);
   size_t es = dtype_size(x->dtype);
   Dims st = strides_of(x->dims);
@@ -68,13 +68,13 @@ Result<Outputs> gather_elements_kernel(const Ctx& c) {
 Result<Outputs> gather_nd_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
   ASSIGN_OR_RETURN(const Tensor* ind, c.need(1));
-  auto b = static_cast<size_t>(c.node.attr_int("batch_dims", 0));
-  if (ind->dims.empty()) return c.err("indices must have rank >= 1");
+  auto b = static_cast<size_t>(c.node().attr_int("batch_dims", 0));
+  if (ind->dims.empty()) return c.error("indices must have rank >= 1");
   auto k = static_cast<size_t>(ind->dims.back());
   if (b >= ind->dims.size() || b + k > x->dims.size())
-    return c.err("indices last dim plus batch_dims exceeds data rank");
+    return c.error("indices last dim plus batch_dims exceeds data rank");
   for (size_t i = 0; i < b; ++i)
-    if (ind->dims[i] != x->dims[i]) return c.err("batch dims of data and indices differ");
+    if (ind->dims[i] != x->dims[i]) return c.error("batch dims of data and indices differ");
   Dims dims(ind->dims.begin(), ind->dims.end() - 1);
   dims.insert(dims.end(), x->dims.begin() + b + k, x->dims.end());
   size_t es = dtype_size(x->dtype);
@@ -106,7 +106,7 @@ Result<Outputs> slice_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(auto starts, ints_input_or_attr(c, 1, "starts"));
   ASSIGN_OR_RETURN(auto ends, ints_input_or_attr(c, 2, "ends"));
   if (!starts || !ends || starts->size() != ends->size())
-    return c.err("starts and ends must be given with equal lengths");
+    return c.error("starts and ends must be given with equal lengths");
   std::vector<int64_t> axes(starts->size());
   for (size_t i = 0; i < axes.size(); ++i) axes[i] = static_cast<int64_t>(i);
   ASSIGN_OR_RETURN(auto axes_in, ints_input_or_attr(c, 3, "axes"));
@@ -114,12 +114,12 @@ Result<Outputs> slice_kernel(const Ctx& c) {
   std::vector<int64_t> steps(starts->size(), 1);
   if (c.in(4)) steps = ints_of(*c.in(4));
   if (axes.size() != starts->size() || steps.size() != starts->size())
-    return c.err("axes and steps must match starts in length");
+    return c.error("axes and steps must match starts in length");
   ASSIGN_OR_RETURN(axes, c.at(normalize_axes(axes, rank)));
   Dims begin(rank, 0), step(rank, 1), dims = x->dims;
   for (size_t i = 0; i < axes.size(); ++i) {
     int64_t a = axes[i], n = x->dims[a], s = steps[i];
-    if (s == 0) return c.err("slice step is zero");
+    if (s == 0) return c.error("slice step is zero");
     int64_t lo = (*starts)[i], hi = (*ends)[i];
     if (lo < 0) lo += n;
     if (hi < 0) hi += n;
@@ -148,13 +148,13 @@ Result<Outputs> compress_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* cond, c.need(1));
   Tensor x = *x0;
   int64_t axis = 0;
-  if (c.node.has_attr("axis")) {
-    ASSIGN_OR_RETURN(axis, c.at(normalize_axis(c.node.attr_int("axis", 0), x.dims.size())));
+  if (c.node().has_attr("axis")) {
+    ASSIGN_OR_RETURN(axis, c.at(normalize_axis(c.node().attr_int("axis", 0), x.dims.size())));
   } else {
     x.dims = {x.numel()};
   }
   auto keep = ints_of(*cond);
-  if (static_cast<int64_t>(keep.size()) > x.dims[axis]) return c.err("condition is too long");
+  if (static_cast<int64_t>(keep.size()) > x.dims[axis]) return c.error("condition is too long");
   std::vector<int64_t> kept;
   for (size_t i = 0; i < keep.size(); ++i)
     if (keep[i]) kept.push_back(static_cast<int64_t>(i));
@@ -196,11 +196,11 @@ Result<Outputs> one_hot_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* depth_t, c.need(1));
   ASSIGN_OR_RETURN(const Tensor* values, c.need(2));
   if (depth_t->numel() != 1 || values->numel() != 2)
-    return c.err("depth must be a scalar and values a pair");
+    return c.error("depth must be a scalar and values a pair");
   const int64_t depth = saturating_int64(scalar_double(*depth_t));
-  if (depth <= 0) return c.err("depth must be positive");
+  if (depth <= 0) return c.error("depth must be positive");
   auto out_rank = static_cast<int64_t>(ind->dims.size() + 1);
-  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(c.node.attr_int("axis", -1), out_rank)));
+  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(c.node().attr_int("axis", -1), out_rank)));
   Dims dims = ind->dims;
   dims.insert(dims.begin() + axis, depth);
   RETURN_IF_ERROR(check_size(c, dims));
@@ -225,9 +225,9 @@ Result<Outputs> one_hot_kernel(const Ctx& c) {
 /// Trilu: keeps the upper (j - i >= k) or lower (j - i <= k) triangle of the last two dims.
 Result<Outputs> trilu_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
-  if (x->dims.size() < 2) return c.err("input must have rank >= 2");
+  if (x->dims.size() < 2) return c.error("input must have rank >= 2");
   int64_t k = c.in(1) ? scalar_int(*c.in(1)) : 0;
-  bool upper = c.node.attr_int("upper", 1) != 0;
+  bool upper = c.node().attr_int("upper", 1) != 0;
   int64_t rows = x->dims[x->dims.size() - 2], cols = x->dims.back();
   Tensor out = *x;
   size_t es = dtype_size(x->dtype);
@@ -246,20 +246,20 @@ Result<Outputs> center_crop_pad_kernel(const Ctx& c);
 Result<Outputs> scatter_nd_kernel(const Ctx& c);
 Result<Outputs> scatter_elements_kernel(const Ctx& c);
 
-void register_index(Registry& r) {
-  r["Gather"] = {gather_kernel};
-  r["GatherElements"] = {gather_elements_kernel};
-  r["GatherND"] = {gather_nd_kernel};
-  r["Slice"] = {slice_kernel};
-  r["Compress"] = {compress_kernel};
-  r["NonZero"] = {nonzero_kernel};
-  r["OneHot"] = {one_hot_kernel};
-  r["Trilu"] = {trilu_kernel};
-  r["Pad"] = {pad_kernel};
-  r["CenterCropPad"] = {center_crop_pad_kernel};
-  r["ScatterND"] = {scatter_nd_kernel, true};
-  r["ScatterElements"] = {scatter_elements_kernel, true};
-  r["Scatter"] = {scatter_elements_kernel, true};
+void register_index(KernelRegistry& r) {
+  r.add("Gather", {gather_kernel});
+  r.add("GatherElements", {gather_elements_kernel});
+  r.add("GatherND", {gather_nd_kernel});
+  r.add("Slice", {slice_kernel});
+  r.add("Compress", {compress_kernel});
+  r.add("NonZero", {nonzero_kernel});
+  r.add("OneHot", {one_hot_kernel});
+  r.add("Trilu", {trilu_kernel});
+  r.add("Pad", {pad_kernel});
+  r.add("CenterCropPad", {center_crop_pad_kernel});
+  r.add("ScatterND", {scatter_nd_kernel, true});
+  r.add("ScatterElements", {scatter_elements_kernel, true});
+  r.add("Scatter", {scatter_elements_kernel, true});
 }
 
 }  // namespace common::eval

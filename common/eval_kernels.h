@@ -15,7 +15,9 @@
 #include "common/error.h"
 #include "common/eval.h"
 #include "common/graph.h"
+#include "common/node_view.h"
 #include "common/op_params.h"
+#include "common/registry.h"
 #include "common/tensor.h"
 
 namespace common::eval {
@@ -23,25 +25,29 @@ namespace common::eval {
 using Outputs = std::vector<Tensor>;
 
 /// What a kernel sees: the node, its (possibly omitted) inputs and the default-domain opset.
-struct Ctx {
-  const Graph& graph;
-  const Node& node;
-  const std::vector<const Tensor*>& inputs;
-  int64_t opset;
+/// Input tensors come from `in`/`need`, not from the graph's records of the node's inputs.
+class Ctx : private NodeView {
+ public:
+  Ctx(const Graph& graph, const Node& node, const std::vector<const Tensor*>& inputs, int64_t opset)
+      : NodeView(graph, node), inputs_(inputs), opset_(opset) {}
 
+  using NodeView::at;
+  using NodeView::error;
+  using NodeView::graph;
+  using NodeView::node;
+
+  const std::vector<const Tensor*>& inputs() const { return inputs_; }
+  int64_t opset() const { return opset_; }
   /// Input i, or null when omitted.
-  const Tensor* in(size_t i) const { return i < inputs.size() ? inputs[i] : nullptr; }
+  const Tensor* in(size_t i) const { return i < inputs_.size() ? inputs_[i] : nullptr; }
   /// Input i, or an error naming it when omitted.
   Result<const Tensor*> need(size_t i) const;
-  Error err(std::string message) const { return graph.error(node, std::move(message)); }
-  /// `r` with its error, a bare message from a common/op_params.h reader, placed at this node.
-  template <class T>
-  Result<T> at(Result<T> r) const {
-    if (!r.ok()) return err(r.error().message);
-    return r;
-  }
   /// Number of outputs the node declares (at least 1).
-  size_t num_outputs() const { return node.outputs.empty() ? 1 : node.outputs.size(); }
+  size_t num_outputs() const { return node().outputs.empty() ? 1 : node().outputs.size(); }
+
+ private:
+  const std::vector<const Tensor*>& inputs_;
+  int64_t opset_;
 };
 
 using Kernel = Result<Outputs> (*)(const Ctx&);
@@ -52,19 +58,21 @@ struct KernelInfo {
   bool half_via_float = false;
 };
 
-using Registry = std::map<std::string, KernelInfo, std::less<>>;
+using KernelRegistry = common::Registry<KernelInfo>;
+/// The evaluator's kernels, registered by the family files below.
+const KernelRegistry& registry();
 
 // One registration function per family file.
-void register_cast(Registry& r);
-void register_elementwise(Registry& r);  // binary, variadic, Where, Clip
-void register_math(Registry& r);         // unary math and activations
-void register_shape(Registry& r);
-void register_index(Registry& r);
-void register_reduce(Registry& r);
-void register_linalg(Registry& r);  // MatMul, Gemm, CumSum, TopK
-void register_resize(Registry& r);  // Resize, Upsample
-void register_conv(Registry& r);    // Conv, MaxPool, AveragePool
-void register_nn(Registry& r);      // normalizations, global pools, (de)quantization
+void register_cast(KernelRegistry& r);
+void register_elementwise(KernelRegistry& r);  // binary, variadic, Where, Clip
+void register_math(KernelRegistry& r);         // unary math and activations
+void register_shape(KernelRegistry& r);
+void register_index(KernelRegistry& r);
+void register_reduce(KernelRegistry& r);
+void register_linalg(KernelRegistry& r);  // MatMul, Gemm, CumSum, TopK
+void register_resize(KernelRegistry& r);  // Resize, Upsample
+void register_conv(KernelRegistry& r);    // Conv, MaxPool, AveragePool
+void register_nn(KernelRegistry& r);      // normalizations, global pools, (de)quantization
 
 // ---- shapes and axes ----
 
@@ -139,7 +147,7 @@ auto visit_numeric(const Ctx& c, DType t, F&& f) -> decltype(f(Tag<float>{})) {
     case DType::kBool:
       return f(Tag<uint8_t>{});
     default:
-      return c.err("unsupported element type " + std::string(dtype_name(t)));
+      return c.error("unsupported element type " + std::string(dtype_name(t)));
   }
 }
 
@@ -148,7 +156,7 @@ template <class F>
 auto visit_floating(const Ctx& c, DType t, F&& f) -> decltype(f(Tag<float>{})) {
   if (t == DType::kFloat) return f(Tag<float>{});
   if (t == DType::kDouble) return f(Tag<double>{});
-  return c.err("expected a floating-point input, got " + std::string(dtype_name(t)));
+  return c.error("expected a floating-point input, got " + std::string(dtype_name(t)));
 }
 
 /// Accumulator for sums: double for floating types, the type itself for integers.

@@ -37,19 +37,19 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& perm) {
 }  // namespace
 
 Result<Outputs> concat_kernel(const Ctx& c) {
-  if (c.inputs.empty()) return c.err("needs at least one input");
+  if (c.inputs().empty()) return c.error("needs at least one input");
   ASSIGN_OR_RETURN(const Tensor* first, c.need(0));
   auto rank = static_cast<int64_t>(first->dims.size());
-  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(c.node.attr_int("axis", 0), rank)));
+  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(c.node().attr_int("axis", 0), rank)));
   Dims dims = first->dims;
   dims[axis] = 0;
-  for (size_t i = 0; i < c.inputs.size(); ++i) {
+  for (size_t i = 0; i < c.inputs().size(); ++i) {
     ASSIGN_OR_RETURN(const Tensor* t, c.need(i));
     bool same = t->dtype == first->dtype && t->dims.size() == first->dims.size();
     for (int64_t k = 0; same && k < rank; ++k) same = k == axis || t->dims[k] == first->dims[k];
     if (!same)
-      return c.err("input " + std::to_string(i) + " " + dims_str(t->dims) + " does not match " +
-                   dims_str(first->dims) + " outside axis " + std::to_string(axis));
+      return c.error("input " + std::to_string(i) + " " + dims_str(t->dims) + " does not match " +
+                     dims_str(first->dims) + " outside axis " + std::to_string(axis));
     dims[axis] += t->dims[axis];
   }
   Tensor out = make_tensor(first->dtype, dims);
@@ -57,7 +57,7 @@ Result<Outputs> concat_kernel(const Ctx& c) {
   int64_t outer = prod(dims, 0, axis);
   char* dst = out.raw.data();
   for (int64_t o = 0; o < outer; ++o) {
-    for (const Tensor* t : c.inputs) {
+    for (const Tensor* t : c.inputs()) {
       size_t chunk = prod(t->dims, axis, t->dims.size()) * es;
       std::memcpy(dst, t->raw.data() + o * chunk, chunk);
       dst += chunk;
@@ -73,15 +73,15 @@ Result<std::vector<int64_t>> split_sizes(const Ctx& c, int64_t dim) {
   if (s) {
     int64_t total = 0;
     for (int64_t v : *s) {
-      if (v < 0) return c.err("negative split size");
+      if (v < 0) return c.error("negative split size");
       total += v;
     }
-    if (total != dim) return c.err("split sizes do not add up to " + std::to_string(dim));
+    if (total != dim) return c.error("split sizes do not add up to " + std::to_string(dim));
     return *s;
   }
-  if (c.node.has_attr("num_outputs")) {
-    int64_t n = c.node.attr_int("num_outputs", 1);
-    if (n <= 0) return c.err("num_outputs must be positive");
+  if (c.node().has_attr("num_outputs")) {
+    int64_t n = c.node().attr_int("num_outputs", 1);
+    if (n <= 0) return c.error("num_outputs must be positive");
     int64_t part = (dim + n - 1) / n;
     std::vector<int64_t> sizes;
     for (int64_t left = dim; static_cast<int64_t>(sizes.size()) < n; left -= part)
@@ -90,15 +90,15 @@ Result<std::vector<int64_t>> split_sizes(const Ctx& c, int64_t dim) {
   }
   auto n = static_cast<int64_t>(c.num_outputs());
   if (dim % n != 0)
-    return c.err("cannot split " + std::to_string(dim) + " into " + std::to_string(n) +
-                 " equal parts");
+    return c.error("cannot split " + std::to_string(dim) + " into " + std::to_string(n) +
+                   " equal parts");
   return std::vector<int64_t>(n, dim / n);
 }
 
 Result<Outputs> split_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
   auto rank = static_cast<int64_t>(x->dims.size());
-  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(c.node.attr_int("axis", 0), rank)));
+  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(c.node().attr_int("axis", 0), rank)));
   ASSIGN_OR_RETURN(auto sizes, split_sizes(c, x->dims[axis]));
   size_t es = dtype_size(x->dtype);
   int64_t outer = prod(x->dims, 0, axis);
@@ -123,8 +123,8 @@ Result<Outputs> transpose_kernel(const Ctx& c) {
   auto rank = static_cast<int64_t>(x->dims.size());
   std::vector<int64_t> perm(rank);
   std::iota(perm.rbegin(), perm.rend(), 0);
-  if (c.node.has_attr("perm")) perm = c.node.attr_ints("perm");
-  if (static_cast<int64_t>(perm.size()) != rank) return c.err("perm length does not match rank");
+  if (c.node().has_attr("perm")) perm = c.node().attr_ints("perm");
+  if (static_cast<int64_t>(perm.size()) != rank) return c.error("perm length does not match rank");
   ASSIGN_OR_RETURN(perm, c.at(normalize_axes(perm, rank)));
   return Outputs{permute(*x, perm)};
 }
@@ -132,11 +132,11 @@ Result<Outputs> transpose_kernel(const Ctx& c) {
 /// DepthToSpace: [N, C, H, W] -> [N, C/(b*b), H*b, W*b]; DCR (default) or CRD channel order.
 Result<Outputs> depth_to_space_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
-  int64_t b = c.node.attr_int("blocksize", 0);
+  int64_t b = c.node().attr_int("blocksize", 0);
   if (x->dims.size() != 4 || b <= 0 || x->dims[1] % (b * b) != 0)
-    return c.err("needs a 4-D input whose channels divide by blocksize^2");
+    return c.error("needs a 4-D input whose channels divide by blocksize^2");
   int64_t n = x->dims[0], ch = x->dims[1], h = x->dims[2], w = x->dims[3];
-  bool crd = c.node.attr_string("mode", "DCR") == "CRD";
+  bool crd = c.node().attr_string("mode", "DCR") == "CRD";
   Tensor t = *x;
   if (crd) {
     t.dims = {n, ch / (b * b), b, b, h, w};
@@ -152,9 +152,9 @@ Result<Outputs> depth_to_space_kernel(const Ctx& c) {
 /// SpaceToDepth: [N, C, H, W] -> [N, C*b*b, H/b, W/b].
 Result<Outputs> space_to_depth_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
-  int64_t b = c.node.attr_int("blocksize", 0);
+  int64_t b = c.node().attr_int("blocksize", 0);
   if (x->dims.size() != 4 || b <= 0 || x->dims[2] % b != 0 || x->dims[3] % b != 0)
-    return c.err("needs a 4-D input whose spatial dims divide by blocksize");
+    return c.error("needs a 4-D input whose spatial dims divide by blocksize");
   int64_t n = x->dims[0], ch = x->dims[1], h = x->dims[2], w = x->dims[3];
   Tensor t = *x;
   t.dims = {n, ch, h / b, b, w / b, b};

@@ -18,20 +18,20 @@ using Wide = std::conditional_t<std::is_floating_point_v<T>, double,
 Result<Outputs> matmul_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* a, c.need(0));
   ASSIGN_OR_RETURN(const Tensor* b, c.need(1));
-  if (a->dtype != b->dtype) return c.err("input types differ");
-  if (a->dims.empty() || b->dims.empty()) return c.err("MatMul inputs must have rank >= 1");
+  if (a->dtype != b->dtype) return c.error("input types differ");
+  if (a->dims.empty() || b->dims.empty()) return c.error("MatMul inputs must have rank >= 1");
   Dims ad = a->dims, bd = b->dims;
   bool a_vec = ad.size() == 1, b_vec = bd.size() == 1;
   if (a_vec) ad.insert(ad.begin(), 1);
   if (b_vec) bd.push_back(1);
   int64_t n = ad[ad.size() - 2], k = ad.back(), m = bd.back();
   if (bd[bd.size() - 2] != k)
-    return c.err("cannot multiply " + dims_str(a->dims) + " by " + dims_str(b->dims));
+    return c.error("cannot multiply " + dims_str(a->dims) + " by " + dims_str(b->dims));
   Dims ab(ad.begin(), ad.end() - 2), bb(bd.begin(), bd.end() - 2);
   auto batch = broadcast_shapes(ab, bb);
   if (!batch)
-    return c.err("batch dims of " + dims_str(a->dims) + " and " + dims_str(b->dims) +
-                 " do not broadcast");
+    return c.error("batch dims of " + dims_str(a->dims) + " and " + dims_str(b->dims) +
+                   " do not broadcast");
   auto ma = broadcast_map(ab, *batch), mb = broadcast_map(bb, *batch);
   Dims dims = *batch;
   if (!a_vec) dims.push_back(n);
@@ -66,19 +66,19 @@ Result<Outputs> gemm_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* a, c.need(0));
   ASSIGN_OR_RETURN(const Tensor* b, c.need(1));
   const Tensor* cc = c.in(2);
-  if (a->dims.size() != 2 || b->dims.size() != 2) return c.err("Gemm needs 2-D A and B");
-  bool ta = c.node.attr_int("transA", 0) != 0, tb = c.node.attr_int("transB", 0) != 0;
+  if (a->dims.size() != 2 || b->dims.size() != 2) return c.error("Gemm needs 2-D A and B");
+  bool ta = c.node().attr_int("transA", 0) != 0, tb = c.node().attr_int("transB", 0) != 0;
   int64_t m = ta ? a->dims[1] : a->dims[0], k = ta ? a->dims[0] : a->dims[1];
   int64_t kb = tb ? b->dims[1] : b->dims[0], n = tb ? b->dims[0] : b->dims[1];
-  if (k != kb) return c.err("cannot multiply " + dims_str(a->dims) + " by " + dims_str(b->dims));
+  if (k != kb) return c.error("cannot multiply " + dims_str(a->dims) + " by " + dims_str(b->dims));
   Dims dims{m, n};
   std::vector<int64_t> mc;
   if (cc) {
     auto bc = broadcast_shapes(cc->dims, dims);
-    if (!bc || *bc != dims) return c.err("C " + dims_str(cc->dims) + " does not broadcast to Y");
+    if (!bc || *bc != dims) return c.error("C " + dims_str(cc->dims) + " does not broadcast to Y");
     mc = broadcast_map(cc->dims, dims);
   }
-  double alpha = c.node.attr_float("alpha", 1.0f), beta = c.node.attr_float("beta", 1.0f);
+  double alpha = c.node().attr_float("alpha", 1.0f), beta = c.node().attr_float("beta", 1.0f);
   return visit_numeric(c, a->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
     Tensor out = make_tensor(a->dtype, dims);
     auto pa = a->span<T>(), pb = b->span<T>();
@@ -115,8 +115,8 @@ Result<Outputs> cumsum_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* axis_t, c.need(1));
   auto rank = static_cast<int64_t>(x->dims.size());
   ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(scalar_int(*axis_t), rank)));
-  bool exclusive = c.node.attr_int("exclusive", 0) != 0;
-  bool reverse = c.node.attr_int("reverse", 0) != 0;
+  bool exclusive = c.node().attr_int("exclusive", 0) != 0;
+  bool reverse = c.node().attr_int("reverse", 0) != 0;
   Dims st = strides_of(x->dims);
   int64_t n = x->dims[axis], inner = st[axis];
   int64_t outer = n == 0 ? 0 : x->numel() / (n * inner);
@@ -143,12 +143,12 @@ Result<Outputs> cumsum_kernel(const Ctx& c) {
 /// TopK: the k largest (or smallest) along axis, sorted; ties keep the lower index first.
 Result<Outputs> topk_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
-  int64_t k = c.in(1) ? scalar_int(*c.in(1)) : c.node.attr_int("k", -1);
+  int64_t k = c.in(1) ? scalar_int(*c.in(1)) : c.node().attr_int("k", -1);
   auto rank = static_cast<int64_t>(x->dims.size());
-  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(c.node.attr_int("axis", -1), rank)));
-  bool largest = c.node.attr_int("largest", 1) != 0;
+  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(c.node().attr_int("axis", -1), rank)));
+  bool largest = c.node().attr_int("largest", 1) != 0;
   int64_t n = x->dims[axis];
-  if (k < 0 || k > n) return c.err("k=" + std::to_string(k) + " is out of range");
+  if (k < 0 || k > n) return c.error("k=" + std::to_string(k) + " is out of range");
   Dims dims = x->dims;
   dims[axis] = k;
   Dims st = strides_of(x->dims);
@@ -178,11 +178,11 @@ Result<Outputs> topk_kernel(const Ctx& c) {
 
 }  // namespace
 
-void register_linalg(Registry& r) {
-  r["MatMul"] = {matmul_kernel, true};
-  r["Gemm"] = {gemm_kernel, true};
-  r["CumSum"] = {cumsum_kernel, true};
-  r["TopK"] = {topk_kernel, true};
+void register_linalg(KernelRegistry& r) {
+  r.add("MatMul", {matmul_kernel, true});
+  r.add("Gemm", {gemm_kernel, true});
+  r.add("CumSum", {cumsum_kernel, true});
+  r.add("TopK", {topk_kernel, true});
 }
 
 }  // namespace common::eval

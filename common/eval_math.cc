@@ -21,7 +21,7 @@ Result<Outputs> unary_float(const Ctx& c, F f) {
 template <class F>
 Result<Outputs> unary_num(const Ctx& c, F f) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
-  if (x->dtype == DType::kBool) return c.err("bool input is not supported");
+  if (x->dtype == DType::kBool) return c.error("bool input is not supported");
   return visit_numeric(c, x->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
     Tensor out = *x;
     for (T& v : out.mutable_span<T>()) v = static_cast<T>(f(v));
@@ -55,12 +55,12 @@ T negate(T x) {
 /// Attribute as the element type T, read as float like onnxruntime does.
 template <class T>
 T attr_t(const Ctx& c, std::string_view name, float fallback) {
-  return static_cast<T>(c.node.attr_float(name, fallback));
+  return static_cast<T>(c.node().attr_float(name, fallback));
 }
 
-void register_plain(Registry& r) {
+void register_plain(KernelRegistry& r) {
 #define FLOAT_UNARY(NAME, EXPR) \
-  r[NAME] = {[](const Ctx& c) { return unary_float(c, [](auto x) { return EXPR; }); }, true}
+  r.add(NAME, {[](const Ctx& c) { return unary_float(c, [](auto x) { return EXPR; }); }, true})
   FLOAT_UNARY("Floor", std::floor(x));
   FLOAT_UNARY("Ceil", std::ceil(x));
   FLOAT_UNARY("Round", std::nearbyint(x));  // half to even in the default rounding mode
@@ -90,7 +90,7 @@ void register_plain(Registry& r) {
                            std::min(decltype(x)(1), x / decltype(x)(6) + decltype(x)(0.5))));
 #undef FLOAT_UNARY
 #define NUM_UNARY(NAME, EXPR) \
-  r[NAME] = {[](const Ctx& c) { return unary_num(c, [](auto x) { return EXPR; }); }, true}
+  r.add(NAME, {[](const Ctx& c) { return unary_num(c, [](auto x) { return EXPR; }); }, true})
   NUM_UNARY("Neg", negate(x));
   NUM_UNARY("Abs", x < decltype(x)(0) ? negate(x) : x);
   NUM_UNARY("Sign", x > decltype(x)(0) ? 1 : (x < decltype(x)(0) ? -1 : 0));
@@ -98,98 +98,99 @@ void register_plain(Registry& r) {
 #undef NUM_UNARY
 }
 
-void register_parametric(Registry& r) {
-  r["LeakyRelu"] = {[](const Ctx& c) {
-                      return unary_float(c, [&]<class T>(T x) {
-                        return x < 0 ? attr_t<T>(c, "alpha", 0.01f) * x : x;
-                      });
-                    },
-                    true};
-  r["Elu"] = {[](const Ctx& c) {
-                return unary_float(c, [&]<class T>(T x) {
-                  return x < 0 ? attr_t<T>(c, "alpha", 1.0f) * (std::exp(x) - T(1)) : x;
-                });
-              },
-              true};
-  r["Selu"] = {[](const Ctx& c) {
-                 return unary_float(c, [&]<class T>(T x) {
-                   T alpha = attr_t<T>(c, "alpha", 1.67326319217681884765625f);
-                   T gamma = attr_t<T>(c, "gamma", 1.05070102214813232421875f);
-                   return x > 0 ? gamma * x : gamma * (alpha * std::exp(x) - alpha);
-                 });
-               },
-               true};
-  r["Celu"] = {[](const Ctx& c) {
-                 return unary_float(c, [&]<class T>(T x) {
-                   T alpha = attr_t<T>(c, "alpha", 1.0f);
-                   return std::max(T(0), x) + std::min(T(0), alpha * (std::exp(x / alpha) - T(1)));
-                 });
-               },
-               true};
-  r["HardSigmoid"] = {[](const Ctx& c) {
+void register_parametric(KernelRegistry& r) {
+  r.add("LeakyRelu", {[](const Ctx& c) {
                         return unary_float(c, [&]<class T>(T x) {
-                          T y = attr_t<T>(c, "alpha", 0.2f) * x + attr_t<T>(c, "beta", 0.5f);
-                          return std::max(T(0), std::min(T(1), y));
+                          return x < 0 ? attr_t<T>(c, "alpha", 0.01f) * x : x;
                         });
                       },
-                      true};
-  r["ThresholdedRelu"] = {[](const Ctx& c) {
-                            return unary_float(c, [&]<class T>(T x) {
-                              return x > attr_t<T>(c, "alpha", 1.0f) ? x : T(0);
-                            });
-                          },
-                          true};
-  r["Shrink"] = {[](const Ctx& c) {
-                   return unary_float(c, [&]<class T>(T x) {
-                     T lambd = attr_t<T>(c, "lambd", 0.5f), bias = attr_t<T>(c, "bias", 0.0f);
-                     return x < -lambd ? x + bias : (x > lambd ? x - bias : T(0));
-                   });
-                 },
-                 true};
-  r["Gelu"] = {[](const Ctx& c) {
-                 bool tanh_form = c.node.attr_string("approximate", "none") == "tanh";
-                 return unary_float(c, [&]<class T>(T x) {
-                   if (tanh_form) {
-                     T k = static_cast<T>(std::sqrt(2.0 / M_PI));
-                     return T(0.5) * x * (T(1) + std::tanh(k * (x + T(0.044715) * x * x * x)));
-                   }
-                   return T(0.5) * x * (T(1) + std::erf(x / static_cast<T>(M_SQRT2)));
-                 });
-               },
-               true};
-}
-
-void register_predicates(Registry& r) {
-  r["IsNaN"] = {[](const Ctx& c) { return predicate_float(c, [](auto x) { return x != x; }); },
-                true};
-  r["IsInf"] = {[](const Ctx& c) {
-                  bool neg = c.node.attr_int("detect_negative", 1) != 0;
-                  bool pos = c.node.attr_int("detect_positive", 1) != 0;
-                  return predicate_float(c, [&](auto x) {
-                    return std::isinf(x) && ((x > 0 && pos) || (x < 0 && neg));
+                      true});
+  r.add("Elu", {[](const Ctx& c) {
+                  return unary_float(c, [&]<class T>(T x) {
+                    return x < 0 ? attr_t<T>(c, "alpha", 1.0f) * (std::exp(x) - T(1)) : x;
                   });
                 },
-                true};
-  r["BitwiseNot"] = {[](const Ctx& c) -> Result<Outputs> {
-    ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
-    if (!is_integer(x->dtype)) return c.err("expected an integer input");
-    return unary_num(c, [](auto x) -> decltype(x) {
-      if constexpr (std::is_integral_v<decltype(x)>) return static_cast<decltype(x)>(~x);
-      return x;  // floats were rejected above
-    });
-  }};
-  r["Not"] = {[](const Ctx& c) -> Result<Outputs> {
-    ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
-    if (x->dtype != DType::kBool) return c.err("expected a bool input");
-    Tensor out = *x;
-    for (uint8_t& v : out.mutable_span<uint8_t>()) v = v ? 0 : 1;
-    return Outputs{std::move(out)};
-  }};
+                true});
+  r.add("Selu", {[](const Ctx& c) {
+                   return unary_float(c, [&]<class T>(T x) {
+                     T alpha = attr_t<T>(c, "alpha", 1.67326319217681884765625f);
+                     T gamma = attr_t<T>(c, "gamma", 1.05070102214813232421875f);
+                     return x > 0 ? gamma * x : gamma * (alpha * std::exp(x) - alpha);
+                   });
+                 },
+                 true});
+  r.add("Celu", {[](const Ctx& c) {
+                   return unary_float(c, [&]<class T>(T x) {
+                     T alpha = attr_t<T>(c, "alpha", 1.0f);
+                     return std::max(T(0), x) +
+                            std::min(T(0), alpha * (std::exp(x / alpha) - T(1)));
+                   });
+                 },
+                 true});
+  r.add("HardSigmoid", {[](const Ctx& c) {
+                          return unary_float(c, [&]<class T>(T x) {
+                            T y = attr_t<T>(c, "alpha", 0.2f) * x + attr_t<T>(c, "beta", 0.5f);
+                            return std::max(T(0), std::min(T(1), y));
+                          });
+                        },
+                        true});
+  r.add("ThresholdedRelu", {[](const Ctx& c) {
+                              return unary_float(c, [&]<class T>(T x) {
+                                return x > attr_t<T>(c, "alpha", 1.0f) ? x : T(0);
+                              });
+                            },
+                            true});
+  r.add("Shrink", {[](const Ctx& c) {
+                     return unary_float(c, [&]<class T>(T x) {
+                       T lambd = attr_t<T>(c, "lambd", 0.5f), bias = attr_t<T>(c, "bias", 0.0f);
+                       return x < -lambd ? x + bias : (x > lambd ? x - bias : T(0));
+                     });
+                   },
+                   true});
+  r.add("Gelu", {[](const Ctx& c) {
+                   bool tanh_form = c.node().attr_string("approximate", "none") == "tanh";
+                   return unary_float(c, [&]<class T>(T x) {
+                     if (tanh_form) {
+                       T k = static_cast<T>(std::sqrt(2.0 / M_PI));
+                       return T(0.5) * x * (T(1) + std::tanh(k * (x + T(0.044715) * x * x * x)));
+                     }
+                     return T(0.5) * x * (T(1) + std::erf(x / static_cast<T>(M_SQRT2)));
+                   });
+                 },
+                 true});
+}
+
+void register_predicates(KernelRegistry& r) {
+  r.add("IsNaN",
+        {[](const Ctx& c) { return predicate_float(c, [](auto x) { return x != x; }); }, true});
+  r.add("IsInf", {[](const Ctx& c) {
+                    bool neg = c.node().attr_int("detect_negative", 1) != 0;
+                    bool pos = c.node().attr_int("detect_positive", 1) != 0;
+                    return predicate_float(c, [&](auto x) {
+                      return std::isinf(x) && ((x > 0 && pos) || (x < 0 && neg));
+                    });
+                  },
+                  true});
+  r.add("BitwiseNot", {[](const Ctx& c) -> Result<Outputs> {
+          ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
+          if (!is_integer(x->dtype)) return c.error("expected an integer input");
+          return unary_num(c, [](auto x) -> decltype(x) {
+            if constexpr (std::is_integral_v<decltype(x)>) return static_cast<decltype(x)>(~x);
+            return x;  // floats were rejected above
+          });
+        }});
+  r.add("Not", {[](const Ctx& c) -> Result<Outputs> {
+          ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
+          if (x->dtype != DType::kBool) return c.error("expected a bool input");
+          Tensor out = *x;
+          for (uint8_t& v : out.mutable_span<uint8_t>()) v = v ? 0 : 1;
+          return Outputs{std::move(out)};
+        }});
 }
 
 }  // namespace
 
-void register_math(Registry& r) {
+void register_math(KernelRegistry& r) {
   register_plain(r);
   register_parametric(r);
   register_predicates(r);

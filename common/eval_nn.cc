@@ -24,8 +24,8 @@ std::pair<double, double> moments(const T* p, int64_t n, int64_t stride) {
 Result<std::vector<double>> per_channel(const Ctx& c, size_t index, int64_t channels) {
   ASSIGN_OR_RETURN(const Tensor* t, c.need(index));
   if (t->numel() != channels)
-    return c.err("input " + std::to_string(index) + " must have " + std::to_string(channels) +
-                 " elements");
+    return c.error("input " + std::to_string(index) + " must have " + std::to_string(channels) +
+                   " elements");
   std::vector<double> v(channels);
   for (int64_t i = 0; i < channels; ++i) v[i] = scalar_double(*t, i);
   return v;
@@ -35,16 +35,16 @@ Result<std::vector<double>> per_channel(const Ctx& c, size_t index, int64_t chan
 /// statistics and also returns the updated running mean and variance.
 Result<Outputs> batch_norm_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
-  if (x->dims.size() < 2) return c.err("input must have rank >= 2");
-  if (c.node.attr_int("spatial", 1) == 0) return c.err("spatial=0 is not supported");
+  if (x->dims.size() < 2) return c.error("input must have rank >= 2");
+  if (c.node().attr_int("spatial", 1) == 0) return c.error("spatial=0 is not supported");
   int64_t n = x->dims[0], ch = x->dims[1], inner = prod(x->dims, 2, x->dims.size());
   ASSIGN_OR_RETURN(auto scale, per_channel(c, 1, ch));
   ASSIGN_OR_RETURN(auto bias, per_channel(c, 2, ch));
   ASSIGN_OR_RETURN(auto mean, per_channel(c, 3, ch));
   ASSIGN_OR_RETURN(auto var, per_channel(c, 4, ch));
-  double eps = c.node.attr_float("epsilon", 1e-5f);
-  double momentum = c.node.attr_float("momentum", 0.9f);
-  bool training = c.node.attr_int("training_mode", 0) != 0;
+  double eps = c.node().attr_float("epsilon", 1e-5f);
+  double momentum = c.node().attr_float("momentum", 0.9f);
+  bool training = c.node().attr_int("training_mode", 0) != 0;
   return visit_floating(c, x->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
     auto in = x->span<T>();
     std::vector<double> use_mean = mean, use_var = var;
@@ -87,11 +87,11 @@ Result<Outputs> batch_norm_kernel(const Ctx& c) {
 /// InstanceNormalization: per (n, c) over the spatial dims.
 Result<Outputs> instance_norm_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
-  if (x->dims.size() < 2) return c.err("input must have rank >= 2");
+  if (x->dims.size() < 2) return c.error("input must have rank >= 2");
   int64_t ch = x->dims[1], inner = prod(x->dims, 2, x->dims.size());
   ASSIGN_OR_RETURN(auto scale, per_channel(c, 1, ch));
   ASSIGN_OR_RETURN(auto bias, per_channel(c, 2, ch));
-  double eps = c.node.attr_float("epsilon", 1e-5f);
+  double eps = c.node().attr_float("epsilon", 1e-5f);
   return visit_floating(c, x->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
     Tensor y = *x;
     auto o = y.mutable_span<T>();
@@ -110,14 +110,14 @@ Result<Outputs> instance_norm_kernel(const Ctx& c) {
 /// bias are per channel from opset 21, per group in opset 18.
 Result<Outputs> group_norm_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
-  if (x->dims.size() < 2) return c.err("input must have rank >= 2");
-  const int64_t ch = x->dims[1], groups = c.node.attr_int("num_groups", 0);
-  if (groups < 1 || ch % groups != 0) return c.err("num_groups must divide the channels");
+  if (x->dims.size() < 2) return c.error("input must have rank >= 2");
+  const int64_t ch = x->dims[1], groups = c.node().attr_int("num_groups", 0);
+  if (groups < 1 || ch % groups != 0) return c.error("num_groups must divide the channels");
   const int64_t per_group = ch / groups, spatial = prod(x->dims, 2, x->dims.size());
-  const int64_t params = c.opset >= 21 ? ch : groups;
+  const int64_t params = c.opset() >= 21 ? ch : groups;
   ASSIGN_OR_RETURN(auto scale, per_channel(c, 1, params));
   ASSIGN_OR_RETURN(auto bias, per_channel(c, 2, params));
-  const double eps = c.node.attr_float("epsilon", 1e-5f);
+  const double eps = c.node().attr_float("epsilon", 1e-5f);
   const int64_t inner = per_group * spatial;
   return visit_floating(c, x->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
     Tensor y = *x;
@@ -142,8 +142,8 @@ Result<Outputs> affine_grid_kernel(const Ctx& c) {
   const std::vector<int64_t> size = ints_of(*size_in);
   const auto k = static_cast<int64_t>(size.size()) - 2;
   if ((k != 2 && k != 3) || theta->dims != Dims{size[0], k, k + 1})
-    return c.err("theta must be [N, 2, 3] with a 4-D size or [N, 3, 4] with a 5-D size");
-  const bool align = c.node.attr_int("align_corners", 0) != 0;
+    return c.error("theta must be [N, 2, 3] with a 4-D size or [N, 3, 4] with a 5-D size");
+  const bool align = c.node().attr_int("align_corners", 0) != 0;
   Dims dims = {size[0]};
   dims.insert(dims.end(), size.begin() + 2, size.end());  // D, H, W: z, y, x
   dims.push_back(k);
@@ -182,14 +182,14 @@ Result<Outputs> layer_norm_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* scale, c.need(1));
   const Tensor* bias = c.in(2);
   auto rank = static_cast<int64_t>(x->dims.size());
-  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(c.node.attr_int("axis", -1), rank)));
-  double eps = c.node.attr_float("epsilon", 1e-5f);
+  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(c.node().attr_int("axis", -1), rank)));
+  double eps = c.node().attr_float("epsilon", 1e-5f);
   int64_t outer = prod(x->dims, 0, axis), inner = prod(x->dims, axis, rank);
   Dims norm_dims(x->dims.begin() + axis, x->dims.end());
   auto sm = broadcast_map(scale->dims, norm_dims);
   auto bm = bias ? broadcast_map(bias->dims, norm_dims) : std::vector<int64_t>();
   if ((sm.empty() || (bias && bm.empty())) && num_elements(norm_dims) > 0)
-    return c.err("Scale or B does not broadcast to the normalized dims");
+    return c.error("Scale or B does not broadcast to the normalized dims");
   Dims stat_dims = x->dims;
   for (int64_t d = axis; d < rank; ++d) stat_dims[d] = 1;
   return visit_floating(c, x->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
@@ -216,7 +216,7 @@ Result<Outputs> layer_norm_kernel(const Ctx& c) {
 Result<Outputs> mvn_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
   auto rank = static_cast<int64_t>(x->dims.size());
-  ASSIGN_OR_RETURN(auto axes, c.at(normalize_axes(c.node.attr_ints("axes", {0, 2, 3}), rank)));
+  ASSIGN_OR_RETURN(auto axes, c.at(normalize_axes(c.node().attr_ints("axes", {0, 2, 3}), rank)));
   std::vector<bool> reduced(rank, false);
   for (int64_t a : axes) reduced[a] = true;
   // Group elements by their coordinates outside `axes`.
@@ -251,7 +251,7 @@ Result<Outputs> mvn_kernel(const Ctx& c) {
 template <bool kMax>
 Result<Outputs> global_pool_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
-  if (x->dims.size() < 2) return c.err("input must have rank >= 2");
+  if (x->dims.size() < 2) return c.error("input must have rank >= 2");
   int64_t inner = prod(x->dims, 2, x->dims.size()), groups = x->dims[0] * x->dims[1];
   Dims dims = x->dims;
   for (size_t d = 2; d < dims.size(); ++d) dims[d] = 1;
@@ -275,17 +275,17 @@ Result<Outputs> global_pool_kernel(const Ctx& c) {
 Result<Outputs> quantize_kernel(const Ctx& c);
 Result<Outputs> dequantize_kernel(const Ctx& c);
 
-void register_nn(Registry& r) {
-  r["BatchNormalization"] = {batch_norm_kernel, true};
-  r["InstanceNormalization"] = {instance_norm_kernel, true};
-  r["LayerNormalization"] = {layer_norm_kernel};
-  r["GroupNormalization"] = {group_norm_kernel, true};
-  r["AffineGrid"] = {affine_grid_kernel, true};
-  r["MeanVarianceNormalization"] = {mvn_kernel, true};
-  r["GlobalAveragePool"] = {global_pool_kernel<false>, true};
-  r["GlobalMaxPool"] = {global_pool_kernel<true>, true};
-  r["QuantizeLinear"] = {quantize_kernel};
-  r["DequantizeLinear"] = {dequantize_kernel};
+void register_nn(KernelRegistry& r) {
+  r.add("BatchNormalization", {batch_norm_kernel, true});
+  r.add("InstanceNormalization", {instance_norm_kernel, true});
+  r.add("LayerNormalization", {layer_norm_kernel});
+  r.add("GroupNormalization", {group_norm_kernel, true});
+  r.add("AffineGrid", {affine_grid_kernel, true});
+  r.add("MeanVarianceNormalization", {mvn_kernel, true});
+  r.add("GlobalAveragePool", {global_pool_kernel<false>, true});
+  r.add("GlobalMaxPool", {global_pool_kernel<true>, true});
+  r.add("QuantizeLinear", {quantize_kernel});
+  r.add("DequantizeLinear", {dequantize_kernel});
 }
 
 }  // namespace common::eval

@@ -12,10 +12,10 @@ namespace {
 Result<std::vector<int64_t>> param_index(const Ctx& c, const Tensor& x, const Tensor& scale) {
   std::vector<int64_t> index(std::max<int64_t>(x.numel(), 0), 0);
   if (scale.numel() == 1) return index;
-  if (scale.dims.size() != 1) return c.err("blocked quantization is not supported");
+  if (scale.dims.size() != 1) return c.error("blocked quantization is not supported");
   auto rank = static_cast<int64_t>(x.dims.size());
-  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(c.node.attr_int("axis", 1), rank)));
-  if (x.dims[axis] != scale.numel()) return c.err("scale length does not match the axis");
+  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(c.node().attr_int("axis", 1), rank)));
+  if (x.dims[axis] != scale.numel()) return c.error("scale length does not match the axis");
   int64_t inner = strides_of(x.dims)[axis];
   for (size_t i = 0; i < index.size(); ++i)
     index[i] = (static_cast<int64_t>(i) / inner) % x.dims[axis];
@@ -33,7 +33,7 @@ Result<Outputs> quantize_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(auto index, param_index(c, *x, *scale));
   return visit_numeric(c, out, [&]<class Q>(Tag<Q>) -> Result<Outputs> {
     if constexpr (!std::is_integral_v<Q>) {
-      return c.err("unsupported quantized type");
+      return c.error("unsupported quantized type");
     } else {
       Tensor y = make_tensor(out, x->dims);
       auto o = y.mutable_span<Q>();

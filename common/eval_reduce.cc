@@ -22,7 +22,7 @@ Result<ReducePlan> plan_reduce(const Ctx& c, const Tensor& x) {
   ASSIGN_OR_RETURN(auto axes_in, ints_input_or_attr(c, 1, "axes"));
   ReducePlan p;
   p.reduced.assign(rank, axes_in == std::nullopt || axes_in->empty());
-  if ((!axes_in || axes_in->empty()) && c.node.attr_int("noop_with_empty_axes", 0) != 0) {
+  if ((!axes_in || axes_in->empty()) && c.node().attr_int("noop_with_empty_axes", 0) != 0) {
     p.noop = true;
     p.out_dims = x.dims;
     return p;
@@ -31,7 +31,7 @@ Result<ReducePlan> plan_reduce(const Ctx& c, const Tensor& x) {
     ASSIGN_OR_RETURN(auto axes, c.at(normalize_axes(*axes_in, rank)));
     for (int64_t a : axes) p.reduced[a] = true;
   }
-  bool keep = c.node.attr_int("keepdims", 1) != 0;
+  bool keep = c.node().attr_int("keepdims", 1) != 0;
   for (int64_t d = 0; d < rank; ++d) {
     if (!p.reduced[d])
       p.out_dims.push_back(x.dims[d]);
@@ -115,12 +115,12 @@ template <bool kMax>
 Result<Outputs> arg_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
   auto rank = static_cast<int64_t>(x->dims.size());
-  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(c.node.attr_int("axis", 0), rank)));
-  bool keep = c.node.attr_int("keepdims", 1) != 0;
-  bool last = c.node.attr_int("select_last_index", 0) != 0;
+  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(c.node().attr_int("axis", 0), rank)));
+  bool keep = c.node().attr_int("keepdims", 1) != 0;
+  bool last = c.node().attr_int("select_last_index", 0) != 0;
   int64_t outer = prod(x->dims, 0, axis), n = x->dims[axis];
   int64_t inner = prod(x->dims, axis + 1, rank);
-  if (n == 0) return c.err("cannot take the arg of an empty axis");
+  if (n == 0) return c.error("cannot take the arg of an empty axis");
   Dims dims = x->dims;
   if (keep)
     dims[axis] = 1;
@@ -154,8 +154,8 @@ template <SKind K>
 Result<Outputs> softmax_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
   auto rank = static_cast<int64_t>(x->dims.size());
-  bool legacy = c.opset < 13;
-  int64_t axis_attr = c.node.attr_int("axis", legacy ? 1 : -1);
+  bool legacy = c.opset() < 13;
+  int64_t axis_attr = c.node().attr_int("axis", legacy ? 1 : -1);
   if (legacy && axis_attr == rank) axis_attr = rank - 1;  // coerced [N, 1] shape is fine too
   ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(axis_attr, rank)));
   int64_t outer = prod(x->dims, 0, axis);
@@ -190,22 +190,22 @@ Result<Outputs> softmax_kernel(const Ctx& c) {
 
 }  // namespace
 
-void register_reduce(Registry& r) {
-  r["ReduceSum"] = {reduce_kernel<RKind::kSum>, true};
-  r["ReduceMean"] = {reduce_kernel<RKind::kMean>, true};
-  r["ReduceMax"] = {reduce_kernel<RKind::kMax>, true};
-  r["ReduceMin"] = {reduce_kernel<RKind::kMin>, true};
-  r["ReduceProd"] = {reduce_kernel<RKind::kProd>, true};
-  r["ReduceL1"] = {reduce_kernel<RKind::kL1>, true};
-  r["ReduceL2"] = {reduce_kernel<RKind::kL2>, true};
-  r["ReduceLogSum"] = {reduce_kernel<RKind::kLogSum>, true};
-  r["ReduceLogSumExp"] = {reduce_kernel<RKind::kLogSumExp>, true};
-  r["ReduceSumSquare"] = {reduce_kernel<RKind::kSumSquare>, true};
-  r["ArgMax"] = {arg_kernel<true>, true};
-  r["ArgMin"] = {arg_kernel<false>, true};
-  r["Softmax"] = {softmax_kernel<SKind::kSoftmax>, true};
-  r["LogSoftmax"] = {softmax_kernel<SKind::kLogSoftmax>, true};
-  r["Hardmax"] = {softmax_kernel<SKind::kHardmax>, true};
+void register_reduce(KernelRegistry& r) {
+  r.add("ReduceSum", {reduce_kernel<RKind::kSum>, true});
+  r.add("ReduceMean", {reduce_kernel<RKind::kMean>, true});
+  r.add("ReduceMax", {reduce_kernel<RKind::kMax>, true});
+  r.add("ReduceMin", {reduce_kernel<RKind::kMin>, true});
+  r.add("ReduceProd", {reduce_kernel<RKind::kProd>, true});
+  r.add("ReduceL1", {reduce_kernel<RKind::kL1>, true});
+  r.add("ReduceL2", {reduce_kernel<RKind::kL2>, true});
+  r.add("ReduceLogSum", {reduce_kernel<RKind::kLogSum>, true});
+  r.add("ReduceLogSumExp", {reduce_kernel<RKind::kLogSumExp>, true});
+  r.add("ReduceSumSquare", {reduce_kernel<RKind::kSumSquare>, true});
+  r.add("ArgMax", {arg_kernel<true>, true});
+  r.add("ArgMin", {arg_kernel<false>, true});
+  r.add("Softmax", {softmax_kernel<SKind::kSoftmax>, true});
+  r.add("LogSoftmax", {softmax_kernel<SKind::kLogSoftmax>, true});
+  r.add("Hardmax", {softmax_kernel<SKind::kHardmax>, true});
 }
 
 }  // namespace common::eval

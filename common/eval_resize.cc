@@ -134,12 +134,12 @@ Tensor apply_taps(const Tensor& x, const std::vector<std::vector<std::vector<Tap
 Result<Outputs> run_resize(const Ctx& c, const Tensor& x, ResizeSpec& s) {
   size_t rank = x.dims.size();
   if (s.mode != "nearest" && s.mode != "linear" && s.mode != "cubic")
-    return c.err("unknown mode '" + s.mode + "'");
+    return c.error("unknown mode '" + s.mode + "'");
   RETURN_IF_ERROR(check_size(c, s.out));
   std::vector<std::vector<std::vector<Tap>>> taps(rank);
   for (size_t d = 0; d < rank; ++d) {
-    if (s.out[d] < 0) return c.err("negative output size");
-    if (x.dims[d] == 0 && s.out[d] > 0) return c.err("cannot resize an empty axis");
+    if (s.out[d] < 0) return c.error("negative output size");
+    if (x.dims[d] == 0 && s.out[d] > 0) return c.error("cannot resize an empty axis");
     for (int64_t o = 0; o < s.out[d]; ++o) taps[d].push_back(taps_for(s, d, o, x.dims[d]));
   }
   ASSIGN_OR_RETURN(Tensor xd, cast_tensor(c, x, DType::kDouble));
@@ -154,8 +154,8 @@ Status plan_sizes(const Ctx& c, const Tensor& x, ResizeSpec& s) {
   auto rank = static_cast<int64_t>(x.dims.size());
   std::vector<int64_t> axes(rank);
   for (int64_t i = 0; i < rank; ++i) axes[i] = i;
-  if (c.node.has_attr("axes")) {
-    ASSIGN_OR_RETURN(axes, c.at(normalize_axes(c.node.attr_ints("axes"), rank)));
+  if (c.node().has_attr("axes")) {
+    ASSIGN_OR_RETURN(axes, c.at(normalize_axes(c.node().attr_ints("axes"), rank)));
   }
   s.scales.assign(rank, 1.0);
   s.out = x.dims;
@@ -164,8 +164,8 @@ Status plan_sizes(const Ctx& c, const Tensor& x, ResizeSpec& s) {
   const Tensor* sizes = c.in(3);
   if (sizes && sizes->numel() > 0) {
     auto v = ints_of(*sizes);
-    if (v.size() != axes.size()) return c.err("sizes length does not match the axes");
-    std::string policy = c.node.attr_string("keep_aspect_ratio_policy", "stretch");
+    if (v.size() != axes.size()) return c.error("sizes length does not match the axes");
+    std::string policy = c.node().attr_string("keep_aspect_ratio_policy", "stretch");
     double common_scale = policy == "not_larger" ? 1e300 : 0;
     for (size_t i = 0; i < axes.size(); ++i) {
       double r = static_cast<double>(v[i]) / static_cast<double>(x.dims[axes[i]]);
@@ -185,12 +185,12 @@ Status plan_sizes(const Ctx& c, const Tensor& x, ResizeSpec& s) {
     }
     return {};
   }
-  if (!scales || scales->numel() == 0) return c.err("needs scales or sizes");
+  if (!scales || scales->numel() == 0) return c.error("needs scales or sizes");
   if (static_cast<size_t>(scales->numel()) != axes.size())
-    return c.err("scales length does not match the axes");
+    return c.error("scales length does not match the axes");
   for (size_t i = 0; i < axes.size(); ++i) {
     double sc = static_cast<float>(scalar_double(*scales, static_cast<int64_t>(i)));
-    if (!(sc > 0)) return c.err("scales must be positive");
+    if (!(sc > 0)) return c.error("scales must be positive");
     s.scales[axes[i]] = sc;
     s.out[axes[i]] = saturating_int64(std::floor(x.dims[axes[i]] * sc));
     s.length[axes[i]] = static_cast<double>(s.out[axes[i]]);
@@ -201,33 +201,33 @@ Status plan_sizes(const Ctx& c, const Tensor& x, ResizeSpec& s) {
 Result<Outputs> resize_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
   ResizeSpec s;
-  s.mode = c.node.attr_string("mode", "nearest");
-  if (c.opset < 11) {  // Resize-10: X, scales; asymmetric like Upsample
+  s.mode = c.node().attr_string("mode", "nearest");
+  if (c.opset() < 11) {  // Resize-10: X, scales; asymmetric like Upsample
     std::vector<const Tensor*> ins{c.in(0), nullptr, c.in(1)};
-    Ctx c10{c.graph, c.node, ins, c.opset};
+    Ctx c10{c.graph(), c.node(), ins, c.opset()};
     s.transform = "asymmetric";
     s.nearest = "simple";
     RETURN_IF_ERROR(plan_sizes(c10, *x, s));
     return run_resize(c, *x, s);
   }
-  s.transform = c.node.attr_string("coordinate_transformation_mode", "half_pixel");
-  s.nearest = c.node.attr_string("nearest_mode", "round_prefer_floor");
-  s.cubic_a = c.node.attr_float("cubic_coeff_a", -0.75f);
-  s.exclude_outside = c.node.attr_int("exclude_outside", 0) != 0;
-  s.antialias = c.node.attr_int("antialias", 0) != 0;
-  s.extrapolation = c.node.attr_float("extrapolation_value", 0.0f);
+  s.transform = c.node().attr_string("coordinate_transformation_mode", "half_pixel");
+  s.nearest = c.node().attr_string("nearest_mode", "round_prefer_floor");
+  s.cubic_a = c.node().attr_float("cubic_coeff_a", -0.75f);
+  s.exclude_outside = c.node().attr_int("exclude_outside", 0) != 0;
+  s.antialias = c.node().attr_int("antialias", 0) != 0;
+  s.extrapolation = c.node().attr_float("extrapolation_value", 0.0f);
   RETURN_IF_ERROR(plan_sizes(c, *x, s));
   if (s.transform == "tf_crop_and_resize") {
     const Tensor* roi = c.in(1);
     size_t rank = x->dims.size();
-    if (!roi || roi->numel() == 0) return c.err("tf_crop_and_resize needs roi");
+    if (!roi || roi->numel() == 0) return c.error("tf_crop_and_resize needs roi");
     std::vector<double> r(2 * rank);
     for (size_t d = 0; d < rank; ++d) r[d] = 0, r[rank + d] = 1;
-    auto axes_attr = c.node.attr_ints("axes");
+    auto axes_attr = c.node().attr_ints("axes");
     std::vector<int64_t> axes(rank);
     for (size_t d = 0; d < rank; ++d) axes[d] = static_cast<int64_t>(d);
     if (!axes_attr.empty()) axes = axes_attr;
-    if (static_cast<size_t>(roi->numel()) != 2 * axes.size()) return c.err("bad roi length");
+    if (static_cast<size_t>(roi->numel()) != 2 * axes.size()) return c.error("bad roi length");
     for (size_t i = 0; i < axes.size(); ++i) {
       int64_t a = axes[i] < 0 ? axes[i] + static_cast<int64_t>(rank) : axes[i];
       r[a] = scalar_double(*roi, static_cast<int64_t>(i));
@@ -242,27 +242,27 @@ Result<Outputs> resize_kernel(const Ctx& c) {
 Result<Outputs> upsample_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
   ResizeSpec s;
-  s.mode = c.node.attr_string("mode", "nearest");
+  s.mode = c.node().attr_string("mode", "nearest");
   s.transform = "asymmetric";
   s.nearest = "simple";
   Tensor scales;
   if (c.in(1)) {
     scales = *c.in(1);
   } else {
-    auto f = c.node.attr_floats("scales");
+    auto f = c.node().attr_floats("scales");
     scales = Tensor::from_floats(f, {static_cast<int64_t>(f.size())});
   }
   std::vector<const Tensor*> ins{x, nullptr, &scales};
-  Ctx cu{c.graph, c.node, ins, c.opset};
+  Ctx cu{c.graph(), c.node(), ins, c.opset()};
   RETURN_IF_ERROR(plan_sizes(cu, *x, s));
   return run_resize(c, *x, s);
 }
 
 }  // namespace
 
-void register_resize(Registry& r) {
-  r["Resize"] = {resize_kernel, true};
-  r["Upsample"] = {upsample_kernel, true};
+void register_resize(KernelRegistry& r) {
+  r.add("Resize", {resize_kernel, true});
+  r.add("Upsample", {upsample_kernel, true});
 }
 
 }  // namespace common::eval

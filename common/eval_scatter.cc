@@ -23,7 +23,7 @@ int64_t pad_source(int64_t i, int64_t before, int64_t n, std::string_view mode) 
 
 /// The pad value as one element of x's dtype.
 Result<Tensor> pad_value(const Ctx& c, const Tensor& x) {
-  Tensor v = Tensor::from_double({c.node.attr_float("value", 0.0f)}, {}, DType::kDouble);
+  Tensor v = Tensor::from_double({c.node().attr_float("value", 0.0f)}, {}, DType::kDouble);
   if (const Tensor* t = c.in(2); t && t->numel() > 0) {
     v = *t;
     v.raw.resize(dtype_size(v.dtype));
@@ -34,17 +34,18 @@ Result<Tensor> pad_value(const Ctx& c, const Tensor& x) {
 
 /// Per-axis [begin, end] padding amounts from pads (+ axes, opset 18).
 Result<std::pair<Dims, Dims>> pad_amounts(const Ctx& c, int64_t rank) {
-  ASSIGN_OR_RETURN(auto pads, ints_input_or_attr(c, 1, c.opset < 11 ? "pads" : ""));
-  if (!pads && c.opset < 11 && c.node.has_attr("paddings")) pads = c.node.attr_ints("paddings");
-  if (!pads) return c.err("missing pads");
+  ASSIGN_OR_RETURN(auto pads, ints_input_or_attr(c, 1, c.opset() < 11 ? "pads" : ""));
+  if (!pads && c.opset() < 11 && c.node().has_attr("paddings"))
+    pads = c.node().attr_ints("paddings");
+  if (!pads) return c.error("missing pads");
   std::vector<int64_t> axes(rank);
   for (int64_t i = 0; i < rank; ++i) axes[i] = i;
   if (const Tensor* a = c.in(3)) {
     ASSIGN_OR_RETURN(axes, c.at(normalize_axes(ints_of(*a), rank)));
   }
   if (pads->size() != 2 * axes.size())
-    return c.err("pads has " + std::to_string(pads->size()) + " values for " +
-                 std::to_string(axes.size()) + " axes");
+    return c.error("pads has " + std::to_string(pads->size()) + " values for " +
+                   std::to_string(axes.size()) + " axes");
   Dims before(rank, 0), after(rank, 0);
   for (size_t i = 0; i < axes.size(); ++i) {
     before[axes[i]] = (*pads)[i];
@@ -56,13 +57,13 @@ Result<std::pair<Dims, Dims>> pad_amounts(const Ctx& c, int64_t rank) {
 enum class Reduction { kNone, kAdd, kMul, kMax, kMin };
 
 Result<Reduction> reduction_of(const Ctx& c) {
-  std::string r = c.node.attr_string("reduction", "none");
+  std::string r = c.node().attr_string("reduction", "none");
   if (r == "none") return Reduction::kNone;
   if (r == "add") return Reduction::kAdd;
   if (r == "mul") return Reduction::kMul;
   if (r == "max") return Reduction::kMax;
   if (r == "min") return Reduction::kMin;
-  return c.err("unknown reduction '" + r + "'");
+  return c.error("unknown reduction '" + r + "'");
 }
 
 template <class T>
@@ -95,9 +96,9 @@ Result<Outputs> pad_by(const Ctx& c, const Tensor& x, const Dims& before, const 
   Dims dims(rank);
   for (int64_t d = 0; d < rank; ++d) {
     dims[d] = x.dims[d] + before[d] + after[d];
-    if (dims[d] < 0) return c.err("pads remove more than the whole axis " + std::to_string(d));
+    if (dims[d] < 0) return c.error("pads remove more than the whole axis " + std::to_string(d));
     if (mode != "constant" && x.dims[d] == 0 && dims[d] > 0)
-      return c.err("cannot pad an empty axis in mode " + mode);
+      return c.error("cannot pad an empty axis in mode " + mode);
   }
   RETURN_IF_ERROR(check_size(c, dims));
   Tensor out = make_tensor(x.dtype, dims);
@@ -123,9 +124,9 @@ Result<Outputs> pad_kernel(const Ctx& c) {
   auto rank = static_cast<int64_t>(x->dims.size());
   ASSIGN_OR_RETURN(auto amounts, pad_amounts(c, rank));
   auto [before, after] = amounts;
-  std::string mode = c.node.attr_string("mode", "constant");
+  std::string mode = c.node().attr_string("mode", "constant");
   if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
-    return c.err("unknown pad mode '" + mode + "'");
+    return c.error("unknown pad mode '" + mode + "'");
   ASSIGN_OR_RETURN(Tensor value, pad_value(c, *x));
   return pad_by(c, *x, before, after, mode, value);
 }
@@ -136,17 +137,17 @@ Result<Outputs> center_crop_pad_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
   ASSIGN_OR_RETURN(const Tensor* shape, c.need(1));
   auto rank = static_cast<int64_t>(x->dims.size());
-  std::vector<int64_t> axes = c.node.attr_ints("axes");
+  std::vector<int64_t> axes = c.node().attr_ints("axes");
   if (axes.empty()) {
     for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
   }
   ASSIGN_OR_RETURN(axes, c.at(normalize_axes(axes, rank)));
   const std::vector<int64_t> lengths = ints_of(*shape);
-  if (lengths.size() != axes.size()) return c.err("shape length does not match the axes");
+  if (lengths.size() != axes.size()) return c.error("shape length does not match the axes");
   Dims before(rank, 0), after(rank, 0);
   for (size_t j = 0; j < axes.size(); ++j) {
     const int64_t a = axes[j], diff = lengths[j] - x->dims[a];
-    if (lengths[j] < 0) return c.err("negative length in shape");
+    if (lengths[j] < 0) return c.error("negative length in shape");
     before[a] = diff >= 0 ? diff / 2 : -(-diff / 2);
     after[a] = diff - before[a];
   }
@@ -159,14 +160,14 @@ Result<Outputs> scatter_nd_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* ind, c.need(1));
   ASSIGN_OR_RETURN(const Tensor* upd, c.need(2));
   ASSIGN_OR_RETURN(Reduction red, reduction_of(c));
-  if (ind->dims.empty()) return c.err("indices must have rank >= 1");
+  if (ind->dims.empty()) return c.error("indices must have rank >= 1");
   auto k = static_cast<size_t>(ind->dims.back());
-  if (k > x->dims.size()) return c.err("indices last dim exceeds data rank");
-  if (upd->dtype != x->dtype) return c.err("updates type differs from data type");
+  if (k > x->dims.size()) return c.error("indices last dim exceeds data rank");
+  if (upd->dtype != x->dtype) return c.error("updates type differs from data type");
   int64_t slice = 1;
   for (size_t d = k; d < x->dims.size(); ++d) slice *= x->dims[d];
   int64_t tuples = num_elements(Dims(ind->dims.begin(), ind->dims.end() - 1));
-  if (upd->numel() != tuples * slice) return c.err("updates shape does not match indices");
+  if (upd->numel() != tuples * slice) return c.error("updates shape does not match indices");
   Dims st = strides_of(x->dims);
   auto idx = ints_of(*ind);
   Tensor out = *x;
@@ -177,7 +178,7 @@ Result<Outputs> scatter_nd_kernel(const Ctx& c) {
       int64_t off = 0;
       for (size_t j = 0; j < k; ++j) {
         int64_t v = idx[t * k + j], n = x->dims[j];
-        if (v < -n || v >= n) return c.err("index " + std::to_string(v) + " is out of range");
+        if (v < -n || v >= n) return c.error("index " + std::to_string(v) + " is out of range");
         off += (v < 0 ? v + n : v) * st[j];
       }
       for (int64_t e = 0; e < slice; ++e) apply(o[off + e], u[t * slice + e], red);
@@ -193,10 +194,10 @@ Result<Outputs> scatter_elements_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* upd, c.need(2));
   ASSIGN_OR_RETURN(Reduction red, reduction_of(c));
   auto rank = static_cast<int64_t>(x->dims.size());
-  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(c.node.attr_int("axis", 0), rank)));
+  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(c.node().attr_int("axis", 0), rank)));
   if (ind->dims != upd->dims || ind->dims.size() != x->dims.size())
-    return c.err("indices and updates must have the data's rank and the same shape");
-  if (upd->dtype != x->dtype) return c.err("updates type differs from data type");
+    return c.error("indices and updates must have the data's rank and the same shape");
+  if (upd->dtype != x->dtype) return c.error("updates type differs from data type");
   Dims st = strides_of(x->dims);
   auto idx = ints_of(*ind);
   Tensor out = *x;
@@ -206,7 +207,7 @@ Result<Outputs> scatter_elements_kernel(const Ctx& c) {
     std::vector<int64_t> pos(rank, 0);
     for (size_t i = 0; i < idx.size(); ++i, next_index(pos, ind->dims)) {
       int64_t v = idx[i], n = x->dims[axis];
-      if (v < -n || v >= n) return c.err("index " + std::to_string(v) + " is out of range");
+      if (v < -n || v >= n) return c.error("index " + std::to_string(v) + " is out of range");
       int64_t off = 0;
       for (int64_t d = 0; d < rank; ++d) off += (d == axis ? (v < 0 ? v + n : v) : pos[d]) * st[d];
       apply(o[off], u[i], red);

@@ -30,7 +30,7 @@ Result<Outputs> identity_kernel(const Ctx& c) {
 
 /// Constant: one of value / value_float / value_floats / value_int / value_ints.
 Result<Outputs> constant_kernel(const Ctx& c) {
-  const Node& n = c.node;
+  const Node& n = c.node();
   if (const Tensor* t = n.attr_tensor("value")) return Outputs{*t};
   if (n.has_attr("value_float"))
     return Outputs{Tensor::from_floats({n.attr_float("value_float", 0)}, {})};
@@ -43,14 +43,14 @@ Result<Outputs> constant_kernel(const Ctx& c) {
     auto v = n.attr_ints("value_ints");
     return Outputs{Tensor::from_int64(v, {static_cast<int64_t>(v.size())})};
   }
-  return c.err("Constant has no supported value attribute");
+  return c.error("Constant has no supported value attribute");
 }
 
 /// Shape with start/end (opset 15), clamped like Slice.
 Result<Outputs> shape_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
   auto rank = static_cast<int64_t>(x->dims.size());
-  const DimRange range = shape_range(c.node, rank);
+  const DimRange range = shape_range(c.node(), rank);
   std::vector<int64_t> dims;
   for (int64_t i = range.begin; i < range.end; ++i) dims.push_back(x->dims[i]);
   auto n = static_cast<int64_t>(dims.size());
@@ -66,37 +66,38 @@ Result<Outputs> size_kernel(const Ctx& c) {
 Result<Outputs> reshape_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
   ASSIGN_OR_RETURN(auto shape, ints_input_or_attr(c, 1, "shape"));
-  if (!shape) return c.err("missing target shape");
-  bool allow_zero = c.node.attr_int("allowzero", 0) != 0;
+  if (!shape) return c.error("missing target shape");
+  bool allow_zero = c.node().attr_int("allowzero", 0) != 0;
   Dims dims = *shape;
   int64_t infer_at = -1, known = 1;
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] == 0 && !allow_zero) {
-      if (i >= x->dims.size()) return c.err("shape has 0 at " + std::to_string(i) + " beyond rank");
+      if (i >= x->dims.size())
+        return c.error("shape has 0 at " + std::to_string(i) + " beyond rank");
       dims[i] = x->dims[i];
     }
     if (dims[i] == -1) {
-      if (infer_at >= 0) return c.err("shape has more than one -1");
+      if (infer_at >= 0) return c.error("shape has more than one -1");
       infer_at = static_cast<int64_t>(i);
       continue;
     }
-    if (dims[i] < 0) return c.err("invalid dim " + std::to_string(dims[i]) + " in shape");
+    if (dims[i] < 0) return c.error("invalid dim " + std::to_string(dims[i]) + " in shape");
     known *= dims[i];
   }
   if (infer_at >= 0) {
     if (known == 0 || x->numel() % known != 0)
-      return c.err("cannot infer -1 reshaping " + dims_str(x->dims) + " to " + dims_str(*shape));
+      return c.error("cannot infer -1 reshaping " + dims_str(x->dims) + " to " + dims_str(*shape));
     dims[infer_at] = x->numel() / known;
   }
   if (num_elements(dims) != x->numel())
-    return c.err("cannot reshape " + dims_str(x->dims) + " to " + dims_str(*shape));
+    return c.error("cannot reshape " + dims_str(x->dims) + " to " + dims_str(*shape));
   return Outputs{reshaped(*x, dims)};
 }
 
 Result<Outputs> flatten_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
   auto rank = static_cast<int64_t>(x->dims.size());
-  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_flatten_axis(c.node.attr_int("axis", 1), rank)));
+  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_flatten_axis(c.node().attr_int("axis", 1), rank)));
   int64_t outer = 1;
   for (int64_t i = 0; i < axis; ++i) outer *= x->dims[i];
   int64_t inner = 1;
@@ -114,8 +115,8 @@ Result<Outputs> squeeze_kernel(const Ctx& c) {
     ASSIGN_OR_RETURN(auto axes, c.at(normalize_axes(*axes_in, rank)));
     for (int64_t a : axes) {
       if (x->dims[a] != 1)
-        return c.err("cannot squeeze axis " + std::to_string(a) + " of size " +
-                     std::to_string(x->dims[a]));
+        return c.error("cannot squeeze axis " + std::to_string(a) + " of size " +
+                       std::to_string(x->dims[a]));
       drop[a] = true;
     }
   } else {
@@ -130,7 +131,7 @@ Result<Outputs> squeeze_kernel(const Ctx& c) {
 Result<Outputs> unsqueeze_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
   ASSIGN_OR_RETURN(auto axes_in, ints_input_or_attr(c, 1, "axes"));
-  if (!axes_in) return c.err("missing axes");
+  if (!axes_in) return c.error("missing axes");
   auto out_rank = static_cast<int64_t>(x->dims.size() + axes_in->size());
   ASSIGN_OR_RETURN(auto axes, c.at(normalize_axes(*axes_in, out_rank)));
   std::vector<bool> inserted(out_rank, false);
@@ -146,7 +147,7 @@ Result<Outputs> expand_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* s, c.need(1));
   Dims shape = ints_of(*s);
   auto dims = broadcast_shapes(x->dims, shape);
-  if (!dims) return c.err("cannot expand " + dims_str(x->dims) + " to " + dims_str(shape));
+  if (!dims) return c.error("cannot expand " + dims_str(x->dims) + " to " + dims_str(shape));
   RETURN_IF_ERROR(check_size(c, *dims));
   return Outputs{gather_elements_bytes(*x, *dims, broadcast_map(x->dims, *dims))};
 }
@@ -155,10 +156,10 @@ Result<Outputs> tile_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
   ASSIGN_OR_RETURN(const Tensor* r, c.need(1));
   auto reps = ints_of(*r);
-  if (reps.size() != x->dims.size()) return c.err("repeats length does not match rank");
+  if (reps.size() != x->dims.size()) return c.error("repeats length does not match rank");
   Dims dims = x->dims;
   for (size_t k = 0; k < dims.size(); ++k) {
-    if (reps[k] < 0) return c.err("negative repeat");
+    if (reps[k] < 0) return c.error("negative repeat");
     dims[k] *= reps[k];
   }
   RETURN_IF_ERROR(check_size(c, dims));
@@ -181,12 +182,12 @@ Result<Outputs> range_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* delta, c.need(2));
   return visit_numeric(c, start->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
     if (start->numel() != 1 || limit->numel() != 1 || delta->numel() != 1)
-      return c.err("start, limit and delta must be scalars");
+      return c.error("start, limit and delta must be scalars");
     T s = start->span<T>()[0], l = limit->span<T>()[0], d = delta->span<T>()[0];
-    if (d == T(0)) return c.err("delta is zero");
+    if (d == T(0)) return c.error("delta is zero");
     double count = std::ceil((static_cast<double>(l) - static_cast<double>(s)) / d);
     const int64_t n = std::max<int64_t>(saturating_int64(count), 0);
-    if (n > (int64_t{1} << 31)) return c.err("range is too long");
+    if (n > (int64_t{1} << 31)) return c.error("range is too long");
     Tensor out = make_tensor(start->dtype, {n});
     auto o = out.mutable_span<T>();
     T v = s;  // accumulated like onnxruntime (not s + i * d): identical float roundings
@@ -199,11 +200,11 @@ Result<Outputs> constant_of_shape_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* s, c.need(0));
   Dims dims = ints_of(*s);
   for (int64_t d : dims)
-    if (d < 0) return c.err("negative dim in shape " + dims_str(dims));
+    if (d < 0) return c.error("negative dim in shape " + dims_str(dims));
   RETURN_IF_ERROR(check_size(c, dims));
-  const Tensor* v = c.node.attr_tensor("value");
+  const Tensor* v = c.node().attr_tensor("value");
   Tensor fill = v ? *v : Tensor::from_floats({0.0f}, {});
-  if (fill.numel() != 1) return c.err("value must have one element");
+  if (fill.numel() != 1) return c.error("value must have one element");
   Tensor out = make_tensor(fill.dtype, dims);
   size_t es = dtype_size(fill.dtype);
   for (int64_t i = 0; i < out.numel(); ++i)
@@ -213,9 +214,9 @@ Result<Outputs> constant_of_shape_kernel(const Ctx& c) {
 
 Result<Outputs> eye_like_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
-  if (x->dims.size() != 2) return c.err("EyeLike needs a 2-D input");
-  auto dt = static_cast<DType>(c.node.attr_int("dtype", static_cast<int64_t>(x->dtype)));
-  int64_t k = c.node.attr_int("k", 0);
+  if (x->dims.size() != 2) return c.error("EyeLike needs a 2-D input");
+  auto dt = static_cast<DType>(c.node().attr_int("dtype", static_cast<int64_t>(x->dtype)));
+  int64_t k = c.node().attr_int("k", 0);
   Tensor one = Tensor::from_int64({1}, {}, DType::kInt64);
   ASSIGN_OR_RETURN(one, cast_tensor(c, one, dt));
   Tensor out = make_tensor(dt, x->dims);
@@ -233,12 +234,12 @@ Result<Outputs> dropout_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
   const Tensor* training = c.in(2);
   bool train = training && training->numel() == 1 && scalar_int(*training, 0) != 0;
-  double ratio = c.in(1) ? scalar_double(*c.in(1)) : c.node.attr_float("ratio", 0.5f);
-  if (train && ratio != 0) return c.err("Dropout in training mode is random");
+  double ratio = c.in(1) ? scalar_double(*c.in(1)) : c.node().attr_float("ratio", 0.5f);
+  if (train && ratio != 0) return c.error("Dropout in training mode is random");
   Outputs outs{*x};
   if (c.num_outputs() < 2) return outs;
   Tensor mask = Tensor::from_int64({1}, {}, DType::kInt64);
-  ASSIGN_OR_RETURN(mask, cast_tensor(c, mask, c.opset < 10 ? x->dtype : DType::kBool));
+  ASSIGN_OR_RETURN(mask, cast_tensor(c, mask, c.opset() < 10 ? x->dtype : DType::kBool));
   Tensor full = make_tensor(mask.dtype, x->dims);
   size_t es = dtype_size(mask.dtype);
   for (int64_t i = 0; i < full.numel(); ++i)
@@ -255,26 +256,26 @@ Result<Outputs> transpose_kernel(const Ctx& c);
 Result<Outputs> depth_to_space_kernel(const Ctx& c);
 Result<Outputs> space_to_depth_kernel(const Ctx& c);
 
-void register_shape(Registry& r) {
-  r["Identity"] = {identity_kernel};
-  r["Constant"] = {constant_kernel};
-  r["Shape"] = {shape_kernel};
-  r["Size"] = {size_kernel};
-  r["Reshape"] = {reshape_kernel};
-  r["Flatten"] = {flatten_kernel};
-  r["Squeeze"] = {squeeze_kernel};
-  r["Unsqueeze"] = {unsqueeze_kernel};
-  r["Expand"] = {expand_kernel};
-  r["Tile"] = {tile_kernel};
-  r["Range"] = {range_kernel};
-  r["ConstantOfShape"] = {constant_of_shape_kernel};
-  r["EyeLike"] = {eye_like_kernel};
-  r["Dropout"] = {dropout_kernel};
-  r["Concat"] = {concat_kernel};
-  r["Split"] = {split_kernel};
-  r["Transpose"] = {transpose_kernel};
-  r["DepthToSpace"] = {depth_to_space_kernel};
-  r["SpaceToDepth"] = {space_to_depth_kernel};
+void register_shape(KernelRegistry& r) {
+  r.add("Identity", {identity_kernel});
+  r.add("Constant", {constant_kernel});
+  r.add("Shape", {shape_kernel});
+  r.add("Size", {size_kernel});
+  r.add("Reshape", {reshape_kernel});
+  r.add("Flatten", {flatten_kernel});
+  r.add("Squeeze", {squeeze_kernel});
+  r.add("Unsqueeze", {unsqueeze_kernel});
+  r.add("Expand", {expand_kernel});
+  r.add("Tile", {tile_kernel});
+  r.add("Range", {range_kernel});
+  r.add("ConstantOfShape", {constant_of_shape_kernel});
+  r.add("EyeLike", {eye_like_kernel});
+  r.add("Dropout", {dropout_kernel});
+  r.add("Concat", {concat_kernel});
+  r.add("Split", {split_kernel});
+  r.add("Transpose", {transpose_kernel});
+  r.add("DepthToSpace", {depth_to_space_kernel});
+  r.add("SpaceToDepth", {space_to_depth_kernel});
 }
 
 }  // namespace common::eval

@@ -18,9 +18,7 @@ std::vector<int64_t> strides_of(const common::Dims& dims) {
 }
 
 common::Result<int64_t> axis_at(const OpContext& ctx, int64_t axis, int64_t rank) {
-  common::Result<int64_t> a = common::normalize_axis(axis, rank);
-  if (!a.ok()) return ctx.error(a.error().message);
-  return a;
+  return ctx.view().at(common::normalize_axis(axis, rank));
 }
 
 LinearTerm gather_term(int slot, const std::vector<int64_t>& src, int64_t in_size,
@@ -100,8 +98,8 @@ void add_broadcast_constant(const common::Tensor& t, const common::Dims& out, do
 common::Result<std::vector<int64_t>> ints_input_or_attr(const OpContext& ctx, size_t input,
                                                         const char* attr) {
   const common::Tensor* value = ctx.present(input) ? ctx.constants[input] : nullptr;
-  auto ints = common::ints_input_or_attr(ctx.node, input, value, attr, attr);
-  if (!ints.ok()) return ctx.error(ints.error().message);
+  auto ints = ctx.view().at(common::ints_input_or_attr(ctx.node, input, value, attr, attr));
+  if (!ints.ok()) return ints.error();
   return ints->value_or(std::vector<int64_t>{});
 }
 

@@ -1,12 +1,8 @@
 #include "propdag/registry.h"
 
-#include <algorithm>
-#include <map>
-
 namespace propdag {
-namespace {
 
-const std::map<std::string, OpRule, std::less<>>& table() {
+const OpRegistry& op_rules() {
   static const auto* rules = [] {
     RuleTable t;
     add_linear_rules(t);
@@ -15,24 +11,18 @@ const std::map<std::string, OpRule, std::less<>>& table() {
     add_activation_rules(t);
     add_nonlinear_rules(t);
     add_compare_rules(t);
-    auto* m = new std::map<std::string, OpRule, std::less<>>();
-    for (auto& [name, rule] : t) (*m)[std::string(name)] = rule;
-    return m;
+    auto* r = new OpRegistry();
+    for (const auto& [name, rule] : t) r->add(name, rule);
+    return r;
   }();
   return *rules;
 }
 
-}  // namespace
-
 OpRule find_rule(std::string_view op_type) {
-  auto it = table().find(op_type);
-  return it == table().end() ? nullptr : it->second;
+  const OpRule* rule = op_rules().find(op_type);
+  return rule == nullptr ? nullptr : *rule;
 }
 
-std::vector<std::string> supported_ops() {
-  std::vector<std::string> out;
-  for (const auto& [name, rule] : table()) out.push_back(name);
-  return out;
-}
+std::vector<std::string> supported_ops() { return op_rules().names(); }
 
 }  // namespace propdag

@@ -110,7 +110,7 @@ constexpr std::string_view kCompare = "And Equal Greater GreaterOrEqual Less Les
 
 }  // namespace
 
-void register_elementwise_rules(RuleTable& table) {
+void register_elementwise_rules(ShapeRegistry& table) {
   add_rules(table, kUnary, &unary_rule);
   add_rules(table, kBroadcast, &broadcast_rule);
   add_rules(table, kCompare, &compare_rule);

@@ -81,9 +81,9 @@ Status constant_of_shape_rule(InferContext& ctx) {
 // Range(start, limit, delta): max(ceil((limit - start) / delta), 0) elements of start's dtype.
 // Integers are counted exactly; float32 subtracts in float first, as onnxruntime does.
 Result<int64_t> range_count(const InferContext& ctx) {
-  const Tensor* s = ctx.value(0);
-  const Tensor* l = ctx.value(1);
-  const Tensor* d = ctx.value(2);
+  const Tensor* s = ctx.constant(0);
+  const Tensor* l = ctx.constant(1);
+  const Tensor* d = ctx.constant(2);
   if (s == nullptr || l == nullptr || d == nullptr) {
     return ctx.error("Range start, limit and delta must be known statically");
   }
@@ -142,7 +142,7 @@ Status multinomial_rule(InferContext& ctx) {
 
 }  // namespace
 
-void register_generator_rules(RuleTable& table) {
+void register_generator_rules(ShapeRegistry& table) {
   table.add("Shape", &shape_rule);
   table.add("Size", &size_rule);
   table.add("Constant", &constant_rule);

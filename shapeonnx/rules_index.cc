@@ -272,7 +272,7 @@ Status unique_rule(InferContext& ctx) {
 
 }  // namespace
 
-void register_index_rules(RuleTable& table) {
+void register_index_rules(ShapeRegistry& table) {
   table.add("Slice", &slice_rule);
   table.add("Gather", &gather_rule);
   table.add("GatherElements", &gather_elements_rule);

@@ -201,7 +201,7 @@ Status det_rule(InferContext& ctx) {
 
 }  // namespace
 
-void register_linalg_rules(RuleTable& table) {
+void register_linalg_rules(ShapeRegistry& table) {
   table.add("MatMul", &matmul_rule);
   table.add("MatMulInteger", &matmul_integer_rule);
   table.add("Gemm", &gemm_rule);

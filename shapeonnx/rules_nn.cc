@@ -178,7 +178,7 @@ Status col2im_rule(InferContext& ctx) {
 
 }  // namespace
 
-void register_nn_rules(RuleTable& table) {
+void register_nn_rules(ShapeRegistry& table) {
   table.add("Conv", &conv_rule);
   table.add("DeformConv", &conv_rule);
   table.add("Col2Im", &col2im_rule);  // offset and mask do not change the output shape

@@ -107,7 +107,7 @@ Status roi_align_rule(InferContext& ctx) {
 
 }  // namespace
 
-void register_pool_rules(RuleTable& table) {
+void register_pool_rules(ShapeRegistry& table) {
   table.add("MaxPool", &pool_rule);
   table.add("AveragePool", &pool_rule);
   table.add("LpPool", &pool_rule);

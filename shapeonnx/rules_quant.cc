@@ -54,7 +54,7 @@ Status qlinear_matmul_rule(InferContext& ctx) {
 
 }  // namespace
 
-void register_quant_rules(RuleTable& table) {
+void register_quant_rules(ShapeRegistry& table) {
   table.add("QuantizeLinear", &quantize_rule);
   table.add("DequantizeLinear", &dequantize_rule);
   table.add("DynamicQuantizeLinear", &dynamic_quantize_rule);

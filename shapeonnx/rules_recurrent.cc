@@ -36,7 +36,7 @@ Status recurrent_rule(InferContext& ctx) {
 
 }  // namespace
 
-void register_recurrent_rules(RuleTable& table) {
+void register_recurrent_rules(ShapeRegistry& table) {
   table.add("RNN", &recurrent_rule);
   table.add("GRU", &recurrent_rule);
   table.add("LSTM", &recurrent_rule);

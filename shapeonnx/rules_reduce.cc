@@ -88,7 +88,7 @@ constexpr std::string_view kReduce =
 
 }  // namespace
 
-void register_reduce_rules(RuleTable& table) {
+void register_reduce_rules(ShapeRegistry& table) {
   add_rules(table, kReduce, &reduce_rule);
   table.add("ArgMax", &arg_rule);
   table.add("ArgMin", &arg_rule);

@@ -115,7 +115,7 @@ Status upsample_rule(InferContext& ctx) {
 
 }  // namespace
 
-void register_resize_rules(RuleTable& table) {
+void register_resize_rules(ShapeRegistry& table) {
   table.add("Resize", &resize_rule);
   table.add("Upsample", &upsample_rule);
 }

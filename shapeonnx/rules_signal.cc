@@ -90,7 +90,7 @@ Status stft_rule(InferContext& ctx) {
 
 }  // namespace
 
-void register_signal_rules(RuleTable& table) {
+void register_signal_rules(ShapeRegistry& table) {
   table.add("BlackmanWindow", &window_rule);
   table.add("HammingWindow", &window_rule);
   table.add("HannWindow", &window_rule);

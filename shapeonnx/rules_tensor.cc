@@ -260,7 +260,7 @@ Status space_to_depth_rule(InferContext& ctx) {
 
 }  // namespace
 
-void register_tensor_rules(RuleTable& table) {
+void register_tensor_rules(ShapeRegistry& table) {
   table.add("Reshape", &reshape_rule);
   table.add("Flatten", &flatten_rule);
   table.add("Transpose", &transpose_rule);

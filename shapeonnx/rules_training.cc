@@ -52,7 +52,7 @@ bool is_training_op(std::string_view domain, std::string_view op_type) {
          (op_type == "Adagrad" || op_type == "Momentum" || op_type == "Adam");
 }
 
-void register_training_rules(RuleTable& table) {
+void register_training_rules(ShapeRegistry& table) {
   table.add("Adagrad", adagrad);
   table.add("Momentum", momentum);
   table.add("Adam", adam);

@@ -12,7 +12,7 @@ using common::Dims;
 using common::Result;
 using common::Status;
 
-void add_rules(RuleTable& table, std::string_view ops, ShapeRule rule) {
+void add_rules(ShapeRegistry& table, std::string_view ops, ShapeRule rule) {
   while (!ops.empty()) {
     const size_t space = ops.find(' ');
     const std::string_view op = ops.substr(0, space);
@@ -46,7 +46,7 @@ Result<Dims> broadcast_inputs(const InferContext& ctx, size_t first) {
 Result<std::vector<int64_t>> known_ints(const InferContext& ctx, size_t i, std::string_view what) {
   if (!ctx.has_input(i))
     return ctx.error(std::string(what) + " (input " + std::to_string(i) + ") is missing");
-  const common::Tensor* t = ctx.value(i);
+  const common::Tensor* t = ctx.constant(i);
   if (t == nullptr) {
     return ctx.error(std::string(what) + " (input " + std::to_string(i) + ", '" +
                      ctx.node().inputs[i] + "') is not known statically");
@@ -58,7 +58,7 @@ Result<std::vector<double>> known_doubles(const InferContext& ctx, size_t i,
                                           std::string_view what) {
   if (!ctx.has_input(i))
     return ctx.error(std::string(what) + " (input " + std::to_string(i) + ") is missing");
-  const common::Tensor* t = ctx.value(i);
+  const common::Tensor* t = ctx.constant(i);
   if (t == nullptr) {
     return ctx.error(std::string(what) + " (input " + std::to_string(i) + ", '" +
                      ctx.node().inputs[i] + "') is not known statically");
@@ -69,7 +69,7 @@ Result<std::vector<double>> known_doubles(const InferContext& ctx, size_t i,
 Result<std::optional<std::vector<int64_t>>> ints_from_input_or_attr(const InferContext& ctx,
                                                                     size_t i, std::string_view attr,
                                                                     std::string_view what) {
-  const common::Tensor* value = ctx.has_input(i) ? ctx.value(i) : nullptr;
+  const common::Tensor* value = ctx.has_input(i) ? ctx.constant(i) : nullptr;
   auto ints = common::ints_input_or_attr(ctx.node(), i, value, attr, what);
   if (!ints.ok()) return ctx.error(ints.error().message);
   return ints;

@@ -3,10 +3,10 @@
 
 #include <cstdint>
 #include <string_view>
-#include <vector>
 
 #include "common/error.h"
 #include "common/graph.h"
+#include "common/registry.h"
 
 namespace slimonnx {
 
@@ -16,7 +16,6 @@ namespace slimonnx {
 using PassFn = common::Result<int64_t> (*)(common::Graph&);
 
 struct Pass {
-  std::string_view name;
   std::string_view description;
   PassFn run;
   /// Runs only once the other passes have reached their fixed point, so that the local rewrites
@@ -24,25 +23,20 @@ struct Pass {
   bool late = false;
 };
 
-/// Pass families add their passes here, in the order they should run.
-struct PassTable {
-  std::vector<Pass> entries;
-  void add(std::string_view name, std::string_view description, PassFn run, bool late = false) {
-    entries.push_back({name, description, run, late});
-  }
-};
+/// Pass families add their passes here by name, in the order they should run.
+using PassRegistry = common::Registry<Pass>;
 
-/// Every registered pass, in run order.
-const std::vector<Pass>& registered_passes();
+/// Every registered pass, in run order (PassRegistry::entries).
+const PassRegistry& registered_passes();
 
-void register_fold_passes(PassTable& table);       // constant folding, dead code
-void register_cleanup_passes(PassTable& table);    // Identity/Dropout, no-op ops, x+0, x*1
-void register_reshape_passes(PassTable& table);    // reshape/squeeze chains, transpose chains
-void register_linear_passes(PassTable& table);     // MatMul+Add, linear chains, affine folding
-void register_batchnorm_passes(PassTable& table);  // BatchNormalization into linear layers
-void register_conv_passes(PassTable& table);       // Pad into Conv, Conv -> Gemm
-void register_select_passes(PassTable& table);     // Slice / Gather into dense layers
-void register_region_passes(PassTable& table);     // affine regions into one Gemm per output
-void register_cse_passes(PassTable& table);        // common subexpressions
+void register_fold_passes(PassRegistry& table);       // constant folding, dead code
+void register_cleanup_passes(PassRegistry& table);    // Identity/Dropout, no-op ops, x+0, x*1
+void register_reshape_passes(PassRegistry& table);    // reshape/squeeze chains, transpose chains
+void register_linear_passes(PassRegistry& table);     // MatMul+Add, linear chains, affine folding
+void register_batchnorm_passes(PassRegistry& table);  // BatchNormalization into linear layers
+void register_conv_passes(PassRegistry& table);       // Pad into Conv, Conv -> Gemm
+void register_select_passes(PassRegistry& table);     // Slice / Gather into dense layers
+void register_region_passes(PassRegistry& table);     // affine regions into one Gemm per output
+void register_cse_passes(PassRegistry& table);        // common subexpressions
 
 }  // namespace slimonnx

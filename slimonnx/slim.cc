@@ -9,8 +9,8 @@
 namespace slimonnx {
 namespace {
 
-PassTable build_table() {
-  PassTable table;
+PassRegistry build_table() {
+  PassRegistry table;
   register_fold_passes(table);
   register_cse_passes(table);
   register_cleanup_passes(table);
@@ -23,34 +23,26 @@ PassTable build_table() {
   return table;
 }
 
-const Pass* find_pass(std::string_view name) {
-  for (const Pass& p : registered_passes()) {
-    if (p.name == name) return &p;
-  }
-  return nullptr;
-}
-
 bool contains(const std::vector<std::string>& names, std::string_view name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
 common::Status check_names(const common::Graph& graph, const std::vector<std::string>& names) {
   for (const std::string& n : names) {
-    if (find_pass(n) == nullptr) return graph.error("unknown pass '" + n + "'");
+    if (!registered_passes().contains(n)) return graph.error("unknown pass '" + n + "'");
   }
   return {};
 }
 
 // The selected passes in registry order (so `--passes b,a` runs a before b, like the default).
-common::Result<std::vector<const Pass*>> select(const common::Graph& graph,
-                                                const Options& options) {
+common::Result<std::vector<const PassRegistry::Entry*>> select(const common::Graph& graph,
+                                                               const Options& options) {
   RETURN_IF_ERROR(check_names(graph, options.passes));
   RETURN_IF_ERROR(check_names(graph, options.disable));
-  std::vector<const Pass*> selected;
-  for (const Pass& p : registered_passes()) {
-    const std::string name(p.name);
-    if (!options.passes.empty() && !contains(options.passes, name)) continue;
-    if (contains(options.disable, name)) continue;
+  std::vector<const PassRegistry::Entry*> selected;
+  for (const PassRegistry::Entry& p : registered_passes().entries()) {
+    if (!options.passes.empty() && !contains(options.passes, p.name)) continue;
+    if (contains(options.disable, p.name)) continue;
     selected.push_back(&p);
   }
   return selected;
@@ -71,32 +63,32 @@ void forget_untrusted_shapes(common::Graph& graph) {
 
 }  // namespace
 
-const std::vector<Pass>& registered_passes() {
-  static const std::vector<Pass> passes = build_table().entries;
+const PassRegistry& registered_passes() {
+  static const PassRegistry passes = build_table();
   return passes;
 }
 
 std::vector<PassInfo> list_passes() {
   std::vector<PassInfo> out;
-  for (const Pass& p : registered_passes()) {
-    out.push_back({std::string(p.name), std::string(p.description)});
+  for (const PassRegistry::Entry& p : registered_passes().entries()) {
+    out.push_back({p.name, std::string(p.rule.description)});
   }
   return out;
 }
 
 common::Result<Report> run(common::Graph& graph, const Options& options) {
-  ASSIGN_OR_RETURN(std::vector<const Pass*> selected, select(graph, options));
+  ASSIGN_OR_RETURN(std::vector<const PassRegistry::Entry*> selected, select(graph, options));
   Report report;
   report.nodes_before = static_cast<int64_t>(graph.nodes.size());
-  for (const Pass* p : selected) report.rewrites[std::string(p->name)] = 0;
+  for (const PassRegistry::Entry* p : selected) report.rewrites[p->name] = 0;
   for (int round = 0; round < options.max_rounds; ++round) {
     int64_t changed = 0;
     for (bool late : {false, true}) {
       if (late && changed != 0) break;
-      for (const Pass* p : selected) {
-        if (p->late != late) continue;
-        ASSIGN_OR_RETURN(int64_t n, p->run(graph));
-        report.rewrites[std::string(p->name)] += n;
+      for (const PassRegistry::Entry* p : selected) {
+        if (p->rule.late != late) continue;
+        ASSIGN_OR_RETURN(int64_t n, p->rule.run(graph));
+        report.rewrites[p->name] += n;
         changed += n;
       }
     }

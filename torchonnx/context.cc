@@ -15,41 +15,11 @@ namespace torchonnx {
 using common::DType;
 using common::Tensor;
 
-namespace {
-
-const common::Dims kNoDims;
-
-const common::Value* find_value(const common::Graph& graph, std::string_view name) {
-  return name.empty() ? nullptr : graph.find(name);
-}
-
-}  // namespace
-
 Context::Context(LowerState& state, int node_index)
-    : state_(state), node_(state.graph->nodes[node_index]) {}
-
-DType Context::dtype(size_t i) const {
-  const common::Value* v = i < num_inputs() ? find_value(graph(), node_.inputs[i]) : nullptr;
-  return v ? v->dtype : DType::kUndefined;
-}
-
-const common::Dims& Context::shape(size_t i) const {
-  const common::Value* v = i < num_inputs() ? find_value(graph(), node_.inputs[i]) : nullptr;
-  return v && v->shape ? *v->shape : kNoDims;
-}
-
-DType Context::out_dtype(size_t i) const {
-  const common::Value* v = i < num_outputs() ? find_value(graph(), node_.outputs[i]) : nullptr;
-  return v ? v->dtype : DType::kUndefined;
-}
-
-const common::Dims& Context::out_shape(size_t i) const {
-  const common::Value* v = i < num_outputs() ? find_value(graph(), node_.outputs[i]) : nullptr;
-  return v && v->shape ? *v->shape : kNoDims;
-}
+    : NodeView(*state.graph, state.graph->nodes[node_index]), state_(state) {}
 
 const Tensor* Context::constant(size_t i) const {
-  return has_input(i) ? constant_value(node_.inputs[i]) : nullptr;
+  return has_input(i) ? constant_value(node().inputs[i]) : nullptr;
 }
 
 const Tensor* Context::constant_value(const std::string& name) const {
@@ -63,7 +33,7 @@ const Tensor* Context::constant_value(const std::string& name) const {
 }
 
 bool Context::output_used(size_t i) const {
-  const common::Node& owner = fused_ ? *fused_ : node_;
+  const common::Node& owner = fused_ ? *fused_ : node();
   return i < owner.outputs.size() && !owner.outputs[i].empty() &&
          state_.live.count(owner.outputs[i]) != 0;
 }
@@ -73,7 +43,7 @@ std::string Context::in(size_t i) {
     if (!missing_input_) missing_input_ = i;
     return "None";
   }
-  const std::string& name = node_.inputs[i];
+  const std::string& name = node().inputs[i];
   auto it = state_.operands.find(name);
   if (it != state_.operands.end()) return it->second.expr;
   const Tensor* c = graph().constant(name);
@@ -95,7 +65,7 @@ std::string Context::scalar_or_in(size_t i) {
 
 bool Context::batched(size_t i) const {
   if (!has_input(i)) return false;
-  auto it = state_.operands.find(node_.inputs[i]);
+  auto it = state_.operands.find(node().inputs[i]);
   return it != state_.operands.end() && it->second.batched;
 }
 
@@ -106,7 +76,7 @@ Operand Context::operand(size_t i) {
 
 View Context::input_view(size_t i) {
   if (has_input(i)) {
-    auto it = state_.views.find(node_.inputs[i]);
+    auto it = state_.views.find(node().inputs[i]);
     if (it != state_.views.end()) return it->second;
   }
   View v{in(i), shape(i), {}};
@@ -115,14 +85,14 @@ View Context::input_view(size_t i) {
 }
 
 void Context::set_view(size_t i, View view) {
-  const common::Node& owner = fused_ ? *fused_ : node_;
+  const common::Node& owner = fused_ ? *fused_ : node();
   if (i < owner.outputs.size() && !owner.outputs[i].empty())
     state_.views[owner.outputs[i]] = std::move(view);
 }
 
 int Context::batch_axis(size_t i) const {
   if (!has_input(i)) return -1;
-  auto it = state_.operands.find(node_.inputs[i]);
+  auto it = state_.operands.find(node().inputs[i]);
   if (it == state_.operands.end()) return -1;
   return it->second.batched ? 0 : it->second.moved;
 }
@@ -138,12 +108,12 @@ int Context::probed(const std::string& value) const {
 }
 
 int Context::probed_axis(size_t i) const {
-  const common::Node& owner = fused_ ? *fused_ : node_;
+  const common::Node& owner = fused_ ? *fused_ : node();
   return i < owner.outputs.size() ? probed(owner.outputs[i]) : -2;
 }
 
 int Context::probed_input_axis(size_t i) const {
-  return has_input(i) ? probed(node_.inputs[i]) : -2;
+  return has_input(i) ? probed(node().inputs[i]) : -2;
 }
 
 bool Context::any_batched() const {
@@ -165,7 +135,7 @@ std::string Context::layer(std::string_view kind, std::string ctor, std::vector<
   // and the same resulting tensors (a weight shared by several nodes, or by the copies of an
   // unrolled loop body) reuses that layer: one set of parameters, as in the ONNX graph.
   std::string sources;
-  for (const std::string& in : node_.inputs) {
+  for (const std::string& in : node().inputs) {
     if (!in.empty() && graph().is_initializer(in)) sources += in + '\n';
   }
   if (!sources.empty()) {
@@ -201,8 +171,7 @@ void Context::add_import(const std::string& module) {
 }
 
 const common::Node* Context::sole_consumer(size_t i) const {
-  if (i >= num_outputs()) return nullptr;
-  const common::Value* v = find_value(graph(), node_.outputs[i]);
+  const common::Value* v = output_value(i);
   if (!v || v->consumers.size() != 1) return nullptr;
   const auto& outs = graph().outputs;
   if (std::find(outs.begin(), outs.end(), v->name) != outs.end()) return nullptr;
@@ -239,7 +208,7 @@ common::Status Context::emit_at(std::string expr, std::string_view hint, int axi
 }
 
 common::Status Context::emit_one(std::string expr, std::string_view hint, int axis, bool aware) {
-  for (size_t i = 1; i < (fused_ ? fused_ : &node_)->outputs.size(); ++i) {
+  for (size_t i = 1; i < (fused_ ? fused_ : &node())->outputs.size(); ++i) {
     if (output_used(i)) return error("optional output " + std::to_string(i) + " is not supported");
   }
   add_statement(std::move(expr), hint, {axis}, outputs(1), aware);
@@ -275,12 +244,12 @@ void Context::check_batch(int axis, bool aware, const std::string& out) {
   const int expected = axis >= 0 ? probed(out) : -2;
   if ((carried && axis < 0) || (moved && !aware) || (expected != -2 && expected != axis)) {
     state_.batch_lost =
-        node_.name.empty() ? node_.op_type : node_.name + " (" + node_.op_type + ")";
+        node().name.empty() ? node().op_type : node().name + " (" + node().op_type + ")";
   }
 }
 
 std::vector<std::string> Context::outputs(size_t count) const {
-  const common::Node& owner = fused_ ? *fused_ : node_;
+  const common::Node& owner = fused_ ? *fused_ : node();
   return {owner.outputs.begin(), owner.outputs.begin() + std::min(count, owner.outputs.size())};
 }
 
@@ -305,7 +274,7 @@ void Context::add_statement(std::string expr, std::string_view hint, std::vector
 }
 
 std::string Context::comment() const {
-  std::string text = fused_ ? node_.name + " + " + fused_->name : node_.name;
+  std::string text = fused_ ? node().name + " + " + fused_->name : node().name;
   for (const std::string& a : absorbed_) text += ", " + a;
   return text;
 }
@@ -320,13 +289,13 @@ std::string Context::local(std::string expr, std::string_view hint) {
 }
 
 void Context::alias(size_t i, Operand operand) {
-  const common::Node& owner = fused_ ? *fused_ : node_;
+  const common::Node& owner = fused_ ? *fused_ : node();
   check_batch(operand.batched ? 0 : operand.moved, operand.moved >= 0, owner.outputs[i]);
   state_.operands[owner.outputs[i]] = std::move(operand);
 }
 
 common::Error Context::error(const std::string& message) const {
-  return graph().error(node_, message + " (opset " + std::to_string(opset()) + ")");
+  return NodeView::error(message + " (opset " + std::to_string(opset()) + ")");
 }
 
 void LowerState::release_weights_read_last_by(size_t i) {

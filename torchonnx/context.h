@@ -12,6 +12,8 @@
 #include "common/error.h"
 #include "common/graph.h"
 #include "common/names.h"
+#include "common/node_view.h"
+#include "common/registry.h"
 #include "torchonnx/batch_probe.h"
 #include "torchonnx/module.h"
 
@@ -72,25 +74,17 @@ struct LowerState {
 /// ConvTranspose read (graph outputs excepted).
 std::vector<std::vector<std::string>> weights_by_last_reader(const common::Graph& graph);
 
-/// The lowering of one node.
-class Context {
+/// The lowering of one node: the node as common::NodeView sees it (inputs' and outputs' dtypes and
+/// shapes) and what its statements need of the module being built.
+class Context : public common::NodeView {
  public:
   Context(LowerState& state, int node_index);
 
-  const common::Node& node() const { return node_; }
   bool rnn_modules() const { return state_.rnn_modules; }
-  const common::Graph& graph() const { return *state_.graph; }
   int64_t opset() const { return graph().opset(""); }
-  size_t num_inputs() const { return node_.inputs.size(); }
-  size_t num_outputs() const { return node_.outputs.size(); }
-  bool has_input(size_t i) const { return node_.has_input(i); }
 
-  common::DType dtype(size_t i) const;
-  const common::Dims& shape(size_t i) const;
-  int64_t rank(size_t i) const { return static_cast<int64_t>(shape(i).size()); }
-  common::DType out_dtype(size_t i = 0) const;
-  const common::Dims& out_shape(size_t i = 0) const;
-  /// Compile-time content of input i (initializer or propagated), or null.
+  /// Compile-time content of input i (initializer or propagated), or null. Unlike
+  /// NodeView::constant, a value an emitted statement computes is not one even if propagated.
   const common::Tensor* constant(size_t i) const;
   /// `constant` for any value of the graph by name.
   const common::Tensor* constant_value(const std::string& name) const;
@@ -120,7 +114,9 @@ class Context {
   /// Input i as a view: the view it was made as by earlier indexing, else all of `in(i)`.
   View input_view(size_t i);
   /// Whether input i was made as a view by earlier indexing.
-  bool has_view(size_t i) const { return has_input(i) && state_.views.count(node_.inputs[i]) != 0; }
+  bool has_view(size_t i) const {
+    return has_input(i) && state_.views.count(node().inputs[i]) != 0;
+  }
   /// Records output i as `view` (see View).
   void set_view(size_t i, View view);
   /// The dim of input i that carries the batch (0 when batched), or -1.
@@ -176,6 +172,7 @@ class Context {
   /// Output i is the same value as an existing expression (no statement).
   void alias(size_t i, Operand operand);
 
+  /// NodeView::error with the opset the node is lowered at: `... (opset 13)`.
   common::Error error(const std::string& message) const;
 
  private:
@@ -196,7 +193,6 @@ class Context {
   int probed(const std::string& value) const;
 
   LowerState& state_;
-  const common::Node& node_;
   const common::Node* fused_ = nullptr;
   std::vector<std::string> absorbed_;  ///< comment text of absorbed nodes
   std::optional<size_t> missing_input_;
@@ -209,30 +205,27 @@ Handler find_handler(std::string_view op_type);
 std::vector<std::string> handler_ops();
 
 /// Handler families (one file each) add their entries here.
-struct HandlerTable {
-  std::vector<std::pair<std::string_view, Handler>> entries;
-  void add(std::string_view op, Handler h) { entries.emplace_back(op, h); }
-};
-void register_elementwise(HandlerTable& table);  // unary, binary, variadic, Clip, Cast, Where
-void register_activation(HandlerTable& table);   // Relu, Sigmoid, Softmax, LeakyRelu, ...
-void register_conv(HandlerTable& table);         // Conv, ConvTranspose
-void register_pool(HandlerTable& table);         // MaxPool, AveragePool, Global*Pool
-void register_norm(HandlerTable& table);         // BatchNormalization, LayerNorm, LRN, ...
-void register_linalg(HandlerTable& table);       // Gemm, MatMul, Einsum
-void register_shape(HandlerTable& table);        // Reshape, Flatten, Transpose, Concat, Split, ...
-void register_index(HandlerTable& table);        // Slice, Gather, ScatterND, ArgMax, TopK, ...
-void register_reduce(HandlerTable& table);       // Reduce*, CumSum
-void register_generator(HandlerTable& table);    // Shape, ConstantOfShape, Range, EyeLike, Pad
-void register_resize(HandlerTable& table);       // Resize, Upsample
-void register_onehot(HandlerTable& table);       // OneHot
-void register_loss(HandlerTable& table);      // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
-void register_training(HandlerTable& table);  // Adagrad, Momentum, Adam (preview.training)
-void register_quant(HandlerTable& table);  // QuantizeLinear, DequantizeLinear, *Integer, QLinear*
-void register_recurrent(HandlerTable& table);  // RNN, GRU, LSTM
-void register_signal(HandlerTable& table);     // DFT, STFT, windows, MelWeightMatrix
-void register_sampling(HandlerTable& table);   // GridSample, RoiAlign, MaxUnpool
-void register_misc(HandlerTable& table);       // Det, MeanVarianceNormalization, ReverseSequence
-void register_text(HandlerTable& table);       // TfIdfVectorizer
+using HandlerRegistry = common::Registry<Handler>;
+void register_elementwise(HandlerRegistry& t);  // unary, binary, variadic, Clip, Cast, Where
+void register_activation(HandlerRegistry& t);   // Relu, Sigmoid, Softmax, LeakyRelu, ...
+void register_conv(HandlerRegistry& t);         // Conv, ConvTranspose
+void register_pool(HandlerRegistry& t);         // MaxPool, AveragePool, Global*Pool
+void register_norm(HandlerRegistry& t);         // BatchNormalization, LayerNorm, LRN, ...
+void register_linalg(HandlerRegistry& t);       // Gemm, MatMul, Einsum
+void register_shape(HandlerRegistry& t);        // Reshape, Flatten, Transpose, Concat, Split, ...
+void register_index(HandlerRegistry& t);        // Slice, Gather, ScatterND, ArgMax, TopK, ...
+void register_reduce(HandlerRegistry& t);       // Reduce*, CumSum
+void register_generator(HandlerRegistry& t);    // Shape, ConstantOfShape, Range, EyeLike, Pad
+void register_resize(HandlerRegistry& t);       // Resize, Upsample
+void register_onehot(HandlerRegistry& t);       // OneHot
+void register_loss(HandlerRegistry& t);      // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+void register_training(HandlerRegistry& t);  // Adagrad, Momentum, Adam (preview.training)
+void register_quant(HandlerRegistry& t);     // QuantizeLinear, DequantizeLinear, *Integer, QLinear*
+void register_recurrent(HandlerRegistry& t);  // RNN, GRU, LSTM
+void register_signal(HandlerRegistry& t);     // DFT, STFT, windows, MelWeightMatrix
+void register_sampling(HandlerRegistry& t);   // GridSample, RoiAlign, MaxUnpool
+void register_misc(HandlerRegistry& t);       // Det, MeanVarianceNormalization, ReverseSequence
+void register_text(HandlerRegistry& t);       // TfIdfVectorizer
 
 /// A declared custom op: `<outputs> = module.function(inputs..., attr=value, ...)`, the module
 /// added to Module::imports; `target` is "module:function".

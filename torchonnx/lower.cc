@@ -1,7 +1,6 @@
 #include "torchonnx/lower.h"
 
 #include <algorithm>
-#include <map>
 #include <memory>
 
 #include "shapeonnx/control_flow.h"
@@ -16,32 +15,30 @@ using common::Node;
 
 namespace {
 
-const std::map<std::string, Handler, std::less<>>& registry() {
+const HandlerRegistry& registry() {
   static const auto* table = [] {
-    HandlerTable t;
-    register_elementwise(t);
-    register_activation(t);
-    register_conv(t);
-    register_pool(t);
-    register_norm(t);
-    register_linalg(t);
-    register_shape(t);
-    register_index(t);
-    register_reduce(t);
-    register_generator(t);
-    register_resize(t);
-    register_onehot(t);
-    register_loss(t);
-    register_training(t);
-    register_quant(t);
-    register_recurrent(t);
-    register_signal(t);
-    register_sampling(t);
-    register_misc(t);
-    register_text(t);
-    auto* m = new std::map<std::string, Handler, std::less<>>();
-    for (const auto& [op, h] : t.entries) m->emplace(std::string(op), h);
-    return m;
+    auto* t = new HandlerRegistry();
+    register_elementwise(*t);
+    register_activation(*t);
+    register_conv(*t);
+    register_pool(*t);
+    register_norm(*t);
+    register_linalg(*t);
+    register_shape(*t);
+    register_index(*t);
+    register_reduce(*t);
+    register_generator(*t);
+    register_resize(*t);
+    register_onehot(*t);
+    register_loss(*t);
+    register_training(*t);
+    register_quant(*t);
+    register_recurrent(*t);
+    register_signal(*t);
+    register_sampling(*t);
+    register_misc(*t);
+    register_text(*t);
+    return t;
   }();
   return *table;
 }
@@ -208,15 +205,11 @@ void remove_dead_code(Module& m) {
 }  // namespace
 
 Handler find_handler(std::string_view op_type) {
-  auto it = registry().find(op_type);
-  return it == registry().end() ? nullptr : it->second;
+  const Handler* handler = registry().find(op_type);
+  return handler == nullptr ? nullptr : *handler;
 }
 
-std::vector<std::string> handler_ops() {
-  std::vector<std::string> out;
-  for (const auto& [op, h] : registry()) out.push_back(op);
-  return out;
-}
+std::vector<std::string> handler_ops() { return registry().names(); }
 
 std::vector<std::string> supported_ops() {
   // Control flow and sequences are expanded before lowering (shapeonnx/control_flow.h).

@@ -135,7 +135,7 @@ Status softmax(Context& ctx) {
 
 }  // namespace
 
-void register_activation(HandlerTable& t) {
+void register_activation(HandlerRegistry& t) {
   t.add("Relu", relu);
   t.add("Sigmoid", sigmoid);
   t.add("Tanh", tanh);

@@ -258,9 +258,9 @@ Status conv_transpose(Context& ctx) {
 
 }  // namespace
 
-void register_conv_columns(HandlerTable& t);  // Col2Im, DeformConv (ops_conv_columns.cc)
+void register_conv_columns(HandlerRegistry& t);  // Col2Im, DeformConv (ops_conv_columns.cc)
 
-void register_conv(HandlerTable& t) {
+void register_conv(HandlerRegistry& t) {
   t.add("Conv", conv);
   t.add("ConvTranspose", conv_transpose);
   register_conv_columns(t);

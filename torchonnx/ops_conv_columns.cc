@@ -132,7 +132,7 @@ Status deform_conv(Context& ctx) {
 
 }  // namespace
 
-void register_conv_columns(HandlerTable& t) {
+void register_conv_columns(HandlerRegistry& t) {
   t.add("Col2Im", col2im);
   t.add("DeformConv", deform_conv);
 }

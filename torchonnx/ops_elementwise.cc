@@ -245,7 +245,7 @@ Status is_inf(Context& ctx) {
 
 }  // namespace
 
-void register_elementwise(HandlerTable& t) {
+void register_elementwise(HandlerRegistry& t) {
   for (const auto& [op, spec] : unary_specs()) t.add(op, unary);
   for (const auto& [op, spec] : binary_specs()) t.add(op, binary);
   t.add("Pow", pow_op);

@@ -158,7 +158,7 @@ Status center_crop_pad(Context& ctx) {
 
 }  // namespace
 
-void register_generator(HandlerTable& t) {
+void register_generator(HandlerRegistry& t) {
   t.add("Shape", unfolded);
   t.add("Size", unfolded);
   t.add("ConstantOfShape", constant_of_shape);

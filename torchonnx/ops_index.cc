@@ -370,7 +370,7 @@ Status compress(Context& ctx) {
 
 }  // namespace
 
-void register_index(HandlerTable& t) {
+void register_index(HandlerRegistry& t) {
   t.add("Slice", slice);
   t.add("Gather", gather);
   t.add("GatherElements", gather_elements);

@@ -371,7 +371,7 @@ Status einsum(Context& ctx) {
 
 }  // namespace
 
-void register_linalg(HandlerTable& t) {
+void register_linalg(HandlerRegistry& t) {
   t.add("Gemm", gemm);
   t.add("MatMul", matmul);
   t.add("Einsum", einsum);

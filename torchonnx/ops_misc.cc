@@ -76,7 +76,7 @@ Status reverse_sequence(Context& ctx) {
 
 }  // namespace
 
-void register_misc(HandlerTable& t) {
+void register_misc(HandlerRegistry& t) {
   t.add("Det", det);
   t.add("MeanVarianceNormalization", mean_variance_normalization);
   t.add("ReverseSequence", reverse_sequence);

@@ -145,7 +145,7 @@ Status lrn(Context& ctx) {
 
 }  // namespace
 
-void register_norm(HandlerTable& t) {
+void register_norm(HandlerRegistry& t) {
   t.add("BatchNormalization", batch_norm);
   t.add("InstanceNormalization", instance_norm);
   t.add("LayerNormalization", layer_norm);

@@ -349,7 +349,7 @@ Status global_lp_pool(Context& ctx) {
 
 }  // namespace
 
-void register_pool(HandlerTable& t) {
+void register_pool(HandlerRegistry& t) {
   t.add("MaxPool", max_pool);
   t.add("AveragePool", average_pool);
   t.add("GlobalAveragePool", global_pool);

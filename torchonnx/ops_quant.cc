@@ -260,7 +260,7 @@ Status bit_shift(Context& ctx) {
 
 }  // namespace
 
-void register_quant(HandlerTable& t) {
+void register_quant(HandlerRegistry& t) {
   t.add("QuantizeLinear", quantize_linear);
   t.add("DequantizeLinear", dequantize_linear);
   t.add("DynamicQuantizeLinear", dynamic_quantize_linear);

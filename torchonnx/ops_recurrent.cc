@@ -257,7 +257,7 @@ std::string initial_state(Context& ctx, const Spec& s, size_t i) {
 
 }  // namespace recurrent
 
-void register_recurrent(HandlerTable& t) {
+void register_recurrent(HandlerRegistry& t) {
   t.add("RNN", recurrent::recurrent);
   t.add("GRU", recurrent::recurrent);
   t.add("LSTM", recurrent::recurrent);

@@ -145,7 +145,7 @@ Status cumsum(Context& ctx) {
 
 }  // namespace
 
-void register_reduce(HandlerTable& t) {
+void register_reduce(HandlerRegistry& t) {
   for (const auto& [op, r] : reductions()) t.add(op, reduce);
   t.add("CumSum", cumsum);
 }

@@ -302,7 +302,7 @@ Status resize(Context& ctx) {
 
 }  // namespace
 
-void register_resize(HandlerTable& t) {
+void register_resize(HandlerRegistry& t) {
   t.add("Resize", resize);
   t.add("Upsample", resize);
 }

@@ -187,7 +187,7 @@ Status max_unpool(Context& ctx) {
 
 }  // namespace
 
-void register_sampling(HandlerTable& t) {
+void register_sampling(HandlerRegistry& t) {
   t.add("GridSample", grid_sample);
   t.add("AffineGrid", affine_grid);
   t.add("RoiAlign", roi_align);

@@ -305,7 +305,7 @@ Status depth_space(Context& ctx) {
 
 }  // namespace
 
-void register_shape(HandlerTable& t) {
+void register_shape(HandlerRegistry& t) {
   t.add("Reshape", reshape);
   t.add("Flatten", flatten);
   t.add("Squeeze", squeeze_like);

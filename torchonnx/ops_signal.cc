@@ -170,7 +170,7 @@ Status mel_weight_matrix(Context& ctx) {
 
 }  // namespace
 
-void register_signal(HandlerTable& t) {
+void register_signal(HandlerRegistry& t) {
   t.add("DFT", dft);
   t.add("STFT", stft);
   t.add("HannWindow", window);

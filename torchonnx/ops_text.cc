@@ -99,6 +99,6 @@ Status tfidf_vectorizer(Context& ctx) {
 
 }  // namespace
 
-void register_text(HandlerTable& t) { t.add("TfIdfVectorizer", tfidf_vectorizer); }
+void register_text(HandlerRegistry& t) { t.add("TfIdfVectorizer", tfidf_vectorizer); }
 
 }  // namespace torchonnx

@@ -122,7 +122,7 @@ Status adam(Context& ctx) {
 
 }  // namespace
 
-void register_training(HandlerTable& t) {
+void register_training(HandlerRegistry& t) {
   t.add("Adagrad", adagrad);
   t.add("Momentum", momentum);
   t.add("Adam", adam);

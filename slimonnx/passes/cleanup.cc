@@ -196,12 +196,12 @@ common::Result<int64_t> remove_neutral_arithmetic(common::Graph& g) {
 
 }  // namespace
 
-void register_cleanup_passes(PassTable& table) {
-  table.add("identity", "remove Identity and inference-mode Dropout", remove_identities);
-  table.add("noop-ops", "remove Reshape/Flatten/Transpose/Pad/Cast/Slice/... that change nothing",
-            remove_noop_ops);
-  table.add("neutral-arithmetic", "remove Add 0, Sub 0, Mul 1, Div 1, Pow 1",
-            remove_neutral_arithmetic);
+void register_cleanup_passes(PassRegistry& table) {
+  table.add("identity", {"remove Identity and inference-mode Dropout", remove_identities});
+  table.add("noop-ops", {"remove Reshape/Flatten/Transpose/Pad/Cast/Slice/... that change nothing",
+                         remove_noop_ops});
+  table.add("neutral-arithmetic",
+            {"remove Add 0, Sub 0, Mul 1, Div 1, Pow 1", remove_neutral_arithmetic});
 }
 
 }  // namespace slimonnx

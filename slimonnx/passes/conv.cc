@@ -138,12 +138,12 @@ common::Result<int64_t> convs_to_gemm(common::Graph& g) {
 
 }  // namespace
 
-void register_conv_passes(PassTable& table) {
-  table.add("pad-into-conv", "fold a zero constant Pad of spatial axes into the next Conv",
-            fold_pads);
-  table.add("conv-to-gemm",
-            "Conv whose kernel covers its whole input, then Flatten -> Flatten + Gemm",
-            convs_to_gemm);
+void register_conv_passes(PassRegistry& table) {
+  table.add("pad-into-conv",
+            {"fold a zero constant Pad of spatial axes into the next Conv", fold_pads});
+  table.add(
+      "conv-to-gemm",
+      {"Conv whose kernel covers its whole input, then Flatten -> Flatten + Gemm", convs_to_gemm});
 }
 
 }  // namespace slimonnx

@@ -116,10 +116,10 @@ common::Result<int64_t> merge_common(common::Graph& g) {
 
 }  // namespace
 
-void register_cse_passes(PassTable& table) {
+void register_cse_passes(PassRegistry& table) {
   table.add("common-subexpression",
-            "merge nodes with the same op, attributes and inputs (small constants by content)",
-            merge_common);
+            {"merge nodes with the same op, attributes and inputs (small constants by content)",
+             merge_common});
 }
 
 }  // namespace slimonnx

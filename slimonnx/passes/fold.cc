@@ -230,13 +230,13 @@ common::Result<int64_t> eliminate_dead_code(common::Graph& g) {
 
 }  // namespace
 
-void register_fold_passes(PassTable& table) {
-  table.add("constant-folding", "evaluate nodes whose inputs (or outputs) are all known",
-            fold_constants);
+void register_fold_passes(PassRegistry& table) {
+  table.add("constant-folding",
+            {"evaluate nodes whose inputs (or outputs) are all known", fold_constants});
   table.add("concat-constant-parts",
-            "apply Add/Sub/Mul/Div by a constant to each part of a Concat, folding constant parts",
-            distribute_over_concats);
-  table.add("dead-code", "remove nodes and initializers nothing uses", eliminate_dead_code);
+            {"apply Add/Sub/Mul/Div by a constant to each part of a Concat, folding constant parts",
+             distribute_over_concats});
+  table.add("dead-code", {"remove nodes and initializers nothing uses", eliminate_dead_code});
 }
 
 }  // namespace slimonnx

@@ -255,25 +255,25 @@ common::Result<int64_t> combine_dense_layers(common::Graph& g) {
 
 }  // namespace
 
-void register_linear_passes(PassTable& table) {
-  table.add("matmul-add-to-gemm", "Add(MatMul(X, W), B) -> Gemm(X, W, B) (also Gemm + Add/Sub)",
-            matmul_add_to_gemm);
-  table.add("linear-chain", "merge Gemm/MatMul chains with no nonlinearity between them",
-            merge_linear_chains);
-  table.add("linear-sum", "Add/Sub of two Gemm/MatMul on the same input -> one Gemm/MatMul",
-            combine_dense_layers);
+void register_linear_passes(PassRegistry& table) {
+  table.add("matmul-add-to-gemm",
+            {"Add(MatMul(X, W), B) -> Gemm(X, W, B) (also Gemm + Add/Sub)", matmul_add_to_gemm});
+  table.add("linear-chain",
+            {"merge Gemm/MatMul chains with no nonlinearity between them", merge_linear_chains});
+  table.add("linear-sum", {"Add/Sub of two Gemm/MatMul on the same input -> one Gemm/MatMul",
+                           combine_dense_layers});
   table.add("affine-after-linear",
-            "fold Add/Sub/Mul/Div/Neg by constants after Gemm/MatMul/Conv into its weights",
-            affine_after_linear);
+            {"fold Add/Sub/Mul/Div/Neg by constants after Gemm/MatMul/Conv into its weights",
+             affine_after_linear});
   table.add("affine-before-linear",
-            "fold Add/Sub/Mul/Div/Neg by constants (input normalization) into the next layer",
-            affine_before_linear);
+            {"fold Add/Sub/Mul/Div/Neg by constants (input normalization) into the next layer",
+             affine_before_linear});
 }
 
-void register_batchnorm_passes(PassTable& table) {
+void register_batchnorm_passes(PassRegistry& table) {
   table.add("batchnorm-fold",
-            "fold BatchNormalization into a neighbouring Conv/ConvTranspose/Gemm/MatMul",
-            fold_batchnorm);
+            {"fold BatchNormalization into a neighbouring Conv/ConvTranspose/Gemm/MatMul",
+             fold_batchnorm});
 }
 
 }  // namespace slimonnx

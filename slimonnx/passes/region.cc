@@ -337,11 +337,11 @@ common::Result<int64_t> collapse_regions(common::Graph& g) {
 
 }  // namespace
 
-void register_region_passes(PassTable& table) {
+void register_region_passes(PassRegistry& table) {
   table.add("linear-region",
-            "collapse connected affine ops (index glue, scaled sums, constant MatMuls) between "
-            "nonlinearities into one Gemm per value read outside",
-            collapse_regions, /*late=*/true);
+            {"collapse connected affine ops (index glue, scaled sums, constant MatMuls) between "
+             "nonlinearities into one Gemm per value read outside",
+             collapse_regions, /*late=*/true});
 }
 
 }  // namespace slimonnx

@@ -163,17 +163,17 @@ common::Result<int64_t> swap_constant_matmuls(common::Graph& g) {
 
 }  // namespace
 
-void register_reshape_passes(PassTable& table) {
-  table.add("reshape-chain", "merge chains of Reshape/Flatten/Squeeze/Unsqueeze into one Reshape",
-            merge_reshape_chains);
+void register_reshape_passes(PassRegistry& table) {
+  table.add("reshape-chain", {"merge chains of Reshape/Flatten/Squeeze/Unsqueeze into one Reshape",
+                              merge_reshape_chains});
   table.add("unary-before-reshape",
-            "move elementwise activations above a Reshape/Flatten/Squeeze/Unsqueeze feeding them",
-            unary_before_reshape);
-  table.add("transpose-chain", "merge Transpose(Transpose(X)) into one Transpose",
-            merge_transposes);
+            {"move elementwise activations above a Reshape/Flatten/Squeeze/Unsqueeze feeding them",
+             unary_before_reshape});
+  table.add("transpose-chain",
+            {"merge Transpose(Transpose(X)) into one Transpose", merge_transposes});
   table.add("transpose-matmul",
-            "Transpose(MatMul(C, Transpose(X))) -> MatMul(X, C^T) for constant C",
-            swap_constant_matmuls);
+            {"Transpose(MatMul(C, Transpose(X))) -> MatMul(X, C^T) for constant C",
+             swap_constant_matmuls});
 }
 
 }  // namespace slimonnx

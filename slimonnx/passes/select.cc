@@ -104,10 +104,10 @@ common::Result<int64_t> fold_selections(common::Graph& g) {
 
 }  // namespace
 
-void register_select_passes(PassTable& table) {
+void register_select_passes(PassRegistry& table) {
   table.add("select-into-linear",
-            "fold Slice/Gather of input features (last axis) into the next Gemm/MatMul",
-            fold_selections);
+            {"fold Slice/Gather of input features (last axis) into the next Gemm/MatMul",
+             fold_selections});
 }
 
 }  // namespace slimonnx
