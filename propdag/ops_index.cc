@@ -1,7 +1,7 @@
 // Data-dependent indexing: Slice whose starts and / or ends are variables, ScatterND whose
 // indices are. Both bound each output element by the hull over the integer index values the
 // input intervals allow (widened by 1e-6, then rounded inward: the values are integers), and both
-// keep only the values with which the model runs with the shapes propdag was built with.
+// leave out the values with which the model would not run with the shapes propdag was built with.
 //
 // Slice (axes and steps constant): the output keeps its static shape (shape inference's). Per
 // sliced axis the rule enumerates the starts and ends, maps them as ONNX does (a negative value
@@ -10,9 +10,9 @@
 // another length would give the output another shape, which no bound over the static shapes
 // describes: such placements are left out, so the bounds hold for the runs in which the model has
 // the shapes propdag was built with. An axis where no placement of the static length is possible,
-// or whose hull would read more than kMaxWork bounds, takes the hull over its whole length. When
-// every axis has one possible begin the op is the plain slice (exact bounds, and for CROWN the
-// linear select); otherwise CROWN takes the output's interval (slope 0).
+// or whose hull over several begins would read more than kMaxWork bounds, takes the hull over its
+// whole length. When every axis has one possible begin the op is the plain slice (exact bounds,
+// and for CROWN the linear select); otherwise CROWN takes the output's interval (slope 0).
 //
 // ScatterND (reduction none): the output is data with the update of each index tuple written at
 // the place the tuple names. An element takes data's value unless a tuple that is one point names
@@ -98,7 +98,7 @@ void window_hull(Interval& x, Dims& dims, const SliceAxis& a, const std::vector<
   Interval y{Vec::Constant(outer * len * inner, kInf), Vec::Constant(outer * len * inner, -kInf)};
   const bool whole =
       begins.empty() ||
-      static_cast<double>(outer) * len * inner * static_cast<double>(begins.size()) > kMaxWork;
+      (begins.size() > 1 && static_cast<double>(outer) * len * inner * begins.size() > kMaxWork);
   auto take = [&](int64_t o, int64_t k, int64_t p) {
     const int64_t to = (o * len + k) * inner, from = (o * dim + p) * inner;
     y.lo.segment(to, inner) = y.lo.segment(to, inner).cwiseMin(x.lo.segment(from, inner));
