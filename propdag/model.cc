@@ -146,6 +146,9 @@ common::Status Model::add_node(size_t n, const std::vector<int>& dag_nodes) {
   OpRule rule = onnx_domain ? find_rule(node.op_type) : nullptr;
   if (rule == nullptr) return graph_.error(node, "no bound rule for op " + node.op_type);
   ASSIGN_OR_RETURN(OpOutputs outs, rule(ctx));
+  if (node.op_type == "Slice" && (ctx.variable(1) || ctx.variable(2)) &&
+      value_dependent_shape_.empty())
+    value_dependent_shape_ = "node '" + node.name + "' (Slice)";
   for (size_t o = 0; o < dag_nodes.size(); ++o) {
     int d = dag_nodes[o];
     if (d < 0) continue;

@@ -36,6 +36,11 @@ class Model {
   int64_t numel(int node) const { return common::num_elements(shapes_[node]); }
   /// Total number of input elements (graph inputs concatenated in order).
   int64_t input_size() const;
+  /// The first node whose output shape may depend on input values (a Slice with variable starts or
+  /// ends), as "node 'NAME' (Slice)"; empty when every shape is static. Bounds of such a model
+  /// hold for the runs in which every tensor has its static shape only, so verify() never proves
+  /// a property of it (it may still falsify one, at an evaluated point).
+  const std::string& value_dependent_shape() const { return value_dependent_shape_; }
 
  private:
   common::Result<OpContext> context(size_t n) const;
@@ -48,6 +53,7 @@ class Model {
   Dag dag_;
   std::vector<std::unique_ptr<BoundOp>> ops_;
   std::vector<common::Dims> shapes_;
+  std::string value_dependent_shape_;
   std::map<std::string, common::Tensor> folded_;  // constants computed from other constants
 };
 

@@ -51,6 +51,18 @@ TEST(NonlinearTest, ProductsAndPowers) {
   }
 }
 
+// w = Cast<to = float>(1 / z) * v, z in [-1, 1] (1 / z unbounded), v in [0, 1]: the Cast's
+// identity map turns [-inf, inf] into NaN bounds (inf - inf), and the product, which read its NaN
+// corners as 0 * inf = 0, gave [0, 0]. A product with a NaN bound is the whole line.
+TEST(NonlinearTest, ProductOfNanBoundsIsUnbounded) {
+  Model m = build("<float[1] one = {1}>\n{ q = Div(one, z)\n f = Cast<to = 1>(q)\n w = Mul(f, v) }",
+                  "float[1] z, float[1] v", "float[1] w");
+  auto y = run(m, box({-1, 0}, {1, 1}), Method::kIbp, false);
+  ASSERT_EQ(y.size(), 1u);
+  EXPECT_EQ(y[0].lo[0], -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(y[0].hi[0], std::numeric_limits<double>::infinity());
+}
+
 // y = x^2 - 2x for x in [-1, 2]; true range [-1, 3] (minimum at x = 1, maximum at x = -1).
 // IBP:   x^2 in [0, 4], -2x in [-4, 2]: y in [-4, 6].
 // CROWN: x^2 >= tangent at 0.5: x - 0.25;  x^2 <= chord: x + 2.

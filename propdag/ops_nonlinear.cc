@@ -132,8 +132,11 @@ Result<OpOutputs> pow_rule(const OpContext& ctx) {
   return scalar(ctx, ScalarOp::Fn::kPow, static_cast<int64_t>(e[0]));
 }
 
-// The range of a * b for a in [al, au], b in [bl, bu].
+// The range of a * b for a in [al, au], b in [bl, bu]. A NaN bound (an affine map of an infinite
+// interval gives one) bounds nothing: the whole line.
 std::pair<double, double> product_range(double al, double au, double bl, double bu) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  if (std::isnan(al) || std::isnan(au) || std::isnan(bl) || std::isnan(bu)) return {-kInf, kInf};
   double c[4] = {al * bl, al * bu, au * bl, au * bu};
   for (double& v : c)
     if (std::isnan(v)) v = 0;  // 0 * inf: the finite factor is 0 there

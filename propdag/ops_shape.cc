@@ -1,10 +1,13 @@
 // Data movement as index maps: Identity, Dropout, Flatten, Reshape, Squeeze, Unsqueeze,
-// Transpose, Concat, Split, Slice, Gather (constant indices), Expand, Upsample (nearest, integer
-// scales). Each output element copies one input element (or a constant), so the op is affine
-// with a 0/1 matrix per input.
+// Transpose, Concat, Split, Slice, Gather (constant indices), Expand, Upsample and Resize (nearest,
+// integer scales). Each output element copies one input element (or a constant), so the op is
+// affine with a 0/1 matrix per input. Slice with variable starts or ends and ScatterND are not:
+// ops_index.cc.
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
+#include <string_view>
 
 #include "common/eval.h"
 #include "propdag/ops_util.h"
@@ -215,9 +218,9 @@ Result<OpOutputs> split_rule(const OpContext& ctx) {
 
 Result<OpOutputs> slice_rule(const OpContext& ctx) {
   const Dims& x = ctx.shape(0);
-  for (size_t i = 1; i < 5; ++i)
-    if (ctx.variable(i))
-      return ctx.error("no bound rule for Slice with variable starts/ends/axes/steps");
+  if (ctx.variable(1) || ctx.variable(2)) return variable_slice(ctx);  // ops_index.cc
+  if (ctx.variable(3) || ctx.variable(4))
+    return ctx.error("no bound rule for Slice with variable axes or steps");
   // Opset 10 moved starts, ends and axes from attributes to inputs 1-3 and added steps (4).
   ASSIGN_OR_RETURN(std::vector<int64_t> starts, ints_input_or_attr(ctx, 1, "starts"));
   ASSIGN_OR_RETURN(std::vector<int64_t> ends, ints_input_or_attr(ctx, 2, "ends"));
@@ -281,25 +284,16 @@ Result<OpOutputs> expand_rule(const OpContext& ctx) {
   return select(ctx, *out, src);
 }
 
-// Upsample (opsets 7-9) in nearest mode with integer scales: out[i] = x[floor(i / scale)] per
-// axis, a selection of input elements.
-Result<OpOutputs> upsample_rule(const OpContext& ctx) {
-  if (ctx.node.attr_string("mode", "nearest") != "nearest")
-    return ctx.error("Upsample has a bound rule in nearest mode only");
-  if (ctx.variable(1)) return ctx.error("Upsample needs constant scales");
-  std::vector<double> scales;
-  if (ctx.present(1)) {
-    scales = ctx.constants[1]->to_double();
-  } else {
-    for (float f : ctx.node.attr_floats("scales")) scales.push_back(f);
-  }
+// out[i] = x[floor(i / scale)] per axis for integer scales: a selection of input elements.
+Result<OpOutputs> nearest_upsample(const OpContext& ctx, const std::vector<double>& scales,
+                                   std::string_view op) {
   const Dims& x = ctx.shape(0);
-  if (scales.size() != x.size()) return ctx.error("Upsample needs one scale per axis");
+  if (scales.size() != x.size()) return ctx.error(std::string(op) + " needs one scale per axis");
   Dims out(x.size());
   std::vector<int64_t> factor(x.size());
   for (size_t d = 0; d < x.size(); ++d) {
     if (!(scales[d] >= 1) || scales[d] != std::floor(scales[d]) || scales[d] > 1e6)
-      return ctx.error("Upsample has a bound rule for integer scales only");
+      return ctx.error(std::string(op) + " has a bound rule for integer scales only");
     factor[d] = static_cast<int64_t>(scales[d]);
     out[d] = x[d] * factor[d];
   }
@@ -311,6 +305,45 @@ Result<OpOutputs> upsample_rule(const OpContext& ctx) {
     src[i] = {0, at};
   }
   return select(ctx, out, src);
+}
+
+// Upsample (opsets 7-9) in nearest mode with integer scales.
+Result<OpOutputs> upsample_rule(const OpContext& ctx) {
+  if (ctx.node.attr_string("mode", "nearest") != "nearest")
+    return ctx.error("Upsample has a bound rule in nearest mode only");
+  if (ctx.variable(1)) return ctx.error("Upsample needs constant scales");
+  std::vector<double> scales;
+  if (ctx.present(1)) {
+    scales = ctx.constants[1]->to_double();
+  } else {
+    for (float f : ctx.node.attr_floats("scales")) scales.push_back(f);
+  }
+  return nearest_upsample(ctx, scales, "Upsample");
+}
+
+// Resize (opsets 11+) in nearest mode, asymmetric coordinates and floor rounding, with integer
+// scales (or sizes that are integer multiples): x_in = floor(x_out / scale), Upsample's selection.
+Result<OpOutputs> resize_rule(const OpContext& ctx) {
+  const common::Node& n = ctx.node;
+  if (n.attr_string("mode", "nearest") != "nearest" ||
+      n.attr_string("coordinate_transformation_mode", "half_pixel") != "asymmetric" ||
+      n.attr_string("nearest_mode", "round_prefer_floor") != "floor")
+    return ctx.error(
+        "Resize has a bound rule in nearest mode with asymmetric coordinates and floor only");
+  for (size_t i = 1; i < 4; ++i)
+    if (ctx.variable(i)) return ctx.error("Resize needs constant roi, scales and sizes");
+  const Dims& x = ctx.shape(0);
+  std::vector<double> scales;
+  if (ctx.present(2)) scales = ctx.constants[2]->to_double();
+  if (scales.empty() && ctx.present(3)) {
+    const std::vector<int64_t> sizes = ctx.constants[3]->to_int64();
+    if (sizes.size() != x.size()) return ctx.error("Resize needs one size per axis");
+    for (size_t d = 0; d < x.size(); ++d) {
+      const int64_t factor = x[d] > 0 && sizes[d] % x[d] == 0 ? sizes[d] / x[d] : 0;
+      scales.push_back(factor > 0 ? static_cast<double>(factor) : 0.5);  // 0.5: not an integer
+    }
+  }
+  return nearest_upsample(ctx, scales, "Resize");
 }
 
 }  // namespace
@@ -328,7 +361,9 @@ void add_shape_rules(RuleTable& table) {
                              {"Slice", slice_rule},
                              {"Gather", gather_rule},
                              {"Expand", expand_rule},
-                             {"Upsample", upsample_rule}});
+                             {"Upsample", upsample_rule},
+                             {"Resize", resize_rule},
+                             {"ScatterND", scatter_nd_rule}});
 }
 
 }  // namespace propdag

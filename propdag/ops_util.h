@@ -54,5 +54,12 @@ common::Result<MatMulShape> matmul_shape(const OpContext& ctx);
 /// ops_linear.cc.
 common::Result<OpOutputs> interval_product(const OpContext& ctx, bool divide);
 common::Result<OpOutputs> two_variable_matmul(const OpContext& ctx);
+/// Slice with variable starts and / or ends (ops_index.cc), reached from the Slice rule of
+/// ops_shape.cc: the hull over the windows of the output's static length that the starts and ends
+/// allow.
+common::Result<OpOutputs> variable_slice(const OpContext& ctx);
+/// ScatterND (reduction none), its indices variable or constant (ops_index.cc): the hull of data
+/// and the updates that may land at each element.
+common::Result<OpOutputs> scatter_nd_rule(const OpContext& ctx);
 
 }  // namespace propdag

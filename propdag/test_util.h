@@ -109,6 +109,34 @@ inline constexpr const char* kThreeReluNet = R"(
     y = MatMul(r3, w5)
   })";
 
+// Slices with variable starts and ends (index_test.cc works their bounds by hand). x: 6 values,
+// p: a position; s = trunc(p) (Cast to int64) places windows of x:
+//   y = x[s : s + 3]              (positive starts and ends)
+//   n = x[s - 6 : s - 3]          (negative: the same windows as y)
+//   k = x[s + 2 : s + 5]          (clamped at 6: s = 2 gives 2 elements, not the static 3)
+//   r = x[s + 3 : s - 7 : -1]     (negative step, 4 elements: x[s + 3], ..., x[s])
+//   d = y - x[2 : 5]              (a plain slice subtracted)
+// Shape inference gives y, n, k 3 elements and r 4 (the windows' extent for in-range indices).
+inline constexpr const char* kSlices = R"(
+  <ir_version: 8, opset_import: ["" : 15]>
+  g (float[6] x, float[1] p) => (float[3] y, float[3] n, float[3] k, float[4] r, float[3] d)
+  <int64[1] zero = {0}, int64[1] two = {2}, int64[1] three = {3}, int64[1] five = {5},
+   int64[1] m3 = {-3}, int64[1] m6 = {-6}, int64[1] m7 = {-7}, int64[1] mone = {-1}> {
+    s = Cast<to = 7>(p)
+    e = Add(s, three)
+    y = Slice(x, s, e, zero)
+    ns = Add(s, m6)
+    ne = Add(s, m3)
+    n = Slice(x, ns, ne, zero)
+    ks = Add(s, two)
+    ke = Add(s, five)
+    k = Slice(x, ks, ke, zero)
+    re = Add(s, m7)
+    r = Slice(x, e, re, zero, mone)
+    c = Slice(x, two, five, zero)
+    d = Sub(y, c)
+  })";
+
 inline Model build(const std::string& text) {
   auto g = common::testing::parse_text(text);
   EXPECT_TRUE(g.ok()) << g.error().str();

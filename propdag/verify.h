@@ -65,6 +65,8 @@ struct VerifyResult {
   int64_t boxes = 0;  ///< bound computations made, over all cases
   Vec counterexample;
 };
+// A model with a value-dependent shape (Model::value_dependent_shape) is never `verified`: its
+// bounds cover only the runs in which every tensor has its static shape.
 
 /// For each case of the spec, bounds every unsafe constraint c.y <= rhs over the case's box; the
 /// case is safe when some constraint's lower bound exceeds rhs. `verified` only when all are.

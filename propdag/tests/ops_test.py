@@ -110,6 +110,13 @@ CASES = {
     "upsample_nearest_scales_attribute": case("Upsample", [("x", [1, 1, 3, 2])], [],
                                               dict(mode="nearest", scales=[1.0, 2.0, 1.0, 2.0]),
                                               opset=7),
+    "resize_nearest_asymmetric_floor": case(
+        "Resize", [("x", [1, 2, 2, 3]), ("roi", None), ("s", None)],
+        [("roi", np.array([], np.float32)), ("s", np.array([1, 1, 2, 3], np.float32))],
+        dict(mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+        opset=11),
+    "scatter_nd_constant_indices": case("ScatterND", [("x", [4, 3]), ("i", None), ("u", [2, 3])],
+                                        [("i", np.array([[3], [1]], np.int64))]),
     "reduce_mean_axes_attribute": case("ReduceMean", [("x", [2, 3, 4])], [],
                                        dict(axes=[0, 2])),
     "cast_to_int64": case("Cast", [("x", [6])], [], dict(to=TensorProto.INT64), scale=3.0,
@@ -187,4 +194,95 @@ def test_op(name):
         for method in ("ibp", "crown"):
             lo, hi, _ = sampling.bounds(model, spec, method)
             bad, worst = sampling.violations(y, lo, hi)
+            assert bad == 0, f"{method}: {bad} points outside (worst {worst:.3g})"
+
+
+# Slice with variable starts and ends: p (float) -> Cast to int64 -> s; starts = s + a, ends =
+# s + b on `axis` of x by `step`. The box keeps p where every placement has the static length
+# (shape inference's, from the offsets a and b), so that onnxruntime's outputs have that shape.
+VARIABLE_SLICES = {
+    "window": dict(shape=[3, 8], axis=1, a=0, b=3, step=1, p=(0, 4.9)),
+    "negative_ends": dict(shape=[3, 8], axis=1, a=-8, b=-5, step=1, p=(0, 4.9)),
+    "axis0_step2": dict(shape=[8, 2], axis=0, a=0, b=5, step=2, p=(0, 3.9)),
+    "negative_step": dict(shape=[2, 8, 2], axis=1, a=4, b=-9, step=-1, p=(0, 3.9)),
+}
+
+
+def variable_slice_model(spec, folder):
+    def ints(name, v):
+        return numpy_helper.from_array(np.array([v], np.int64), name)
+
+    nodes = [helper.make_node("Cast", ["p"], ["s"], to=TensorProto.INT64),
+             helper.make_node("Add", ["s", "a"], ["st"]),
+             helper.make_node("Add", ["s", "b"], ["en"]),
+             helper.make_node("Slice", ["x", "st", "en", "axis", "step"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "variable_slice",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, spec["shape"]),
+         helper.make_tensor_value_info("p", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [ints("a", spec["a"]), ints("b", spec["b"]), ints("axis", spec["axis"]),
+         ints("step", spec["step"])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    path = os.path.join(folder, "variable_slice.onnx")
+    onnx.save(model, path)
+    return path, int(np.prod(spec["shape"]))
+
+
+@pytest.mark.skipif(not sampling.ortref.available(), reason="no onnxruntime")
+@pytest.mark.parametrize("name", sorted(VARIABLE_SLICES))
+def test_variable_slice(name):
+    spec = VARIABLE_SLICES[name]
+    with tempfile.TemporaryDirectory() as folder:
+        model, n = variable_slice_model(spec, folder)
+        p_lo, p_hi = spec["p"]
+        # One point per position: both methods give the plain slice.
+        for p in range(int(p_lo), int(p_hi) + 1):
+            x = np.append(RNG.uniform(-2, 2, size=n), p + 0.5).astype(np.float32)
+            y, _ = sampling.evaluate(model, x[None, :])
+            box = spec_file(folder, x.astype(np.float64), x.astype(np.float64))
+            for method in ("ibp", "crown"):
+                lo, hi, _ = sampling.bounds(model, box, method)
+                np.testing.assert_allclose(lo, y[0], rtol=1e-6, err_msg=f"{method} p={p}")
+                np.testing.assert_allclose(hi, y[0], rtol=1e-6, err_msg=f"{method} p={p}")
+        # A box over every position: sampled points and corners stay inside.
+        c, r = RNG.uniform(-1, 1, size=n), RNG.uniform(0.05, 0.5, size=n)
+        lo_box, hi_box = np.append(c - r, p_lo), np.append(c + r, p_hi)
+        box = spec_file(folder, lo_box, hi_box)
+        points, _, _ = sampling.sample(lo_box, hi_box, 300, RNG, max_corners=200)
+        y, _ = sampling.evaluate(model, points)
+        for method in ("ibp", "crown", "alpha"):
+            lo, hi, _ = sampling.bounds(model, box, method)
+            assert np.isfinite(lo).all() and np.isfinite(hi).all(), method
+            bad, worst = sampling.violations(y, lo, hi)
+            assert bad == 0, f"{method}: {bad} points outside (worst {worst:.3g})"
+
+
+@pytest.mark.skipif(not sampling.ortref.available(), reason="no onnxruntime")
+def test_variable_scatter_nd():
+    """ScatterND(x [4, 3], trunc(p) [2, 1], u [2, 3]) with p over [-4, 3.9]: every index in range
+    (negative ones from the end), both tuples possibly at the same place."""
+    nodes = [helper.make_node("Cast", ["p"], ["i"], to=TensorProto.INT64),
+             helper.make_node("ScatterND", ["x", "i", "u"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "variable_scatter_nd",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 3]),
+         helper.make_tensor_value_info("p", TensorProto.FLOAT, [2, 1]),
+         helper.make_tensor_value_info("u", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    onnx_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx_model.ir_version = 8
+    with tempfile.TemporaryDirectory() as folder:
+        model = os.path.join(folder, "variable_scatter_nd.onnx")
+        onnx.save(onnx_model, model)
+        c, r = RNG.uniform(-1, 1, size=20), RNG.uniform(0.05, 0.5, size=20)
+        lo, hi = c - r, c + r
+        lo[12:14], hi[12:14] = -4, 3.9
+        box = spec_file(folder, lo, hi)
+        points, _, _ = sampling.sample(lo, hi, 300, RNG, max_corners=200)
+        y, _ = sampling.evaluate(model, points)
+        for method in ("ibp", "crown"):
+            b_lo, b_hi, _ = sampling.bounds(model, box, method)
+            bad, worst = sampling.violations(y, b_lo, b_hi)
             assert bad == 0, f"{method}: {bad} points outside (worst {worst:.3g})"

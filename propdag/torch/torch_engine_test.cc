@@ -143,6 +143,46 @@ TEST(TorchEngine, ConvTransposeNetEqualsEigen) {
   expect_equal_bounds(model, box, "conv transpose net");
 }
 
+// Slices with variable starts and ends (test::kSlices, worked by hand in index_test.cc) go
+// through the per-box path: two boxes in one call, one where the position takes two values
+// (constant bounds) and one where it is a point (the plain slice's select), in both orders, equal
+// to Eigen's. (With the point first, the output's backward step once applied box 0's select to
+// both boxes: the coefficients a pass starts from are shared by the boxes.)
+TEST(TorchEngine, VariableSliceMatchesHandWorkedBounds) {
+  Model model = test::build(test::kSlices);
+  std::unique_ptr<Engine> engine = engine_for(model);
+  const std::vector<std::string> per_box = engine->per_box_ops();
+  EXPECT_NE(std::find(per_box.begin(), per_box.end(), "Slice"), per_box.end());
+  const Interval two = test::box({0, 5, 1, 3, -2, 4, 1}, {1, 6, 2, 4, -1, 5, 2.5});
+  const Interval point = test::box({0, 5, 1, 3, -2, 4, 2}, {1, 6, 2, 4, -1, 5, 2.9});
+  // y: the hull of the two windows, or x[2:5]; d = y - x[2:5]: [-1, 5], ..., or exactly 0.
+  const Vec y_lo[2] = {Vec{{1, 1, -2}}, Vec{{1, 3, -2}}},
+            y_hi[2] = {Vec{{6, 4, 4}}, Vec{{2, 4, -1}}};
+  const Vec d_lo[2] = {Vec{{-1, -3, -1}}, Vec::Zero(3)}, d_hi[2] = {Vec{{5, 1, 6}}, Vec::Zero(3)};
+  for (int first : {0, 1}) {
+    const Interval& a = first == 0 ? two : point;
+    const Interval& c = first == 0 ? point : two;
+    Boxes both{Mat(2, 7), Mat(2, 7)};
+    both.lo << a.lo.transpose(), c.lo.transpose();
+    both.hi << a.hi.transpose(), c.hi.transpose();
+    Options opt;
+    opt.intersect_ibp = false;
+    auto b = engine->output_bounds(both, opt);
+    ASSERT_TRUE(b.ok()) << b.error().str();
+    for (int row : {0, 1}) {
+      const int which = row == 0 ? first : 1 - first;  // 0: two windows, 1: one
+      const std::string what =
+          (which == 0 ? "two windows, row " : "one window, row ") + std::to_string(row);
+      expect_close((*b)[0].lo.row(row).transpose(), y_lo[which], 1e-12, "y lo, " + what);
+      expect_close((*b)[0].hi.row(row).transpose(), y_hi[which], 1e-12, "y hi, " + what);
+      expect_close((*b)[4].lo.row(row).transpose(), d_lo[which], 1e-12, "d lo, " + what);
+      expect_close((*b)[4].hi.row(row).transpose(), d_hi[which], 1e-12, "d hi, " + what);
+    }
+  }
+  expect_equal_bounds(model, two, "slices, two windows");
+  expect_equal_bounds(model, point, "slices, one window");
+}
+
 TEST(TorchEngine, BatchEqualsSeparateCalls) {
   Model model = test::build(kConvNet);
   std::unique_ptr<Engine> engine = engine_for(model);

@@ -242,7 +242,13 @@ class PerBoxKernel : public LinesKernel {
                        w.om[node], w);
       return {};
     }
-    const std::vector<Mat> lams = to_mats(w.lam[node]), oms = to_mats(w.om[node]);
+    // Coefficients shared by every box (batch 1: the identity a pass starts from) are expanded:
+    // each box takes them through its own relaxation (box 0's for all was unsound).
+    const int64_t boxes = b[node].lo.size(0);
+    auto per_box = [&](const at::Tensor& t) {
+      return to_mats(t.size(0) == boxes ? t : t.expand({boxes, t.size(1), t.size(2)}));
+    };
+    const std::vector<Mat> lams = per_box(w.lam[node]), oms = per_box(w.om[node]);
     const auto k = static_cast<Eigen::Index>(lams.size());
     const Eigen::Index rows = k ? lams[0].rows() : 0;
     Mat lb(k, rows), ub(k, rows);
