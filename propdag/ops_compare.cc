@@ -21,8 +21,6 @@ using common::Dims;
 using common::num_elements;
 using common::Result;
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
 // Lines of trunc(x) on [l, u]: x - 1 <= trunc(x) <= x for x >= 0, x <= trunc(x) <= x + 1 for
 // x <= 0.
 Lines trunc_lines(double l, double u) {

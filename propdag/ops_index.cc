@@ -35,7 +35,6 @@ using common::Dims;
 using common::num_elements;
 using common::Result;
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 // Reads of input bounds past which an axis takes the hull over its whole length.
 constexpr double kMaxWork = 1 << 26;
 

@@ -21,7 +21,6 @@ using common::Dims;
 using common::num_elements;
 using common::Result;
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kTwoPi = 2 * std::numbers::pi;
 
 // The range of f over [l, u] for f = sin(x + shift): 1 at pi/2 + 2k pi - shift, -1 at
@@ -135,7 +134,6 @@ Result<OpOutputs> pow_rule(const OpContext& ctx) {
 // The range of a * b for a in [al, au], b in [bl, bu]. A NaN bound (an affine map of an infinite
 // interval gives one) bounds nothing: the whole line.
 std::pair<double, double> product_range(double al, double au, double bl, double bu) {
-  constexpr double kInf = std::numeric_limits<double>::infinity();
   if (std::isnan(al) || std::isnan(au) || std::isnan(bl) || std::isnan(bu)) return {-kInf, kInf};
   double c[4] = {al * bl, al * bu, au * bl, au * bu};
   for (double& v : c)

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "common/op_params.h"
@@ -10,6 +11,8 @@
 #include "propdag/registry.h"
 
 namespace propdag {
+
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
 
 /// Row-major strides of dims.
 std::vector<int64_t> strides_of(const common::Dims& dims);
