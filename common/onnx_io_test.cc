@@ -200,7 +200,8 @@ TEST(OnnxIoTest, VnncompModelsRoundTrip) {
     ++loaded;
   }
   std::printf("round-tripped %d VNN-COMP models\n", loaded);
-  EXPECT_GT(loaded, 50);
+  // Most are under 1 MiB (over 50 of the 146; a third of a sample, $SUITE_TEST_SAMPLE).
+  EXPECT_GT(loaded, static_cast<int>(models.size()) / 3);
 }
 
 }  // namespace

@@ -112,7 +112,7 @@ TEST(VariableSliceTest, VerifyNeverProvesWhereAShapeMayVary) {
   EXPECT_EQ(m.value_dependent_shape().rfind("node '", 0), 0u) << m.value_dependent_shape();
   std::string text;
   for (int i = 0; i < 7; ++i) text += "(declare-const X_" + std::to_string(i) + " Real)\n";
-  text += "(declare-const Y_0 Real)\n";
+  for (int i = 0; i < 16; ++i) text += "(declare-const Y_" + std::to_string(i) + " Real)\n";
   const Interval b = at(1, 2.5);
   for (int i = 0; i < 7; ++i) {
     text += "(assert (>= X_" + std::to_string(i) + " " + std::to_string(b.lo[i]) + "))\n";
