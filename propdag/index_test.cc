@@ -24,14 +24,7 @@ Interval at(double p_lo, double p_hi) {
   return box(lo, hi);
 }
 
-std::vector<Interval> run_index(const Model& m, const Interval& in, Method method) {
-  Options o;
-  o.method = method;
-  o.intersect_ibp = false;
-  auto b = output_bounds(m, in, o);
-  EXPECT_TRUE(b.ok()) << b.error().str();
-  return b.ok() ? *b : std::vector<Interval>{};
-}
+using test::output_bounds_of;
 
 void expect_bounds(const Interval& got, const std::vector<double>& lo,
                    const std::vector<double>& hi, const std::string& what) {
@@ -53,7 +46,7 @@ TEST(VariableSliceTest, HullOverPlacements) {
   Model m = test::build(test::kSlices);
   for (Method method : {Method::kIbp, Method::kCrown}) {
     const std::string name = method == Method::kIbp ? "ibp " : "crown ";
-    auto out = run_index(m, at(1, 2.5), method);
+    auto out = output_bounds_of(m, at(1, 2.5), method);
     ASSERT_EQ(out.size(), 5u);
     expect_bounds(out[0], {1, 1, -2}, {6, 4, 4}, name + "y");
     expect_bounds(out[1], {1, 1, -2}, {6, 4, 4}, name + "n");
@@ -68,14 +61,14 @@ TEST(VariableSliceTest, HullOverPlacements) {
 // d = y - x[2:5]: IBP [-1, 1] each; CROWN, through the plain slice's select, exactly 0.
 TEST(VariableSliceTest, OnePlacementIsThePlainSlice) {
   Model m = test::build(test::kSlices);
-  auto ibp = run_index(m, at(2, 2.9), Method::kIbp);
+  auto ibp = output_bounds_of(m, at(2, 2.9), Method::kIbp);
   ASSERT_EQ(ibp.size(), 5u);
   expect_bounds(ibp[0], {1, 3, -2}, {2, 4, -1}, "y");
   expect_bounds(ibp[1], {1, 3, -2}, {2, 4, -1}, "n");
   expect_bounds(ibp[2], {-2, -2, -2}, {6, 6, 6}, "k");
   expect_bounds(ibp[3], {4, -2, 3, 1}, {5, -1, 4, 2}, "r");
   expect_bounds(ibp[4], {-1, -1, -1}, {1, 1, 1}, "d ibp");
-  auto crown = run_index(m, at(2, 2.9), Method::kCrown);
+  auto crown = output_bounds_of(m, at(2, 2.9), Method::kCrown);
   expect_bounds(crown[0], {1, 3, -2}, {2, 4, -1}, "y crown");
   expect_bounds(crown[4], {0, 0, 0}, {0, 0, 0}, "d crown");
 }
@@ -96,10 +89,11 @@ TEST(ScatterNdTest, HullOverPlaces) {
     return box({0, 2, 4, 6, p_lo, 10}, {1, 3, 5, 7, p_hi, 11});
   };
   for (Method method : {Method::kIbp, Method::kCrown}) {
-    expect_bounds(run_index(m, with(1, 2.5), method)[0], {0, 2, 4, 6}, {1, 11, 11, 7},
+    expect_bounds(output_bounds_of(m, with(1, 2.5), method)[0], {0, 2, 4, 6}, {1, 11, 11, 7},
                   "two places");
-    expect_bounds(run_index(m, with(2, 2.9), method)[0], {0, 2, 10, 6}, {1, 3, 11, 7}, "one place");
-    expect_bounds(run_index(m, with(-1, -0.5), method)[0], {0, 2, 4, 6}, {11, 3, 5, 11},
+    expect_bounds(output_bounds_of(m, with(2, 2.9), method)[0], {0, 2, 10, 6}, {1, 3, 11, 7},
+                  "one place");
+    expect_bounds(output_bounds_of(m, with(-1, -0.5), method)[0], {0, 2, 4, 6}, {11, 3, 5, 11},
                   "from the end");
   }
 }
@@ -121,7 +115,7 @@ TEST(VariableSliceTest, VerifyNeverProvesWhereAShapeMayVary) {
   text += "(assert (<= Y_0 0))\n";
   auto spec = parse_vnnlib(text, "slice.vnnlib");
   ASSERT_TRUE(spec.ok()) << spec.error().str();
-  auto y = run_index(m, b, Method::kCrown);
+  auto y = output_bounds_of(m, b, Method::kCrown);
   ASSERT_FALSE(y.empty());
   EXPECT_GT(y[0].lo[0], 0);  // the bound alone would prove it
   auto r = verify(m, *spec, {Method::kCrown}, SplitOptions{100, 0});

@@ -19,14 +19,7 @@ Model build(const std::string& body, const std::string& inputs, const std::strin
                      outputs + ")\n" + body);
 }
 
-std::vector<Interval> run_all(const Model& m, const Interval& in, Method method, bool intersect) {
-  Options o;
-  o.method = method;
-  o.intersect_ibp = intersect;
-  auto b = output_bounds(m, in, o);
-  EXPECT_TRUE(b.ok()) << b.error().str();
-  return b.ok() ? *b : std::vector<Interval>{};
-}
+using test::output_bounds_of;
 
 // x, z in [-1, 2]:
 //   x * x  in [0, 4]      (a square: the product of independent factors would give [-2, 4])
@@ -38,7 +31,7 @@ TEST(NonlinearTest, ProductsAndPowers) {
       "{ s = Mul(x, x)\n p = Mul(x, z)\n q = Pow(x, two)\n c = Pow(x, three) }",
       "float[1] x, float[1] z", "float[1] s, float[1] p, float[1] q, float[1] c");
   for (Method method : {Method::kIbp, Method::kCrown}) {
-    auto y = run_all(m, box({-1, -1}, {2, 2}), method, true);
+    auto y = output_bounds_of(m, box({-1, -1}, {2, 2}), method, true);
     ASSERT_EQ(y.size(), 4u);
     EXPECT_DOUBLE_EQ(y[0].lo[0], 0);
     EXPECT_DOUBLE_EQ(y[0].hi[0], 4);
@@ -57,7 +50,7 @@ TEST(NonlinearTest, ProductsAndPowers) {
 TEST(NonlinearTest, ProductOfNanBoundsIsUnbounded) {
   Model m = build("<float[1] one = {1}>\n{ q = Div(one, z)\n f = Cast<to = 1>(q)\n w = Mul(f, v) }",
                   "float[1] z, float[1] v", "float[1] w");
-  auto y = run_all(m, box({-1, 0}, {1, 1}), Method::kIbp, false);
+  auto y = output_bounds_of(m, box({-1, 0}, {1, 1}), Method::kIbp, false);
   ASSERT_EQ(y.size(), 1u);
   EXPECT_EQ(y[0].lo[0], -std::numeric_limits<double>::infinity());
   EXPECT_EQ(y[0].hi[0], std::numeric_limits<double>::infinity());
@@ -72,10 +65,10 @@ TEST(NonlinearTest, SquareRelaxationBeatsIntervals) {
       "<float[1] two = {2}, float[1] m2 = {-2}>\n"
       "{ q = Pow(x, two)\n t = Mul(x, m2)\n y = Add(q, t) }",
       "float[1] x", "float[1] y");
-  auto ibp = run_all(m, box({-1}, {2}), Method::kIbp, false);
+  auto ibp = output_bounds_of(m, box({-1}, {2}), Method::kIbp, false);
   EXPECT_NEAR(ibp[0].lo[0], -4, 1e-9);
   EXPECT_NEAR(ibp[0].hi[0], 6, 1e-9);
-  auto crown = run_all(m, box({-1}, {2}), Method::kCrown, false);
+  auto crown = output_bounds_of(m, box({-1}, {2}), Method::kCrown, false);
   EXPECT_NEAR(crown[0].lo[0], -2.25, 1e-9);
   EXPECT_NEAR(crown[0].hi[0], 3, 1e-9);
 }
@@ -86,15 +79,15 @@ TEST(NonlinearTest, SquareRelaxationBeatsIntervals) {
 TEST(NonlinearTest, SinCosFloor) {
   Model m = build("{ s = Sin(x)\n c = Cos(x)\n f = Floor(x) }", "float[1] x",
                   "float[1] s, float[1] c, float[1] f");
-  auto a = run_all(m, box({0}, {4}), Method::kCrown, true);
+  auto a = output_bounds_of(m, box({0}, {4}), Method::kCrown, true);
   EXPECT_DOUBLE_EQ(a[0].lo[0], std::sin(4.0));
   EXPECT_DOUBLE_EQ(a[0].hi[0], 1);
   EXPECT_DOUBLE_EQ(a[1].lo[0], -1);
   EXPECT_DOUBLE_EQ(a[1].hi[0], 1);
-  auto b = run_all(m, box({1}, {2}), Method::kIbp, false);
+  auto b = output_bounds_of(m, box({1}, {2}), Method::kIbp, false);
   EXPECT_DOUBLE_EQ(b[1].lo[0], std::cos(2.0));
   EXPECT_DOUBLE_EQ(b[1].hi[0], std::cos(1.0));
-  auto c = run_all(m, box({-1.5}, {2.5}), Method::kIbp, false);
+  auto c = output_bounds_of(m, box({-1.5}, {2.5}), Method::kIbp, false);
   EXPECT_DOUBLE_EQ(c[2].lo[0], -2);
   EXPECT_DOUBLE_EQ(c[2].hi[0], 2);
 }
@@ -104,12 +97,12 @@ TEST(NonlinearTest, SinCosFloor) {
 TEST(NonlinearTest, Quotient) {
   Model m = build("<float[1] c = {-3}>\n{ q = Div(x, z)\n r = Div(c, z) }",
                   "float[1] x, float[1] z", "float[1] q, float[1] r");
-  auto a = run_all(m, box({1, 2}, {2, 4}), Method::kCrown, true);
+  auto a = output_bounds_of(m, box({1, 2}, {2, 4}), Method::kCrown, true);
   EXPECT_DOUBLE_EQ(a[0].lo[0], 0.25);
   EXPECT_DOUBLE_EQ(a[0].hi[0], 1);
   EXPECT_DOUBLE_EQ(a[1].lo[0], -1.5);
   EXPECT_DOUBLE_EQ(a[1].hi[0], -0.75);
-  auto b = run_all(m, box({1, -1}, {2, 1}), Method::kIbp, false);
+  auto b = output_bounds_of(m, box({1, -1}, {2, 1}), Method::kIbp, false);
   for (const Interval& y : b) {
     EXPECT_EQ(y.lo[0], -std::numeric_limits<double>::infinity());
     EXPECT_EQ(y.hi[0], std::numeric_limits<double>::infinity());
@@ -121,10 +114,10 @@ TEST(NonlinearTest, Quotient) {
 // [-0.5, 2].
 TEST(NonlinearTest, MatMulOfTwoVariables) {
   Model m = build("{ y = MatMul(a, b) }", "float[1,2] a, float[2,1] b", "float[1,1] y");
-  auto y = run_all(m, box({0, 0, -1, -1}, {1, 1, 1, 1}), Method::kCrown, true);
+  auto y = output_bounds_of(m, box({0, 0, -1, -1}, {1, 1, 1, 1}), Method::kCrown, true);
   EXPECT_DOUBLE_EQ(y[0].lo[0], -2);
   EXPECT_DOUBLE_EQ(y[0].hi[0], 2);
-  y = run_all(m, box({1, 0, 0.5, -1}, {1, 1, 1, 1}), Method::kIbp, false);
+  y = output_bounds_of(m, box({1, 0, 0.5, -1}, {1, 1, 1, 1}), Method::kIbp, false);
   EXPECT_DOUBLE_EQ(y[0].lo[0], -0.5);
   EXPECT_DOUBLE_EQ(y[0].hi[0], 2);
 }
@@ -140,12 +133,12 @@ TEST(NonlinearTest, ProductPlanesBeatIntervals) {
       "  r = Sub(q, s) }",
       "float[1] x, float[1] z, float[1,2] a, float[2,1] b", "float[1] y, float[1,1] r");
   Interval in = box({0, 0, 0, 0, 0, 0}, {1, 1, 1, 1, 1, 1});
-  auto ibp = run_all(m, in, Method::kIbp, false);
+  auto ibp = output_bounds_of(m, in, Method::kIbp, false);
   EXPECT_DOUBLE_EQ(ibp[0].lo[0], -1);
   EXPECT_DOUBLE_EQ(ibp[0].hi[0], 1);
   EXPECT_DOUBLE_EQ(ibp[1].hi[0], 2);
   for (Method method : {Method::kCrown, Method::kAlpha}) {
-    auto y = run_all(m, in, method, false);
+    auto y = output_bounds_of(m, in, method, false);
     EXPECT_NEAR(y[0].lo[0], -1, 1e-9);
     EXPECT_NEAR(y[0].hi[0], 0, 1e-9);
     EXPECT_NEAR(y[1].lo[0], -2, 1e-9);
@@ -163,9 +156,9 @@ TEST(NonlinearTest, SineLinesBeatIntervals) {
   const double d = std::cos(1.0) - std::sin(1.0) * (std::numbers::pi / 2 - 1);
   const double half = 1 - std::sin(1.0) + d;
   EXPECT_NEAR(half, 0.218523, 1e-6);
-  auto ibp = run_all(m, box({-1}, {1}), Method::kIbp, false);
+  auto ibp = output_bounds_of(m, box({-1}, {1}), Method::kIbp, false);
   EXPECT_NEAR(ibp[0].hi[0], 1 + std::sin(1.0), 1e-12);
-  auto y = run_all(m, box({-1}, {1}), Method::kCrown, false);
+  auto y = output_bounds_of(m, box({-1}, {1}), Method::kCrown, false);
   EXPECT_NEAR(y[0].lo[0], -half, 1e-9);
   EXPECT_NEAR(y[0].hi[0], half, 1e-9);
   EXPECT_NEAR(y[1].lo[0], std::cos(1.0), 1e-9);
@@ -180,10 +173,10 @@ TEST(NonlinearTest, QuotientLinesBeatIntervals) {
       "<float[1] one = {1}, float[1] half = {0.5}>\n"
       "{ r = Div(one, z)\n h = Mul(z, half)\n y = Add(r, h) }",
       "float[1] z", "float[1] y");
-  auto ibp = run_all(m, box({1}, {2}), Method::kIbp, false);
+  auto ibp = output_bounds_of(m, box({1}, {2}), Method::kIbp, false);
   EXPECT_DOUBLE_EQ(ibp[0].lo[0], 1);
   EXPECT_DOUBLE_EQ(ibp[0].hi[0], 2);
-  auto y = run_all(m, box({1}, {2}), Method::kCrown, false);
+  auto y = output_bounds_of(m, box({1}, {2}), Method::kCrown, false);
   EXPECT_NEAR(y[0].lo[0], 25.0 / 18, 1e-9);
   EXPECT_NEAR(y[0].hi[0], 1.5, 1e-9);
 }
@@ -198,7 +191,7 @@ TEST(NonlinearTest, Reductions) {
       " a = ReduceMean<keepdims = 0>(x) }",
       "float[2,3] x", "float[2] s, float[2,1] m, float[] a");
   for (Method method : {Method::kIbp, Method::kCrown}) {
-    auto y = run_all(m, box({1, 1, 1, 0, 0, 0}, {2, 2, 2, 3, 3, 3}), method, false);
+    auto y = output_bounds_of(m, box({1, 1, 1, 0, 0, 0}, {2, 2, 2, 3, 3, 3}), method, false);
     ASSERT_EQ(y.size(), 3u);
     EXPECT_NEAR(y[0].lo[0], 3, 1e-12);
     EXPECT_NEAR(y[0].hi[0], 6, 1e-12);
@@ -217,19 +210,19 @@ TEST(NonlinearTest, Reductions) {
 TEST(CompareTest, Cast) {
   Model m = build("{ i = Cast<to = 7>(x)\n f = Cast<to = 1>(x)\n b = Cast<to = 9>(x) }",
                   "float[1] x", "int64[1] i, float[1] f, bool[1] b");
-  auto y = run_all(m, box({-1.5}, {2.7}), Method::kIbp, false);
+  auto y = output_bounds_of(m, box({-1.5}, {2.7}), Method::kIbp, false);
   EXPECT_DOUBLE_EQ(y[0].lo[0], -1);
   EXPECT_DOUBLE_EQ(y[0].hi[0], 2);
   EXPECT_DOUBLE_EQ(y[1].lo[0], -1.5);
   EXPECT_DOUBLE_EQ(y[1].hi[0], 2.7);
   EXPECT_DOUBLE_EQ(y[2].lo[0], 0);
   EXPECT_DOUBLE_EQ(y[2].hi[0], 1);
-  y = run_all(m, box({-1.5}, {2.7}), Method::kCrown, false);
+  y = output_bounds_of(m, box({-1.5}, {2.7}), Method::kCrown, false);
   EXPECT_NEAR(y[0].lo[0], -2.5, 1e-12);
   EXPECT_NEAR(y[0].hi[0], 3.7, 1e-12);
   EXPECT_NEAR(y[1].lo[0], -1.5, 1e-12);
   EXPECT_NEAR(y[1].hi[0], 2.7, 1e-12);
-  y = run_all(m, box({0.5}, {2}), Method::kCrown, true);
+  y = output_bounds_of(m, box({0.5}, {2}), Method::kCrown, true);
   EXPECT_DOUBLE_EQ(y[0].lo[0], 0);
   EXPECT_DOUBLE_EQ(y[0].hi[0], 2);
   EXPECT_DOUBLE_EQ(y[2].lo[0], 1);
@@ -252,18 +245,18 @@ TEST(CompareTest, ClipAndMinWithConstant) {
       "{ c = Clip(x, zero, six)\n h = Mul(x, half)\n z = Add(c, h)\n"
       " d = Clip(x, zero, two)\n w = Add(d, h)\n n = Min(x, one)\n v = Add(n, h) }",
       "float[1] x", "float[1] z, float[1] w, float[1] v");
-  auto a = run_all(m, box({-2}, {4}), Method::kIbp, false);
+  auto a = output_bounds_of(m, box({-2}, {4}), Method::kIbp, false);
   EXPECT_NEAR(a[0].lo[0], -2, 1e-12);
   EXPECT_NEAR(a[0].hi[0], 5, 1e-12);
-  a = run_all(m, box({-2}, {4}), Method::kCrown, false);
+  a = output_bounds_of(m, box({-2}, {4}), Method::kCrown, false);
   EXPECT_NEAR(a[0].lo[0], -1, 1e-12);
   EXPECT_NEAR(a[0].hi[0], 2, 1e-12);
-  auto b = run_all(m, box({-1}, {3}), Method::kIbp, false);
+  auto b = output_bounds_of(m, box({-1}, {3}), Method::kIbp, false);
   EXPECT_NEAR(b[1].lo[0], -1.5, 1e-12);
   EXPECT_NEAR(b[1].hi[0], 2.5, 1e-12);
   EXPECT_NEAR(b[2].lo[0], -2.5, 1e-12);
   EXPECT_NEAR(b[2].hi[0], 1.5, 1e-12);
-  b = run_all(m, box({-1}, {3}), Method::kCrown, false);
+  b = output_bounds_of(m, box({-1}, {3}), Method::kCrown, false);
   EXPECT_NEAR(b[1].lo[0], 0, 1e-12);
   EXPECT_NEAR(b[1].hi[0], 1, 1e-12);
   EXPECT_NEAR(b[2].lo[0], -0.5, 1e-12);
@@ -281,7 +274,7 @@ TEST(CompareTest, MinMaxEqualArgMax) {
       "float[1] x, float[1] z, float[1] w, float[3] t",
       "float[1] mx, float[1] mn, bool[1] e, bool[1] f, int64[] a");
   for (Method method : {Method::kIbp, Method::kCrown}) {
-    auto y = run_all(m, box({-1, 0, 3, 0, 2, 2.5}, {2, 1, 4, 1, 3, 4}), method, false);
+    auto y = output_bounds_of(m, box({-1, 0, 3, 0, 2, 2.5}, {2, 1, 4, 1, 3, 4}), method, false);
     ASSERT_EQ(y.size(), 5u);
     EXPECT_DOUBLE_EQ(y[0].lo[0], 0);
     EXPECT_DOUBLE_EQ(y[0].hi[0], 2);
@@ -294,7 +287,7 @@ TEST(CompareTest, MinMaxEqualArgMax) {
     EXPECT_DOUBLE_EQ(y[4].lo[0], 1);
     EXPECT_DOUBLE_EQ(y[4].hi[0], 2);
   }
-  auto y = run_all(m, box({-1, 0, 3, 0, 2, 3.5}, {2, 1, 4, 1, 3, 4}), Method::kIbp, false);
+  auto y = output_bounds_of(m, box({-1, 0, 3, 0, 2, 3.5}, {2, 1, 4, 1, 3, 4}), Method::kIbp, false);
   EXPECT_DOUBLE_EQ(y[4].lo[0], 2);
   EXPECT_DOUBLE_EQ(y[4].hi[0], 2);
 }
@@ -316,10 +309,10 @@ TEST(NonlinearTest, MaxPoolLinesByHand) {
   };
   for (Case c : {Case{1, 3, 0, 1}, Case{3, 4, 0, 0}, Case{1, 1.5, 0, 1}}) {
     Interval in = box({c.x0_lo, -1, 0, -2}, {c.x0_hi, 2, 0.5, 0});
-    auto ibp = run_all(m, in, Method::kIbp, false);
+    auto ibp = output_bounds_of(m, in, Method::kIbp, false);
     EXPECT_LT(ibp[0].lo[0], c.lo - 0.4);
     for (Method method : {Method::kCrown, Method::kAlpha}) {
-      auto y = run_all(m, in, method, false);
+      auto y = output_bounds_of(m, in, method, false);
       EXPECT_NEAR(y[0].lo[0], c.lo, 1e-9) << c.x0_lo;
       EXPECT_NEAR(y[0].hi[0], c.hi, 1e-9) << c.x0_lo;
     }
@@ -337,7 +330,7 @@ TEST(NonlinearTest, TunedTangentsStaySoundAndTighten) {
       "  t = Tanh(g)\n y = MatMul(t, w3) }",
       "float[1, 2] x", "float[1, 2] y");
   Interval in = box({-1, -0.5}, {1, 1});
-  auto crown = run_all(m, in, Method::kCrown, false);
+  auto crown = output_bounds_of(m, in, Method::kCrown, false);
   Options o;
   o.method = Method::kAlpha;
   o.intersect_ibp = false;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/testing.h"
+#include "propdag/engine.h"
 #include "propdag/model.h"
 #include "propdag/vnnlib.h"
 
@@ -147,6 +148,18 @@ inline Model build(const std::string& text) {
 
 inline Interval box(std::vector<double> lo, std::vector<double> hi) {
   return {Eigen::Map<Vec>(lo.data(), lo.size()), Eigen::Map<Vec>(hi.data(), hi.size())};
+}
+
+/// Every output's bounds with `method` (IBP intersected into CROWN's when `intersect`); empty, with
+/// a test failure, when bounding fails.
+inline std::vector<Interval> output_bounds_of(const Model& m, const Interval& in, Method method,
+                                              bool intersect = false) {
+  Options o;
+  o.method = method;
+  o.intersect_ibp = intersect;
+  auto b = output_bounds(m, in, o);
+  EXPECT_TRUE(b.ok()) << b.error().str();
+  return b.ok() ? *b : std::vector<Interval>{};
 }
 
 /// The box [0, 1]^n.
