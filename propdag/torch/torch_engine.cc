@@ -3,6 +3,7 @@
 #include "propdag/torch/torch_engine.h"
 
 #include <ATen/Context.h>
+#include <ATen/Parallel.h>
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/abs.h>
 #include <ATen/ops/cat.h>
@@ -15,6 +16,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <utility>
 
@@ -33,6 +35,7 @@ using internal::intersect;
 using internal::Kernel;
 using internal::TBackward;
 using internal::TBox;
+using internal::TLines;
 using internal::to_boxes;
 using propdag::internal::RefineRows;
 
@@ -60,25 +63,40 @@ class TorchEngine : public Engine {
           std::find(dag.outputs().begin(), dag.outputs().end(), n) != dag.outputs().end())
         row_cost_[n] = costs.row_cost(n);
     box_chunk_ = internal::box_chunk(m_, row_cost_, opts_);
+    pairs_ok_.assign(dag.size(), false);
+    for (int n = 0; n < dag.size(); ++n) {
+      if (kinds_[n] != RefineRows::kStraddling) continue;
+      const std::vector<int> order = dag.backward_order(n);
+      pairs_ok_[n] = std::none_of(order.begin(), order.end(), [&](int m) {
+        return kernels_[m] != nullptr && kernels_[m]->per_box();
+      });
+    }
     return {};
   }
 
   Result<std::vector<Boxes>> output_bounds(const Boxes& input, const Options& opt) override {
     return guarded([&]() -> Result<std::vector<Boxes>> {
+      std::vector<std::vector<Boxes>> parts;
+      RETURN_IF_ERROR(over_chunks(
+          input.count(), opt,
+          [&](int64_t c, Eigen::Index k0, Eigen::Index k, const Options& o) -> Status {
+            ASSIGN_OR_RETURN(
+                parts[c],
+                compute_outputs({input.lo.middleRows(k0, k), input.hi.middleRows(k0, k)}, o));
+            return Status();
+          },
+          [&](int64_t chunks) { parts.resize(chunks); }));
       std::vector<Boxes> out;
-      for (Eigen::Index k0 = 0; k0 < input.count(); k0 += box_chunk_) {
-        const Eigen::Index k = std::min(box_chunk_, input.count() - k0);
-        ASSIGN_OR_RETURN(
-            std::vector<Boxes> part,
-            compute_outputs({input.lo.middleRows(k0, k), input.hi.middleRows(k0, k)}, opt));
-        if (out.empty()) {
-          for (const Boxes& p : part)
-            out.push_back({Mat(input.count(), p.lo.cols()), Mat(input.count(), p.lo.cols())});
-        }
+      for (const Boxes& p : parts[0])
+        out.push_back({Mat(input.count(), p.lo.cols()), Mat(input.count(), p.lo.cols())});
+      Eigen::Index k0 = 0;
+      for (const std::vector<Boxes>& part : parts) {
+        const Eigen::Index k = part[0].lo.rows();
         for (size_t o = 0; o < part.size(); ++o) {
           out[o].lo.middleRows(k0, k) = part[o].lo;
           out[o].hi.middleRows(k0, k) = part[o].hi;
         }
+        k0 += k;
       }
       return out;
     });
@@ -87,23 +105,71 @@ class TorchEngine : public Engine {
                               std::vector<Mat>* lower_coef,
                               std::vector<Boxes>* node_bounds) override {
     return guarded([&]() -> Result<Boxes> {
-      Boxes out;
       if (lower_coef != nullptr) lower_coef->clear();
       std::vector<Boxes> prior;  // the carried node bounds, per chunk of boxes
       if (node_bounds != nullptr) prior = std::exchange(*node_bounds, {});
-      for (Eigen::Index k0 = 0; k0 < input.count(); k0 += box_chunk_) {
-        const Eigen::Index k = std::min(box_chunk_, input.count() - k0);
-        std::vector<TBox> nodes = internal::node_rows(m_, prior, k0, k, input.count(), opts_);
-        ASSIGN_OR_RETURN(Boxes part,
-                         compute_linear({input.lo.middleRows(k0, k), input.hi.middleRows(k0, k)}, c,
-                                        opt, lower_coef, node_bounds ? &nodes : nullptr));
-        if (node_bounds != nullptr) internal::store_rows(nodes, k0, input.count(), *node_bounds);
-        if (k0 == 0) out = {Mat(input.count(), part.lo.cols()), Mat(input.count(), part.lo.cols())};
-        out.lo.middleRows(k0, k) = part.lo;
-        out.hi.middleRows(k0, k) = part.hi;
+      std::vector<Boxes> parts;
+      std::vector<std::vector<Mat>> coefs;
+      std::vector<std::vector<TBox>> nodes;
+      RETURN_IF_ERROR(over_chunks(
+          input.count(), opt,
+          [&](int64_t i, Eigen::Index k0, Eigen::Index k, const Options& o) -> Status {
+            nodes[i] = internal::node_rows(m_, prior, k0, k, input.count(), opts_);
+            ASSIGN_OR_RETURN(
+                parts[i], compute_linear({input.lo.middleRows(k0, k), input.hi.middleRows(k0, k)},
+                                         c, o, lower_coef != nullptr ? &coefs[i] : nullptr,
+                                         node_bounds != nullptr ? &nodes[i] : nullptr));
+            return Status();
+          },
+          [&](int64_t chunks) {
+            parts.resize(chunks), coefs.resize(chunks), nodes.resize(chunks);
+          }));
+      Boxes out{Mat(input.count(), parts[0].lo.cols()), Mat(input.count(), parts[0].lo.cols())};
+      Eigen::Index k0 = 0;
+      for (size_t i = 0; i < parts.size(); ++i) {
+        const Eigen::Index k = parts[i].lo.rows();
+        out.lo.middleRows(k0, k) = parts[i].lo;
+        out.hi.middleRows(k0, k) = parts[i].hi;
+        if (node_bounds != nullptr) internal::store_rows(nodes[i], k0, input.count(), *node_bounds);
+        if (lower_coef != nullptr)
+          for (Mat& m : coefs[i]) lower_coef->push_back(std::move(m));
+        k0 += k;
       }
       return out;
     });
+  }
+
+  // Runs f(chunk, first box, boxes, options) over the boxes in chunks of at most box_chunk_,
+  // after size(chunks). On the CPU the chunks run on LibTorch's intra-op threads (at least one
+  // chunk per thread; inside a chunk each op then runs on its thread alone), each with its own
+  // BoundsReport, added to opt.report at the end; on CUDA one after another.
+  template <class F, class G>
+  Status over_chunks(Eigen::Index count, const Options& opt, F&& f, G&& size) const {
+    const int64_t threads = opts_.device().is_cpu() ? at::get_num_threads() : 1;
+    Eigen::Index chunk = box_chunk_;
+    if (threads > 1)
+      chunk = std::max<Eigen::Index>(1, std::min(chunk, (count + threads - 1) / threads));
+    const int64_t chunks = (count + chunk - 1) / chunk;
+    size(chunks);
+    std::vector<Status> status(chunks);
+    std::vector<BoundsReport> reports(chunks);
+    auto run = [&](int64_t begin, int64_t end) {
+      for (int64_t c = begin; c < end; ++c) {
+        Options o = opt;
+        if (opt.report != nullptr) o.report = &reports[c];
+        const Eigen::Index k0 = c * chunk;
+        status[c] = f(c, k0, std::min(chunk, count - k0), o);
+      }
+    };
+    if (threads > 1 && chunks > 1)
+      at::parallel_for(0, chunks, 1, run);
+    else
+      run(0, chunks);
+    for (int64_t c = 0; c < chunks; ++c) {
+      if (opt.report != nullptr) opt.report->add(reports[c]);
+      if (!status[c].ok()) return status[c];
+    }
+    return {};
   }
 
   std::vector<std::string> per_box_ops() const override {
@@ -148,7 +214,8 @@ class TorchEngine : public Engine {
     std::vector<TBox> b;
     std::vector<double> out_rows;
     for (int o : m_.dag().outputs()) out_rows.push_back(static_cast<double>(m_.numel(o)));
-    RETURN_IF_ERROR(forward(x, opt, out_rows, b));
+    std::vector<TLines> lines;
+    RETURN_IF_ERROR(forward(x, opt, out_rows, b, lines));
     for (int o : m_.dag().outputs()) {
       const int64_t n = m_.numel(o);
       if (!propdag::internal::output_affordable(opt, row_cost_[o] * static_cast<double>(n),
@@ -156,7 +223,7 @@ class TorchEngine : public Engine {
         out.push_back(to_boxes(b[o]));
         continue;
       }
-      ASSIGN_OR_RETURN(TBox r, backward(o, at::eye(n, opts_), x, b, opt));
+      ASSIGN_OR_RETURN(TBox r, backward(o, at::eye(n, opts_), x, b, opt, nullptr, &lines));
       ASSIGN_OR_RETURN(r, internal::tuned_outputs({m_, kernels_, offset_, x, b}, o, r, opt));
       if (opt.intersect_ibp) intersect(r, b[o].lo, b[o].hi);
       out.push_back(to_boxes(r));
@@ -175,6 +242,7 @@ class TorchEngine : public Engine {
     for (const Mat& m : c) rows = std::max(rows, m.rows());
     const bool use_ibp = opt.method == Method::kIbp;
     std::vector<TBox> b(dag.size());
+    std::vector<TLines> lines;
     if (use_ibp) {
       ASSIGN_OR_RETURN(auto values, ibp(x));
       for (int o : dag.outputs()) b[o] = *values[o];
@@ -182,13 +250,12 @@ class TorchEngine : public Engine {
     } else {
       std::vector<double> out_rows;
       for (const Mat& m : c) out_rows.push_back(m.size() == 0 ? 0 : static_cast<double>(rows));
-      RETURN_IF_ERROR(forward(x, opt, out_rows, b, nodes));
+      RETURN_IF_ERROR(forward(x, opt, out_rows, b, lines, nodes));
       if (nodes != nullptr) *nodes = b;
     }
     TBox total{at::zeros({input.count(), rows}, opts_), at::zeros({input.count(), rows}, opts_)};
     at::Tensor coef;  // [K, rows, inputs]: the lower bounds' input coefficients, when asked for
     if (lower_coef != nullptr) coef = at::zeros({input.count(), rows, m_.input_size()}, opts_);
-    coef_ = lower_coef != nullptr ? &coef : nullptr;
     for (size_t o = 0; o < c.size(); ++o) {
       if (c[o].size() == 0) continue;
       const int node = dag.outputs()[o];
@@ -201,9 +268,11 @@ class TorchEngine : public Engine {
                          opt, row_cost_[node] * static_cast<double>(rows), input.count());
       TBox part;
       if (affordable && !use_ibp) {
-        ASSIGN_OR_RETURN(at::Tensor tuned, internal::optimized_lower({m_, kernels_, offset_, x, b},
-                                                                     node, ct, opt, coef_));
-        ASSIGN_OR_RETURN(part, backward(node, ct, x, b, opt, !tuned.defined()));
+        ASSIGN_OR_RETURN(at::Tensor tuned,
+                         internal::optimized_lower({m_, kernels_, offset_, x, b}, node, ct, opt,
+                                                   lower_coef != nullptr ? &coef : nullptr));
+        at::Tensor* into = lower_coef != nullptr && !tuned.defined() ? &coef : nullptr;
+        ASSIGN_OR_RETURN(part, backward(node, ct, x, b, opt, into, &lines));
         if (tuned.defined()) intersect(part, tuned, part.hi);
       } else {
         part = box_of(ct, b[node]);
@@ -215,7 +284,6 @@ class TorchEngine : public Engine {
       total.lo = total.lo + part.lo;
       total.hi = total.hi + part.hi;
     }
-    coef_ = nullptr;
     if (lower_coef != nullptr)
       for (Mat& m : internal::to_mats(coef)) lower_coef->push_back(std::move(m));
     return to_boxes(total);
@@ -247,10 +315,12 @@ class TorchEngine : public Engine {
   // crown.cc's Crown::forward without splits; `output_rows` as Crown::set_output_rows; `prior`
   // (one entry per Dag node, undefined: nothing known) as its `prior`.
   Status forward(const TBox& x, const Options& opt, const std::vector<double>& output_rows,
-                 std::vector<TBox>& b, const std::vector<TBox>* prior = nullptr) {
+                 std::vector<TBox>& b, std::vector<TLines>& lines,
+                 const std::vector<TBox>* prior = nullptr) {
     const Dag& dag = m_.dag();
     const bool binding = propdag::internal::budget_binding(m_, opt, kinds_, row_cost_, output_rows);
     b.assign(dag.size(), TBox{});
+    lines.assign(dag.size(), TLines{});
     const int64_t k = x.lo.size(0);
     if (opt.report != nullptr) opt.report->boxes += k;
     for (int n = 0; n < dag.size(); ++n) {
@@ -266,7 +336,7 @@ class TorchEngine : public Engine {
       if (kinds_[n] == RefineRows::kNone) continue;
       const RefineRows kind =
           propdag::internal::refine_kind(m_, opt, n, kinds_[n], binding, row_cost_[n]);
-      RETURN_IF_ERROR(refine(n, kind, x, opt, b));
+      RETURN_IF_ERROR(refine(n, kind, x, opt, b, lines));
     }
     return {};
   }
@@ -275,8 +345,8 @@ class TorchEngine : public Engine {
   // (refine_kind) when it affords their pass. One backward pass bounds the union of those rows;
   // each box keeps the new bounds of its own rows only, so that its bounds are the Eigen
   // engine's.
-  Status refine(int n, RefineRows kind, const TBox& x, const Options& opt,
-                std::vector<TBox>& b) const {
+  Status refine(int n, RefineRows kind, const TBox& x, const Options& opt, std::vector<TBox>& b,
+                std::vector<TLines>& lines) const {
     const int64_t k = x.lo.size(0), numel = m_.numel(n);
     at::Tensor want = kind == RefineRows::kAll
                           ? at::ones({k, numel}, b[n].lo.options().dtype(at::kBool))
@@ -293,9 +363,12 @@ class TorchEngine : public Engine {
     if (!any) return {};
     want = want.logical_and(take.to(want.device()));
     const at::Tensor rows = want.any(0).nonzero().squeeze(1);
+    const int64_t pairs = want.sum().item<int64_t>();
+    if (pairs_ok_[n] && 4 * pairs < 3 * k * rows.size(0))
+      return refine_pairs(n, want, x, opt, b, lines);
     at::Tensor id = at::zeros({rows.size(0), numel}, opts_);  // those rows of the identity
     id.scatter_(1, rows.unsqueeze(1), 1.0);
-    ASSIGN_OR_RETURN(TBox c, backward(n, id, x, b, opt));
+    ASSIGN_OR_RETURN(TBox c, backward(n, id, x, b, opt, nullptr, &lines));
     const TBox old{b[n].lo.index_select(1, rows), b[n].hi.index_select(1, rows)};
     TBox tight = old;
     intersect(tight, c.lo, c.hi);
@@ -305,32 +378,86 @@ class TorchEngine : public Engine {
     return {};
   }
 
-  // Bounds of c * target ([K, rows]) for the objective c [rows, numel(target)]; `coefs`: the
-  // lower bounds' input coefficients go to coef_ (when set).
+  // refine() where the boxes' rows differ (each box refines its own straddling rows, and their
+  // union would make most of the pass's work): one pass whose batch is the (box, row) pairs, each
+  // with its box's input and node bounds and one identity row, so that every product has the
+  // pairs as one large dimension and no box computes a row it does not refine. Used only where
+  // every node of the pass has a batched kernel (pairs_ok_): a per-box rule would run per pair.
+  Status refine_pairs(int n, const at::Tensor& want, const TBox& x, const Options& opt,
+                      std::vector<TBox>& b, std::vector<TLines>& lines) const {
+    const std::vector<int> order = m_.dag().backward_order(n);
+    for (int m : order) {  // the boxes' lines, computed once, then taken per pair
+      if (kernels_[m] == nullptr || kernels_[m]->affine() != nullptr || lines[m].lo_slope.defined())
+        continue;
+      ASSIGN_OR_RETURN(lines[m], kernels_[m]->lines(m, b));
+    }
+    double widest = 0;
+    for (int m : order) widest = std::max<double>(widest, static_cast<double>(m_.numel(m)));
+    const at::Tensor at_pair = want.nonzero();  // [P, 2]: box, row
+    const int64_t total = at_pair.size(0), numel = m_.numel(n);
+    const auto chunk =
+        std::max<int64_t>(1, static_cast<int64_t>(opt.chunk_entries / std::max(1.0, widest)));
+    for (int64_t p0 = 0; p0 < total; p0 += chunk) {
+      const int64_t pk = std::min(chunk, total - p0);
+      const at::Tensor box = at_pair.narrow(0, p0, pk).select(1, 0).contiguous();
+      const at::Tensor row = at_pair.narrow(0, p0, pk).select(1, 1).contiguous();
+      const TBox xs{x.lo.index_select(0, box), x.hi.index_select(0, box)};
+      std::vector<TBox> bs(b.size());  // only what the affine steps need: none
+      std::vector<TLines> ls(b.size());
+      for (int m : order) {
+        const TLines& l = lines[m];
+        if (!l.lo_slope.defined()) continue;
+        ls[m] = {l.lo_slope.index_select(0, box),
+                 l.lo_bias.index_select(0, box),
+                 l.up_slope.index_select(0, box),
+                 l.up_bias.index_select(0, box),
+                 at::Tensor(),
+                 at::Tensor(),
+                 l.input};
+      }
+      at::Tensor c = at::zeros({pk, 1, numel}, opts_);
+      c.scatter_(2, row.view({pk, 1, 1}), 1.0);
+      ASSIGN_OR_RETURN(TBox r, backward(n, c, xs, bs, opt, nullptr, &ls));
+      const at::Tensor flat = box * numel + row;  // the pairs in b[n] seen as one vector
+      const at::Tensor lo = b[n].lo.reshape(-1), hi = b[n].hi.reshape(-1);
+      TBox tight{lo.index_select(0, flat), hi.index_select(0, flat)};
+      intersect(tight, r.lo.squeeze(1), r.hi.squeeze(1));
+      b[n].lo = lo.index_copy(0, flat, tight.lo).view_as(b[n].lo);
+      b[n].hi = hi.index_copy(0, flat, tight.hi).view_as(b[n].hi);
+    }
+    return {};
+  }
+
+  // Bounds of c * target ([K, rows]) for the objective c: [rows, numel(target)], the same for
+  // every box, or [K, rows, numel(target)], one per box. The lower bounds' input coefficients
+  // are added to `coef` ([K, rows, inputs]) when it is given.
   Result<TBox> backward(int target, const at::Tensor& c, const TBox& x, const std::vector<TBox>& b,
-                        const Options& opt, bool coefs = true) const {
+                        const Options& opt, at::Tensor* coef = nullptr,
+                        std::vector<TLines>* lines = nullptr) const {
     const Dag& dag = m_.dag();
     std::vector<int> order = dag.backward_order(target);
     double widest = 0;
     for (int n : order) widest = std::max<double>(widest, static_cast<double>(m_.numel(n)));
-    const int64_t k = x.lo.size(0), rows = c.size(0);
+    const bool per_box = c.dim() == 3;
+    const int64_t k = x.lo.size(0), rows = c.size(per_box ? 1 : 0);
     const auto chunk = std::max<int64_t>(
         1, static_cast<int64_t>(opt.chunk_entries / (widest * static_cast<double>(k))));
     std::vector<at::Tensor> lo, hi;
     for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
       const int64_t rk = std::min(chunk, rows - r0);
       TBackward w{std::vector<at::Tensor>(dag.size()), std::vector<at::Tensor>(dag.size()),
-                  at::zeros({k, rk}, opts_), at::zeros({k, rk}, opts_)};
+                  at::zeros({k, rk}, opts_), at::zeros({k, rk}, opts_), lines};
       // [1, rows, n]: the same for every box until a nonlinear op's lines make it differ
       // (every step broadcasts a batch of 1 against the boxes).
-      w.lam[target] = c.narrow(0, r0, rk).unsqueeze(0).contiguous();
+      w.lam[target] = per_box ? c.narrow(1, r0, rk).contiguous()
+                              : c.narrow(0, r0, rk).unsqueeze(0).contiguous();
       w.om[target] = w.lam[target];
       for (int n : order) {
         if (!w.lam[n].defined()) continue;
         if (m_.op(n) == nullptr) {
           concretize(input_part(x, n), w.lam[n], w.om[n], w);
-          if (coefs && coef_ != nullptr)
-            coef_->narrow(1, r0, rk).narrow(2, offset_[n], m_.numel(n)).add_(w.lam[n]);
+          if (coef != nullptr)
+            coef->narrow(1, r0, rk).narrow(2, offset_[n], m_.numel(n)).add_(w.lam[n]);
         } else {
           RETURN_IF_ERROR(kernels_[n]->step(n, b, w));
         }
@@ -359,7 +486,7 @@ class TorchEngine : public Engine {
   std::vector<RefineRows> kinds_;
   std::vector<double> row_cost_;
   Eigen::Index box_chunk_ = 1;
-  at::Tensor* coef_ = nullptr;  // during compute_linear: where input coefficients go
+  std::vector<bool> pairs_ok_;  // per node: refine_pairs may refine it
 };
 
 }  // namespace

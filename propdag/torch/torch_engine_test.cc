@@ -382,6 +382,56 @@ TEST_P(SharedModel, EqualsEigenAndIsSound) {
   }
 }
 
+// ACAS Xu 1_1 on 300 random quarter-width parts of prop_1's box, in one call: each box refines
+// only its own straddling rows (one pass whose batch is the (box, row) pairs, refine_pairs) and
+// the boxes go through in chunks on LibTorch's threads. Every box's bounds equal the Eigen
+// engine's for that box, and so do the summed reports; the rows refined differ between boxes, so
+// the pairs are fewer than boxes x union of rows.
+TEST(TorchEngine, ManyBoxesEachRefineTheirOwnRowsOnAcasXu) {
+  const std::string onnx =
+      existing(benchmarks() / "acasxu_2023" / "onnx" / "ACASXU_run2a_1_1_batch_2000.onnx");
+  const std::string spec_path = existing(benchmarks() / "acasxu_2023" / "vnnlib" / "prop_1.vnnlib");
+  if (onnx.empty() || spec_path.empty()) GTEST_SKIP() << "shared benchmarks absent";
+  auto model = Model::load(onnx);
+  ASSERT_TRUE(model.ok()) << model.error().str();
+  auto spec = read_vnnlib(spec_path);
+  ASSERT_TRUE(spec.ok()) << spec.error().str();
+  const Interval box = spec->hull();
+  const int k = 300;
+  Boxes all{Mat(k, box.size()), Mat(k, box.size())};
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> u(0, 0.75);
+  for (int b = 0; b < k; ++b)
+    for (Eigen::Index i = 0; i < box.size(); ++i) {
+      const double w = box.hi[i] - box.lo[i], lo = box.lo[i] + u(rng) * w;
+      all.lo(b, i) = lo, all.hi(b, i) = lo + 0.25 * w;
+    }
+  std::unique_ptr<Engine> engine = engine_for(*model);
+  Options opt;
+  BoundsReport eigen_report, torch_report;
+  opt.report = &torch_report;
+  auto got = engine->output_bounds(all, opt);
+  ASSERT_TRUE(got.ok()) << got.error().str();
+  const Mat c = Mat::Random(3, 5);
+  auto lin = engine->linear_bounds(all, {c}, opt);
+  ASSERT_TRUE(lin.ok()) << lin.error().str();
+  opt.report = &eigen_report;
+  for (int b = 0; b < k; ++b) {
+    const Interval one_box{all.lo.row(b).transpose(), all.hi.row(b).transpose()};
+    auto ref = output_bounds(*model, one_box, opt);
+    ASSERT_TRUE(ref.ok()) << ref.error().str();
+    expect_close((*ref)[0].lo, (*got)[0].lo.row(b).transpose(), 1e-9, "lo");
+    expect_close((*ref)[0].hi, (*got)[0].hi.row(b).transpose(), 1e-9, "hi");
+    auto ref_lin = linear_bounds(*model, one_box, {c}, opt);
+    ASSERT_TRUE(ref_lin.ok()) << ref_lin.error().str();
+    expect_close(ref_lin->lo, lin->lo.row(b).transpose(), 1e-9, "linear lo");
+    expect_close(ref_lin->hi, lin->hi.row(b).transpose(), 1e-9, "linear hi");
+  }
+  EXPECT_EQ(torch_report.boxes, eigen_report.boxes);
+  EXPECT_EQ(torch_report.refined, eigen_report.refined);
+  EXPECT_DOUBLE_EQ(torch_report.cost, eigen_report.cost);
+}
+
 INSTANTIATE_TEST_SUITE_P(Vnncomp, SharedModel, ::testing::ValuesIn(kShared), [](const auto& info) {
   std::string n = fs::path(info.param.onnx).stem().string();
   std::replace_if(

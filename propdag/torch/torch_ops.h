@@ -22,11 +22,16 @@ struct TBox {
   at::Tensor lo, hi;
 };
 
+struct TLines;
+
 /// Coefficients of the lower (lam) and upper (om) bound on each node, [K, rows, n], and the
-/// constant parts [K, rows]: the torch form of crown.h's Backward.
+/// constant parts [K, rows]: the torch form of crown.h's Backward. `lines` (optional, one entry
+/// per Dag node): the batched kernels' relaxations, computed on first use and reused by later
+/// passes over the same node bounds (an entry's lo_slope undefined: not computed yet).
 struct TBackward {
   std::vector<at::Tensor> lam, om;
   at::Tensor lb, ub;
+  std::vector<TLines>* lines = nullptr;
 };
 
 /// x -> W x for one LinearTerm, on rows: apply maps [M, in] to [M, out], adjoint [M, out] to
