@@ -29,14 +29,19 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
-import onnx
-import torch
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-sys.path.insert(0, REPO)
-from vnncomp import numerics, onnxinfo, ortref, vnnlib  # noqa: E402
+if (importlib.util.find_spec("vnncomp") is None
+        and REPO not in os.environ.get("PYTHONPATH", "").split(os.pathsep)):
+    # Run by path, so sys.path has benchmarks/ and not the repository: again, with it on PYTHONPATH.
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, sys.orig_argv)
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+import torch  # noqa: E402
+
+from vnncomp import imports, numerics, onnxinfo, ortref, vnnlib  # noqa: E402
 
 
 def parse_args(argv):
@@ -75,10 +80,7 @@ def k_chunks(code, widths, stride):
 
 
 def load(path, pth, tag):
-    spec = importlib.util.spec_from_file_location(tag, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    model = module.Model()
+    model = imports.module(tag, path).Model()
     model.load_state_dict(torch.load(pth))
     return model.eval()
 

@@ -18,7 +18,7 @@ there otherwise, so that propdag can be measured again without auto_LiRPA.
 """
 
 import argparse
-import importlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -27,13 +27,21 @@ import tempfile
 import time
 import warnings
 
-import numpy as np
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path[:0] = [ROOT, HERE]
+if (__name__ == "__main__" and importlib.util.find_spec("vnncomp") is None
+        and ROOT not in os.environ.get("PYTHONPATH", "").split(os.pathsep)):
+    # Run by path, so sys.path has benchmarks/ and not the repository: again, with it on PYTHONPATH
+    # (not when imported: by propdag/tests/auto_lirpa_test.py, which finds vnncomp).
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, sys.orig_argv)
 
-import torchonnx_autolirpa as tal  # noqa: E402
+import numpy as np  # noqa: E402
+
+from vnncomp import imports  # noqa: E402
+
+# By its file, so that this module also loads where benchmarks/ is not on sys.path (the tests).
+tal = imports.module("torchonnx_autolirpa", os.path.join(HERE, "torchonnx_autolirpa.py"))
 
 
 def first_box(entry):
@@ -145,9 +153,8 @@ def main(argv=None):
     args = p.parse_args(argv)
     cached = lirpa_rows(args)
     if cached is None:
-        sys.path[:0] = [args.lirpa]
         warnings.simplefilter("ignore")
-        importlib.import_module("auto_LiRPA")  # imported once; each model runs in a fork
+        imports.package("auto_LiRPA", args.lirpa)  # imported once; each model runs in a fork
         import torch
         torch.set_num_threads(1)
     rows = []

@@ -27,7 +27,7 @@ The generated module is what a VNN-COMP entrant feeds α,β-CROWN; see torchonnx
 
 import argparse
 import collections
-import importlib
+import importlib.util
 import json
 import os
 import resource
@@ -42,6 +42,13 @@ import warnings
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 LIRPA = os.path.join(ROOT, "..", "shared", "clients", "auto_LiRPA-0.5.0")
+if (__name__ == "__main__" and importlib.util.find_spec("vnncomp") is None
+        and ROOT not in os.environ.get("PYTHONPATH", "").split(os.pathsep)):
+    # Run by path, so sys.path has benchmarks/ and not the repository: again, with it on PYTHONPATH
+    # (not when imported: by propdag_vs_autolirpa.py and the tests, which find vnncomp).
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, sys.orig_argv)
+
 # IBP in float32 against float64: each layer's interval arithmetic rounds its sums once per term,
 # a relative 6e-8 each; deep models accumulate that over their layers.
 AGREE_REL = 1e-4
@@ -331,7 +338,6 @@ def _print_row(row):
 
 def _compare_rows(args):
     """--rows: propdag's comparison redone on the auto_LiRPA rows of an earlier --json."""
-    sys.path[:0] = [ROOT]
     with open(args.rows) as f:
         rows = json.load(f)
     entries = {(e.benchmark, e.model): e for e in _entries(args)}
@@ -374,9 +380,9 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.rows:
         return _compare_rows(args)
-    sys.path[:0] = [ROOT, args.lirpa]
+    from vnncomp import imports
     warnings.simplefilter("ignore")  # auto_LiRPA's deprecation warnings, once per model
-    importlib.import_module("auto_LiRPA")  # imported once; each model runs in a fork
+    imports.package("auto_LiRPA", args.lirpa)  # imported once; each model runs in a fork
     import torch
     torch.set_num_threads(1)
     rows = []

@@ -18,6 +18,7 @@ benchmarks/RESULTS.md, stop 18), one row per model and a summary (median, geomet
 import argparse
 import ctypes
 import glob
+import importlib.util
 import json
 import math
 import os
@@ -27,12 +28,17 @@ import sys
 import tempfile
 import time
 
-import numpy as np
-import torch
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-sys.path.insert(0, REPO)
+if (importlib.util.find_spec("vnncomp") is None
+        and REPO not in os.environ.get("PYTHONPATH", "").split(os.pathsep)):
+    # Run by path, so sys.path has benchmarks/ and not the repository: again, with it on PYTHONPATH.
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, sys.orig_argv)
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
 from vnncomp import checks, onnxinfo, ortref  # noqa: E402
 
 

@@ -21,4 +21,5 @@ shaped="$out/$stem.shaped.onnx"
 "$build/shapeonnx/shapeonnx" "$model" | "$build/slimonnx/slimonnx" - --stats |
   "$build/torchonnx/torchonnx" - -o "$out" --class-name "$stem" --stats
 echo "demo: generated $out/$stem.py and $out/$stem.pth"
-/usr/bin/python3 "$here/scripts/run_generated.py" "$out" "$stem" "$shaped"
+PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}" /usr/bin/python3 "$here/scripts/run_generated.py" \
+  "$out" "$stem" "$shaped"

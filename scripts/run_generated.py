@@ -2,16 +2,21 @@
 
     /usr/bin/python3 scripts/run_generated.py OUTDIR STEM MODEL.onnx
 """
-import importlib
+import importlib.util
 import os
 import sys
 
-import numpy as np
-import torch
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-from vnncomp import numerics, onnxinfo, ortref  # noqa: E402
+if (importlib.util.find_spec("vnncomp") is None
+        and ROOT not in os.environ.get("PYTHONPATH", "").split(os.pathsep)):
+    # Run by path, so sys.path has scripts/ and not the repository: again, with it on PYTHONPATH.
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, sys.orig_argv)
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from vnncomp import imports, numerics, onnxinfo, ortref  # noqa: E402
 
 
 def vmap(fn):
@@ -22,8 +27,7 @@ def vmap(fn):
 
 
 def main(outdir, stem, model_path):
-    sys.path.insert(0, outdir)
-    module = importlib.import_module(stem)
+    module = imports.module(stem, os.path.join(outdir, stem + ".py"))
     cls = next(getattr(module, n) for n in dir(module)
                if isinstance(getattr(module, n), type) and issubclass(getattr(module, n), torch.nn.Module))
     net = cls()

@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-import bad_models  # noqa: E402
+import bad_models  # tests/, which pytest puts on sys.path (it has no __init__.py)
+
 
 BUILD = os.environ.get("BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "build"))
 TOOLS = {

@@ -10,6 +10,7 @@ a total; exits 1 if any model fails, 0 otherwise (also when the benchmarks are a
 """
 import argparse
 import collections
+import importlib.util
 import os
 import subprocess
 import sys
@@ -17,7 +18,11 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, ROOT)
+if (importlib.util.find_spec("vnncomp") is None
+        and ROOT not in os.environ.get("PYTHONPATH", "").split(os.pathsep)):
+    # Run by path, so sys.path has tests/ and not the repository: again, with it on PYTHONPATH.
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, sys.orig_argv)
 
 from vnncomp import discover, numerics, onnxinfo, ortref, vnnlib  # noqa: E402
 

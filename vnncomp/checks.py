@@ -5,7 +5,6 @@ Every check returns a small dict; exceptions are turned into one-line messages b
 
 import contextlib
 import copy
-import importlib.util
 import inspect
 import math
 import os
@@ -15,7 +14,7 @@ import sys
 import numpy as np
 import torch
 
-from . import numerics, ortref
+from . import imports, numerics, ortref
 
 # The GPU device; VNNCOMP_GPU_DEVICE=cpu lets the tests walk the GPU code path without a GPU.
 GPU = os.environ.get("VNNCOMP_GPU_DEVICE", "cuda")
@@ -48,14 +47,9 @@ def load_module(py_path, pth_path, cls=None):
     global _loaded
     _loaded += 1
     name = f"vnncomp_generated_{_loaded}"
-    spec = importlib.util.spec_from_file_location(name, py_path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    sys.path.insert(0, os.path.dirname(py_path))
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.pop(0)
+    # Its folder on sys.path while it executes, as when it is imported from there: a --custom-op
+    # model imports its functions' module, which may sit next to it.
+    module = imports.module(name, py_path, with_folder=True)
     model = getattr(module, class_name(py_path, cls))()
     kwargs = {}
     if "weights_only" in inspect.signature(torch.load).parameters:

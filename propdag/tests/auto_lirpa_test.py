@@ -13,7 +13,6 @@ implementation).
 
 import json
 import os
-import sys
 
 import numpy as np
 import onnx
@@ -21,7 +20,7 @@ import pytest
 from onnx import numpy_helper
 
 import sampling
-from vnncomp import vnnlib
+from vnncomp import imports, vnnlib
 
 LIRPA = os.path.join(sampling.REPO, "..", "shared", "clients", "auto_LiRPA-0.5.0")
 BENCH = os.path.join(sampling.BENCH, "dist_shift_2023")
@@ -31,10 +30,8 @@ def lirpa():
     """The auto_LiRPA module, or None when it or what it needs is missing."""
     if not os.path.isdir(LIRPA):
         return None
-    sys.path.insert(0, LIRPA)
     try:
-        import auto_LiRPA
-        return auto_LiRPA
+        return imports.package("auto_LiRPA", LIRPA)
     except ImportError:
         return None
 
@@ -154,8 +151,8 @@ TORCHONNX = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(samplin
 def test_default_crown_within_1_001_of_auto_lirpa(bench, name):
     import argparse
     import warnings
-    sys.path.insert(0, os.path.join(sampling.REPO, "benchmarks"))
-    import propdag_vs_autolirpa as pva
+    pva = imports.module("propdag_vs_autolirpa",
+                         os.path.join(sampling.REPO, "benchmarks", "propdag_vs_autolirpa.py"))
     warnings.simplefilter("ignore")
     args = argparse.Namespace(benchmarks=sampling.BENCH, only=[bench], model=[name],
                               torchonnx=TORCHONNX, propdag=sampling.PROPDAG, timeout=120,
@@ -230,8 +227,7 @@ def lirpa_module(onnx_path, out_dir):
         code = re.sub(r"(\w+)\.square\(\)", r"torch.pow(\1, 2)", f.read())
     with open(py, "w") as f:
         f.write(code)
-    sys.path.insert(0, out_dir)
-    module = __import__(stem).Model()
+    module = imports.module(stem, py).Model()
     module.load_state_dict(torch.load(os.path.join(out_dir, stem + ".pth")))
     return module.eval()
 

@@ -6,12 +6,20 @@ tests' slack). Used by benchmarks/propdag_verify_vnncomp.sh --check.
 
 Prints "confirmed" (exit 0) or what misses (exit 1)."""
 
+import importlib.util
 import os
 import sys
 
-import numpy as np
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if (importlib.util.find_spec("vnncomp") is None
+        and REPO not in os.environ.get("PYTHONPATH", "").split(os.pathsep)):
+    # Run by path, so sys.path has propdag/tests/ (sampling.py) and not the repository (vnncomp,
+    # which sampling imports): again, with the repository on PYTHONPATH.
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")]))
+    os.execv(sys.executable, sys.orig_argv)
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import numpy as np  # noqa: E402
+
 import sampling  # noqa: E402
 from verify_vnncomp_test import SLACK, asserts_of, counterexample_of, meets_property  # noqa: E402
 

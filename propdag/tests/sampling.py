@@ -1,6 +1,7 @@
 """Shared helpers of propdag's sampling tests: models and properties of the VNN-COMP folder,
 the propdag CLI, random points in a box, and batched evaluation with onnxruntime
-(vnncomp/ortref.py, an executor independent of propdag)."""
+(vnncomp/ortref.py, an executor independent of propdag). vnncomp is found through the repository
+root on sys.path: ctest runs the tests from there with `python3 -m pytest`."""
 
 import atexit
 import csv
@@ -9,16 +10,15 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 
 import numpy as np
 import onnx
 import onnx.numpy_helper
 
+from vnncomp import ortref, vnnlib
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, REPO)
-from vnncomp import ortref, vnnlib  # noqa: E402
 
 BENCH = os.environ.get("VNNCOMP_BENCHMARKS",
                        os.path.join(REPO, "..", "shared", "vnncomp2024", "benchmarks"))

@@ -198,7 +198,7 @@ def test_timeout_holds_for_a_property_with_many_cases():
     bounds come from one computation, and --timeout ends the search however many cases remain:
     before both, this instance took 27 s of a 10 s timeout (0.55 s of CROWN per case). It is
     falsifiable (alpha-beta-CROWN's published answer); the PGD attack (attack.cc) may find its
-    point within the 3 s, which onnxruntime must then confirm."""
+    point within the 3 s, which onnxruntime must then confirm (where it is installed)."""
     model = sampling.on_disk(os.path.join(TRAFFIC, TRAFFIC_MODEL))
     spec = sampling.on_disk(os.path.join(TRAFFIC, "vnnlib/model_30_idx_7377_eps_1.00000.vnnlib"))
     rc, out, err = sampling.propdag("verify", model, spec, "--split", "1000000000", "--timeout", "3",
@@ -206,7 +206,7 @@ def test_timeout_holds_for_a_property_with_many_cases():
     assert rc == 0, err
     verdict = out.split("\n")[0]
     assert verdict in ("unknown", "falsified"), out
-    if verdict == "falsified":
+    if verdict == "falsified" and sampling.ortref.available():
         x = counterexample_of(out)
         y = sampling.evaluate(model, x[None, :].astype(np.float32))[0][0]
         assert meets_property(asserts_of(spec), x, y, SLACK), "printed point misses"

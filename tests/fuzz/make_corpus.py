@@ -13,12 +13,22 @@ import argparse
 import glob
 import gzip
 import hashlib
+import importlib.util
 import os
-import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
-import bad_models  # noqa: E402
+
+
+def _bad_models():
+    """tests/bad_models.py, imported by its file: this script runs by path from tests/fuzz/."""
+    spec = importlib.util.spec_from_file_location(
+        "bad_models", os.path.join(os.path.dirname(HERE), "bad_models.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+bad_models = _bad_models()
 
 LIMIT = 1 << 20
 

@@ -9,12 +9,11 @@ Skipped when auto_LiRPA, its dependencies (python3-tqdm, python3-appdirs) or the
 The full sweep is benchmarks/torchonnx_autolirpa.py.
 """
 
-import importlib
-import importlib.util
 import os
-import sys
 
 import pytest
+
+from vnncomp import imports
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -32,14 +31,11 @@ if not os.path.isdir(os.path.join(LIRPA, "auto_LiRPA")) or not os.path.isdir(BEN
 
 
 def _sweep():
-    spec = importlib.util.spec_from_file_location(
-        "torchonnx_autolirpa", os.path.join(ROOT, "benchmarks", "torchonnx_autolirpa.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    sys.path[:0] = [ROOT, LIRPA]
+    mod = imports.module("torchonnx_autolirpa",
+                         os.path.join(ROOT, "benchmarks", "torchonnx_autolirpa.py"))
     import warnings
     warnings.simplefilter("ignore")
-    importlib.import_module("auto_LiRPA")  # imported once, before the forks
+    imports.package("auto_LiRPA", LIRPA)  # imported once, before the forks
     return mod
 
 

@@ -15,6 +15,8 @@ import pytest
 import torch
 from onnx import TensorProto, helper, numpy_helper
 
+from vnncomp import imports
+
 EXE = os.environ.get("TORCHONNX", os.path.join(os.path.dirname(__file__), "..", "..", "build",
                                                "torchonnx", "torchonnx"))
 
@@ -59,12 +61,7 @@ def bad_model(path):
 
 
 def load(out, stem, cls="Model"):
-    sys.path.insert(0, str(out))
-    try:
-        module = __import__(stem)
-    finally:
-        sys.path.pop(0)
-    model = getattr(module, cls)()
+    model = getattr(imports.module(stem, os.path.join(out, stem + ".py")), cls)()
     model.load_state_dict(torch.load(os.path.join(out, stem + ".pth"), weights_only=True))
     return model.eval()
 

@@ -69,7 +69,6 @@ def test_family_matches_reference(family, tmp_path):
 def test_resize_crop_expectations_agree_with_onnxruntime(tmp_path):
     """The tf_crop_and_resize family's expected outputs (numpy: onnx's reference, or crop_nearest for
     nearest) are what onnxruntime computes, including the cases whose positions fall halfway."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
     from vnncomp import ortref
     if not ortref.available():
         pytest.skip("onnxruntime is not installed")

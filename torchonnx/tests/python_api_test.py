@@ -3,6 +3,9 @@ from the build tree and from `cmake --install`.
 
     TORCHONNX_BUILD_PYTHON=build/torchonnx/python TORCHONNX_BUILD_DIR=build \\
         /usr/bin/python3 -m pytest torchonnx/tests/python_api_test.py
+
+from the repository root (for vnncomp); the package is imported from TORCHONNX_BUILD_PYTHON by its
+folder, not through sys.path.
 """
 
 import os
@@ -14,13 +17,14 @@ import pytest
 import torch
 from onnx import TensorProto, helper, numpy_helper
 
+from vnncomp import imports
+
 BUILD_PYTHON = os.environ.get("TORCHONNX_BUILD_PYTHON", os.path.join(
     os.path.dirname(__file__), "..", "..", "build", "torchonnx", "python"))
 BUILD_DIR = os.environ.get("TORCHONNX_BUILD_DIR", os.path.join(BUILD_PYTHON, "..", ".."))
 if not os.path.exists(os.path.join(BUILD_PYTHON, "torchonnx", "_tool.py")):
     pytest.skip("torchonnx's Python package is not in the build tree", allow_module_level=True)
-sys.path.insert(0, BUILD_PYTHON)
-import torchonnx  # noqa: E402
+torchonnx = imports.package("torchonnx", BUILD_PYTHON)
 
 RNG = np.random.default_rng(0)
 W = RNG.standard_normal((3, 5)).astype(np.float32)

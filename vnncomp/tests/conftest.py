@@ -1,17 +1,15 @@
-"""Shared fixtures of the vnncomp tests (run with /usr/bin/python3 -m pytest vnncomp/tests)."""
+"""Shared fixtures of the vnncomp tests (run from the repository root with
+/usr/bin/python3 -m pytest vnncomp/tests, which puts the root on sys.path; ctest sets PYTHONPATH)."""
 
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if REPO not in sys.path:
-    sys.path.insert(0, REPO)
+from vnncomp import ortref
 
-from vnncomp import ortref  # noqa: E402
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def benchmarks_dir():
