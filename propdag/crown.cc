@@ -50,6 +50,7 @@ common::Status Crown::forward(const Interval& input, const std::vector<Interval>
     std::vector<const Interval*> in;
     for (int p : dag.node(n).inputs) in.push_back(p >= 0 ? &node_bounds_[p] : nullptr);
     node_bounds_[n] = model_.op(n)->interval(in);
+    nan_as_unbounded(node_bounds_[n]);
     if (prior != nullptr && static_cast<int>(prior->size()) == dag.size() &&
         (*prior)[n].size() == node_bounds_[n].size())
       intersect(node_bounds_[n], (*prior)[n].lo, (*prior)[n].hi);
@@ -160,6 +161,7 @@ Interval Crown::backward(int target, const Mat& c, Mat* lower_coef) {
     out.lo.segment(first_row, chunk_rows) = pass.lb;
     out.hi.segment(first_row, chunk_rows) = pass.ub;
   }
+  nan_as_unbounded(out);
   return out;
 }
 

@@ -25,7 +25,9 @@ common::Result<std::vector<std::optional<Interval>>> ibp_run(const Model& model,
     if (model.op(n) == nullptr)
       return Interval{input.lo.segment(offset[n], model.numel(n)),
                       input.hi.segment(offset[n], model.numel(n))};
-    return model.op(n)->interval(in);
+    Interval y = model.op(n)->interval(in);
+    nan_as_unbounded(y);
+    return y;
   };
   ASSIGN_OR_RETURN(ForwardResult<Interval> r,
                    run_forward<Interval>(dag, dag.bfs_order(), hook, keep_all));

@@ -56,6 +56,34 @@ TEST(NonlinearTest, ProductOfNanBoundsIsUnbounded) {
   EXPECT_EQ(y[0].hi[0], std::numeric_limits<double>::infinity());
 }
 
+// r = Relu(Cast(1 / z)), z in [-1, 1]: 1 / z takes every value outside (-1, 1), so r is [0, inf).
+// The Cast's identity map of [-inf, inf] gives NaN (inf - inf), which a max with 0 could read as a
+// finite bound. NaN bounds are made [-inf, inf] where they arise: IBP gives [0, inf) for r and for
+// Max(f, 0); CROWN and alpha, whose lines through an unbounded ReLU say nothing, give a lower bound
+// of -inf on their own and [0, inf) intersected with IBP's; no NaN anywhere.
+TEST(NonlinearTest, NanBoundsBecomeUnboundedNotFinite) {
+  Model m = build(
+      "<float[1] one = {1}, float[1] zero = {0}>\n"
+      "{ q = Div(one, z)\n f = Cast<to = 1>(q)\n r = Relu(f)\n s = Max(f, zero) }",
+      "float[1] z", "float[1] r, float[1] s");
+  const double inf = std::numeric_limits<double>::infinity();
+  for (Method method : {Method::kIbp, Method::kCrown, Method::kAlpha}) {
+    for (bool intersect : {false, true}) {
+      auto y = output_bounds_of(m, box({-1}, {1}), method, intersect);
+      ASSERT_EQ(y.size(), 2u);
+      for (const Interval& b : y) {
+        const std::string what = std::to_string(static_cast<int>(method)) + " " +
+                                 std::to_string(intersect) + " " + std::to_string(&b - &y[0]);
+        EXPECT_EQ(b.hi[0], inf) << what;
+        if (method == Method::kIbp || intersect)
+          EXPECT_EQ(b.lo[0], 0) << what;
+        else
+          EXPECT_EQ(b.lo[0], -inf) << what;
+      }
+    }
+  }
+}
+
 // y = x^2 - 2x for x in [-1, 2]; true range [-1, 3] (minimum at x = 1, maximum at x = -1).
 // IBP:   x^2 in [0, 4], -2x in [-4, 2]: y in [-4, 6].
 // CROWN: x^2 >= tangent at 0.5: x - 0.25;  x^2 <= chord: x + 2.

@@ -58,7 +58,8 @@ class ElementwiseOp : public BoundOp {
   bool kink_at_zero_;
 };
 
-double leaky(double x, double a) { return x >= 0 ? x : a * x; }
+// a = 0 (Relu) gives 0 below 0, also at -inf (where a * x would be NaN).
+double leaky(double x, double a) { return x >= 0 ? x : (a == 0 ? 0.0 : a * x); }
 double sigmoid(double x, double) { return 1.0 / (1.0 + std::exp(-x)); }
 double tanh_fn(double x, double) { return std::tanh(x); }
 double sign(double x, double) { return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0); }

@@ -225,6 +225,7 @@ class TorchEngine : public Engine {
       }
       ASSIGN_OR_RETURN(TBox r, backward(o, at::eye(n, opts_), x, b, opt, nullptr, &lines));
       ASSIGN_OR_RETURN(r, internal::tuned_outputs({m_, kernels_, offset_, x, b}, o, r, opt));
+      internal::nan_as_unbounded(r);
       if (opt.intersect_ibp) intersect(r, b[o].lo, b[o].hi);
       out.push_back(to_boxes(r));
     }
@@ -273,7 +274,11 @@ class TorchEngine : public Engine {
                                                    lower_coef != nullptr ? &coef : nullptr));
         at::Tensor* into = lower_coef != nullptr && !tuned.defined() ? &coef : nullptr;
         ASSIGN_OR_RETURN(part, backward(node, ct, x, b, opt, into, &lines));
-        if (tuned.defined()) intersect(part, tuned, part.hi);
+        if (tuned.defined()) {
+          TBox t{tuned, part.hi};
+          internal::nan_as_unbounded(t);
+          intersect(part, t.lo, part.hi);
+        }
       } else {
         part = box_of(ct, b[node]);
       }
@@ -306,7 +311,9 @@ class TorchEngine : public Engine {
   Result<std::vector<std::optional<TBox>>> ibp(const TBox& x) const {
     auto hook = [&](int n, const std::vector<const TBox*>& in) -> Result<TBox> {
       if (m_.op(n) == nullptr) return input_part(x, n);
-      return kernels_[n]->interval(in);
+      ASSIGN_OR_RETURN(TBox y, kernels_[n]->interval(in));
+      internal::nan_as_unbounded(y);
+      return y;
     };
     ASSIGN_OR_RETURN(auto r, run_forward<TBox>(m_.dag(), m_.dag().bfs_order(), hook, false));
     return std::move(r.values);
@@ -331,6 +338,7 @@ class TorchEngine : public Engine {
       std::vector<const TBox*> in;
       for (int p : dag.node(n).inputs) in.push_back(p >= 0 ? &b[p] : nullptr);
       ASSIGN_OR_RETURN(b[n], kernels_[n]->interval(in));
+      internal::nan_as_unbounded(b[n]);
       if (prior != nullptr && (*prior)[n].lo.defined())
         intersect(b[n], (*prior)[n].lo, (*prior)[n].hi);
       if (kinds_[n] == RefineRows::kNone) continue;
@@ -467,8 +475,9 @@ class TorchEngine : public Engine {
       lo.push_back(w.lb);
       hi.push_back(w.ub);
     }
-    if (lo.size() == 1) return TBox{lo[0], hi[0]};
-    return TBox{at::cat(lo, 1), at::cat(hi, 1)};
+    TBox out = lo.size() == 1 ? TBox{lo[0], hi[0]} : TBox{at::cat(lo, 1), at::cat(hi, 1)};
+    internal::nan_as_unbounded(out);
+    return out;
   }
 
   static void concretize(const TBox& in, const at::Tensor& lam, const at::Tensor& om,

@@ -12,6 +12,7 @@
 #include <ATen/ops/maximum.h>
 #include <ATen/ops/minimum.h>
 #include <ATen/ops/mm.h>
+#include <ATen/ops/nan_to_num.h>
 #include <ATen/ops/ones_like.h>
 #include <ATen/ops/sparse_coo_tensor.h>
 #include <ATen/ops/sum.h>
@@ -21,6 +22,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace propdag::torch_engine::internal {
 
@@ -223,7 +225,10 @@ class LeakyReluKernel : public LinesKernel {
   }
 
  private:
-  at::Tensor f(const at::Tensor& x) const { return at::where(x >= 0, x, x * a_); }
+  // Relu (a = 0) gives 0 below 0, also at -inf (where a x would be NaN).
+  at::Tensor f(const at::Tensor& x) const {
+    return a_ == 0 ? at::where(x >= 0, x, at::zeros_like(x)) : at::where(x >= 0, x, x * a_);
+  }
   int in_;
   double a_;
 };
@@ -400,6 +405,12 @@ Result<std::unique_ptr<Kernel>> make_kernel(const Model& model, int node,
     return std::unique_ptr<Kernel>(new LeakyReluKernel(d.inputs[0], a));
   }
   return std::unique_ptr<Kernel>(new PerBoxKernel(op, d.inputs, opts));
+}
+
+void nan_as_unbounded(TBox& b) {
+  const double inf = std::numeric_limits<double>::infinity();
+  b.lo = at::nan_to_num(b.lo, -inf, inf, -inf);
+  b.hi = at::nan_to_num(b.hi, inf, inf, -inf);
 }
 
 void intersect(TBox& a, const at::Tensor& lo, const at::Tensor& hi) {
