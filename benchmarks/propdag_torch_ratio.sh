@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Boxes bounded per second by propdag's torch engine (CPU, K = 1, 64, 1024 boxes per call; with
 # --device=cuda on the GPU, K up to 65536) over its Eigen engine (one box at a time on the CPU),
-# CROWN and alpha ("MODEL alpha"), measured in one run of propdag_torch_bench, and load + one
-# CROWN bound per model.
+# CROWN and alpha ("MODEL alpha"; "MODEL f32": the torch engine in float32 at the largest K),
+# per second of wall time, measured in one run of propdag_torch_bench, and load + one CROWN
+# bound per model. The torch engine uses $OMP_NUM_THREADS threads (default: one per core).
 #   benchmarks/propdag_torch_ratio.sh [BUILD_DIR] [--device=cpu|cuda] [--benchmark_filter=...]
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -27,10 +28,17 @@ for r in runs:
     if parts[0] in ("boxes", "alpha"):
         ks = [p for p in parts[3:] if p.isdigit()]  # after it: min_time:..., iterations:...
         model = parts[2] + ("" if parts[0] == "boxes" else " alpha")
-        key = (model, parts[1], ks[0] if ks else "1")
+        engine = parts[1]
+        if engine == "torch32":  # float32: its own line, against the same Eigen rate
+            model, engine = model + " f32", "torch"
+            rate.setdefault((model, "eigen", "1"), None)
+        key = (model, engine, ks[0] if ks else "1")
         rate[key] = r["boxes_per_s"]
     elif parts[0] == "load_crown":
         load[(parts[2], parts[1])] = r["real_time"] / 1000.0
+for (m, engine, k) in list(rate):
+    if rate[(m, engine, k)] is None:  # a float32 line: the float64 model's Eigen rate
+        rate[(m, engine, k)] = rate.get((m[:-4], "eigen", "1"))
 models = sorted({k[0] for k in rate} | {k[0] for k in load})
 print("%-20s %6s %14s %14s %8s" % ("model", "K", "torch box/s", "eigen box/s", "ratio"))
 for m in models:
