@@ -2,6 +2,8 @@
 // tuned lower slopes of alpha-CROWN). Not installed: verifiers use engine.h.
 #pragma once
 
+#include <cmath>
+#include <limits>
 #include <vector>
 
 #include "common/error.h"
@@ -31,6 +33,17 @@ inline Mat times(const Mat& a, const LinearTerm& t) {
 }
 
 inline Mat scale_cols(const Mat& a, const Vec& s) { return a * s.asDiagonal(); }
+
+/// Bounds that met inf - inf or 0 * inf (an affine map of an unbounded interval) are NaN: they say
+/// nothing. The engines make such a lower bound -inf and such an upper bound +inf as soon as a
+/// node's bounds are computed, so that no later op (a max, a comparison) turns them into finite,
+/// unsound bounds.
+inline void nan_as_unbounded(Interval& b) {
+  if (!b.lo.hasNaN() && !b.hi.hasNaN()) return;
+  const double inf = std::numeric_limits<double>::infinity();
+  b.lo = b.lo.unaryExpr([inf](double v) { return std::isnan(v) ? -inf : v; });
+  b.hi = b.hi.unaryExpr([inf](double v) { return std::isnan(v) ? inf : v; });
+}
 
 /// Intersects two sound bounds of the same values. Where rounding makes them cross (both are
 /// exact up to rounding, e.g. on a one-point box), the crossed pair is swapped so the result

@@ -1,4 +1,5 @@
 #include "common/error.h"
+#include "propdag/crown.h"
 #include "propdag/engine.h"
 #include "propdag/traverse.h"
 
@@ -26,7 +27,7 @@ common::Result<std::vector<std::optional<Interval>>> ibp_run(const Model& model,
       return Interval{input.lo.segment(offset[n], model.numel(n)),
                       input.hi.segment(offset[n], model.numel(n))};
     Interval y = model.op(n)->interval(in);
-    nan_as_unbounded(y);
+    internal::nan_as_unbounded(y);
     return y;
   };
   ASSIGN_OR_RETURN(ForwardResult<Interval> r,

@@ -179,7 +179,7 @@ common::Result<Interval> linear_bounds(const Model& model, const Interval& input
     total.hi += part.hi;
   }
   if (lower_coef != nullptr) got.lower_bias = lower_bias(*lower_coef, raw_lo, input);
-  nan_as_unbounded(total);
+  internal::nan_as_unbounded(total);
   return total;
 }
 
@@ -208,7 +208,7 @@ common::Result<std::vector<Interval>> output_bounds(const Model& model, const In
       both << Mat::Identity(n, n), -Mat::Identity(n, n);
       Vec lower = crown.optimized_lower(o, both);
       b = {lower.head(n), -lower.tail(n)};
-      nan_as_unbounded(b);
+      internal::nan_as_unbounded(b);
     } else {
       b = crown.backward(o, Mat::Identity(n, n));
     }

@@ -4,9 +4,7 @@
 
 #include <Eigen/Dense>
 #include <Eigen/SparseCore>
-#include <cmath>
 #include <functional>
-#include <limits>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -27,17 +25,6 @@ struct Interval {
   Vec lo, hi;
   Eigen::Index size() const { return lo.size(); }
 };
-
-/// Bounds that met inf - inf or 0 * inf (an affine map of an unbounded interval) are NaN: they say
-/// nothing. The engines make such a lower bound -inf and such an upper bound +inf as soon as a
-/// node's bounds are computed, so that no later op (a max, a comparison) turns them into finite,
-/// unsound bounds.
-inline void nan_as_unbounded(Interval& b) {
-  if (!b.lo.hasNaN() && !b.hi.hasNaN()) return;
-  const double inf = std::numeric_limits<double>::infinity();
-  b.lo = b.lo.unaryExpr([inf](double v) { return std::isnan(v) ? -inf : v; });
-  b.hi = b.hi.unaryExpr([inf](double v) { return std::isnan(v) ? inf : v; });
-}
 
 /// out += W * in[slot], with W dense, a gather or sparse (rows: output elements, cols: input
 /// elements). A gather (`gather` set: at most one entry per row, as index arithmetic) is

@@ -94,7 +94,7 @@ void intersect(TBox& a, const at::Tensor& lo, const at::Tensor& hi);
 /// Bounds of c y for y in the box `y` ([K, n]), c [rows, n]: [K, rows].
 TBox box_of(const at::Tensor& c, const TBox& y);
 
-/// propdag::nan_as_unbounded on tensors: NaN lower bounds -inf, NaN upper bounds +inf.
+/// crown.h's nan_as_unbounded on tensors: NaN lower bounds -inf, NaN upper bounds +inf.
 void nan_as_unbounded(TBox& b);
 
 /// into += add, where an undefined `into` takes `add`.
