@@ -17,7 +17,6 @@
 namespace propdag {
 namespace {
 
-using common::Dims;
 using common::num_elements;
 using common::Result;
 
@@ -329,7 +328,7 @@ Result<OpOutputs> two_variable_matmul(const OpContext& ctx) {
   return result;
 }
 
-void add_nonlinear_rules(RuleTable& table) {
+void add_elementwise_nonlinear_rules(RuleTable& table) {
   table.insert(table.end(),
                {{"Pow", pow_rule}, {"Sin", sin_rule}, {"Cos", cos_rule}, {"Floor", floor_rule}});
 }
