@@ -1,8 +1,8 @@
-// Indexing: Pad (constant mode: an affine copy), and the data-dependent cases, Slice whose starts
-// and / or ends are variables and ScatterND whose indices are. These two bound each output
-// element by the hull over the integer index values the input intervals allow (widened by 1e-6,
-// then rounded inward: the values are integers), and both leave out the values with which the
-// model would not run with the shapes propdag was built with.
+// Data-dependent indexing: Slice whose starts and / or ends are variables, ScatterND whose
+// indices are (the index maps with constant indices are in ops_index_copy.cc). Both bound each
+// output element by the hull over the integer index values the input intervals allow (widened by
+// 1e-6, then rounded inward: the values are integers), and both leave out the values with which
+// the model would not run with the shapes propdag was built with.
 //
 // Slice (axes and steps constant): the output keeps its static shape (shape inference's). Per
 // sliced axis the rule enumerates the starts and ends, maps them as ONNX does (a negative value
@@ -367,39 +367,8 @@ Result<OpOutputs> scatter_nd_rule(const OpContext& ctx) {
   return result;
 }
 
-namespace {
-
-// Pad (constant mode): each output element copies the input element at coord - pad_begin, or is
-// the constant fill. Negative pads crop.
-Result<OpOutputs> pad_rule(const OpContext& ctx) {
-  if (ctx.node.attr_string("mode", "constant") != "constant")
-    return ctx.error("only constant Pad is supported");
-  const Dims& x = ctx.shape(0);
-  ASSIGN_OR_RETURN(std::vector<int64_t> pads,
-                   ints_input_or_attr(ctx, 1, ctx.opset < 11 ? "pads" : ""));
-  if (pads.size() != 2 * x.size()) return ctx.error("Pad pads do not match the input rank");
-  double fill = ctx.opset < 11 ? ctx.node.attr_float("value", 0.0f)
-                               : (ctx.present(2) ? ctx.constants[2]->double_at(0) : 0.0);
-  size_t r = x.size();
-  Dims out(r);
-  for (size_t i = 0; i < r; ++i) out[i] = x[i] + pads[i] + pads[r + i];
-  std::vector<int64_t> os = strides_of(out), is = strides_of(x), src(num_elements(out));
-  for (size_t flat = 0; flat < src.size(); ++flat) {
-    int64_t idx = 0;
-    for (size_t i = 0; i < r && idx >= 0; ++i) {
-      int64_t c = (flat / os[i]) % out[i] - pads[i];
-      idx = c < 0 || c >= x[i] ? -1 : idx + c * is[i];
-    }
-    src[flat] = idx;
-  }
-  Vec bias(src.size());
-  for (size_t i = 0; i < src.size(); ++i) bias[i] = src[i] < 0 ? fill : 0.0;
-  std::vector<LinearTerm> terms = one_term(gather_term(0, src, num_elements(x)));
-  return affine_output(std::move(terms), std::move(bias), out);
+void add_index_rules(RuleTable& table) {
+  table.insert(table.end(), {{"ScatterND", scatter_nd_rule}});
 }
-
-}  // namespace
-
-void add_index_rules(RuleTable& table) { table.insert(table.end(), {{"Pad", pad_rule}}); }
 
 }  // namespace propdag

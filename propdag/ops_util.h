@@ -9,6 +9,7 @@
 #include "common/tensor.h"
 #include "propdag/op.h"
 #include "propdag/registry.h"
+#include "propdag/relax.h"
 
 namespace propdag {
 
@@ -58,12 +59,31 @@ common::Result<MatMulShape> matmul_shape(const OpContext& ctx);
 common::Result<OpOutputs> interval_product(const OpContext& ctx, bool divide);
 common::Result<OpOutputs> two_variable_matmul(const OpContext& ctx);
 /// Slice with variable starts and / or ends (ops_index.cc), reached from the Slice rule of
-/// ops_shape.cc: the hull over the windows of the output's static length that the starts and ends
-/// allow.
+/// ops_index_copy.cc: the hull over the windows of the output's static length that the starts and
+/// ends allow.
 common::Result<OpOutputs> variable_slice(const OpContext& ctx);
 /// ScatterND (reduction none), its indices variable or constant (ops_index.cc): the hull of data
 /// and the updates that may land at each element.
 common::Result<OpOutputs> scatter_nd_rule(const OpContext& ctx);
+
+/// A monotone non-decreasing elementwise function of input 0, f(x, param), with its lines on
+/// [l, u] (ops_activation.cc; also Sign of ops_elementwise_nonlinear.cc). `kink_at_zero`: linear
+/// on each side of 0.
+using MonotoneFn = double (*)(double, double);
+using MonotoneLines = Lines (*)(double, double, double);
+common::Result<OpOutputs> monotone_elementwise(const OpContext& ctx, MonotoneFn f, MonotoneLines r,
+                                               double param, bool kink_at_zero = false);
+
+/// Where an output element comes from: element `index` of input `slot` (ops_shape.cc).
+struct Source {
+  int slot;
+  int64_t index;
+};
+/// An affine output whose element i copies `src[i]` from a variable input or a constant.
+OpOutputs select(const OpContext& ctx, const common::Dims& out, const std::vector<Source>& src);
+/// Output element of a strided box [start, start + step * count) per axis, from input 0.
+std::vector<Source> strided(const common::Dims& x, const common::Dims& out,
+                            const std::vector<int64_t>& start, const std::vector<int64_t>& step);
 
 /// Geometry of a 2-D window op on an [N, C, H, W] input (ops_conv.cc; Conv, ConvTranspose, pools).
 struct Window {

@@ -16,6 +16,8 @@ const OpRegistry& op_rules() {
     add_reduce_rules(t);
     add_shape_rules(t);
     add_index_rules(t);
+    add_index_copy_rules(t);
+    add_resize_rules(t);
     auto* r = new OpRegistry();
     for (const auto& [name, rule] : t) r->add(name, rule);
     return r;

@@ -64,5 +64,7 @@ void add_norm_rules(RuleTable& table);
 void add_reduce_rules(RuleTable& table);
 void add_shape_rules(RuleTable& table);
 void add_index_rules(RuleTable& table);
+void add_index_copy_rules(RuleTable& table);
+void add_resize_rules(RuleTable& table);
 
 }  // namespace propdag

@@ -43,9 +43,8 @@ FAMILIES = {
 }
 FAMILY_OF = {op: family for family, ops in FAMILIES.items() for op in ops.split()}
 
-# Known exceptions (common/ADDING_AN_OP.md, "Not yet in its family"): (tool, op).
-KNOWN = {("propdag", "Sign"), ("propdag", "Slice"), ("propdag", "Gather"),
-         ("propdag", "ScatterND"), ("propdag", "Upsample"), ("propdag", "Resize")}
+# Known exceptions, (tool, op): none.
+KNOWN = set()
 
 TOOLS = {"common": "eval_", "shapeonnx": "rules_", "torchonnx": "ops_", "propdag": "ops_"}
 REGISTRATION = re.compile(r"^void (?:register|add)_\w+\([^)]*\) \{(.*?)^\}", re.S | re.M)
