@@ -13,16 +13,20 @@ namespace eval {
 const KernelRegistry& registry() {
   static const KernelRegistry r = [] {
     KernelRegistry reg;
-    register_cast(reg);
     register_elementwise(reg);
-    register_math(reg);
+    register_elementwise_unary(reg);
+    register_elementwise_cast(reg);
+    register_activation(reg);
     register_shape(reg);
+    register_generator(reg);
     register_index(reg);
     register_reduce(reg);
     register_linalg(reg);
     register_resize(reg);
-    register_nn(reg);
     register_conv(reg);
+    register_pool(reg);
+    register_norm(reg);
+    register_quant(reg);
     return reg;
   }();
   return r;

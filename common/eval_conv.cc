@@ -1,22 +1,15 @@
-// Conv, MaxPool, AveragePool and Col2Im over any number of spatial dims (direct loops: constant
-// folding sees small tensors). Sums accumulate in double.
+// Conv, ConvTranspose and Col2Im over any number of spatial dims (direct loops: constant folding
+// sees small tensors), and the window geometry the pools share. Sums accumulate in double.
 #include <algorithm>
 #include <cmath>
 #include <utility>
 
 #include "common/eval_kernels.h"
+#include "common/eval_window.h"
 #include "common/op_params.h"
 
 namespace common::eval {
-namespace {
 
-/// Spatial geometry shared by Conv and the pools.
-struct Window {
-  Dims in, kernel, strides, dilations, pad_begin, pad_end, out;
-};
-
-/// The node's window (common::read_window) over spatial input sizes `in`, with `kernel` the
-/// weight's or kernel_shape's: explicit pads and output sizes per dim.
 Result<Window> plan_window(const Ctx& c, const Dims& in, const Dims& kernel) {
   Result<common::Window> read = read_window(c.node(), in.size(), kernel);
   if (!read.ok()) return c.error(read.error().message);
@@ -32,25 +25,7 @@ Result<Window> plan_window(const Ctx& c, const Dims& in, const Dims& kernel) {
   return w;
 }
 
-/// Calls f(offset into the spatial block, in_range, in_padded_range) for each kernel tap of the
-/// window at output position `pos`.
-template <class F>
-void for_each_tap(const Window& w, const std::vector<int64_t>& pos, F f) {
-  size_t k = w.in.size();
-  std::vector<int64_t> tap(k, 0);
-  Dims st = strides_of(w.in);
-  do {
-    int64_t off = 0;
-    bool inside = true, padded = true;
-    for (size_t d = 0; d < k; ++d) {
-      int64_t i = pos[d] * w.strides[d] - w.pad_begin[d] + tap[d] * w.dilations[d];
-      inside = inside && i >= 0 && i < w.in[d];
-      padded = padded && i < w.in[d] + w.pad_end[d];
-      off += i * st[d];
-    }
-    f(off, inside, padded);
-  } while (next_index(tap, w.kernel));
-}
+namespace {
 
 /// X and W of Conv and ConvTranspose: the same dtype, the same rank >= 3.
 Result<std::pair<const Tensor*, const Tensor*>> conv_operands(const Ctx& c) {
@@ -185,61 +160,6 @@ Result<Outputs> conv_transpose_kernel(const Ctx& c) {
   });
 }
 
-/// A row-major offset within dims re-expressed as a column-major one (MaxPool storage_order=1).
-int64_t to_column_major(int64_t offset, const Dims& dims) {
-  int64_t out = 0, stride = 1;
-  Dims st = strides_of(dims);
-  for (size_t d = 0; d < dims.size(); ++d) {
-    out += (offset / st[d]) % dims[d] * stride;
-    stride *= dims[d];
-  }
-  return out;
-}
-
-/// MaxPool (with the optional Indices output, row-major flat indices) and AveragePool.
-template <bool kMax>
-Result<Outputs> pool_kernel(const Ctx& c) {
-  ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
-  if (x->dims.size() < 3) return c.error("input must have rank >= 3");
-  Dims kernel = c.node().attr_ints("kernel_shape");
-  Dims in(x->dims.begin() + 2, x->dims.end());
-  if (kernel.size() != in.size()) return c.error("kernel_shape does not match the spatial rank");
-  bool include_pad = c.node().attr_int("count_include_pad", 0) != 0;
-  bool column_major = c.node().attr_int("storage_order", 0) != 0;
-  ASSIGN_OR_RETURN(Window w, plan_window(c, in, kernel));
-  Dims dims{x->dims[0], x->dims[1]};
-  dims.insert(dims.end(), w.out.begin(), w.out.end());
-  RETURN_IF_ERROR(check_size(c, dims));
-  int64_t planes = x->dims[0] * x->dims[1], in_sz = num_elements(in);
-  int64_t out_sz = num_elements(w.out);
-  return visit_numeric(c, x->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
-    Tensor y = make_tensor(x->dtype, dims), idx = make_tensor(DType::kInt64, dims);
-    auto px = x->span<T>();
-    auto o = y.mutable_span<T>();
-    auto oi = idx.mutable_span<int64_t>();
-    std::vector<int64_t> pos(w.out.size(), 0);
-    for (int64_t pl = 0; pl < planes; ++pl) {
-      const T* xs = px.data() + pl * in_sz;
-      std::fill(pos.begin(), pos.end(), 0);
-      for (int64_t p = 0; p < out_sz; ++p, next_index(pos, w.out)) {
-        double acc = kMax ? -INFINITY : 0;
-        int64_t count = 0, arg = 0;
-        bool found = false;
-        for_each_tap(w, pos, [&](int64_t off, bool inside, bool padded) {
-          if (inside && kMax && (!found || xs[off] > acc)) acc = xs[off], arg = off, found = true;
-          if (inside && !kMax) acc += xs[off];
-          count += (inside || (include_pad && padded)) ? 1 : 0;
-        });
-        o[pl * out_sz + p] = static_cast<T>(kMax ? acc : acc / std::max<int64_t>(count, 1));
-        oi[pl * out_sz + p] = pl * in_sz + (column_major ? to_column_major(arg, in) : arg);
-      }
-    }
-    Outputs outs{std::move(y)};
-    if (kMax && c.num_outputs() > 1) outs.push_back(std::move(idx));
-    return outs;
-  });
-}
-
 /// Col2Im(input [N, C * prod(block), L], image_shape, block_shape): every column element added
 /// to the image position its block and kernel position give (common::col2im_offsets).
 Result<Outputs> col2im_kernel(const Ctx& c) {
@@ -282,8 +202,6 @@ void register_conv(KernelRegistry& r) {
   r.add("Col2Im", {col2im_kernel, true});
   r.add("Conv", {conv_kernel, true});
   r.add("ConvTranspose", {conv_transpose_kernel, true});
-  r.add("MaxPool", {pool_kernel<true>, true});
-  r.add("AveragePool", {pool_kernel<false>, true});
 }
 
 }  // namespace common::eval

@@ -1,5 +1,6 @@
 // Broadcasting elementwise ops: arithmetic, comparisons, logic, variadic Max/Min/Sum/Mean, Where,
-// Clip, PRelu. Integer arithmetic wraps modulo 2^bits (as onnxruntime does on two's complement).
+// Clip, PRelu, Trilu. Integer arithmetic wraps modulo 2^bits (as onnxruntime does on two's
+// complement).
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -265,6 +266,23 @@ Result<Outputs> prelu_kernel(const Ctx& c) {
   });
 }
 
+/// Trilu: keeps the upper (j - i >= k) or lower (j - i <= k) triangle of the last two dims.
+Result<Outputs> trilu_kernel(const Ctx& c) {
+  ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
+  if (x->dims.size() < 2) return c.error("input must have rank >= 2");
+  int64_t k = c.in(1) ? scalar_int(*c.in(1)) : 0;
+  bool upper = c.node().attr_int("upper", 1) != 0;
+  int64_t rows = x->dims[x->dims.size() - 2], cols = x->dims.back();
+  Tensor out = *x;
+  size_t es = dtype_size(x->dtype);
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    int64_t col = i % cols, row = (i / cols) % rows;
+    bool keep = upper ? col - row >= k : col - row <= k;
+    if (!keep) std::memset(out.raw.data() + i * es, 0, es);
+  }
+  return Outputs{std::move(out)};
+}
+
 }  // namespace
 
 void register_elementwise(KernelRegistry& r) {
@@ -296,6 +314,7 @@ void register_elementwise(KernelRegistry& r) {
   r.add("Where", {where_kernel});
   r.add("Clip", {clip_kernel, true});
   r.add("PRelu", {prelu_kernel, true});
+  r.add("Trilu", {trilu_kernel});
 }
 
 }  // namespace common::eval

@@ -1,4 +1,5 @@
-// Indexing ops: Gather, GatherElements, GatherND, Slice, Compress, NonZero, OneHot, Trilu.
+// Indexing ops: Gather, GatherElements, GatherND, Slice, Compress, NonZero, OneHot; Pad,
+// CenterCropPad, ScatterND, ScatterElements (eval_index_scatter.cc).
 // Negative indices count from the end; indices out of range are errors.
 #include <algorithm>
 #include <cstring>
@@ -222,23 +223,6 @@ Result<Outputs> one_hot_kernel(const Ctx& c) {
   return Outputs{std::move(out)};
 }
 
-/// Trilu: keeps the upper (j - i >= k) or lower (j - i <= k) triangle of the last two dims.
-Result<Outputs> trilu_kernel(const Ctx& c) {
-  ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
-  if (x->dims.size() < 2) return c.error("input must have rank >= 2");
-  int64_t k = c.in(1) ? scalar_int(*c.in(1)) : 0;
-  bool upper = c.node().attr_int("upper", 1) != 0;
-  int64_t rows = x->dims[x->dims.size() - 2], cols = x->dims.back();
-  Tensor out = *x;
-  size_t es = dtype_size(x->dtype);
-  for (int64_t i = 0; i < out.numel(); ++i) {
-    int64_t col = i % cols, row = (i / cols) % rows;
-    bool keep = upper ? col - row >= k : col - row <= k;
-    if (!keep) std::memset(out.raw.data() + i * es, 0, es);
-  }
-  return Outputs{std::move(out)};
-}
-
 }  // namespace
 
 Result<Outputs> pad_kernel(const Ctx& c);
@@ -254,7 +238,6 @@ void register_index(KernelRegistry& r) {
   r.add("Compress", {compress_kernel});
   r.add("NonZero", {nonzero_kernel});
   r.add("OneHot", {one_hot_kernel});
-  r.add("Trilu", {trilu_kernel});
   r.add("Pad", {pad_kernel});
   r.add("CenterCropPad", {center_crop_pad_kernel});
   r.add("ScatterND", {scatter_nd_kernel, true});

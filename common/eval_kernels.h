@@ -62,17 +62,22 @@ using KernelRegistry = common::Registry<KernelInfo>;
 /// The evaluator's kernels, registered by the family files below.
 const KernelRegistry& registry();
 
-// One registration function per family file.
-void register_cast(KernelRegistry& r);
-void register_elementwise(KernelRegistry& r);  // binary, variadic, Where, Clip
-void register_math(KernelRegistry& r);         // unary math and activations
-void register_shape(KernelRegistry& r);
+// One registration function per family (common/ADDING_AN_OP.md); a family's kernels live in
+// eval_<family>.cc, and in eval_<family>_<part>.cc where one file would grow too long.
+void register_elementwise(KernelRegistry& r);        // binary, variadic, Where, Clip, PRelu, Trilu
+void register_elementwise_unary(KernelRegistry& r);  // unary math, Shrink, predicates
+void register_elementwise_cast(KernelRegistry& r);   // Cast, CastLike
+void register_activation(KernelRegistry& r);         // Relu, Sigmoid, ..., Softmax family
+void register_shape(KernelRegistry& r);      // Reshape, Concat, Transpose, Identity, Dropout, ...
+void register_generator(KernelRegistry& r);  // Constant, Shape, Size, Range, ConstantOfShape, ...
 void register_index(KernelRegistry& r);
-void register_reduce(KernelRegistry& r);
-void register_linalg(KernelRegistry& r);  // MatMul, Gemm, CumSum, TopK
-void register_resize(KernelRegistry& r);  // Resize, Upsample
-void register_conv(KernelRegistry& r);    // Conv, MaxPool, AveragePool
-void register_nn(KernelRegistry& r);      // normalizations, global pools, (de)quantization
+void register_reduce(KernelRegistry& r);  // Reduce*, ArgMax, ArgMin, CumSum, TopK
+void register_linalg(KernelRegistry& r);  // MatMul, Gemm
+void register_resize(KernelRegistry& r);  // Resize, Upsample, AffineGrid
+void register_conv(KernelRegistry& r);    // Conv, ConvTranspose, Col2Im
+void register_pool(KernelRegistry& r);    // MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool
+void register_norm(KernelRegistry& r);    // the normalizations
+void register_quant(KernelRegistry& r);   // QuantizeLinear, DequantizeLinear
 
 // ---- shapes and axes ----
 
@@ -168,6 +173,37 @@ template <class T, class U = T>
 std::vector<U> values_as(const Tensor& t) {
   auto s = t.span<T>();
   return std::vector<U>(s.begin(), s.end());
+}
+
+// ---- unary kernels (eval_elementwise_unary.cc, eval_activation.cc) ----
+
+/// y = f(x) elementwise for float/double inputs.
+template <class F>
+Result<Outputs> unary_float(const Ctx& c, F f) {
+  ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
+  return visit_floating(c, x->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
+    Tensor out = *x;
+    for (T& v : out.mutable_span<T>()) v = static_cast<T>(f(v));
+    return Outputs{std::move(out)};
+  });
+}
+
+/// y = f(x) elementwise for any numeric input (integers wrap).
+template <class F>
+Result<Outputs> unary_num(const Ctx& c, F f) {
+  ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
+  if (x->dtype == DType::kBool) return c.error("bool input is not supported");
+  return visit_numeric(c, x->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
+    Tensor out = *x;
+    for (T& v : out.mutable_span<T>()) v = static_cast<T>(f(v));
+    return Outputs{std::move(out)};
+  });
+}
+
+/// Attribute as the element type T, read as float like onnxruntime does.
+template <class T>
+T attr_t(const Ctx& c, std::string_view name, float fallback) {
+  return static_cast<T>(c.node().attr_float(name, fallback));
 }
 
 }  // namespace common::eval

@@ -1,4 +1,4 @@
-// MatMul, Gemm, CumSum and TopK.
+// MatMul and Gemm.
 #include <algorithm>
 #include <numeric>
 #include <vector>
@@ -109,80 +109,11 @@ Result<Outputs> gemm_kernel(const Ctx& c) {
   });
 }
 
-/// CumSum(x, axis): running sums in the element type; exclusive and reverse attributes.
-Result<Outputs> cumsum_kernel(const Ctx& c) {
-  ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
-  ASSIGN_OR_RETURN(const Tensor* axis_t, c.need(1));
-  auto rank = static_cast<int64_t>(x->dims.size());
-  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(scalar_int(*axis_t), rank)));
-  bool exclusive = c.node().attr_int("exclusive", 0) != 0;
-  bool reverse = c.node().attr_int("reverse", 0) != 0;
-  Dims st = strides_of(x->dims);
-  int64_t n = x->dims[axis], inner = st[axis];
-  int64_t outer = n == 0 ? 0 : x->numel() / (n * inner);
-  return visit_numeric(c, x->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
-    Tensor out = *x;
-    auto in = x->span<T>();
-    auto o = out.mutable_span<T>();
-    for (int64_t a = 0; a < outer; ++a) {
-      for (int64_t b = 0; b < inner; ++b) {
-        T acc = 0;
-        for (int64_t s = 0; s < n; ++s) {
-          int64_t k = reverse ? n - 1 - s : s;
-          int64_t off = (a * n + k) * inner + b;
-          if (exclusive) o[off] = acc;
-          acc = static_cast<T>(acc + in[off]);
-          if (!exclusive) o[off] = acc;
-        }
-      }
-    }
-    return Outputs{std::move(out)};
-  });
-}
-
-/// TopK: the k largest (or smallest) along axis, sorted; ties keep the lower index first.
-Result<Outputs> topk_kernel(const Ctx& c) {
-  ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
-  int64_t k = c.in(1) ? scalar_int(*c.in(1)) : c.node().attr_int("k", -1);
-  auto rank = static_cast<int64_t>(x->dims.size());
-  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(c.node().attr_int("axis", -1), rank)));
-  bool largest = c.node().attr_int("largest", 1) != 0;
-  int64_t n = x->dims[axis];
-  if (k < 0 || k > n) return c.error("k=" + std::to_string(k) + " is out of range");
-  Dims dims = x->dims;
-  dims[axis] = k;
-  Dims st = strides_of(x->dims);
-  int64_t inner = st[axis], outer = n == 0 ? 0 : x->numel() / (n * inner);
-  return visit_numeric(c, x->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
-    Tensor vals = make_tensor(x->dtype, dims), idxs = make_tensor(DType::kInt64, dims);
-    auto in = x->span<T>();
-    auto ov = vals.mutable_span<T>();
-    auto oi = idxs.mutable_span<int64_t>();
-    std::vector<int64_t> order(n);
-    for (int64_t a = 0; a < outer; ++a) {
-      for (int64_t b = 0; b < inner; ++b) {
-        auto at = [&](int64_t j) { return in[(a * n + j) * inner + b]; };
-        std::iota(order.begin(), order.end(), 0);
-        std::stable_sort(order.begin(), order.end(), [&](int64_t p, int64_t q) {
-          return largest ? at(p) > at(q) : at(p) < at(q);
-        });
-        for (int64_t j = 0; j < k; ++j) {
-          ov[(a * k + j) * inner + b] = at(order[j]);
-          oi[(a * k + j) * inner + b] = order[j];
-        }
-      }
-    }
-    return Outputs{std::move(vals), std::move(idxs)};
-  });
-}
-
 }  // namespace
 
 void register_linalg(KernelRegistry& r) {
   r.add("MatMul", {matmul_kernel, true});
   r.add("Gemm", {gemm_kernel, true});
-  r.add("CumSum", {cumsum_kernel, true});
-  r.add("TopK", {topk_kernel, true});
 }
 
 }  // namespace common::eval

@@ -66,4 +66,9 @@ Result<Outputs> dequantize_kernel(const Ctx& c) {
   return Outputs{std::move(cast)};
 }
 
+void register_quant(KernelRegistry& r) {
+  r.add("QuantizeLinear", {quantize_kernel});
+  r.add("DequantizeLinear", {dequantize_kernel});
+}
+
 }  // namespace common::eval

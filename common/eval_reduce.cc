@@ -1,7 +1,10 @@
-// Reductions (Reduce*, ArgMax/ArgMin) and the softmax family. Sums of float/double accumulate in
+// Reductions: Reduce*, ArgMax/ArgMin, CumSum, TopK. Sums of float/double accumulate in
 // double and round once (closest to the exact result, which any reference approximates).
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
+#include <vector>
 
 #include "common/eval_kernels.h"
 
@@ -146,45 +149,70 @@ Result<Outputs> arg_kernel(const Ctx& c) {
   });
 }
 
-enum class SKind { kSoftmax, kLogSoftmax, kHardmax };
-
-/// Softmax family: before opset 13 the input is coerced to 2-D at axis (default 1); from 13 it
-/// works along one axis (default -1).
-template <SKind K>
-Result<Outputs> softmax_kernel(const Ctx& c) {
+/// CumSum(x, axis): running sums in the element type; exclusive and reverse attributes.
+Result<Outputs> cumsum_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
+  ASSIGN_OR_RETURN(const Tensor* axis_t, c.need(1));
   auto rank = static_cast<int64_t>(x->dims.size());
-  bool legacy = c.opset() < 13;
-  int64_t axis_attr = c.node().attr_int("axis", legacy ? 1 : -1);
-  if (legacy && axis_attr == rank) axis_attr = rank - 1;  // coerced [N, 1] shape is fine too
-  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(axis_attr, rank)));
-  int64_t outer = prod(x->dims, 0, axis);
-  int64_t n = legacy ? prod(x->dims, axis, rank) : x->dims[axis];
-  int64_t inner = legacy ? 1 : prod(x->dims, axis + 1, rank);
-  return visit_floating(c, x->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
+  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(scalar_int(*axis_t), rank)));
+  bool exclusive = c.node().attr_int("exclusive", 0) != 0;
+  bool reverse = c.node().attr_int("reverse", 0) != 0;
+  Dims st = strides_of(x->dims);
+  int64_t n = x->dims[axis], inner = st[axis];
+  int64_t outer = n == 0 ? 0 : x->numel() / (n * inner);
+  return visit_numeric(c, x->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
     Tensor out = *x;
+    auto in = x->span<T>();
     auto o = out.mutable_span<T>();
     for (int64_t a = 0; a < outer; ++a) {
       for (int64_t b = 0; b < inner; ++b) {
-        T* p = o.data() + a * n * inner + b;
-        T mx = -INFINITY;
-        int64_t arg = 0;
-        for (int64_t k = 0; k < n; ++k)
-          if (p[k * inner] > mx) mx = p[k * inner], arg = k;
-        if constexpr (K == SKind::kHardmax) {
-          for (int64_t k = 0; k < n; ++k) p[k * inner] = k == arg ? T(1) : T(0);
-          continue;
-        }
-        double sum = 0;
-        for (int64_t k = 0; k < n; ++k) sum += std::exp(static_cast<double>(p[k * inner] - mx));
-        for (int64_t k = 0; k < n; ++k) {
-          T& v = p[k * inner];
-          if constexpr (K == SKind::kSoftmax) v = static_cast<T>(std::exp(double(v - mx)) / sum);
-          if constexpr (K == SKind::kLogSoftmax) v = static_cast<T>(double(v - mx) - std::log(sum));
+        T acc = 0;
+        for (int64_t s = 0; s < n; ++s) {
+          int64_t k = reverse ? n - 1 - s : s;
+          int64_t off = (a * n + k) * inner + b;
+          if (exclusive) o[off] = acc;
+          acc = static_cast<T>(acc + in[off]);
+          if (!exclusive) o[off] = acc;
         }
       }
     }
     return Outputs{std::move(out)};
+  });
+}
+
+/// TopK: the k largest (or smallest) along axis, sorted; ties keep the lower index first.
+Result<Outputs> topk_kernel(const Ctx& c) {
+  ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
+  int64_t k = c.in(1) ? scalar_int(*c.in(1)) : c.node().attr_int("k", -1);
+  auto rank = static_cast<int64_t>(x->dims.size());
+  ASSIGN_OR_RETURN(int64_t axis, c.at(normalize_axis(c.node().attr_int("axis", -1), rank)));
+  bool largest = c.node().attr_int("largest", 1) != 0;
+  int64_t n = x->dims[axis];
+  if (k < 0 || k > n) return c.error("k=" + std::to_string(k) + " is out of range");
+  Dims dims = x->dims;
+  dims[axis] = k;
+  Dims st = strides_of(x->dims);
+  int64_t inner = st[axis], outer = n == 0 ? 0 : x->numel() / (n * inner);
+  return visit_numeric(c, x->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
+    Tensor vals = make_tensor(x->dtype, dims), idxs = make_tensor(DType::kInt64, dims);
+    auto in = x->span<T>();
+    auto ov = vals.mutable_span<T>();
+    auto oi = idxs.mutable_span<int64_t>();
+    std::vector<int64_t> order(n);
+    for (int64_t a = 0; a < outer; ++a) {
+      for (int64_t b = 0; b < inner; ++b) {
+        auto at = [&](int64_t j) { return in[(a * n + j) * inner + b]; };
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(), [&](int64_t p, int64_t q) {
+          return largest ? at(p) > at(q) : at(p) < at(q);
+        });
+        for (int64_t j = 0; j < k; ++j) {
+          ov[(a * k + j) * inner + b] = at(order[j]);
+          oi[(a * k + j) * inner + b] = order[j];
+        }
+      }
+    }
+    return Outputs{std::move(vals), std::move(idxs)};
   });
 }
 
@@ -203,9 +231,8 @@ void register_reduce(KernelRegistry& r) {
   r.add("ReduceSumSquare", {reduce_kernel<RKind::kSumSquare>, true});
   r.add("ArgMax", {arg_kernel<true>, true});
   r.add("ArgMin", {arg_kernel<false>, true});
-  r.add("Softmax", {softmax_kernel<SKind::kSoftmax>, true});
-  r.add("LogSoftmax", {softmax_kernel<SKind::kLogSoftmax>, true});
-  r.add("Hardmax", {softmax_kernel<SKind::kHardmax>, true});
+  r.add("CumSum", {cumsum_kernel, true});
+  r.add("TopK", {topk_kernel, true});
 }
 
 }  // namespace common::eval

@@ -1,5 +1,5 @@
 // Resize (opsets 10-19) and Upsample (7-9): nearest, linear and cubic, computed separably: every
-// output coordinate of every axis gets a list of (input index, weight) taps.
+// output coordinate of every axis gets a list of (input index, weight) taps. Also AffineGrid.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -258,11 +258,54 @@ Result<Outputs> upsample_kernel(const Ctx& c) {
   return run_resize(c, *x, s);
 }
 
+/// AffineGrid: for every output position, theta [N, k, k + 1] times (x, y[, z], 1), where the
+/// normalized coordinates run from -1 to 1 over pixel corners (align_corners) or centres.
+Result<Outputs> affine_grid_kernel(const Ctx& c) {
+  ASSIGN_OR_RETURN(const Tensor* theta, c.need(0));
+  ASSIGN_OR_RETURN(const Tensor* size_in, c.need(1));
+  const std::vector<int64_t> size = ints_of(*size_in);
+  const auto k = static_cast<int64_t>(size.size()) - 2;
+  if ((k != 2 && k != 3) || theta->dims != Dims{size[0], k, k + 1})
+    return c.error("theta must be [N, 2, 3] with a 4-D size or [N, 3, 4] with a 5-D size");
+  const bool align = c.node().attr_int("align_corners", 0) != 0;
+  Dims dims = {size[0]};
+  dims.insert(dims.end(), size.begin() + 2, size.end());  // D, H, W: z, y, x
+  dims.push_back(k);
+  RETURN_IF_ERROR(check_size(c, dims));
+  auto coord = [align](int64_t i, int64_t n) {
+    if (align)
+      return n > 1 ? -1.0 + 2.0 * static_cast<double>(i) / static_cast<double>(n - 1) : 0.0;
+    return (2.0 * static_cast<double>(i) + 1.0) / static_cast<double>(n) - 1.0;
+  };
+  return visit_floating(c, theta->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
+    Tensor out = make_tensor(theta->dtype, dims);
+    auto o = out.mutable_span<T>();
+    Dims spatial(dims.begin() + 1, dims.end() - 1);
+    std::vector<int64_t> idx(spatial.size(), 0);
+    const int64_t points = num_elements(spatial);
+    for (int64_t n = 0; n < size[0]; ++n) {
+      std::fill(idx.begin(), idx.end(), 0);
+      for (int64_t p = 0; p < points; ++p, next_index(idx, spatial)) {
+        std::vector<double> base(k + 1, 1.0);  // x, y[, z], 1
+        for (int64_t a = 0; a < k; ++a) base[a] = coord(idx[k - 1 - a], spatial[k - 1 - a]);
+        for (int64_t r = 0; r < k; ++r) {
+          double v = 0;
+          for (int64_t j = 0; j <= k; ++j)
+            v += scalar_double(*theta, (n * k + r) * (k + 1) + j) * base[j];
+          o[(n * points + p) * k + r] = static_cast<T>(v);
+        }
+      }
+    }
+    return Outputs{std::move(out)};
+  });
+}
+
 }  // namespace
 
 void register_resize(KernelRegistry& r) {
   r.add("Resize", {resize_kernel, true});
   r.add("Upsample", {upsample_kernel, true});
+  r.add("AffineGrid", {affine_grid_kernel, true});
 }
 
 }  // namespace common::eval

@@ -1,5 +1,6 @@
-// Hand-worked bounds of the nonlinear rules (ops_nonlinear.cc, ops_compare.cc) and the reductions:
-// every expected value below was computed by hand (shown in the comments).
+// Hand-worked bounds of the nonlinear rules (ops_elementwise_nonlinear.cc,
+// ops_elementwise_compare.cc) and the reductions: every expected value below was computed by hand
+// (shown in the comments).
 #include <gtest/gtest.h>
 
 #include <cmath>

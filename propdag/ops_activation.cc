@@ -1,4 +1,5 @@
-// Activations: Relu, LeakyRelu, Sigmoid, Tanh, Sign (elementwise, monotone) and Softmax (interval).
+// Activations: Relu, LeakyRelu, Sigmoid, Tanh (elementwise and monotone: monotone_elementwise,
+// which Sign in ops_elementwise_nonlinear.cc uses too) and Softmax (interval).
 #include <algorithm>
 #include <cmath>
 
@@ -58,39 +59,40 @@ class ElementwiseOp : public BoundOp {
   bool kink_at_zero_;
 };
 
-// a = 0 (Relu) gives 0 below 0, also at -inf (where a * x would be NaN).
-double leaky(double x, double a) { return x >= 0 ? x : (a == 0 ? 0.0 : a * x); }
-double sigmoid(double x, double) { return 1.0 / (1.0 + std::exp(-x)); }
-double tanh_fn(double x, double) { return std::tanh(x); }
-double sign(double x, double) { return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0); }
+}  // namespace
 
-Lines leaky_lines(double l, double u, double a) { return leaky_relu_lines(l, u, a); }
-Lines sigmoid_relax(double l, double u, double) { return sigmoid_lines(l, u); }
-Lines tanh_relax(double l, double u, double) { return tanh_lines(l, u); }
-Lines sign_relax(double l, double u, double) { return constant_lines(sign(l, 0), sign(u, 0)); }
-
-Result<OpOutputs> elementwise(const OpContext& ctx, ElementwiseOp::Fn f, ElementwiseOp::RelaxFn r,
-                              double param, bool kink_at_zero = false) {
+common::Result<OpOutputs> monotone_elementwise(const OpContext& ctx, MonotoneFn f, MonotoneLines r,
+                                               double param, bool kink_at_zero) {
   OpOutputs out;
   out.push_back({std::make_unique<ElementwiseOp>(f, r, param, kink_at_zero), ctx.shape(0)});
   return out;
 }
 
+namespace {
+
+// a = 0 (Relu) gives 0 below 0, also at -inf (where a * x would be NaN).
+double leaky(double x, double a) { return x >= 0 ? x : (a == 0 ? 0.0 : a * x); }
+double sigmoid(double x, double) { return 1.0 / (1.0 + std::exp(-x)); }
+double tanh_fn(double x, double) { return std::tanh(x); }
+
+Lines leaky_lines(double l, double u, double a) { return leaky_relu_lines(l, u, a); }
+Lines sigmoid_relax(double l, double u, double) { return sigmoid_lines(l, u); }
+Lines tanh_relax(double l, double u, double) { return tanh_lines(l, u); }
+
 Result<OpOutputs> relu_rule(const OpContext& ctx) {
-  return elementwise(ctx, leaky, leaky_lines, 0, true);
+  return monotone_elementwise(ctx, leaky, leaky_lines, 0, true);
 }
 Result<OpOutputs> leaky_relu_rule(const OpContext& ctx) {
   double alpha = ctx.node.attr_float("alpha", 0.01f);
   if (alpha < 0 || alpha > 1) return ctx.error("LeakyRelu alpha outside [0, 1] has no rule");
-  return elementwise(ctx, leaky, leaky_lines, alpha, true);
+  return monotone_elementwise(ctx, leaky, leaky_lines, alpha, true);
 }
 Result<OpOutputs> sigmoid_rule(const OpContext& ctx) {
-  return elementwise(ctx, sigmoid, sigmoid_relax, 0);
+  return monotone_elementwise(ctx, sigmoid, sigmoid_relax, 0);
 }
 Result<OpOutputs> tanh_rule(const OpContext& ctx) {
-  return elementwise(ctx, tanh_fn, tanh_relax, 0);
+  return monotone_elementwise(ctx, tanh_fn, tanh_relax, 0);
 }
-Result<OpOutputs> sign_rule(const OpContext& ctx) { return elementwise(ctx, sign, sign_relax, 0); }
 
 // Softmax over `axis`: out_i in [e^{l_i} / (e^{l_i} + sum_{j!=i} e^{u_j}),
 //                                e^{u_i} / (e^{u_i} + sum_{j!=i} e^{l_j})], relaxed to that
@@ -149,7 +151,6 @@ void add_activation_rules(RuleTable& table) {
                              {"LeakyRelu", leaky_relu_rule},
                              {"Sigmoid", sigmoid_rule},
                              {"Tanh", tanh_rule},
-                             {"Sign", sign_rule},
                              {"Softmax", softmax_rule}});
 }
 

@@ -1,7 +1,8 @@
 // Data-dependent indexing: Slice whose starts and / or ends are variables, ScatterND whose
-// indices are. Both bound each output element by the hull over the integer index values the
-// input intervals allow (widened by 1e-6, then rounded inward: the values are integers), and both
-// leave out the values with which the model would not run with the shapes propdag was built with.
+// indices are (the index maps with constant indices are in ops_index_copy.cc). Both bound each
+// output element by the hull over the integer index values the input intervals allow (widened by
+// 1e-6, then rounded inward: the values are integers), and both leave out the values with which
+// the model would not run with the shapes propdag was built with.
 //
 // Slice (axes and steps constant): the output keeps its static shape (shape inference's). Per
 // sliced axis the rule enumerates the starts and ends, maps them as ONNX does (a negative value
@@ -364,6 +365,10 @@ Result<OpOutputs> scatter_nd_rule(const OpContext& ctx) {
   OpOutputs result;
   result.push_back({std::make_unique<ScatterNdOp>(data, k, std::move(constants)), data});
   return result;
+}
+
+void add_index_rules(RuleTable& table) {
+  table.insert(table.end(), {{"ScatterND", scatter_nd_rule}});
 }
 
 }  // namespace propdag

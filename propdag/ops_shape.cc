@@ -1,8 +1,7 @@
 // Data movement as index maps: Identity, Dropout, Flatten, Reshape, Squeeze, Unsqueeze,
-// Transpose, Concat, Split, Slice, Gather (constant indices), Expand, Upsample and Resize (nearest,
-// integer scales). Each output element copies one input element (or a constant), so the op is
-// affine with a 0/1 matrix per input. Slice with variable starts or ends and ScatterND are not:
-// ops_index.cc.
+// Transpose, Concat, Split, Expand. Each output element copies one input element (or a constant),
+// so the op is affine with a 0/1 matrix per input (`select`, also used by the index maps of
+// ops_index_copy.cc and the nearest resizes of ops_resize.cc).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -19,12 +18,8 @@ using common::Dims;
 using common::num_elements;
 using common::Result;
 
-struct Source {
-  int slot;
-  int64_t index;
-};
+}  // namespace
 
-// An affine output whose element i copies `src[i]` from a variable input or a constant.
 OpOutputs select(const OpContext& ctx, const Dims& out, const std::vector<Source>& src) {
   int64_t n = num_elements(out);
   Vec bias = Vec::Zero(n);
@@ -47,6 +42,21 @@ OpOutputs select(const OpContext& ctx, const Dims& out, const std::vector<Source
   }
   return affine_output(std::move(terms), std::move(bias), out);
 }
+
+std::vector<Source> strided(const Dims& x, const Dims& out, const std::vector<int64_t>& start,
+                            const std::vector<int64_t>& step) {
+  std::vector<int64_t> in_strides = strides_of(x), out_strides = strides_of(out);
+  std::vector<Source> src(num_elements(out));
+  for (size_t flat = 0; flat < src.size(); ++flat) {
+    int64_t idx = 0;
+    for (size_t i = 0; i < x.size(); ++i)
+      idx += (start[i] + (flat / out_strides[i]) % out[i] * step[i]) * in_strides[i];
+    src[flat] = {0, idx};
+  }
+  return src;
+}
+
+namespace {
 
 // Same elements, new shape.
 OpOutputs reshaped(const OpContext& ctx, const Dims& out) {
@@ -180,20 +190,6 @@ Result<OpOutputs> concat_rule(const OpContext& ctx) {
   return select(ctx, out, src);
 }
 
-// Output element of a strided box [start, start + step * count) per axis.
-std::vector<Source> strided(const Dims& x, const Dims& out, const std::vector<int64_t>& start,
-                            const std::vector<int64_t>& step) {
-  std::vector<int64_t> in_strides = strides_of(x), out_strides = strides_of(out);
-  std::vector<Source> src(num_elements(out));
-  for (size_t flat = 0; flat < src.size(); ++flat) {
-    int64_t idx = 0;
-    for (size_t i = 0; i < x.size(); ++i)
-      idx += (start[i] + (flat / out_strides[i]) % out[i] * step[i]) * in_strides[i];
-    src[flat] = {0, idx};
-  }
-  return src;
-}
-
 Result<OpOutputs> split_rule(const OpContext& ctx) {
   const Dims& x = ctx.shape(0);
   ASSIGN_OR_RETURN(int64_t axis, axis_at(ctx, ctx.node.attr_int("axis", 0), x.size()));
@@ -216,61 +212,6 @@ Result<OpOutputs> split_rule(const OpContext& ctx) {
   return outs;
 }
 
-Result<OpOutputs> slice_rule(const OpContext& ctx) {
-  const Dims& x = ctx.shape(0);
-  if (ctx.variable(1) || ctx.variable(2)) return variable_slice(ctx);  // ops_index.cc
-  if (ctx.variable(3) || ctx.variable(4))
-    return ctx.error("no bound rule for Slice with variable axes or steps");
-  // Opset 10 moved starts, ends and axes from attributes to inputs 1-3 and added steps (4).
-  ASSIGN_OR_RETURN(std::vector<int64_t> starts, ints_input_or_attr(ctx, 1, "starts"));
-  ASSIGN_OR_RETURN(std::vector<int64_t> ends, ints_input_or_attr(ctx, 2, "ends"));
-  ASSIGN_OR_RETURN(std::vector<int64_t> axes, ints_input_or_attr(ctx, 3, "axes"));
-  ASSIGN_OR_RETURN(std::vector<int64_t> steps, ints_input_or_attr(ctx, 4, ""));
-  if (axes.empty())
-    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(i);
-  if (steps.empty()) steps.assign(starts.size(), 1);
-  Dims out = x;
-  std::vector<int64_t> start(x.size(), 0), step(x.size(), 1);
-  for (size_t i = 0; i < starts.size(); ++i) {
-    ASSIGN_OR_RETURN(int64_t ax, axis_at(ctx, axes[i], static_cast<int64_t>(x.size())));
-    int64_t dim = x[ax], st = steps[i];
-    if (st == 0) return ctx.error("Slice axis or step invalid");
-    int64_t lo_clamp = st > 0 ? 0 : -1, hi_clamp = st > 0 ? dim : dim - 1;
-    int64_t b = starts[i] < 0 ? starts[i] + dim : starts[i];
-    int64_t e = ends[i] < 0 ? ends[i] + dim : ends[i];
-    b = std::clamp(b, int64_t{0}, hi_clamp);
-    e = std::clamp(e, lo_clamp, st > 0 ? dim : dim - 1);
-    int64_t count = st > 0 ? (e - b + st - 1) / st : (b - e - st - 1) / -st;
-    out[ax] = std::max<int64_t>(count, 0);
-    start[ax] = b;
-    step[ax] = st;
-  }
-  return select(ctx, out, strided(x, out, start, step));
-}
-
-Result<OpOutputs> gather_rule(const OpContext& ctx) {
-  if (!ctx.variable(0) || ctx.variable(1)) return ctx.error("Gather needs constant indices");
-  const Dims& x = ctx.shape(0);
-  ASSIGN_OR_RETURN(int64_t axis, axis_at(ctx, ctx.node.attr_int("axis", 0), x.size()));
-  const common::Tensor& idx = *ctx.constants[1];
-  Dims out(x.begin(), x.begin() + axis);
-  out.insert(out.end(), idx.dims.begin(), idx.dims.end());
-  out.insert(out.end(), x.begin() + axis + 1, x.end());
-  std::vector<int64_t> in_strides = strides_of(x);
-  int64_t inner = in_strides[axis], count = idx.numel(),
-          outer = num_elements(out) / (count * inner);
-  std::vector<Source> src(num_elements(out));
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t k = 0; k < count; ++k) {
-      int64_t j = idx.int_at(k);
-      if (j < 0) j += x[axis];
-      if (j < 0 || j >= x[axis]) return ctx.error("Gather index out of range");
-      for (int64_t i = 0; i < inner; ++i)
-        src[(o * count + k) * inner + i] = {0, (o * x[axis] + j) * inner + i};
-    }
-  return select(ctx, out, src);
-}
-
 Result<OpOutputs> expand_rule(const OpContext& ctx) {
   if (!ctx.present(1) || ctx.variable(1)) return ctx.error("Expand needs a constant shape");
   auto out = common::broadcast_shapes(ctx.shape(0), ctx.constants[1]->to_int64());
@@ -282,68 +223,6 @@ Result<OpOutputs> expand_rule(const OpContext& ctx) {
   std::vector<Source> src(map.size());
   for (size_t i = 0; i < map.size(); ++i) src[i] = {0, map[i]};
   return select(ctx, *out, src);
-}
-
-// out[i] = x[floor(i / scale)] per axis for integer scales: a selection of input elements.
-Result<OpOutputs> nearest_upsample(const OpContext& ctx, const std::vector<double>& scales,
-                                   std::string_view op) {
-  const Dims& x = ctx.shape(0);
-  if (scales.size() != x.size()) return ctx.error(std::string(op) + " needs one scale per axis");
-  Dims out(x.size());
-  std::vector<int64_t> factor(x.size());
-  for (size_t d = 0; d < x.size(); ++d) {
-    if (!(scales[d] >= 1) || scales[d] != std::floor(scales[d]) || scales[d] > 1e6)
-      return ctx.error(std::string(op) + " has a bound rule for integer scales only");
-    factor[d] = static_cast<int64_t>(scales[d]);
-    out[d] = x[d] * factor[d];
-  }
-  const std::vector<int64_t> xs = strides_of(x), os = strides_of(out);
-  std::vector<Source> src(num_elements(out));
-  for (int64_t i = 0; i < static_cast<int64_t>(src.size()); ++i) {
-    int64_t at = 0;
-    for (size_t d = 0; d < x.size(); ++d) at += (i / os[d]) % out[d] / factor[d] * xs[d];
-    src[i] = {0, at};
-  }
-  return select(ctx, out, src);
-}
-
-// Upsample (opsets 7-9) in nearest mode with integer scales.
-Result<OpOutputs> upsample_rule(const OpContext& ctx) {
-  if (ctx.node.attr_string("mode", "nearest") != "nearest")
-    return ctx.error("Upsample has a bound rule in nearest mode only");
-  if (ctx.variable(1)) return ctx.error("Upsample needs constant scales");
-  std::vector<double> scales;
-  if (ctx.present(1)) {
-    scales = ctx.constants[1]->to_double();
-  } else {
-    for (float f : ctx.node.attr_floats("scales")) scales.push_back(f);
-  }
-  return nearest_upsample(ctx, scales, "Upsample");
-}
-
-// Resize (opsets 11+) in nearest mode, asymmetric coordinates and floor rounding, with integer
-// scales (or sizes that are integer multiples): x_in = floor(x_out / scale), Upsample's selection.
-Result<OpOutputs> resize_rule(const OpContext& ctx) {
-  const common::Node& n = ctx.node;
-  if (n.attr_string("mode", "nearest") != "nearest" ||
-      n.attr_string("coordinate_transformation_mode", "half_pixel") != "asymmetric" ||
-      n.attr_string("nearest_mode", "round_prefer_floor") != "floor")
-    return ctx.error(
-        "Resize has a bound rule in nearest mode with asymmetric coordinates and floor only");
-  for (size_t i = 1; i < 4; ++i)
-    if (ctx.variable(i)) return ctx.error("Resize needs constant roi, scales and sizes");
-  const Dims& x = ctx.shape(0);
-  std::vector<double> scales;
-  if (ctx.present(2)) scales = ctx.constants[2]->to_double();
-  if (scales.empty() && ctx.present(3)) {
-    const std::vector<int64_t> sizes = ctx.constants[3]->to_int64();
-    if (sizes.size() != x.size()) return ctx.error("Resize needs one size per axis");
-    for (size_t d = 0; d < x.size(); ++d) {
-      const int64_t factor = x[d] > 0 && sizes[d] % x[d] == 0 ? sizes[d] / x[d] : 0;
-      scales.push_back(factor > 0 ? static_cast<double>(factor) : 0.5);  // 0.5: not an integer
-    }
-  }
-  return nearest_upsample(ctx, scales, "Resize");
 }
 
 }  // namespace
@@ -358,12 +237,7 @@ void add_shape_rules(RuleTable& table) {
                              {"Transpose", transpose_rule},
                              {"Concat", concat_rule},
                              {"Split", split_rule},
-                             {"Slice", slice_rule},
-                             {"Gather", gather_rule},
-                             {"Expand", expand_rule},
-                             {"Upsample", upsample_rule},
-                             {"Resize", resize_rule},
-                             {"ScatterND", scatter_nd_rule}});
+                             {"Expand", expand_rule}});
 }
 
 }  // namespace propdag

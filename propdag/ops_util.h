@@ -9,6 +9,7 @@
 #include "common/tensor.h"
 #include "propdag/op.h"
 #include "propdag/registry.h"
+#include "propdag/relax.h"
 
 namespace propdag {
 
@@ -53,16 +54,66 @@ struct MatMulShape {
 };
 common::Result<MatMulShape> matmul_shape(const OpContext& ctx);
 /// Mul / Div of two variable tensors, Div of a constant by a variable, and MatMul of two variable
-/// tensors: interval rules (ops_nonlinear.cc), reached from the Mul / Div / MatMul rules of
-/// ops_linear.cc.
+/// tensors: interval rules (ops_elementwise_nonlinear.cc), reached from the Mul / Div rules of
+/// ops_elementwise.cc and the MatMul rule of ops_linalg.cc.
 common::Result<OpOutputs> interval_product(const OpContext& ctx, bool divide);
 common::Result<OpOutputs> two_variable_matmul(const OpContext& ctx);
 /// Slice with variable starts and / or ends (ops_index.cc), reached from the Slice rule of
-/// ops_shape.cc: the hull over the windows of the output's static length that the starts and ends
-/// allow.
+/// ops_index_copy.cc: the hull over the windows of the output's static length that the starts and
+/// ends allow.
 common::Result<OpOutputs> variable_slice(const OpContext& ctx);
 /// ScatterND (reduction none), its indices variable or constant (ops_index.cc): the hull of data
 /// and the updates that may land at each element.
 common::Result<OpOutputs> scatter_nd_rule(const OpContext& ctx);
+
+/// A monotone non-decreasing elementwise function of input 0, f(x, param), with its lines on
+/// [l, u] (ops_activation.cc; also Sign of ops_elementwise_nonlinear.cc). `kink_at_zero`: linear
+/// on each side of 0.
+using MonotoneFn = double (*)(double, double);
+using MonotoneLines = Lines (*)(double, double, double);
+common::Result<OpOutputs> monotone_elementwise(const OpContext& ctx, MonotoneFn f, MonotoneLines r,
+                                               double param, bool kink_at_zero = false);
+
+/// Where an output element comes from: element `index` of input `slot` (ops_shape.cc).
+struct Source {
+  int slot;
+  int64_t index;
+};
+/// An affine output whose element i copies `src[i]` from a variable input or a constant.
+OpOutputs select(const OpContext& ctx, const common::Dims& out, const std::vector<Source>& src);
+/// Output element of a strided box [start, start + step * count) per axis, from input 0.
+std::vector<Source> strided(const common::Dims& x, const common::Dims& out,
+                            const std::vector<int64_t>& start, const std::vector<int64_t>& step);
+
+/// Geometry of a 2-D window op on an [N, C, H, W] input (ops_conv.cc; Conv, ConvTranspose, pools).
+struct Window {
+  int64_t n = 1, c = 1, h = 1, w = 1;      // input
+  int64_t kh = 1, kw = 1;                  // kernel
+  int64_t sh = 1, sw = 1, dh = 1, dw = 1;  // strides, dilations
+  int64_t ph = 0, pw = 0, ph_end = 0, pw_end = 0;
+  int64_t oh = 1, ow = 1;  // output spatial size
+  bool one_d = false;
+};
+
+/// The node's window (common::read_window) on an [N, C, W] or [N, C, H, W] input with `kernel` (the
+/// weight's spatial dims; empty for pools, which have kernel_shape). `forward` (Conv, pools):
+/// auto_pad resolved and output sizes computed; otherwise (ConvTranspose) the pads as given.
+common::Result<Window> window(const OpContext& ctx, const common::Dims& x,
+                              const common::Dims& kernel, bool forward);
+/// [N, channels, oh, ow] (or [N, channels, ow] for 1-D windows).
+common::Dims out_dims(const Window& g, int64_t channels);
+
+/// Calls f(out_spatial, kernel_pos, in_spatial or -1 when in padding) for one channel plane.
+template <class F>
+void for_each_tap(const Window& g, F&& f) {
+  for (int64_t oy = 0; oy < g.oh; ++oy)
+    for (int64_t ox = 0; ox < g.ow; ++ox)
+      for (int64_t ky = 0; ky < g.kh; ++ky)
+        for (int64_t kx = 0; kx < g.kw; ++kx) {
+          int64_t iy = oy * g.sh - g.ph + ky * g.dh, ix = ox * g.sw - g.pw + kx * g.dw;
+          bool inside = iy >= 0 && iy < g.h && ix >= 0 && ix < g.w;
+          f(oy * g.ow + ox, ky * g.kw + kx, inside ? iy * g.w + ix : -1, iy, ix);
+        }
+}
 
 }  // namespace propdag

@@ -49,14 +49,22 @@ OpRule find_rule(std::string_view op_type);
 /// Every op type with a rule, sorted.
 std::vector<std::string> supported_ops();
 
-// Registration, one function per op family file: each appends its (op type, rule) pairs, which
+// Registration, one function per op family file (ops_<family>.cc, ops_<family>_<part>.cc; the
+// families of common/ADDING_AN_OP.md): each appends its (op type, rule) pairs, which
 // op_rules() then adds to the registry in this order.
 using RuleTable = std::vector<std::pair<std::string_view, OpRule>>;
-void add_linear_rules(RuleTable& table);
-void add_layer_rules(RuleTable& table);
-void add_shape_rules(RuleTable& table);
+void add_elementwise_rules(RuleTable& table);
+void add_elementwise_nonlinear_rules(RuleTable& table);
+void add_elementwise_compare_rules(RuleTable& table);
 void add_activation_rules(RuleTable& table);
-void add_nonlinear_rules(RuleTable& table);
-void add_compare_rules(RuleTable& table);
+void add_linalg_rules(RuleTable& table);
+void add_conv_rules(RuleTable& table);
+void add_pool_rules(RuleTable& table);
+void add_norm_rules(RuleTable& table);
+void add_reduce_rules(RuleTable& table);
+void add_shape_rules(RuleTable& table);
+void add_index_rules(RuleTable& table);
+void add_index_copy_rules(RuleTable& table);
+void add_resize_rules(RuleTable& table);
 
 }  // namespace propdag

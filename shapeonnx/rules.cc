@@ -12,12 +12,21 @@ const ShapeRegistry& registry() {
   static const ShapeRegistry table = [] {
     ShapeRegistry t;
     register_elementwise_rules(t);
-    register_tensor_rules(t);
-    register_nn_rules(t);
+    register_activation_rules(t);
+    register_shape_rules(t);
+    register_index_rules(t);
+    register_conv_rules(t);
+    register_pool_rules(t);
+    register_norm_rules(t);
     register_linalg_rules(t);
+    register_quant_rules(t);
     register_reduce_rules(t);
     register_generator_rules(t);
+    register_resize_rules(t);
+    register_recurrent_rules(t);
+    register_signal_rules(t);
     register_training_rules(t);
+    register_text_rules(t);
     return t;
   }();
   return table;

@@ -44,13 +44,22 @@ std::vector<std::string> rule_ops();
 
 /// Rule families (each defined in its own file) add their rules here.
 using ShapeRegistry = common::Registry<ShapeRule>;
-void register_elementwise_rules(ShapeRegistry& table);
-void register_tensor_rules(ShapeRegistry& table);     // Reshape, Concat, Slice, Gather, Split, ...
-void register_nn_rules(ShapeRegistry& table);         // Conv, ConvTranspose, pools, BatchNorm, ...
-void register_linalg_rules(ShapeRegistry& table);     // MatMul, Gemm
-void register_reduce_rules(ShapeRegistry& table);     // Reduce*, ArgMax/ArgMin, Softmax, TopK
-void register_generator_rules(ShapeRegistry& table);  // Shape, Size, Constant*, Range, Resize, ...
-void register_training_rules(ShapeRegistry& table);   // Adagrad, Momentum, Adam
+void register_elementwise_rules(ShapeRegistry& table);  // unary, binary, Where, Cast, PRelu, ...
+void register_activation_rules(ShapeRegistry& table);   // Relu, Sigmoid, ..., Softmax family
+void register_shape_rules(ShapeRegistry& table);        // Reshape, Concat, Split, Identity, ...
+void register_index_rules(ShapeRegistry& table);      // Slice, Gather*, Scatter*, Pad, OneHot, ...
+void register_conv_rules(ShapeRegistry& table);       // Conv, ConvTranspose, DeformConv, Col2Im
+void register_pool_rules(ShapeRegistry& table);       // MaxPool, AveragePool, Global*, MaxUnpool
+void register_norm_rules(ShapeRegistry& table);       // BatchNormalization, LayerNorm, LRN, ...
+void register_linalg_rules(ShapeRegistry& table);     // MatMul, Gemm, Einsum, Det
+void register_quant_rules(ShapeRegistry& table);      // QuantizeLinear, MatMulInteger, ...
+void register_reduce_rules(ShapeRegistry& table);     // Reduce*, ArgMax/ArgMin, TopK, CumSum
+void register_generator_rules(ShapeRegistry& table);  // Shape, Size, Constant*, Range, Random*
+void register_resize_rules(ShapeRegistry& table);     // Resize, Upsample, GridSample, ...
+void register_recurrent_rules(ShapeRegistry& table);  // RNN, GRU, LSTM
+void register_signal_rules(ShapeRegistry& table);     // windows, DFT, STFT, MelWeightMatrix
+void register_training_rules(ShapeRegistry& table);   // Adagrad, Momentum, Adam, losses
+void register_text_rules(ShapeRegistry& table);       // TfIdfVectorizer
 
 /// Ops outside the default domain that have rules (and lowerings): the optimizer steps of
 /// ai.onnx.preview.training. Their op types do not collide with default-domain ones.

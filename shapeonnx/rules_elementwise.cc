@@ -1,4 +1,5 @@
-// Element-wise ops: unary maps, broadcasting binary and variadic ops, comparisons, Where, Cast.
+// Element-wise ops: unary maps, broadcasting binary and variadic ops, comparisons, Where, Cast,
+// PRelu. Activations are in rules_activation.cc.
 #include <string>
 
 #include "shapeonnx/rules.h"
@@ -86,22 +87,10 @@ Status cast_like_rule(InferContext& ctx) {
   return {};
 }
 
-// Dropout: output 0 like X; optional output 1 is the boolean mask of the same shape.
-Status dropout_rule(InferContext& ctx) {
-  ctx.set_output(0, ctx.dtype(0), ctx.shape(0));
-  if (ctx.num_outputs() > 1 && !ctx.node().outputs[1].empty()) {
-    // Opsets 1-9 give the mask the input's type; from opset 10 it is boolean.
-    ctx.set_output(1, ctx.opset() >= 10 ? DType::kBool : ctx.dtype(0), ctx.shape(0));
-  }
-  return {};
-}
-
 // Ops sharing a rule, as space-separated lists.
 constexpr std::string_view kUnary =
-    "Abs Acos Acosh Asin Asinh Atan Atanh BitwiseNot Ceil Celu Clip Cos Cosh CumSum Elu Erf Exp "
-    "Floor Gelu HardSigmoid HardSwish Identity LeakyRelu Log LpNormalization "
-    "MeanVarianceNormalization Mish Neg Not Reciprocal Relu ReverseSequence Round Selu Shrink "
-    "Sigmoid Sign Sin Sinh Softplus Softsign Sqrt Tan Tanh ThresholdedRelu Trilu";
+    "Abs Acos Acosh Asin Asinh Atan Atanh BitwiseNot Ceil Clip Cos Cosh Erf Exp Floor Log Neg Not "
+    "Reciprocal Round Shrink Sign Sin Sinh Sqrt Tan Trilu";
 // Broadcasting ops that keep the first input's dtype.
 constexpr std::string_view kBroadcast =
     "Add BitShift BitwiseAnd BitwiseOr BitwiseXor Div Max Mean Min Mod Mul Pow Sub Sum";
@@ -120,7 +109,6 @@ void register_elementwise_rules(ShapeRegistry& table) {
   table.add("PRelu", &prelu_rule);
   table.add("Cast", &cast_rule);
   table.add("CastLike", &cast_like_rule);
-  table.add("Dropout", &dropout_rule);
 }
 
 }  // namespace shapeonnx

@@ -83,18 +83,6 @@ TEST(ElementwiseRules, CastLikeTakesTargetDtype) {
   EXPECT_EQ(g.find("y")->dtype, common::DType::kInt32);
 }
 
-TEST(ElementwiseRules, DropoutMaskIsBool) {
-  common::Graph g =
-      expect_shapes(header(13) + R"(g (float[2,5] x) => (y, mask) { y, mask = Dropout(x) })",
-                    {{"y", {2, 5}}, {"mask", {2, 5}}});
-  EXPECT_EQ(g.find("mask")->dtype, common::DType::kBool);
-}
-
-TEST(ElementwiseRules, DropoutOldOpsetWithRatioAttribute) {
-  expect_shapes(header(7) + R"(g (float[2,5] x) => (y) { y = Dropout <ratio = 0.5> (x) })",
-                {{"y", {2, 5}}});
-}
-
 TEST(ElementwiseRules, ClipWithAndWithoutBounds) {
   // Opset 11+ takes min/max as optional inputs; opset 6 as attributes. Shape stays [1,3,4].
   expect_shapes(header(13) + R"(g (float[1,3,4] x, float lo, float hi) => (a, b, c) {

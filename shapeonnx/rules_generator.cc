@@ -155,8 +155,6 @@ void register_generator_rules(ShapeRegistry& table) {
   table.add("RandomNormal", &random_rule);
   table.add("RandomUniform", &random_rule);
   table.add("Multinomial", &multinomial_rule);
-  register_resize_rules(table);
-  register_signal_rules(table);
 }
 
 }  // namespace shapeonnx

@@ -1,8 +1,9 @@
-// Indexing ops: Slice, Gather, GatherElements, GatherND, Scatter*, Split, OneHot, NonZero,
-// Compress.
+// Indexing ops: Slice, Gather, GatherElements, GatherND, Scatter*, OneHot, NonZero, Compress,
+// Unique, ReverseSequence, Pad, CenterCropPad.
 #include <algorithm>
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "shapeonnx/rules.h"
 #include "shapeonnx/rules_util.h"
@@ -132,49 +133,6 @@ Status scatter_nd_rule(InferContext& ctx) {
   return same_as_input(ctx);
 }
 
-// Split sizes: from the `split` input (opset >= 13) or attribute, else `num_outputs` (opset 18,
-// the last chunk may be smaller), else equal parts, one per output.
-Result<std::vector<int64_t>> split_sizes(const InferContext& ctx, int64_t dim) {
-  ASSIGN_OR_RETURN(auto listed, ints_from_input_or_attr(ctx, 1, "split", "Split sizes"));
-  const int64_t n = static_cast<int64_t>(ctx.num_outputs());
-  if (listed && !listed->empty()) {
-    int64_t sum = 0;
-    for (int64_t s : *listed) sum += s;
-    if (static_cast<int64_t>(listed->size()) != n || sum != dim) {
-      return ctx.error("Split sizes do not match the outputs or the dim " + std::to_string(dim));
-    }
-    return *listed;
-  }
-  if (ctx.node().has_attr("num_outputs")) {
-    if (ctx.node().attr_int("num_outputs", 0) != n) {
-      return ctx.error("Split num_outputs differs from the number of outputs");
-    }
-    const int64_t chunk = ceil_div(dim, n);
-    std::vector<int64_t> sizes(n, chunk);
-    sizes.back() = dim - chunk * (n - 1);
-    if (sizes.back() < 0)
-      return ctx.error("Split of " + std::to_string(dim) + " into " + std::to_string(n) +
-                       " leaves an empty tail");
-    return sizes;
-  }
-  if (n == 0 || dim % n != 0) {
-    return ctx.error("dim " + std::to_string(dim) + " does not split into " + std::to_string(n) +
-                     " equal parts");
-  }
-  return std::vector<int64_t>(n, dim / n);
-}
-
-Status split_rule(InferContext& ctx) {
-  ASSIGN_OR_RETURN(int64_t axis, ctx.axis(ctx.node().attr_int("axis", 0), ctx.rank(0)));
-  ASSIGN_OR_RETURN(std::vector<int64_t> sizes, split_sizes(ctx, ctx.shape(0)[axis]));
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    Dims out = ctx.shape(0);
-    out[axis] = sizes[i];
-    ctx.set_output(i, ctx.dtype(0), std::move(out));
-  }
-  return {};
-}
-
 // OneHot(indices, depth, values): indices' shape with `depth` inserted at axis; values' dtype.
 Status one_hot_rule(InferContext& ctx) {
   ASSIGN_OR_RETURN(std::vector<double> depth, known_doubles(ctx, 1, "OneHot depth"));
@@ -208,22 +166,6 @@ Status compress_rule(InferContext& ctx) {
   Dims out = ctx.shape(0);
   out[axis] = count;
   ctx.set_output(0, ctx.dtype(0), std::move(out));
-  return {};
-}
-
-// TfIdfVectorizer(X [C] or [B, C]) -> float [max(ngram_indexes) + 1] or [B, that].
-Status tfidf_rule(InferContext& ctx) {
-  const std::vector<int64_t> indexes = ctx.node().attr_ints("ngram_indexes", {});
-  if (indexes.empty()) return ctx.error("TfIdfVectorizer needs ngram_indexes");
-  if (ctx.rank(0) < 1 || ctx.rank(0) > 2)
-    return ctx.error("TfIdfVectorizer input must be 1-D or 2-D");
-  for (int64_t i : indexes) {
-    if (i < 0 || i >= (int64_t{1} << 24)) return ctx.error("ngram_indexes out of range");
-  }
-  const int64_t size = *std::max_element(indexes.begin(), indexes.end()) + 1;
-  Dims out{size};
-  if (ctx.rank(0) == 2) out.insert(out.begin(), ctx.shape(0)[0]);
-  ctx.set_output(0, DType::kFloat, std::move(out));
   return {};
 }
 
@@ -270,6 +212,53 @@ Status unique_rule(InferContext& ctx) {
   return {};
 }
 
+// Pad: out[axis] = in[axis] + pad_begin + pad_end (pads from the input since opset 11,
+// `pads`/`paddings` attribute before; optional axes input since opset 18).
+Status pad_rule(InferContext& ctx) {
+  const Dims& in = ctx.shape(0);
+  const int64_t r = ctx.rank(0);
+  const std::string_view attr = ctx.node().has_attr("pads") ? "pads" : "paddings";  // opset 1
+  ASSIGN_OR_RETURN(auto listed, ints_from_input_or_attr(ctx, 1, attr, "Pad pads"));
+  std::vector<int64_t> pads = listed.value_or(std::vector<int64_t>{});
+  std::vector<int64_t> axes;
+  if (ctx.has_input(3)) {
+    ASSIGN_OR_RETURN(std::vector<int64_t> listed, known_ints(ctx, 3, "Pad axes"));
+    ASSIGN_OR_RETURN(axes, normalize_axes(ctx, listed, r));
+  } else {
+    for (int64_t i = 0; i < r; ++i) axes.push_back(i);
+  }
+  if (pads.size() != 2 * axes.size()) return ctx.error("Pad pads length is not twice the axes");
+  Dims out = in;
+  for (size_t k = 0; k < axes.size(); ++k) {
+    out[axes[k]] += pads[k] + pads[k + axes.size()];
+    if (out[axes[k]] < 0) return ctx.error("Pad makes a negative dim");
+  }
+  ctx.set_output(0, ctx.dtype(0), std::move(out));
+  return {};
+}
+
+// CenterCropPad: out[axes[k]] = shape[k] (all axes when `axes` is absent).
+Status center_crop_pad_rule(InferContext& ctx) {
+  const int64_t r = ctx.rank(0);
+  ASSIGN_OR_RETURN(std::vector<int64_t> lengths, known_ints(ctx, 1, "CenterCropPad shape"));
+  std::vector<int64_t> axes = ctx.node().attr_ints("axes");
+  if (axes.empty()) {
+    for (int64_t i = 0; i < r; ++i) axes.push_back(i);
+  }
+  ASSIGN_OR_RETURN(axes, normalize_axes(ctx, axes, r));
+  if (lengths.size() != axes.size()) return ctx.error("shape length does not match the axes");
+  Dims out = ctx.shape(0);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    if (lengths[k] < 0) return ctx.error("negative length in shape");
+    out[axes[k]] = lengths[k];
+  }
+  ctx.set_output(0, ctx.dtype(0), std::move(out));
+  return {};
+}
+
+// ReverseSequence: the input's shape and dtype.
+Status reverse_sequence_rule(InferContext& ctx) { return same_as_input(ctx); }
+
 }  // namespace
 
 void register_index_rules(ShapeRegistry& table) {
@@ -280,12 +269,13 @@ void register_index_rules(ShapeRegistry& table) {
   table.add("Scatter", &scatter_rule);
   table.add("ScatterElements", &scatter_rule);
   table.add("ScatterND", &scatter_nd_rule);
-  table.add("Split", &split_rule);
   table.add("OneHot", &one_hot_rule);
   table.add("NonZero", &non_zero_rule);
   table.add("Compress", &compress_rule);
+  table.add("Pad", &pad_rule);
+  table.add("CenterCropPad", &center_crop_pad_rule);
   table.add("Unique", &unique_rule);
-  table.add("TfIdfVectorizer", &tfidf_rule);
+  table.add("ReverseSequence", &reverse_sequence_rule);
 }
 
 }  // namespace shapeonnx

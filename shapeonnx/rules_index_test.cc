@@ -97,38 +97,6 @@ TEST(IndexRules, ScatterKeepsDataShape) {
                 {{"a", {4, 5}}, {"b", {4, 5}}});
 }
 
-TEST(IndexRules, SplitBySizesInputAndAttribute) {
-  // dim 5 split into [2,3] along axis 1 (opset 13 input) and axis -1 (opset 11 attribute).
-  expect_shapes(header(13) + R"(g (float[2,5] x) => (a, b) {
-    s = Constant <value = int64[2] {2, 3}> ()
-    a, b = Split <axis = 1> (x, s)
-  })",
-                {{"a", {2, 2}}, {"b", {2, 3}}});
-  expect_shapes(header(11) + R"(g (float[2,5] x) => (a, b) {
-    a, b = Split <axis = -1, split = [4, 1]> (x)
-  })",
-                {{"a", {2, 4}}, {"b", {2, 1}}});
-}
-
-TEST(IndexRules, SplitEqually) {
-  // 6 into 3 outputs -> 2 each.
-  expect_shapes(header(13) + R"(g (float[6,2] x) => (a, b, c) { a, b, c = Split(x) })",
-                {{"a", {2, 2}}, {"b", {2, 2}}, {"c", {2, 2}}});
-}
-
-TEST(IndexRules, SplitNumOutputsOpset18) {
-  // 7 into num_outputs 3: chunks of ceil(7/3) = 3, the last gets 7 - 6 = 1.
-  expect_shapes(header(18) + R"(g (float[7] x) => (a, b, c) {
-    a, b, c = Split <num_outputs = 3> (x)
-  })",
-                {{"a", {3}}, {"b", {3}}, {"c", {1}}}, OnnxCheck::kNone);
-}
-
-TEST(IndexRules, SplitUnevenWithoutSizesFails) {
-  expect_error(header(13) + R"(g (float[7] x) => (a, b) { a, b = Split(x) })",
-               "dim 7 does not split into 2 equal parts");
-}
-
 TEST(IndexRules, OneHot) {
   // indices [2,3], depth 5: axis -1 appends -> [2,3,5]; axis 0 prepends -> [5,2,3].
   expect_shapes(header(11) + R"(g (int64[2,3] i, float[2] v) => (a, b) {
@@ -164,6 +132,48 @@ TEST(IndexRules, UniqueOfKnownValues) {
                 OnnxCheck::kNone);  // ONNX leaves the data-dependent count unknown
   expect_error(header(11) + R"(g (float[4] x) => (y) { y = Unique(x) })",
                "Unique input (data-dependent)");
+}
+
+TEST(IndexRules, PadInputAndAttributeForms) {
+  // Opset 11: pads [0,1,0,2] (begins then ends) on [3,4] -> [3+0+0, 4+1+2] = [3,7].
+  expect_shapes(header(11) + R"(g (float[3,4] x) => (y) {
+    p = Constant <value = int64[4] {0, 1, 0, 2}> ()
+    y = Pad(x, p)
+  })",
+                {{"y", {3, 7}}});
+  // Opset 2: attribute pads [1,0,1,0] -> [5,4]; negative pads crop: [0,-1,0,-1] -> [3,2].
+  expect_shapes(header(2) + R"(g (float[3,4] x) => (y, z) {
+    y = Pad <pads = [1, 0, 1, 0]> (x)
+    z = Pad <pads = [0, -1, 0, -1]> (x)
+  })",
+                {{"y", {5, 4}}, {"z", {3, 2}}});
+}
+
+TEST(IndexRules, PadWithAxesOpset18) {
+  // axes [-1] -> 2; pads [1, 3] on dim 5 -> 9. ONNX 1.12 does not know opset 18.
+  expect_shapes(header(18) + R"(g (float[2,3,5] x) => (y) {
+    p = Constant <value = int64[2] {1, 3}> ()
+    v = Constant <value = float {0.0}> ()
+    a = Constant <value = int64[1] {-1}> ()
+    y = Pad(x, p, v, a)
+  })",
+                {{"y", {2, 3, 9}}}, OnnxCheck::kNone);
+}
+
+TEST(IndexRules, PadUnknownPadsFails) {
+  expect_error(header(13) + R"(g (float[3,4] x, int64[4] p) => (y) { y = Pad(x, p) })",
+               "Pad pads (input 1, 'p') is not known statically");
+}
+
+TEST(IndexRules, CenterCropPadToTheGivenLengths) {
+  // axes [0, 2]: dim 0 cropped 5 -> 3, dim 2 padded 4 -> 7; all axes: [2, 6, 1].
+  expect_shapes(header(18) + R"(g (float[5,6,4] x) => (y, z) {
+    s = Constant <value = int64[2] {3, 7}> ()
+    t = Constant <value = int64[3] {2, 6, 1}> ()
+    y = CenterCropPad <axes = [0, -1]> (x, s)
+    z = CenterCropPad (x, t)
+  })",
+                {{"y", {3, 6, 7}}, {"z", {2, 6, 1}}}, OnnxCheck::kNone);
 }
 
 }  // namespace

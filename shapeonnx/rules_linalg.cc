@@ -1,4 +1,4 @@
-// Linear algebra: MatMul, MatMulInteger, Gemm, Einsum.
+// Linear algebra: MatMul, Gemm, Einsum, Det.
 #include <algorithm>
 #include <cctype>
 #include <map>
@@ -12,7 +12,6 @@ namespace shapeonnx {
 namespace {
 
 using common::Dims;
-using common::DType;
 using common::Result;
 using common::Status;
 
@@ -46,13 +45,6 @@ namespace {
 Status matmul_rule(InferContext& ctx) {
   ASSIGN_OR_RETURN(Dims out, matmul_output_dims(ctx, ctx.shape(0), ctx.shape(1)));
   ctx.set_output(0, ctx.dtype(0), std::move(out));
-  return {};
-}
-
-// MatMulInteger accumulates in int32.
-Status matmul_integer_rule(InferContext& ctx) {
-  ASSIGN_OR_RETURN(Dims out, matmul_output_dims(ctx, ctx.shape(0), ctx.shape(1)));
-  ctx.set_output(0, DType::kInt32, std::move(out));
   return {};
 }
 
@@ -203,11 +195,9 @@ Status det_rule(InferContext& ctx) {
 
 void register_linalg_rules(ShapeRegistry& table) {
   table.add("MatMul", &matmul_rule);
-  table.add("MatMulInteger", &matmul_integer_rule);
   table.add("Gemm", &gemm_rule);
   table.add("Einsum", &einsum_rule);
   table.add("Det", &det_rule);
-  register_quant_rules(table);
 }
 
 }  // namespace shapeonnx

@@ -46,13 +46,6 @@ TEST(LinalgRules, GemmMismatchFails) {
                "Gemm inner dims differ: 4 vs 5");
 }
 
-TEST(LinalgRules, MatMulIntegerIsInt32) {
-  common::Graph g = expect_shapes(
-      header(13) + R"(g (uint8[2,3] a, uint8[3,4] b) => (y) { y = MatMulInteger(a, b) })",
-      {{"y", {2, 4}}});
-  EXPECT_EQ(g.find("y")->dtype, common::DType::kInt32);
-}
-
 TEST(LinalgRules, EinsumExplicitImplicitEllipsis) {
   // bij,bjk->bik: [2,3,4] x [2,4,5] -> [2,3,5]. Implicit "ij,jk": letters used once, sorted -> ik
   // [3,5]. "...ij,...jk->...ik": ellipsis [7] vs [] -> [7], then [3,5].

@@ -64,47 +64,6 @@ Status max_unpool_rule(InferContext& ctx) {
   return {};
 }
 
-// GridSample(X [N, C, D...], grid [N, D_out..., k]) -> [N, C, D_out...].
-Status grid_sample_rule(InferContext& ctx) {
-  const Dims& x = ctx.shape(0);
-  const Dims& grid = ctx.shape(1);
-  if (x.size() < 3 || grid.size() != x.size() || grid[0] != x[0]) {
-    return ctx.error("GridSample needs X [N, C, D...] and grid [N, D_out..., k] of equal rank");
-  }
-  Dims out = {x[0], x[1]};
-  out.insert(out.end(), grid.begin() + 1, grid.end() - 1);
-  ctx.set_output(0, ctx.dtype(0), std::move(out));
-  return {};
-}
-
-// AffineGrid(theta [N, 2, 3], size [N, C, H, W]) -> [N, H, W, 2];
-// (theta [N, 3, 4], size [N, C, D, H, W]) -> [N, D, H, W, 3].
-Status affine_grid_rule(InferContext& ctx) {
-  ASSIGN_OR_RETURN(std::vector<int64_t> size, known_ints(ctx, 1, "AffineGrid size"));
-  const Dims& theta = ctx.shape(0);
-  const int64_t k = static_cast<int64_t>(size.size()) - 2;
-  if ((k != 2 && k != 3) || theta != Dims{size[0], k, k + 1}) {
-    return ctx.error(
-        "AffineGrid needs theta [N, 2, 3] with size [N, C, H, W], or [N, 3, 4] "
-        "with [N, C, D, H, W]");
-  }
-  Dims out = {size[0]};
-  out.insert(out.end(), size.begin() + 2, size.end());
-  out.push_back(k);
-  ctx.set_output(0, ctx.dtype(0), std::move(out));
-  return {};
-}
-
-// RoiAlign(X [N, C, H, W], rois [R, 4], batch_indices [R]) -> [R, C, output_height, output_width].
-Status roi_align_rule(InferContext& ctx) {
-  if (ctx.rank(0) != 4 || ctx.rank(1) != 2) return ctx.error("RoiAlign needs 4-D X and 2-D rois");
-  const common::Node& node = ctx.node();
-  ctx.set_output(0, ctx.dtype(0),
-                 {ctx.shape(1)[0], ctx.shape(0)[1], node.attr_int("output_height", 1),
-                  node.attr_int("output_width", 1)});
-  return {};
-}
-
 }  // namespace
 
 void register_pool_rules(ShapeRegistry& table) {
@@ -115,9 +74,6 @@ void register_pool_rules(ShapeRegistry& table) {
   table.add("GlobalMaxPool", &global_pool_rule);
   table.add("GlobalLpPool", &global_pool_rule);
   table.add("MaxUnpool", &max_unpool_rule);
-  table.add("GridSample", &grid_sample_rule);
-  table.add("AffineGrid", &affine_grid_rule);
-  table.add("RoiAlign", &roi_align_rule);
 }
 
 }  // namespace shapeonnx

@@ -1,5 +1,5 @@
-// Quantization: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, ConvInteger,
-// QLinearConv, QLinearMatMul.
+// Quantization: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,
+// ConvInteger, QLinearConv, QLinearMatMul.
 #include "shapeonnx/rules.h"
 #include "shapeonnx/rules_util.h"
 
@@ -52,6 +52,13 @@ Status qlinear_matmul_rule(InferContext& ctx) {
   return {};
 }
 
+// MatMulInteger accumulates in int32.
+Status matmul_integer_rule(InferContext& ctx) {
+  ASSIGN_OR_RETURN(Dims out, matmul_output_dims(ctx, ctx.shape(0), ctx.shape(1)));
+  ctx.set_output(0, DType::kInt32, std::move(out));
+  return {};
+}
+
 }  // namespace
 
 void register_quant_rules(ShapeRegistry& table) {
@@ -61,6 +68,7 @@ void register_quant_rules(ShapeRegistry& table) {
   table.add("ConvInteger", &conv_integer_rule);
   table.add("QLinearConv", &qlinear_conv_rule);
   table.add("QLinearMatMul", &qlinear_matmul_rule);
+  table.add("MatMulInteger", &matmul_integer_rule);
 }
 
 }  // namespace shapeonnx

@@ -51,5 +51,12 @@ TEST(QuantRules, QLinearMatMul) {
                 {{"y", {2, 5}}});
 }
 
+TEST(QuantRules, MatMulIntegerIsInt32) {
+  common::Graph g = expect_shapes(
+      header(13) + R"(g (uint8[2,3] a, uint8[3,4] b) => (y) { y = MatMulInteger(a, b) })",
+      {{"y", {2, 4}}});
+  EXPECT_EQ(g.find("y")->dtype, common::DType::kInt32);
+}
+
 }  // namespace
 }  // namespace shapeonnx

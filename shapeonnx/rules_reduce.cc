@@ -1,4 +1,4 @@
-// Reductions: Reduce*, ArgMax/ArgMin, TopK, and the Softmax family (which keeps the shape).
+// Reductions: Reduce*, ArgMax/ArgMin, TopK, CumSum.
 #include <string>
 
 #include "shapeonnx/rules.h"
@@ -74,17 +74,12 @@ Status top_k_rule(InferContext& ctx) {
   return {};
 }
 
-// Softmax, LogSoftmax, Hardmax: the input's shape; an explicit axis must be valid.
-Status softmax_rule(InferContext& ctx) {
-  if (ctx.node().has_attr("axis")) {
-    RETURN_IF_ERROR(ctx.axis(ctx.node().attr_int("axis", -1), ctx.rank(0)));
-  }
-  return same_as_input(ctx);
-}
-
 constexpr std::string_view kReduce =
     "ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp ReduceMax ReduceMean ReduceMin ReduceProd "
     "ReduceSum ReduceSumSquare";
+
+// CumSum(x, axis): x's shape and dtype.
+Status cumsum_rule(InferContext& ctx) { return same_as_input(ctx); }
 
 }  // namespace
 
@@ -93,9 +88,7 @@ void register_reduce_rules(ShapeRegistry& table) {
   table.add("ArgMax", &arg_rule);
   table.add("ArgMin", &arg_rule);
   table.add("TopK", &top_k_rule);
-  table.add("Softmax", &softmax_rule);
-  table.add("LogSoftmax", &softmax_rule);
-  table.add("Hardmax", &softmax_rule);
+  table.add("CumSum", &cumsum_rule);
 }
 
 }  // namespace shapeonnx

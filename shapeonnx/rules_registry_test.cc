@@ -28,12 +28,21 @@ TEST(RuleRegistry, CoversEveryVnncompOp) {
 TEST(RuleRegistry, NoOpIsRegisteredTwice) {
   ShapeRegistry table;
   register_elementwise_rules(table);
-  register_tensor_rules(table);
-  register_nn_rules(table);
+  register_activation_rules(table);
+  register_shape_rules(table);
+  register_index_rules(table);
+  register_conv_rules(table);
+  register_pool_rules(table);
+  register_norm_rules(table);
   register_linalg_rules(table);
+  register_quant_rules(table);
   register_reduce_rules(table);
   register_generator_rules(table);
+  register_resize_rules(table);
+  register_recurrent_rules(table);
+  register_signal_rules(table);
   register_training_rules(table);
+  register_text_rules(table);
   EXPECT_EQ(table.duplicates(), std::vector<std::string>{});
   for (const auto& [op, rule] : table.entries()) EXPECT_NE(rule, nullptr) << op;
   EXPECT_EQ(rule_ops(), table.names());

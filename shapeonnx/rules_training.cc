@@ -1,12 +1,14 @@
-// Optimizer steps of the ai.onnx.preview.training domain (Adagrad, Momentum, Adam): inputs are a
-// learning rate R, a step count T, then groups of n tensors (X, G and one or two accumulators);
-// each output has the shape and type of the input tensor it updates.
+// Training: the optimizer steps of the ai.onnx.preview.training domain (Adagrad, Momentum, Adam),
+// whose inputs are a learning rate R, a step count T, then groups of n tensors (X, G and one or two
+// accumulators), each output with the shape and type of the input tensor it updates; and the
+// losses NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss.
 #include "shapeonnx/rules.h"
 
 namespace shapeonnx {
 
 namespace {
 
+using common::Dims;
 using common::Status;
 
 // Input groups (after R and T) whose updated values are the outputs, in output order.
@@ -45,6 +47,19 @@ Status adagrad(InferContext& ctx) { return optimizer(ctx, {3, {0, 2}}); }   // X
 Status momentum(InferContext& ctx) { return optimizer(ctx, {3, {0, 2}}); }  // X, G, V -> X, V
 Status adam(InferContext& ctx) { return optimizer(ctx, {4, {0, 2, 3}}); }   // X, G, V, H -> X, V, H
 
+// NegativeLogLikelihoodLoss(input [N, C, d...], target [N, d...]) and
+// SoftmaxCrossEntropyLoss(scores, labels): target's shape with reduction "none", else a scalar;
+// SoftmaxCrossEntropyLoss's optional log_prob output has the scores' shape.
+Status loss_rule(InferContext& ctx) {
+  if (ctx.rank(0) < 2 || ctx.rank(1) != ctx.rank(0) - 1) {
+    return ctx.error("loss input must be [N, C, d...] with target [N, d...]");
+  }
+  const bool none = ctx.node().attr_string("reduction", "mean") == "none";
+  ctx.set_output(0, ctx.dtype(0), none ? ctx.shape(1) : Dims{});
+  if (ctx.num_outputs() > 1) ctx.set_output(1, ctx.dtype(0), ctx.shape(0));
+  return {};
+}
+
 }  // namespace
 
 bool is_training_op(std::string_view domain, std::string_view op_type) {
@@ -56,6 +71,8 @@ void register_training_rules(ShapeRegistry& table) {
   table.add("Adagrad", adagrad);
   table.add("Momentum", momentum);
   table.add("Adam", adam);
+  table.add("NegativeLogLikelihoodLoss", &loss_rule);
+  table.add("SoftmaxCrossEntropyLoss", &loss_rule);
 }
 
 }  // namespace shapeonnx

@@ -69,12 +69,4 @@ common::Result<common::Dims> matmul_output_dims(const InferContext& ctx, common:
 /// Adds `rule` for every op in `ops`, a space-separated list of op types (static storage).
 void add_rules(ShapeRegistry& table, std::string_view ops, ShapeRule rule);
 
-/// Sub-families, each in its own file, registered by the families of rules.h.
-void register_index_rules(ShapeRegistry& table);  // by tensor: Slice, Gather*, Scatter*, Split, ...
-void register_pool_rules(ShapeRegistry& table);   // by nn: pools, GridSample, RoiAlign
-void register_recurrent_rules(ShapeRegistry& table);  // by nn: RNN, GRU, LSTM
-void register_quant_rules(ShapeRegistry& table);      // by linalg: QuantizeLinear, QLinearConv, ...
-void register_resize_rules(ShapeRegistry& table);     // by generator: Resize, Upsample
-void register_signal_rules(ShapeRegistry& table);     // by generator: windows, DFT, STFT, Mel
-
 }  // namespace shapeonnx

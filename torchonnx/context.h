@@ -204,27 +204,24 @@ using Handler = common::Status (*)(Context&);
 Handler find_handler(std::string_view op_type);
 std::vector<std::string> handler_ops();
 
-/// Handler families (one file each) add their entries here.
+/// Handler families (ops_<family>.cc, with parts in ops_<family>_<part>.cc; the families of
+/// common/ADDING_AN_OP.md) add their entries here.
 using HandlerRegistry = common::Registry<Handler>;
-void register_elementwise(HandlerRegistry& t);  // unary, binary, variadic, Clip, Cast, Where
-void register_activation(HandlerRegistry& t);   // Relu, Sigmoid, Softmax, LeakyRelu, ...
+void register_elementwise(HandlerRegistry& t);  // unary, binary, variadic, Clip, Cast, PRelu
+void register_activation(HandlerRegistry& t);   // Relu, Sigmoid, LeakyRelu, ..., Softmax
 void register_conv(HandlerRegistry& t);         // Conv, ConvTranspose
-void register_pool(HandlerRegistry& t);         // MaxPool, AveragePool, Global*Pool
-void register_norm(HandlerRegistry& t);         // BatchNormalization, LayerNorm, LRN, ...
-void register_linalg(HandlerRegistry& t);       // Gemm, MatMul, Einsum
-void register_shape(HandlerRegistry& t);        // Reshape, Flatten, Transpose, Concat, Split, ...
-void register_index(HandlerRegistry& t);        // Slice, Gather, ScatterND, ArgMax, TopK, ...
-void register_reduce(HandlerRegistry& t);       // Reduce*, CumSum
-void register_generator(HandlerRegistry& t);    // Shape, ConstantOfShape, Range, EyeLike, Pad
-void register_resize(HandlerRegistry& t);       // Resize, Upsample
-void register_onehot(HandlerRegistry& t);       // OneHot
-void register_loss(HandlerRegistry& t);      // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
-void register_training(HandlerRegistry& t);  // Adagrad, Momentum, Adam (preview.training)
-void register_quant(HandlerRegistry& t);     // QuantizeLinear, DequantizeLinear, *Integer, QLinear*
+void register_pool(HandlerRegistry& t);         // MaxPool, AveragePool, Global*Pool, MaxUnpool
+void register_norm(HandlerRegistry& t);         // BatchNormalization, LayerNorm, LRN, MVN, ...
+void register_linalg(HandlerRegistry& t);       // Gemm, MatMul, Einsum, Det
+void register_shape(HandlerRegistry& t);        // Reshape, Transpose, Concat, Split, Identity, ...
+void register_index(HandlerRegistry& t);        // Slice, Gather, ScatterND, Pad, OneHot, ...
+void register_reduce(HandlerRegistry& t);       // Reduce*, CumSum, ArgMax, ArgMin, TopK
+void register_generator(HandlerRegistry& t);    // Shape, ConstantOfShape, Range, EyeLike
+void register_resize(HandlerRegistry& t);       // Resize, Upsample, GridSample, AffineGrid, ...
+void register_training(HandlerRegistry& t);     // Adagrad, Momentum, Adam, the losses
+void register_quant(HandlerRegistry& t);  // QuantizeLinear, DequantizeLinear, *Integer, QLinear*
 void register_recurrent(HandlerRegistry& t);  // RNN, GRU, LSTM
 void register_signal(HandlerRegistry& t);     // DFT, STFT, windows, MelWeightMatrix
-void register_sampling(HandlerRegistry& t);   // GridSample, RoiAlign, MaxUnpool
-void register_misc(HandlerRegistry& t);       // Det, MeanVarianceNormalization, ReverseSequence
 void register_text(HandlerRegistry& t);       // TfIdfVectorizer
 
 /// A declared custom op: `<outputs> = module.function(inputs..., attr=value, ...)`, the module

@@ -29,14 +29,10 @@ const HandlerRegistry& registry() {
     register_reduce(*t);
     register_generator(*t);
     register_resize(*t);
-    register_onehot(*t);
-    register_loss(*t);
     register_training(*t);
     register_quant(*t);
     register_recurrent(*t);
     register_signal(*t);
-    register_sampling(*t);
-    register_misc(*t);
     register_text(*t);
     return t;
   }();

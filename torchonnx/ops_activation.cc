@@ -81,21 +81,6 @@ Status thresholded_relu(Context& ctx) {
                      "thresholded_relu", ctx.batch_axis(0));
 }
 
-// Before opset 7 a 1-D slope holds one value per channel (dim 1): it is reshaped to [C, 1, ...].
-Status prelu(Context& ctx) {
-  const std::string x = ctx.in(0);
-  std::string slope = ctx.in(1);
-  const bool per_channel =
-      ctx.opset() < 7 && ctx.rank(1) == 1 && ctx.rank(0) > 2 && ctx.shape(1)[0] == ctx.shape(0)[1];
-  if (per_channel) {
-    slope += ".reshape(" + std::to_string(ctx.shape(1)[0]);
-    for (int64_t d = 2; d < ctx.rank(0); ++d) slope += ", 1";
-    slope += ")";
-  }
-  return ctx.emit("torch.where(" + x + " < 0, " + x + " * " + slope + ", " + x + ")", "prelu",
-                  per_channel ? ctx.batched(0) : broadcast_batched(ctx));
-}
-
 Status gelu(Context& ctx) {
   const std::string approx = ctx.node().attr_string("approximate", "none");
   if (approx != "none" && approx != "tanh") return ctx.error("unknown approximate mode");
@@ -149,7 +134,6 @@ void register_activation(HandlerRegistry& t) {
   t.add("HardSwish", hard_swish);
   t.add("Mish", mish);
   t.add("ThresholdedRelu", thresholded_relu);
-  t.add("PRelu", prelu);
   t.add("Gelu", gelu);
   t.add("Softmax", softmax);
   t.add("LogSoftmax", softmax);

@@ -1,5 +1,5 @@
 // Elementwise ops: unary math, binary arithmetic and comparisons, variadic Max/Min/Sum/Mean,
-// Clip, Cast/CastLike, Where, Shrink, Trilu, Identity/Dropout.
+// Clip, Cast/CastLike, Where, Shrink, Trilu, PRelu, BitShift.
 #include <map>
 #include <string>
 
@@ -224,14 +224,6 @@ Status where(Context& ctx) {
                      "where", broadcast_batch_axis(ctx));
 }
 
-Status identity(Context& ctx) {
-  ctx.alias(0, ctx.operand(0));
-  for (size_t i = 1; i < ctx.num_outputs(); ++i) {
-    if (ctx.output_used(i)) return ctx.error("the training-mode mask output is not supported");
-  }
-  return {};
-}
-
 Status is_inf(Context& ctx) {
   const bool pos = ctx.node().attr_int("detect_positive", 1) != 0;
   const bool neg = ctx.node().attr_int("detect_negative", 1) != 0;
@@ -241,6 +233,37 @@ Status is_inf(Context& ctx) {
                      : neg      ? "torch.isneginf(" + x + ")"
                                 : "torch.zeros_like(" + x + ", dtype=torch.bool)";
   return ctx.emit(expr, "isinf", ctx.batched(0));
+}
+
+// PRelu(x, slope): x where x >= 0, else x * slope (the slope broadcasts).
+// Before opset 7 a 1-D slope holds one value per channel (dim 1): it is reshaped to [C, 1, ...].
+Status prelu(Context& ctx) {
+  const std::string x = ctx.in(0);
+  std::string slope = ctx.in(1);
+  const bool per_channel =
+      ctx.opset() < 7 && ctx.rank(1) == 1 && ctx.rank(0) > 2 && ctx.shape(1)[0] == ctx.shape(0)[1];
+  if (per_channel) {
+    slope += ".reshape(" + std::to_string(ctx.shape(1)[0]);
+    for (int64_t d = 2; d < ctx.rank(0); ++d) slope += ", 1";
+    slope += ")";
+  }
+  return ctx.emit("torch.where(" + x + " < 0, " + x + " * " + slope + ", " + x + ")", "prelu",
+                  per_channel ? ctx.batched(0) : broadcast_batched(ctx));
+}
+
+// BitShift on uint8, the one unsigned type every supported torch version has.
+Status bit_shift(Context& ctx) {
+  if (ctx.dtype(0) != DType::kUInt8) {
+    return ctx.error("BitShift on " + std::string(common::dtype_name(ctx.dtype(0))) +
+                     " is not supported (PyTorch 1.13 has no such unsigned type)");
+  }
+  const std::string direction = ctx.node().attr_string("direction", "");
+  if (direction != "LEFT" && direction != "RIGHT") {
+    return ctx.error("direction must be LEFT or RIGHT, got '" + direction + "'");
+  }
+  const std::string expr =
+      ctx.in(0) + (direction == "LEFT" ? " << " : " >> ") + ctx.scalar_or_in(1);
+  return ctx.emit(expr, "shifted", broadcast_batched(ctx));
 }
 
 }  // namespace
@@ -257,9 +280,9 @@ void register_elementwise(HandlerRegistry& t) {
   t.add("Shrink", shrink);
   t.add("Trilu", trilu);
   t.add("Where", where);
-  t.add("Identity", identity);
-  t.add("Dropout", identity);
   t.add("IsInf", is_inf);
+  t.add("PRelu", prelu);
+  t.add("BitShift", bit_shift);
 }
 
 }  // namespace torchonnx

@@ -1,5 +1,6 @@
 // Indexing: Slice (constant or data-dependent starts), Gather, GatherElements, GatherND,
-// ScatterND, ScatterElements, ArgMax/ArgMin, TopK. Data-dependent indices become tensor indexing
+// ScatterND, ScatterElements, Compress, ReverseSequence; Pad and CenterCropPad in
+// ops_index_pad.cc, OneHot in ops_index_onehot.cc. Data-dependent indices become tensor indexing
 // and scatter, never Python control flow.
 #include <algorithm>
 #include <string>
@@ -320,32 +321,6 @@ Status scatter_elements(Context& ctx) {
   return ctx.emit(ctx.in(0) + call, "scatter", false);
 }
 
-Status arg_extreme(Context& ctx) {
-  ASSIGN_OR_RETURN(const int64_t axis, axis_at(ctx, ctx.node().attr_int("axis", 0), ctx.rank(0)));
-  const bool keep = ctx.node().attr_int("keepdims", 1) != 0;
-  const bool last = ctx.node().attr_int("select_last_index", 0) != 0;
-  const std::string fn = ctx.node().op_type == "ArgMax" ? "torch.argmax(" : "torch.argmin(";
-  const std::string x = last ? ctx.in(0) + ".flip(" + std::to_string(axis) + ")" : ctx.in(0);
-  std::string expr = fn + x + ", " + std::to_string(axis) + (keep ? ", keepdim=True)" : ")");
-  if (last) expr = std::to_string(ctx.shape(0)[axis] - 1) + " - " + expr;
-  return ctx.emit(expr, "argmax", ctx.batched(0) && axis != 0);
-}
-
-Status topk(Context& ctx) {
-  int64_t k = ctx.node().attr_int("k", -1);
-  if (ctx.has_input(1)) {
-    const Tensor* t = ctx.constant(1);
-    if (!t) return ctx.error("K must be a constant");
-    k = t->int_at(0);
-  }
-  ASSIGN_OR_RETURN(const int64_t axis, axis_at(ctx, ctx.node().attr_int("axis", -1), ctx.rank(0)));
-  const bool largest = ctx.node().attr_int("largest", 1) != 0;
-  std::string expr = "torch.topk(" + ctx.in(0) + ", " + std::to_string(k) + ", " +
-                     std::to_string(axis) + (largest ? "" : ", largest=False") + ")";
-  ctx.emit_tuple(expr, "topk", ctx.batched(0) && axis != 0);
-  return {};
-}
-
 // Compress with a constant condition: the selected positions along the axis (or of the flattened
 // input) are known, so it is a Gather. A condition computed at run time would make the output
 // shape depend on the data.
@@ -368,7 +343,49 @@ Status compress(Context& ctx) {
   return ctx.emit(index_at(x, axis, idx), "compress", has_axis && ctx.batched(0) && axis != 0);
 }
 
+// ReverseSequence: a gather along the time axis with index lens[b] - 1 - t for the first
+// lens[b] steps of batch entry b and t after them.
+Status reverse_sequence(Context& ctx) {
+  const common::Node& node = ctx.node();
+  const int64_t batch_axis = node.attr_int("batch_axis", 1);
+  const int64_t time_axis = node.attr_int("time_axis", 0);
+  const bool axes_ok = (batch_axis == 0 && time_axis == 1) || (batch_axis == 1 && time_axis == 0);
+  if (ctx.rank(0) < 2 || !axes_ok) {
+    return ctx.error("batch_axis and time_axis must be 0 and 1 on an input of rank >= 2");
+  }
+  const int64_t steps = ctx.shape(0)[time_axis];
+  std::vector<int64_t> step_values(steps);
+  for (int64_t t = 0; t < steps; ++t) step_values[t] = t;
+  // Steps along the time axis, lens along the batch axis: they broadcast to [time, batch] or
+  // [batch, time].
+  const common::Dims step_dims = time_axis == 0 ? common::Dims{steps, 1} : common::Dims{steps};
+  const std::string t = ctx.buffer(common::Tensor::from_int64(step_values, step_dims), "steps");
+  std::string lens;
+  if (const common::Tensor* c = ctx.constant(1)) {
+    const int64_t n = c->numel();
+    lens = ctx.buffer(common::Tensor::from_int64(
+                          c->to_int64(), batch_axis == 0 ? common::Dims{n, 1} : common::Dims{n}),
+                      "lengths");
+  } else {
+    lens = ctx.in(1) + (ctx.dtype(1) == DType::kInt64 ? "" : ".long()");
+    if (batch_axis == 0) lens += ".unsqueeze(1)";
+  }
+  std::string index =
+      "torch.where(" + t + " < " + lens + ", " + lens + " - 1 - " + t + ", " + t + ")";
+  const std::string x = ctx.in(0);
+  if (ctx.rank(0) > 2) {  // unit dims for the trailing axes, expanded to x's shape
+    std::vector<std::string> parts{":", ":"};
+    parts.resize(ctx.rank(0), "None");
+    index += "[" + join(parts) + "].expand_as(" + x + ")";
+  }
+  return ctx.emit("torch.gather(" + x + ", " + std::to_string(time_axis) + ", " + index + ")",
+                  "reversed", ctx.batched(0) && batch_axis == 0);
+}
+
 }  // namespace
+
+void register_index_pad(HandlerRegistry& t);     // Pad, CenterCropPad (ops_index_pad.cc)
+void register_index_onehot(HandlerRegistry& t);  // OneHot (ops_index_onehot.cc)
 
 void register_index(HandlerRegistry& t) {
   t.add("Slice", slice);
@@ -378,10 +395,10 @@ void register_index(HandlerRegistry& t) {
   t.add("ScatterND", scatter_nd);
   t.add("ScatterElements", scatter_elements);
   t.add("Scatter", scatter_elements);
-  t.add("ArgMax", arg_extreme);
-  t.add("ArgMin", arg_extreme);
-  t.add("TopK", topk);
   t.add("Compress", compress);
+  t.add("ReverseSequence", reverse_sequence);
+  register_index_pad(t);
+  register_index_onehot(t);
 }
 
 }  // namespace torchonnx

@@ -369,12 +369,19 @@ Status einsum(Context& ctx) {
   return ctx.emit(expr + ")", "einsum", einsum_batched(ctx, equation));
 }
 
+// Det: torch.linalg.det.
+Status det(Context& ctx) {
+  if (ctx.rank(0) < 2) return ctx.error("input must have rank >= 2");
+  return ctx.emit("torch.linalg.det(" + ctx.in(0) + ")", "det", ctx.batched(0) && ctx.rank(0) > 2);
+}
+
 }  // namespace
 
 void register_linalg(HandlerRegistry& t) {
   t.add("Gemm", gemm);
   t.add("MatMul", matmul);
   t.add("Einsum", einsum);
+  t.add("Det", det);
 }
 
 }  // namespace torchonnx

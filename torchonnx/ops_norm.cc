@@ -143,6 +143,22 @@ Status lrn(Context& ctx) {
   return ctx.emit(expr, "lrn", ctx.batched(0));
 }
 
+// (x - mean) / (std + 1e-9) over `axes`, std being the population standard deviation (ONNX's
+// function body computes it as sqrt(E[x^2] - E[x]^2)).
+Status mean_variance_normalization(Context& ctx) {
+  const int64_t rank = ctx.rank(0);
+  ASSIGN_OR_RETURN(std::vector<int64_t> axes,
+                   axes_at(ctx, ctx.node().attr_ints("axes", {0, 2, 3}), rank));
+  std::sort(axes.begin(), axes.end());
+  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  const std::string x = ctx.in(0);
+  const std::string dims = int_or_tuple(axes, false);
+  const std::string expr = "(" + x + " - " + x + ".mean(" + dims +
+                           ", keepdim=True)) / (torch.sqrt(" + x + ".var(" + dims +
+                           ", unbiased=False, keepdim=True)) + 1e-09)";
+  return ctx.emit(expr, "mvn", ctx.batched(0));
+}
+
 }  // namespace
 
 void register_norm(HandlerRegistry& t) {
@@ -151,6 +167,7 @@ void register_norm(HandlerRegistry& t) {
   t.add("LayerNormalization", layer_norm);
   t.add("GroupNormalization", group_norm);
   t.add("LRN", lrn);
+  t.add("MeanVarianceNormalization", mean_variance_normalization);
 }
 
 }  // namespace torchonnx

@@ -347,6 +347,41 @@ Status global_lp_pool(Context& ctx) {
                   "lp_pool", ctx.batched(0));
 }
 
+// MaxUnpool: the indices address the flattened unpooled tensor (batch and channel included) of
+// the size kernel, strides and pads give; a larger output_shape pads it at the end of each dim.
+Status max_unpool(Context& ctx) {
+  const common::Node& n = ctx.node();
+  const common::Dims& in = ctx.shape(0);
+  const common::Dims& out = ctx.out_shape();
+  if (in.size() < 3 || out.size() != in.size()) return ctx.error("expected [N, C, D...] tensors");
+  const size_t spatial = in.size() - 2;
+  const std::vector<int64_t> kernel = n.attr_ints("kernel_shape");
+  const std::vector<int64_t> strides = n.attr_ints("strides", std::vector<int64_t>(spatial, 1));
+  const std::vector<int64_t> pads = n.attr_ints("pads", std::vector<int64_t>(2 * spatial, 0));
+  if (kernel.size() != spatial || strides.size() != spatial || pads.size() != 2 * spatial) {
+    return ctx.error("kernel_shape, strides or pads do not match the input rank");
+  }
+  common::Dims unpooled(in.begin(), in.begin() + 2);
+  std::vector<int64_t> padding;  // F.pad order: last dim first
+  for (size_t d = 0; d < spatial; ++d) {
+    unpooled.push_back((in[d + 2] - 1) * strides[d] + kernel[d] - pads[d] - pads[d + spatial]);
+  }
+  for (size_t d = in.size(); d-- > 2;) {
+    if (out[d] < unpooled[d]) return ctx.error("output_shape is smaller than the unpooled size");
+    padding.insert(padding.end(), {0, out[d] - unpooled[d]});
+  }
+  const bool batched = ctx.batched(0);
+  int64_t per_sample = 1;
+  for (size_t d = 1; d < unpooled.size(); ++d) per_sample *= unpooled[d];
+  const std::string x = ctx.in(0);
+  const std::string numel = batched ? x + ".shape[0] * " + std::to_string(per_sample)
+                                    : std::to_string(per_sample * unpooled[0]);
+  std::string expr = x + ".new_zeros(" + numel + ").scatter(0, " + ctx.in(1) + ".flatten(), " + x +
+                     ".flatten()).reshape(" + shape_args(unpooled, batched) + ")";
+  if (unpooled != out) expr = "F.pad(" + expr + ", " + py_tuple(padding) + ")";
+  return ctx.emit(expr, "unpooled", batched);
+}
+
 }  // namespace
 
 void register_pool(HandlerRegistry& t) {
@@ -356,6 +391,7 @@ void register_pool(HandlerRegistry& t) {
   t.add("GlobalMaxPool", global_pool);
   t.add("LpPool", lp_pool);
   t.add("GlobalLpPool", global_lp_pool);
+  t.add("MaxUnpool", max_unpool);
 }
 
 }  // namespace torchonnx

@@ -1,5 +1,5 @@
 // Quantization ops: QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear as arithmetic,
-// the integer and QLinear forms of MatMul and Conv, and BitShift.
+// and the integer and QLinear forms of MatMul and Conv.
 //
 // Integer accumulation is done in float64: it holds every product and sum of 8-bit values
 // exactly and runs on any device (torch has no integer matmul or convolution on CUDA). Results
@@ -243,21 +243,6 @@ Status qlinear_conv(Context& ctx) {
                   ctx.batched(0));
 }
 
-// BitShift on uint8, the one unsigned type every supported torch version has.
-Status bit_shift(Context& ctx) {
-  if (ctx.dtype(0) != DType::kUInt8) {
-    return ctx.error("BitShift on " + std::string(common::dtype_name(ctx.dtype(0))) +
-                     " is not supported (PyTorch 1.13 has no such unsigned type)");
-  }
-  const std::string direction = ctx.node().attr_string("direction", "");
-  if (direction != "LEFT" && direction != "RIGHT") {
-    return ctx.error("direction must be LEFT or RIGHT, got '" + direction + "'");
-  }
-  const std::string expr =
-      ctx.in(0) + (direction == "LEFT" ? " << " : " >> ") + ctx.scalar_or_in(1);
-  return ctx.emit(expr, "shifted", broadcast_batched(ctx));
-}
-
 }  // namespace
 
 void register_quant(HandlerRegistry& t) {
@@ -268,7 +253,6 @@ void register_quant(HandlerRegistry& t) {
   t.add("QLinearMatMul", qlinear_matmul);
   t.add("ConvInteger", conv_integer);
   t.add("QLinearConv", qlinear_conv);
-  t.add("BitShift", bit_shift);
 }
 
 }  // namespace torchonnx

@@ -13,6 +13,7 @@ namespace {
 
 using common::DType;
 using common::Status;
+using common::Tensor;
 
 struct Reduction {
   std::string_view pre;   ///< applied to x first ("$.abs()")
@@ -143,11 +144,41 @@ Status cumsum(Context& ctx) {
   return ctx.emit_at(expr, "cumsum", in_axis == axis ? -1 : in_axis);
 }
 
+// ArgMax / ArgMin (select_last_index through a flip), TopK (K constant).
+Status arg_extreme(Context& ctx) {
+  ASSIGN_OR_RETURN(const int64_t axis, axis_at(ctx, ctx.node().attr_int("axis", 0), ctx.rank(0)));
+  const bool keep = ctx.node().attr_int("keepdims", 1) != 0;
+  const bool last = ctx.node().attr_int("select_last_index", 0) != 0;
+  const std::string fn = ctx.node().op_type == "ArgMax" ? "torch.argmax(" : "torch.argmin(";
+  const std::string x = last ? ctx.in(0) + ".flip(" + std::to_string(axis) + ")" : ctx.in(0);
+  std::string expr = fn + x + ", " + std::to_string(axis) + (keep ? ", keepdim=True)" : ")");
+  if (last) expr = std::to_string(ctx.shape(0)[axis] - 1) + " - " + expr;
+  return ctx.emit(expr, "argmax", ctx.batched(0) && axis != 0);
+}
+
+Status topk(Context& ctx) {
+  int64_t k = ctx.node().attr_int("k", -1);
+  if (ctx.has_input(1)) {
+    const Tensor* t = ctx.constant(1);
+    if (!t) return ctx.error("K must be a constant");
+    k = t->int_at(0);
+  }
+  ASSIGN_OR_RETURN(const int64_t axis, axis_at(ctx, ctx.node().attr_int("axis", -1), ctx.rank(0)));
+  const bool largest = ctx.node().attr_int("largest", 1) != 0;
+  std::string expr = "torch.topk(" + ctx.in(0) + ", " + std::to_string(k) + ", " +
+                     std::to_string(axis) + (largest ? "" : ", largest=False") + ")";
+  ctx.emit_tuple(expr, "topk", ctx.batched(0) && axis != 0);
+  return {};
+}
+
 }  // namespace
 
 void register_reduce(HandlerRegistry& t) {
   for (const auto& [op, r] : reductions()) t.add(op, reduce);
   t.add("CumSum", cumsum);
+  t.add("ArgMax", arg_extreme);
+  t.add("ArgMin", arg_extreme);
+  t.add("TopK", topk);
 }
 
 }  // namespace torchonnx

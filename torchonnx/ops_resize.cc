@@ -302,9 +302,12 @@ Status resize(Context& ctx) {
 
 }  // namespace
 
+void register_resize_sampling(HandlerRegistry& t);  // GridSample, AffineGrid, RoiAlign
+
 void register_resize(HandlerRegistry& t) {
   t.add("Resize", resize);
   t.add("Upsample", resize);
+  register_resize_sampling(t);
 }
 
 }  // namespace torchonnx

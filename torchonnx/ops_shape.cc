@@ -303,6 +303,15 @@ Status depth_space(Context& ctx) {
   return ctx.emit(expr, "space", batched);
 }
 
+// Identity and Dropout (inference): the input itself.
+Status identity(Context& ctx) {
+  ctx.alias(0, ctx.operand(0));
+  for (size_t i = 1; i < ctx.num_outputs(); ++i) {
+    if (ctx.output_used(i)) return ctx.error("the training-mode mask output is not supported");
+  }
+  return {};
+}
+
 }  // namespace
 
 void register_shape(HandlerRegistry& t) {
@@ -317,6 +326,8 @@ void register_shape(HandlerRegistry& t) {
   t.add("Tile", tile);
   t.add("DepthToSpace", depth_space);
   t.add("SpaceToDepth", depth_space);
+  t.add("Identity", identity);
+  t.add("Dropout", identity);
 }
 
 }  // namespace torchonnx

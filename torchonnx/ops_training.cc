@@ -122,10 +122,14 @@ Status adam(Context& ctx) {
 
 }  // namespace
 
+// NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss (ops_training_loss.cc).
+void register_training_loss(HandlerRegistry& t);
+
 void register_training(HandlerRegistry& t) {
   t.add("Adagrad", adagrad);
   t.add("Momentum", momentum);
   t.add("Adam", adam);
+  register_training_loss(t);
 }
 
 }  // namespace torchonnx

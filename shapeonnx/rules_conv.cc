@@ -1,4 +1,4 @@
-// Neural-network layers: Conv, ConvTranspose and the normalizations. Pools are in rules_pool.cc.
+// Convolutions: Conv, DeformConv, ConvTranspose, Col2Im.
 #include <limits>
 #include <string>
 
@@ -9,7 +9,6 @@ namespace shapeonnx {
 namespace {
 
 using common::Dims;
-using common::DType;
 using common::Result;
 using common::Status;
 
@@ -103,50 +102,6 @@ Status conv_transpose_rule(InferContext& ctx) {
   return {};
 }
 
-// BatchNormalization: Y like X; the optional statistics outputs (training mode, or the 5-output
-// form of older opsets) are vectors over the channels.
-Status batch_norm_rule(InferContext& ctx) {
-  if (ctx.rank(0) < 1) return ctx.error("BatchNormalization input has rank 0");
-  ctx.set_output(0, ctx.dtype(0), ctx.shape(0));
-  const int64_t channels = ctx.rank(0) >= 2 ? ctx.shape(0)[1] : 1;
-  const DType stats = ctx.has_input(3) ? ctx.dtype(3) : ctx.dtype(0);
-  for (size_t i = 1; i < ctx.num_outputs(); ++i) {
-    if (!ctx.node().outputs[i].empty()) ctx.set_output(i, stats, {channels});
-  }
-  return {};
-}
-
-// Normalizations that keep the input's shape.
-Status same_shape_rule(InferContext& ctx) { return same_as_input(ctx); }
-
-// LayerNormalization: Y like X; Mean and InvStdDev keep dims before axis and have 1 after it, in
-// the stash_type (float by default).
-Status layer_norm_rule(InferContext& ctx) {
-  const Dims& x = ctx.shape(0);
-  ASSIGN_OR_RETURN(int64_t axis, ctx.axis(ctx.node().attr_int("axis", -1), ctx.rank(0)));
-  ctx.set_output(0, ctx.dtype(0), x);
-  Dims stats(x.begin(), x.begin() + axis);
-  stats.resize(x.size(), 1);
-  const auto stash = static_cast<DType>(ctx.node().attr_int("stash_type", 1));
-  for (size_t i = 1; i < ctx.num_outputs() && i < 3; ++i) {
-    if (!ctx.node().outputs[i].empty()) ctx.set_output(i, stash, stats);
-  }
-  return {};
-}
-
-// NegativeLogLikelihoodLoss(input [N, C, d...], target [N, d...]) and
-// SoftmaxCrossEntropyLoss(scores, labels): target's shape with reduction "none", else a scalar;
-// SoftmaxCrossEntropyLoss's optional log_prob output has the scores' shape.
-Status loss_rule(InferContext& ctx) {
-  if (ctx.rank(0) < 2 || ctx.rank(1) != ctx.rank(0) - 1) {
-    return ctx.error("loss input must be [N, C, d...] with target [N, d...]");
-  }
-  const bool none = ctx.node().attr_string("reduction", "mean") == "none";
-  ctx.set_output(0, ctx.dtype(0), none ? ctx.shape(1) : Dims{});
-  if (ctx.num_outputs() > 1) ctx.set_output(1, ctx.dtype(0), ctx.shape(0));
-  return {};
-}
-
 // Col2Im(input [N, C * prod(block), L], image_shape, block_shape) -> [N, C, image_shape...],
 // where L must be the number of blocks the window fits in the padded image.
 Status col2im_rule(InferContext& ctx) {
@@ -178,20 +133,11 @@ Status col2im_rule(InferContext& ctx) {
 
 }  // namespace
 
-void register_nn_rules(ShapeRegistry& table) {
+void register_conv_rules(ShapeRegistry& table) {
   table.add("Conv", &conv_rule);
   table.add("DeformConv", &conv_rule);
   table.add("Col2Im", &col2im_rule);  // offset and mask do not change the output shape
   table.add("ConvTranspose", &conv_transpose_rule);
-  table.add("BatchNormalization", &batch_norm_rule);
-  table.add("InstanceNormalization", &same_shape_rule);
-  table.add("GroupNormalization", &same_shape_rule);
-  table.add("LRN", &same_shape_rule);
-  table.add("LayerNormalization", &layer_norm_rule);
-  table.add("NegativeLogLikelihoodLoss", &loss_rule);
-  table.add("SoftmaxCrossEntropyLoss", &loss_rule);
-  register_pool_rules(table);
-  register_recurrent_rules(table);
 }
 
 }  // namespace shapeonnx

@@ -1,4 +1,4 @@
-// Sliding-window layers: Conv and ConvTranspose (1-D/2-D), AveragePool, MaxPool, Pad.
+// Convolutions: Conv and ConvTranspose (1-D/2-D), and the window geometry the pools share.
 // 1-D inputs are handled as 2-D with a height of 1.
 #include <algorithm>
 #include <cmath>
@@ -17,26 +17,16 @@ using common::num_elements;
 using common::Result;
 using Triplets = std::vector<Eigen::Triplet<double>>;
 
-// Geometry of a 2-D window op on an [N, C, H, W] input.
-struct Window {
-  int64_t n = 1, c = 1, h = 1, w = 1;      // input
-  int64_t kh = 1, kw = 1;                  // kernel
-  int64_t sh = 1, sw = 1, dh = 1, dw = 1;  // strides, dilations
-  int64_t ph = 0, pw = 0, ph_end = 0, pw_end = 0;
-  int64_t oh = 1, ow = 1;  // output spatial size
-  bool one_d = false;
-};
-
 // Reads a per-spatial-axis attribute as a 2-D (h, w) pair; 1-D ops get `fill` for h.
 std::pair<int64_t, int64_t> pair_attr(const std::vector<int64_t>& v, bool one_d, int64_t fill) {
   if (v.empty()) return {fill, fill};
   return one_d ? std::pair{fill, v[0]} : std::pair{v[0], v[1]};
 }
 
-// The node's window (common::read_window) on an [N, C, W] or [N, C, H, W] input with `kernel` (the
-// weight's spatial dims; empty for pools, which have kernel_shape). `forward` (Conv, pools):
-// auto_pad resolved and output sizes computed; otherwise (ConvTranspose) the pads as given.
-Result<Window> window(const OpContext& ctx, const Dims& x, const Dims& kernel, bool forward) {
+}  // namespace
+
+common::Result<Window> window(const OpContext& ctx, const Dims& x, const Dims& kernel,
+                              bool forward) {
   if (x.size() != 3 && x.size() != 4) return ctx.error("only 1-D and 2-D windows are supported");
   Result<common::Window> read = common::read_window(ctx.node, x.size() - 2, kernel);
   if (!read.ok()) return ctx.error(read.error().message);
@@ -70,22 +60,11 @@ Result<Window> window(const OpContext& ctx, const Dims& x, const Dims& kernel, b
   return g;
 }
 
-Dims out_dims(const Window& g, int64_t channels) {
+common::Dims out_dims(const Window& g, int64_t channels) {
   return g.one_d ? Dims{g.n, channels, g.ow} : Dims{g.n, channels, g.oh, g.ow};
 }
 
-// Calls f(out_spatial, kernel_pos, in_spatial or -1 when in padding) for one channel plane.
-template <class F>
-void for_each_tap(const Window& g, F&& f) {
-  for (int64_t oy = 0; oy < g.oh; ++oy)
-    for (int64_t ox = 0; ox < g.ow; ++ox)
-      for (int64_t ky = 0; ky < g.kh; ++ky)
-        for (int64_t kx = 0; kx < g.kw; ++kx) {
-          int64_t iy = oy * g.sh - g.ph + ky * g.dh, ix = ox * g.sw - g.pw + kx * g.dw;
-          bool inside = iy >= 0 && iy < g.h && ix >= 0 && ix < g.w;
-          f(oy * g.ow + ox, ky * g.kw + kx, inside ? iy * g.w + ix : -1, iy, ix);
-        }
-}
+namespace {
 
 Vec channel_bias(const OpContext& ctx, size_t input, int64_t channels, int64_t n, int64_t plane) {
   Vec bias = Vec::Zero(n * channels * plane);
@@ -200,144 +179,10 @@ Result<OpOutputs> conv_transpose_rule(const OpContext& ctx) {
   return affine_output(std::move(terms), channel_bias(ctx, 2, m, g.n, out_plane), out);
 }
 
-Result<Window> pool_window(const OpContext& ctx) {
-  std::vector<int64_t> ks = ctx.node.attr_ints("kernel_shape");
-  if (ks.empty()) return ctx.error("pool needs kernel_shape");
-  return window(ctx, ctx.shape(0), {}, true);
-}
-
-Result<OpOutputs> average_pool_rule(const OpContext& ctx) {
-  ASSIGN_OR_RETURN(Window g, pool_window(ctx));
-  bool include_pad = ctx.node.attr_int("count_include_pad", 0) != 0;
-  int64_t in_plane = g.h * g.w, out_plane = g.oh * g.ow, planes = g.n * g.c;
-  // Divisor per output position: taps inside the input (or inside input + pads).
-  std::vector<int64_t> count(out_plane, 0);
-  for_each_tap(g, [&](int64_t o, int64_t, int64_t i, int64_t iy, int64_t ix) {
-    bool in_padded = iy >= -g.ph && iy < g.h + g.ph_end && ix >= -g.pw && ix < g.w + g.pw_end;
-    if (include_pad ? in_padded : i >= 0) ++count[o];
-  });
-  Triplets t;
-  for (int64_t p = 0; p < planes; ++p)
-    for_each_tap(g, [&](int64_t o, int64_t, int64_t i, int64_t, int64_t) {
-      if (i >= 0) t.emplace_back(p * out_plane + o, p * in_plane + i, 1.0 / count[o]);
-    });
-  std::vector<LinearTerm> terms =
-      one_term(sparse_term(0, planes * out_plane, planes * in_plane, t));
-  return affine_output(std::move(terms), Vec::Zero(planes * out_plane), out_dims(g, g.c));
-}
-
-// MaxPool: the max of the window's lower and upper bounds.
-class MaxPoolOp : public BoundOp {
- public:
-  MaxPoolOp(std::vector<int64_t> taps, int64_t k) : taps_(std::move(taps)), k_(k) {}
-  Interval interval(const std::vector<const Interval*>& in) const override {
-    int64_t n = taps_.size() / k_;
-    Interval out{Vec::Constant(n, -std::numeric_limits<double>::infinity()),
-                 Vec::Constant(n, -std::numeric_limits<double>::infinity())};
-    for (int64_t o = 0; o < n; ++o)
-      for (int64_t j = 0; j < k_; ++j) {
-        int64_t i = taps_[o * k_ + j];
-        if (i < 0) continue;
-        out.lo[o] = std::max(out.lo[o], in[0]->lo[i]);
-        out.hi[o] = std::max(out.hi[o], in[0]->hi[i]);
-      }
-    return out;
-  }
-  // Per output: the input i with the largest lower bound l_i is a lower line. With M the largest
-  // upper bound of the others, the output is x_i where l_i >= M, at most M where u_i <= M, and
-  // otherwise at most the chord of max(x_i, M) over [l_i, u_i].
-  Relaxation relax(const std::vector<const Interval*>& in, const Interval& out) const override {
-    const Interval& x = *in[0];
-    const int64_t n = taps_.size() / k_;
-    Relaxation r;
-    r.kind = Relaxation::Kind::kLinear;
-    r.lo_bias = Vec::Zero(n), r.up_bias = Vec::Zero(n);
-    std::vector<Eigen::Triplet<double>> lo, up;
-    for (int64_t o = 0; o < n; ++o) {
-      int64_t best = -1;
-      double m = -std::numeric_limits<double>::infinity();
-      for (int64_t j = 0; j < k_; ++j) {
-        int64_t i = taps_[o * k_ + j];
-        if (i >= 0 && (best < 0 || x.lo[i] > x.lo[best])) best = i;
-      }
-      for (int64_t j = 0; j < k_; ++j) {
-        int64_t i = taps_[o * k_ + j];
-        if (i >= 0 && i != best) m = std::max(m, x.hi[i]);
-      }
-      if (best < 0 || !std::isfinite(x.lo[best]) || !std::isfinite(x.hi[best])) return {};
-      const double l = x.lo[best], u = x.hi[best];
-      lo.emplace_back(o, best, 1.0);
-      if (l >= m) {
-        up.emplace_back(o, best, 1.0);
-      } else if (u <= m || !std::isfinite(m)) {
-        r.up_bias[o] = out.hi[o];
-      } else {
-        const double s = (u - m) / (u - l);
-        up.emplace_back(o, best, s);
-        r.up_bias[o] = m - s * l + 1e-12 * (1 + std::abs(u) + std::abs(l) + std::abs(m));
-      }
-    }
-    r.lo_map.resize(n, x.size()), r.up_map.resize(n, x.size());
-    r.lo_map.setFromTriplets(lo.begin(), lo.end());
-    r.up_map.setFromTriplets(up.begin(), up.end());
-    return r;
-  }
-
- private:
-  std::vector<int64_t> taps_;  // k_ input indices per output element, -1 for padding
-  int64_t k_;
-};
-
-Result<OpOutputs> max_pool_rule(const OpContext& ctx) {
-  ASSIGN_OR_RETURN(Window g, pool_window(ctx));
-  int64_t k = g.kh * g.kw, in_plane = g.h * g.w, out_plane = g.oh * g.ow, planes = g.n * g.c;
-  std::vector<int64_t> taps(planes * out_plane * k, -1);
-  for (int64_t p = 0; p < planes; ++p)
-    for_each_tap(g, [&](int64_t o, int64_t kk, int64_t i, int64_t, int64_t) {
-      if (i >= 0) taps[(p * out_plane + o) * k + kk] = p * in_plane + i;
-    });
-  OpOutputs out;
-  out.push_back({std::make_unique<MaxPoolOp>(std::move(taps), k), out_dims(g, g.c)});
-  return out;
-}
-
-// Pad (constant mode): each output element copies the input element at coord - pad_begin, or is
-// the constant fill. Negative pads crop.
-Result<OpOutputs> pad_rule(const OpContext& ctx) {
-  if (ctx.node.attr_string("mode", "constant") != "constant")
-    return ctx.error("only constant Pad is supported");
-  const Dims& x = ctx.shape(0);
-  ASSIGN_OR_RETURN(std::vector<int64_t> pads,
-                   ints_input_or_attr(ctx, 1, ctx.opset < 11 ? "pads" : ""));
-  if (pads.size() != 2 * x.size()) return ctx.error("Pad pads do not match the input rank");
-  double fill = ctx.opset < 11 ? ctx.node.attr_float("value", 0.0f)
-                               : (ctx.present(2) ? ctx.constants[2]->double_at(0) : 0.0);
-  size_t r = x.size();
-  Dims out(r);
-  for (size_t i = 0; i < r; ++i) out[i] = x[i] + pads[i] + pads[r + i];
-  std::vector<int64_t> os = strides_of(out), is = strides_of(x), src(num_elements(out));
-  for (size_t flat = 0; flat < src.size(); ++flat) {
-    int64_t idx = 0;
-    for (size_t i = 0; i < r && idx >= 0; ++i) {
-      int64_t c = (flat / os[i]) % out[i] - pads[i];
-      idx = c < 0 || c >= x[i] ? -1 : idx + c * is[i];
-    }
-    src[flat] = idx;
-  }
-  Vec bias(src.size());
-  for (size_t i = 0; i < src.size(); ++i) bias[i] = src[i] < 0 ? fill : 0.0;
-  std::vector<LinearTerm> terms = one_term(gather_term(0, src, num_elements(x)));
-  return affine_output(std::move(terms), std::move(bias), out);
-}
-
 }  // namespace
 
-void add_layer_rules(RuleTable& table) {
-  table.insert(table.end(), {{"Conv", conv_rule},
-                             {"ConvTranspose", conv_transpose_rule},
-                             {"AveragePool", average_pool_rule},
-                             {"MaxPool", max_pool_rule},
-                             {"Pad", pad_rule}});
+void add_conv_rules(RuleTable& table) {
+  table.insert(table.end(), {{"Conv", conv_rule}, {"ConvTranspose", conv_transpose_rule}});
 }
 
 }  // namespace propdag

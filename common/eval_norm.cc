@@ -1,4 +1,5 @@
-// Normalizations, global pools and (de)quantization. Statistics accumulate in double.
+// Normalizations: BatchNormalization, InstanceNormalization, GroupNormalization,
+// LayerNormalization, MeanVarianceNormalization. Statistics accumulate in double.
 #include <cmath>
 #include <limits>
 
@@ -134,48 +135,6 @@ Result<Outputs> group_norm_kernel(const Ctx& c) {
   });
 }
 
-/// AffineGrid: for every output position, theta [N, k, k + 1] times (x, y[, z], 1), where the
-/// normalized coordinates run from -1 to 1 over pixel corners (align_corners) or centres.
-Result<Outputs> affine_grid_kernel(const Ctx& c) {
-  ASSIGN_OR_RETURN(const Tensor* theta, c.need(0));
-  ASSIGN_OR_RETURN(const Tensor* size_in, c.need(1));
-  const std::vector<int64_t> size = ints_of(*size_in);
-  const auto k = static_cast<int64_t>(size.size()) - 2;
-  if ((k != 2 && k != 3) || theta->dims != Dims{size[0], k, k + 1})
-    return c.error("theta must be [N, 2, 3] with a 4-D size or [N, 3, 4] with a 5-D size");
-  const bool align = c.node().attr_int("align_corners", 0) != 0;
-  Dims dims = {size[0]};
-  dims.insert(dims.end(), size.begin() + 2, size.end());  // D, H, W: z, y, x
-  dims.push_back(k);
-  RETURN_IF_ERROR(check_size(c, dims));
-  auto coord = [align](int64_t i, int64_t n) {
-    if (align)
-      return n > 1 ? -1.0 + 2.0 * static_cast<double>(i) / static_cast<double>(n - 1) : 0.0;
-    return (2.0 * static_cast<double>(i) + 1.0) / static_cast<double>(n) - 1.0;
-  };
-  return visit_floating(c, theta->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
-    Tensor out = make_tensor(theta->dtype, dims);
-    auto o = out.mutable_span<T>();
-    Dims spatial(dims.begin() + 1, dims.end() - 1);
-    std::vector<int64_t> idx(spatial.size(), 0);
-    const int64_t points = num_elements(spatial);
-    for (int64_t n = 0; n < size[0]; ++n) {
-      std::fill(idx.begin(), idx.end(), 0);
-      for (int64_t p = 0; p < points; ++p, next_index(idx, spatial)) {
-        std::vector<double> base(k + 1, 1.0);  // x, y[, z], 1
-        for (int64_t a = 0; a < k; ++a) base[a] = coord(idx[k - 1 - a], spatial[k - 1 - a]);
-        for (int64_t r = 0; r < k; ++r) {
-          double v = 0;
-          for (int64_t j = 0; j <= k; ++j)
-            v += scalar_double(*theta, (n * k + r) * (k + 1) + j) * base[j];
-          o[(n * points + p) * k + r] = static_cast<T>(v);
-        }
-      }
-    }
-    return Outputs{std::move(out)};
-  });
-}
-
 /// LayerNormalization (opset 17): normalizes over dims [axis, rank); outputs Y, Mean, InvStdDev.
 Result<Outputs> layer_norm_kernel(const Ctx& c) {
   ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
@@ -247,45 +206,14 @@ Result<Outputs> mvn_kernel(const Ctx& c) {
   });
 }
 
-/// GlobalAveragePool / GlobalMaxPool: over every dim after the first two, kept as 1.
-template <bool kMax>
-Result<Outputs> global_pool_kernel(const Ctx& c) {
-  ASSIGN_OR_RETURN(const Tensor* x, c.need(0));
-  if (x->dims.size() < 2) return c.error("input must have rank >= 2");
-  int64_t inner = prod(x->dims, 2, x->dims.size()), groups = x->dims[0] * x->dims[1];
-  Dims dims = x->dims;
-  for (size_t d = 2; d < dims.size(); ++d) dims[d] = 1;
-  return visit_floating(c, x->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
-    Tensor y = make_tensor(x->dtype, dims);
-    auto in = x->span<T>();
-    for (int64_t g = 0; g < groups; ++g) {
-      double acc = kMax ? -INFINITY : 0;
-      for (int64_t i = 0; i < inner; ++i) {
-        double v = in[g * inner + i];
-        acc = kMax ? std::max(acc, v) : acc + v;
-      }
-      y.mutable_span<T>()[g] = static_cast<T>(kMax ? acc : acc / static_cast<double>(inner));
-    }
-    return Outputs{std::move(y)};
-  });
-}
-
 }  // namespace
 
-Result<Outputs> quantize_kernel(const Ctx& c);
-Result<Outputs> dequantize_kernel(const Ctx& c);
-
-void register_nn(KernelRegistry& r) {
+void register_norm(KernelRegistry& r) {
   r.add("BatchNormalization", {batch_norm_kernel, true});
   r.add("InstanceNormalization", {instance_norm_kernel, true});
   r.add("LayerNormalization", {layer_norm_kernel});
   r.add("GroupNormalization", {group_norm_kernel, true});
-  r.add("AffineGrid", {affine_grid_kernel, true});
   r.add("MeanVarianceNormalization", {mvn_kernel, true});
-  r.add("GlobalAveragePool", {global_pool_kernel<false>, true});
-  r.add("GlobalMaxPool", {global_pool_kernel<true>, true});
-  r.add("QuantizeLinear", {quantize_kernel});
-  r.add("DequantizeLinear", {dequantize_kernel});
 }
 
 }  // namespace common::eval

@@ -1,5 +1,6 @@
-// Layout ops: Reshape, Flatten, Transpose, Concat, Squeeze, Unsqueeze, Expand, Tile, Pad,
-// DepthToSpace, SpaceToDepth. Indexing ops (Slice, Gather, Split, ...) are in rules_index.cc.
+// Shape ops: Reshape, Flatten, Transpose, Concat, Split, Squeeze, Unsqueeze, Expand, Tile,
+// DepthToSpace, SpaceToDepth, Identity, Dropout. Indexing ops (Slice, Gather, Pad, ...) are in
+// rules_index.cc.
 #include <algorithm>
 #include <string>
 #include <string_view>
@@ -13,6 +14,7 @@ namespace shapeonnx {
 namespace {
 
 using common::Dims;
+using common::DType;
 using common::Result;
 using common::Status;
 
@@ -186,50 +188,6 @@ Status tile_rule(InferContext& ctx) {
   return {};
 }
 
-// Pad: out[axis] = in[axis] + pad_begin + pad_end (pads from the input since opset 11,
-// `pads`/`paddings` attribute before; optional axes input since opset 18).
-Status pad_rule(InferContext& ctx) {
-  const Dims& in = ctx.shape(0);
-  const int64_t r = ctx.rank(0);
-  const std::string_view attr = ctx.node().has_attr("pads") ? "pads" : "paddings";  // opset 1
-  ASSIGN_OR_RETURN(auto listed, ints_from_input_or_attr(ctx, 1, attr, "Pad pads"));
-  std::vector<int64_t> pads = listed.value_or(std::vector<int64_t>{});
-  std::vector<int64_t> axes;
-  if (ctx.has_input(3)) {
-    ASSIGN_OR_RETURN(std::vector<int64_t> listed, known_ints(ctx, 3, "Pad axes"));
-    ASSIGN_OR_RETURN(axes, normalize_axes(ctx, listed, r));
-  } else {
-    for (int64_t i = 0; i < r; ++i) axes.push_back(i);
-  }
-  if (pads.size() != 2 * axes.size()) return ctx.error("Pad pads length is not twice the axes");
-  Dims out = in;
-  for (size_t k = 0; k < axes.size(); ++k) {
-    out[axes[k]] += pads[k] + pads[k + axes.size()];
-    if (out[axes[k]] < 0) return ctx.error("Pad makes a negative dim");
-  }
-  ctx.set_output(0, ctx.dtype(0), std::move(out));
-  return {};
-}
-
-// CenterCropPad: out[axes[k]] = shape[k] (all axes when `axes` is absent).
-Status center_crop_pad_rule(InferContext& ctx) {
-  const int64_t r = ctx.rank(0);
-  ASSIGN_OR_RETURN(std::vector<int64_t> lengths, known_ints(ctx, 1, "CenterCropPad shape"));
-  std::vector<int64_t> axes = ctx.node().attr_ints("axes");
-  if (axes.empty()) {
-    for (int64_t i = 0; i < r; ++i) axes.push_back(i);
-  }
-  ASSIGN_OR_RETURN(axes, normalize_axes(ctx, axes, r));
-  if (lengths.size() != axes.size()) return ctx.error("shape length does not match the axes");
-  Dims out = ctx.shape(0);
-  for (size_t k = 0; k < axes.size(); ++k) {
-    if (lengths[k] < 0) return ctx.error("negative length in shape");
-    out[axes[k]] = lengths[k];
-  }
-  ctx.set_output(0, ctx.dtype(0), std::move(out));
-  return {};
-}
-
 // DepthToSpace: [N, C, H, W] -> [N, C / b^2, H * b, W * b].
 Status depth_to_space_rule(InferContext& ctx) {
   const Dims& in = ctx.shape(0);
@@ -258,9 +216,65 @@ Status space_to_depth_rule(InferContext& ctx) {
   return {};
 }
 
+// Split sizes: from the `split` input (opset >= 13) or attribute, else `num_outputs` (opset 18,
+// the last chunk may be smaller), else equal parts, one per output.
+Result<std::vector<int64_t>> split_sizes(const InferContext& ctx, int64_t dim) {
+  ASSIGN_OR_RETURN(auto listed, ints_from_input_or_attr(ctx, 1, "split", "Split sizes"));
+  const int64_t n = static_cast<int64_t>(ctx.num_outputs());
+  if (listed && !listed->empty()) {
+    int64_t sum = 0;
+    for (int64_t s : *listed) sum += s;
+    if (static_cast<int64_t>(listed->size()) != n || sum != dim) {
+      return ctx.error("Split sizes do not match the outputs or the dim " + std::to_string(dim));
+    }
+    return *listed;
+  }
+  if (ctx.node().has_attr("num_outputs")) {
+    if (ctx.node().attr_int("num_outputs", 0) != n) {
+      return ctx.error("Split num_outputs differs from the number of outputs");
+    }
+    const int64_t chunk = ceil_div(dim, n);
+    std::vector<int64_t> sizes(n, chunk);
+    sizes.back() = dim - chunk * (n - 1);
+    if (sizes.back() < 0)
+      return ctx.error("Split of " + std::to_string(dim) + " into " + std::to_string(n) +
+                       " leaves an empty tail");
+    return sizes;
+  }
+  if (n == 0 || dim % n != 0) {
+    return ctx.error("dim " + std::to_string(dim) + " does not split into " + std::to_string(n) +
+                     " equal parts");
+  }
+  return std::vector<int64_t>(n, dim / n);
+}
+
+Status split_rule(InferContext& ctx) {
+  ASSIGN_OR_RETURN(int64_t axis, ctx.axis(ctx.node().attr_int("axis", 0), ctx.rank(0)));
+  ASSIGN_OR_RETURN(std::vector<int64_t> sizes, split_sizes(ctx, ctx.shape(0)[axis]));
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    Dims out = ctx.shape(0);
+    out[axis] = sizes[i];
+    ctx.set_output(i, ctx.dtype(0), std::move(out));
+  }
+  return {};
+}
+
+// Dropout: output 0 like X; optional output 1 is the boolean mask of the same shape.
+Status dropout_rule(InferContext& ctx) {
+  ctx.set_output(0, ctx.dtype(0), ctx.shape(0));
+  if (ctx.num_outputs() > 1 && !ctx.node().outputs[1].empty()) {
+    // Opsets 1-9 give the mask the input's type; from opset 10 it is boolean.
+    ctx.set_output(1, ctx.opset() >= 10 ? DType::kBool : ctx.dtype(0), ctx.shape(0));
+  }
+  return {};
+}
+
+// Identity: X's shape and dtype.
+Status identity_rule(InferContext& ctx) { return same_as_input(ctx); }
+
 }  // namespace
 
-void register_tensor_rules(ShapeRegistry& table) {
+void register_shape_rules(ShapeRegistry& table) {
   table.add("Reshape", &reshape_rule);
   table.add("Flatten", &flatten_rule);
   table.add("Transpose", &transpose_rule);
@@ -269,11 +283,11 @@ void register_tensor_rules(ShapeRegistry& table) {
   table.add("Unsqueeze", &unsqueeze_rule);
   table.add("Expand", &expand_rule);
   table.add("Tile", &tile_rule);
-  table.add("Pad", &pad_rule);
-  table.add("CenterCropPad", &center_crop_pad_rule);
   table.add("DepthToSpace", &depth_to_space_rule);
   table.add("SpaceToDepth", &space_to_depth_rule);
-  register_index_rules(table);
+  table.add("Split", &split_rule);
+  table.add("Identity", &identity_rule);
+  table.add("Dropout", &dropout_rule);
 }
 
 }  // namespace shapeonnx

@@ -48,6 +48,6 @@ Status one_hot(Context& ctx) {
 
 }  // namespace
 
-void register_onehot(HandlerRegistry& t) { t.add("OneHot", one_hot); }
+void register_index_onehot(HandlerRegistry& t) { t.add("OneHot", one_hot); }
 
 }  // namespace torchonnx

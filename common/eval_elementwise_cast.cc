@@ -119,7 +119,7 @@ Result<Tensor> cast_tensor(const Ctx& c, const Tensor& t, DType to) {
   return out;
 }
 
-void register_cast(KernelRegistry& r) {
+void register_elementwise_cast(KernelRegistry& r) {
   r.add("Cast", {cast_kernel, false});
   r.add("CastLike", {cast_like_kernel, false});
 }

@@ -1,9 +1,9 @@
-// Casts, clamps and comparisons: Cast, Clip, Min, Max, Equal, ArgMax.
+// Casts, clamps and comparisons: Cast, Clip, Min, Max, Equal.
 // Cast to a float type is the identity (bounds are kept in double); to a signed integer type it
 // truncates toward zero (monotone, relaxed by slope-1 lines within 1 of x); to bool it tests
 // x != 0 (interval). Clip and Min / Max with one variable input clamp it to constant ends:
 // monotone and piecewise linear, relaxed like a ReLU where one end lies inside the input interval.
-// Min / Max of several variable inputs, Equal and ArgMax are interval rules.
+// Min / Max of several variable inputs and Equal are interval rules.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -246,62 +246,14 @@ Result<OpOutputs> equal_rule(const OpContext& ctx) {
   return nary(ctx, NaryOp::Fn::kEqual);
 }
 
-// ArgMax over `axis`: the index lies between the first and the last element that can be the
-// largest (its upper bound reaches the largest lower bound).
-class ArgMaxOp : public BoundOp {
- public:
-  ArgMaxOp(int64_t outer, int64_t len, int64_t inner) : outer_(outer), len_(len), inner_(inner) {}
-  Interval interval(const std::vector<const Interval*>& in) const override {
-    const Interval& x = *in[0];
-    Interval out{Vec(outer_ * inner_), Vec(outer_ * inner_)};
-    for (int64_t o = 0; o < outer_; ++o)
-      for (int64_t k = 0; k < inner_; ++k) {
-        int64_t base = o * len_ * inner_ + k;
-        double best = -kInf;
-        for (int64_t j = 0; j < len_; ++j) best = std::max(best, x.lo[base + j * inner_]);
-        int64_t first = len_, last = -1;
-        for (int64_t j = 0; j < len_; ++j)
-          if (x.hi[base + j * inner_] >= best) first = std::min(first, j), last = j;
-        out.lo[o * inner_ + k] = static_cast<double>(first);
-        out.hi[o * inner_ + k] = static_cast<double>(last);
-      }
-    return out;
-  }
-  Relaxation relax(const std::vector<const Interval*>&, const Interval&) const override {
-    return {};
-  }
-
- private:
-  int64_t outer_, len_, inner_;
-};
-
-Result<OpOutputs> argmax_rule(const OpContext& ctx) {
-  const Dims& x = ctx.shape(0);
-  const auto rank = static_cast<int64_t>(x.size());
-  ASSIGN_OR_RETURN(const int64_t axis, axis_at(ctx, ctx.node.attr_int("axis", 0), rank));
-  if (x[axis] < 1) return ctx.error("ArgMax over an empty axis");
-  int64_t outer = 1, inner = 1;
-  for (int64_t i = 0; i < rank; ++i)
-    if (i != axis) (i < axis ? outer : inner) *= x[i];
-  Dims out = x;
-  if (ctx.node.attr_int("keepdims", 1))
-    out[axis] = 1;
-  else
-    out.erase(out.begin() + axis);
-  OpOutputs result;
-  result.push_back({std::make_unique<ArgMaxOp>(outer, x[axis], inner), out});
-  return result;
-}
-
 }  // namespace
 
-void add_compare_rules(RuleTable& table) {
+void add_elementwise_compare_rules(RuleTable& table) {
   table.insert(table.end(), {{"Cast", cast_rule},
                              {"Clip", clip_rule},
                              {"Min", min_rule},
                              {"Max", max_rule},
-                             {"Equal", equal_rule},
-                             {"ArgMax", argmax_rule}});
+                             {"Equal", equal_rule}});
 }
 
 }  // namespace propdag

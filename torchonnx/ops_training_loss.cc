@@ -61,7 +61,7 @@ Status softmax_cross_entropy(Context& ctx) {
 
 }  // namespace
 
-void register_loss(HandlerRegistry& t) {
+void register_training_loss(HandlerRegistry& t) {
   t.add("NegativeLogLikelihoodLoss", nll_loss);
   t.add("SoftmaxCrossEntropyLoss", softmax_cross_entropy);
 }

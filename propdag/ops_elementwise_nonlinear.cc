@@ -1,10 +1,10 @@
-// Nonlinear ops beyond the activations: Pow by a constant integer, Sin, Cos, Floor (elementwise),
-// and the product, quotient and matrix product of two variable tensors and the quotient of a
-// constant by a variable.
+// Nonlinear ops beyond the activations: Pow by a constant integer, Sin, Cos, Floor, Sign
+// (elementwise), and the product, quotient and matrix product of two variable tensors and the
+// quotient of a constant by a variable.
 // Even powers get a linear relaxation (tangent below, chord above), Sin and Cos lines of the
 // chord's slope (relax.h), products, quotients and matrix products of two variables McCormick
-// planes (sums of them); the others are relaxed to their output interval, which CROWN then
-// treats as a fresh input.
+// planes (sums of them); Sign the constant lines between sign(l) and sign(u); the others are
+// relaxed to their output interval, which CROWN then treats as a fresh input.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -17,7 +17,6 @@
 namespace propdag {
 namespace {
 
-using common::Dims;
 using common::num_elements;
 using common::Result;
 
@@ -305,6 +304,14 @@ class IntervalMatMulOp : public BoundOp {
   int64_t m_, k_, n_;
 };
 
+// Sign: monotone, relaxed by the constant lines between sign(l) and sign(u) (the activations'
+// monotone_elementwise).
+double sign(double x, double) { return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0); }
+Lines sign_relax(double l, double u, double) { return constant_lines(sign(l, 0), sign(u, 0)); }
+Result<OpOutputs> sign_rule(const OpContext& ctx) {
+  return monotone_elementwise(ctx, sign, sign_relax, 0);
+}
+
 }  // namespace
 
 Result<OpOutputs> interval_product(const OpContext& ctx, bool divide) {
@@ -329,9 +336,12 @@ Result<OpOutputs> two_variable_matmul(const OpContext& ctx) {
   return result;
 }
 
-void add_nonlinear_rules(RuleTable& table) {
-  table.insert(table.end(),
-               {{"Pow", pow_rule}, {"Sin", sin_rule}, {"Cos", cos_rule}, {"Floor", floor_rule}});
+void add_elementwise_nonlinear_rules(RuleTable& table) {
+  table.insert(table.end(), {{"Pow", pow_rule},
+                             {"Sin", sin_rule},
+                             {"Cos", cos_rule},
+                             {"Floor", floor_rule},
+                             {"Sign", sign_rule}});
 }
 
 }  // namespace propdag
