@@ -1,13 +1,11 @@
 #include "propdag/torch/torch_ops.h"
 
-#include <ATen/Dispatch.h>
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/abs.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/constant_pad_nd.h>
 #include <ATen/ops/conv2d.h>
 #include <ATen/ops/conv_transpose2d.h>
-#include <ATen/ops/empty.h>
 #include <ATen/ops/matmul.h>
 #include <ATen/ops/maximum.h>
 #include <ATen/ops/minimum.h>
@@ -38,88 +36,6 @@ namespace {
 using common::Result;
 
 // ---- Kernels ----
-
-// Adds the bounds of an elementwise relaxation lo_slope x + lo_bias <= y <= up_slope x + up_bias
-// ([K, n] each) and, when `in` >= 0, the coefficients it passes to node `in` (crown.cc's step).
-// One side of the step on the CPU, fused into one pass over the coefficients (the tensor form
-// below makes about ten passes over [K, rows, n] temporaries, which made it several times
-// slower per box than the Eigen engine): out = coef * (coef >= 0 ? s_pos : s_neg) and
-// bound += sum_j coef * (coef >= 0 ? b_pos : b_neg), per box and row. Each row's loop is a SIMD
-// loop (-fopenmp-simd): the sum is taken in the vector's lanes, then added up.
-template <class T>
-void fused_row(const T* c, const T* sp, const T* sn, const T* bp, const T* bn, T* o, T& acc,
-               int64_t n) {
-  T sum = 0;
-  if (o != nullptr) {
-#pragma omp simd reduction(+ : sum)
-    for (int64_t j = 0; j < n; ++j) {
-      const T v = c[j];
-      const bool pos = v >= 0;
-      sum += v * (pos ? bp[j] : bn[j]);
-      o[j] = v * (pos ? sp[j] : sn[j]);
-    }
-  } else {
-#pragma omp simd reduction(+ : sum)
-    for (int64_t j = 0; j < n; ++j) sum += c[j] * (c[j] >= 0 ? bp[j] : bn[j]);
-  }
-  acc += sum;
-}
-
-template <class T>
-void fused_side(const at::Tensor& coef, const at::Tensor& s_pos, const at::Tensor& s_neg,
-                const at::Tensor& b_pos, const at::Tensor& b_neg, at::Tensor& out,
-                at::Tensor& bound, bool want_out) {
-  const int64_t k = s_pos.size(0), rows = coef.size(1), n = coef.size(2);
-  const bool shared = coef.size(0) == 1;
-  const T* c = coef.data_ptr<T>();
-  const T *sp = s_pos.data_ptr<T>(), *sn = s_neg.data_ptr<T>();
-  const T *bp = b_pos.data_ptr<T>(), *bn = b_neg.data_ptr<T>();
-  T* o = want_out ? out.data_ptr<T>() : nullptr;
-  T* acc = bound.data_ptr<T>();
-  for (int64_t b = 0; b < k; ++b) {
-    const T* cb = c + (shared ? 0 : b * rows * n);
-    for (int64_t r = 0; r < rows; ++r)
-      fused_row(cb + r * n, sp + b * n, sn + b * n, bp + b * n, bn + b * n,
-                o != nullptr ? o + (b * rows + r) * n : nullptr, acc[b * rows + r], n);
-  }
-}
-
-void elementwise_step(const at::Tensor& lo_slope, const at::Tensor& lo_bias,
-                      const at::Tensor& up_slope, const at::Tensor& up_bias, int in,
-                      const at::Tensor& lam, const at::Tensor& om, TBackward& w) {
-  // crown.cc splits each coefficient into its positive and negative parts and takes the lower
-  // line for one and the upper for the other; one of the two is exactly 0, so selecting the
-  // line by the sign gives the same products.
-  if (lam.device().is_cpu()) {
-    const int64_t k = lo_slope.size(0);
-    at::Tensor l = lam.contiguous(), o = om.contiguous();
-    at::Tensor ls = lo_slope.contiguous(), us = up_slope.contiguous();
-    at::Tensor lb = lo_bias.contiguous(), ub = up_bias.contiguous();
-    at::Tensor new_lam, new_om;
-    if (in >= 0) {
-      new_lam = at::empty({k, l.size(1), l.size(2)}, l.options());
-      new_om = at::empty({k, o.size(1), o.size(2)}, o.options());
-    }
-    at::Tensor wlb = w.lb.contiguous(), wub = w.ub.contiguous();
-    AT_DISPATCH_FLOATING_TYPES(l.scalar_type(), "elementwise_step", [&] {
-      fused_side<scalar_t>(l, ls, us, lb, ub, new_lam, wlb, in >= 0);
-      fused_side<scalar_t>(o, us, ls, ub, lb, new_om, wub, in >= 0);
-    });
-    w.lb = wlb, w.ub = wub;
-    if (in < 0) return;
-    accumulate(w.lam[in], std::move(new_lam));
-    accumulate(w.om[in], std::move(new_om));
-    return;
-  }
-  at::Tensor lam_pos = lam >= 0, om_pos = om >= 0;
-  at::Tensor ls = lo_slope.unsqueeze(1), us = up_slope.unsqueeze(1);
-  at::Tensor lb = lo_bias.unsqueeze(1), ub = up_bias.unsqueeze(1);
-  w.lb.add_((lam * at::where(lam_pos, lb, ub)).sum(-1));
-  w.ub.add_((om * at::where(om_pos, ub, lb)).sum(-1));
-  if (in < 0) return;
-  accumulate(w.lam[in], lam * at::where(lam_pos, ls, us));
-  accumulate(w.om[in], om * at::where(om_pos, us, ls));
-}
 
 // out = sum_k W_k in[slot_k] + bias.
 class AffineKernel : public Kernel {

@@ -1,6 +1,6 @@
 // The torch engine's per-node arithmetic: linear maps (dense, gather, sparse, convolution;
-// torch_maps.cc) and node kernels (affine, ReLU-like, and the generic per-box path through the
-// Eigen op rule; torch_ops.cc).
+// torch_maps.cc), node kernels (affine, ReLU-like, and the generic per-box path through the
+// Eigen op rule; torch_ops.cc) and their elementwise backward step (torch_lines.cc).
 // Internal to propdag/torch: it includes ATen and is not installed.
 #pragma once
 
@@ -93,6 +93,14 @@ common::Result<std::unique_ptr<Kernel>> make_kernel(const Model& model, int node
 void intersect(TBox& a, const at::Tensor& lo, const at::Tensor& hi);
 /// Bounds of c y for y in the box `y` ([K, n]), c [rows, n]: [K, rows].
 TBox box_of(const at::Tensor& c, const TBox& y);
+
+/// The backward step through the elementwise relaxation lo_slope x + lo_bias <= y <= up_slope x +
+/// up_bias ([K, n] each) of the coefficients lam, om ([K or 1, rows, n]) on a node: adds the
+/// bounds' constant parts to `w` and, when `in` >= 0, the coefficients passed to node `in`
+/// (torch_lines.cc).
+void elementwise_step(const at::Tensor& lo_slope, const at::Tensor& lo_bias,
+                      const at::Tensor& up_slope, const at::Tensor& up_bias, int in,
+                      const at::Tensor& lam, const at::Tensor& om, TBackward& w);
 
 /// crown.h's nan_as_unbounded on tensors: NaN lower bounds -inf, NaN upper bounds +inf.
 void nan_as_unbounded(TBox& b);
