@@ -188,8 +188,9 @@ void register_boxes(const Case& c, propdag::Method method, const std::vector<int
         ->UseRealTime();
   }
   // Boxes per second of wall time: on CUDA the host thread waits while the GPU works, and on the
-  // CPU the torch engine runs chunks of boxes on LibTorch's threads ($OMP_NUM_THREADS, default
-  // one per core), while the Eigen engine takes one box at a time on one thread.
+  // CPU the torch engine runs chunks of boxes on LibTorch's threads ($OMP_NUM_THREADS;
+  // LibTorch's default: its count of physical cores), while the Eigen engine takes one box at a
+  // time on one thread.
   e->UseRealTime(), t->UseRealTime();
   if (acas) {
     e->MinTime(1.0), t->MinTime(1.0);

@@ -3,7 +3,7 @@
 # --device=cuda on the GPU, K up to 65536) over its Eigen engine (one box at a time on the CPU),
 # CROWN and alpha ("MODEL alpha"; "MODEL f32": the torch engine in float32 at the largest K),
 # per second of wall time, measured in one run of propdag_torch_bench, and load + one CROWN
-# bound per model. The torch engine uses $OMP_NUM_THREADS threads (default: one per core).
+# bound per model. The torch engine uses $OMP_NUM_THREADS threads (LibTorch's default: its count of physical cores; 1 on the 2-core VM, so set 2 there).
 #   benchmarks/propdag_torch_ratio.sh [BUILD_DIR] [--device=cpu|cuda] [--benchmark_filter=...]
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
