@@ -6,8 +6,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <mutex>
 #include <vector>
 
@@ -27,6 +30,44 @@ std::string env_or(const char* name, const char* fallback) {
 bool is_model(const fs::path& p) {
   const std::string s = p.filename().string();
   return s.ends_with(".onnx") || s.ends_with(".onnx.gz");
+}
+
+/// A model's size once decompressed: a .gz file's last four bytes (its length modulo 2^32), else
+/// the file's size; 0 where it cannot be read.
+uint64_t model_bytes(const fs::path& p) {
+  std::error_code ec;
+  if (!p.string().ends_with(".gz")) {
+    const auto size = fs::file_size(p, ec);
+    return ec ? 0 : size;
+  }
+  std::ifstream in(p, std::ios::binary | std::ios::ate);
+  if (!in || in.tellg() < 4) return 0;
+  in.seekg(-4, std::ios::end);
+  unsigned char b[4] = {};
+  in.read(reinterpret_cast<char*>(b), 4);
+  return in ? (uint64_t{b[3]} << 24) | (uint64_t{b[2]} << 16) | (uint64_t{b[1]} << 8) | b[0] : 0;
+}
+
+/// `models` (sorted paths under `dir`) with every model over 64 MiB decompressed left out except
+/// the largest of its benchmark folder (the first by name among equals).
+std::vector<std::string> largest_of_large(const std::vector<std::string>& models,
+                                          const std::string& dir) {
+  constexpr uint64_t kLarge = uint64_t{64} << 20;
+  std::map<std::string, std::pair<uint64_t, std::string>> keep;  // benchmark -> (size, path)
+  for (const auto& m : models) {
+    const uint64_t size = model_bytes(m);
+    if (size <= kLarge) continue;
+    const std::string bench = fs::path(m).lexically_relative(dir).begin()->string();
+    auto it = keep.find(bench);
+    if (it == keep.end() || size > it->second.first) keep[bench] = {size, m};
+  }
+  std::vector<std::string> out;
+  for (const auto& m : models) {
+    bool kept = model_bytes(m) <= kLarge;
+    for (const auto& [bench, entry] : keep) kept = kept || entry.second == m;
+    if (kept) out.push_back(m);
+  }
+  return out;
 }
 
 }  // namespace
@@ -49,6 +90,9 @@ std::vector<std::string> vnncomp_models() {
     if (e.is_regular_file() && is_model(e.path())) out.push_back(e.path().string());
   }
   std::sort(out.begin(), out.end());
+  if (env_or("SUITE_LARGE_MODELS", "all") == std::string("largest")) {
+    out = largest_of_large(out, dir);
+  }
   const char* sample = std::getenv("SUITE_TEST_SAMPLE");
   const long stride = sample != nullptr ? std::strtol(sample, nullptr, 10) : 1;
   if (stride > 1) {

@@ -13,8 +13,10 @@ namespace common::testing {
 /// (../shared/vnncomp2024/benchmarks). Empty if it does not exist.
 std::string vnncomp_dir();
 /// Every distinct `*.onnx` / `*.onnx.gz` file under vnncomp_dir(), sorted; empty if absent. With
-/// $SUITE_TEST_SAMPLE=N (N > 1), every N-th of them from the first: the sanitized run of the unit
-/// tests (benchmarks/sanitize.sh) takes a spread of benchmarks, not all 146 models.
+/// $SUITE_LARGE_MODELS=largest (scripts/test.sh sets it), of the models over 64 MiB decompressed
+/// only the largest of each benchmark folder (in ../shared: 135 of 146 models, and 0.6 of the
+/// 2.2 GiB). Then with $SUITE_TEST_SAMPLE=N (N > 1), every N-th of them from the first: the
+/// sanitized run of the unit tests (benchmarks/sanitize.sh) takes a spread of benchmarks.
 std::vector<std::string> vnncomp_models();
 /// The ONNX backend node test folder ($ONNX_NODE_TESTS or /usr/share/libonnx-testdata/data/node);
 /// empty if absent.

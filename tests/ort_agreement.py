@@ -5,8 +5,9 @@
 
 Runs `<build>/<tool>/<tool> MODEL -o OUT` per model, checks OUT with the ONNX checker (full check with
 --checker), and compares onnxruntime's outputs of OUT against the original on the centre and 5 seeded
-random points of the model's first vnnlib input box (vnncomp.compare). Prints a line per benchmark and
-a total; exits 1 if any model fails, 0 otherwise (also when the benchmarks are absent: skipped).
+random points of the model's first vnnlib input box (vnncomp.compare); with
+$SUITE_LARGE_MODELS=largest, of the models over 64 MiB only the largest per benchmark. Prints a
+line per benchmark and a total; exits 1 if any model fails, 0 otherwise (also when the benchmarks are absent: skipped).
 """
 import argparse
 import collections
@@ -73,7 +74,8 @@ def main():
     exe = os.path.join(args.build, args.tool, args.tool)
     per_bench = collections.defaultdict(lambda: [0, 0])
     failures, worst = [], 0.0
-    entries = [e for e in discover.from_benchmarks(args.benchmarks) if not e.missing]
+    entries = [e for e in discover.test_sample(discover.from_benchmarks(args.benchmarks))
+               if not e.missing]
     with tempfile.TemporaryDirectory() as tmp:
         for i, e in enumerate(entries):
             out = os.path.join(tmp, f"{i}.onnx")

@@ -119,3 +119,42 @@ def from_models(root, only=()):
 def shard(entries, index, count):
     """Every count-th entry starting at index (0 <= index < count)."""
     return entries[index::count]
+
+
+# Models above this many bytes (decompressed) are "large" for `largest_of_large`.
+LARGE_MODEL_BYTES = 64 << 20
+
+
+def model_bytes(path):
+    """The model's size in bytes once decompressed: a .gz file's stored size (its last four
+    bytes, the length modulo 2^32), else the file's size; 0 for a missing file."""
+    try:
+        if path.endswith(".gz"):
+            with open(path, "rb") as f:
+                f.seek(-4, os.SEEK_END)
+                return int.from_bytes(f.read(4), "little")
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def largest_of_large(entries, limit=LARGE_MODEL_BYTES):
+    """`entries` with every model over `limit` bytes left out except the largest of its
+    benchmark (the first by name among equals). The CI sample of the all-model suites: in
+    ../shared the 12 models over 64 MiB are 1.9 of the 2.2 GiB, all tllverifybench siblings
+    of the one kept."""
+    keep = {}
+    for e in entries:
+        size = model_bytes(e.path)
+        if size > limit and (e.benchmark not in keep or size > keep[e.benchmark][0]):
+            keep[e.benchmark] = (size, e.key)
+    kept = {key for _, key in keep.values()}
+    return [e for e in entries if e.key in kept or model_bytes(e.path) <= limit]
+
+
+def test_sample(entries):
+    """The entries a test suite runs over: all of them, or `largest_of_large` of them when
+    $SUITE_LARGE_MODELS is `largest` (scripts/test.sh sets it; benchmarks/ scripts do not)."""
+    if os.environ.get("SUITE_LARGE_MODELS", "all") == "largest":
+        return largest_of_large(entries)
+    return entries

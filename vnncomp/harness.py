@@ -2,7 +2,7 @@
 
     vnncomp.sh (--benchmarks DIR | --models DIR) [--benchmark NAME]... [--device cpu|cuda|all]
         [--shard I/N] [--jobs J] [--json FILE] [--markdown FILE] [--keep DIR] [--tolerance T]
-        [--timeout S] [--batch B] [--missing-is-error]
+        [--timeout S] [--batch B] [--missing-is-error] [--large-models all|largest]
     vnncomp.sh --merge A.json B.json ... [--json FILE] [--markdown FILE]
 
 Models are converted by torchonnx in batches (one process per batch) on a converter thread while
@@ -60,6 +60,9 @@ def parser():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--missing-is-error", action="store_true",
                    help="models listed in instances.csv but absent are errors, not skipped")
+    p.add_argument("--large-models", choices=("all", "largest"), default="all",
+                   help="of the models over 64 MiB decompressed, check all or only the largest "
+                        "of each benchmark")
     return p
 
 
@@ -91,6 +94,8 @@ def entries_of(args):
     if not entries:
         raise UsageError(f"no models found under {root}")
     fallbacks = _fallbacks(entries)  # from all entries, so that shards see the same boxes
+    if args.large_models == "largest":
+        entries = discover.largest_of_large(entries)
     if args.shard:
         entries = discover.shard(entries, *args.shard)
     return entries, fallbacks

@@ -109,6 +109,29 @@ def test_discovery(tmp_path):
     assert [e.model for e in discover.shard(entries, 1, 3)] == ["onnx/m0.onnx.gz", "n3.onnx"]
 
 
+def test_largest_of_large(tmp_path):
+    """Of the models over the limit only the largest of each benchmark stays; sizes of .gz files
+    are their inflated sizes."""
+    b1, b2 = tmp_path / "b1", tmp_path / "b2"
+    b1.mkdir()
+    b2.mkdir()
+    pad = {"b1/m0.onnx": 0, "b1/m1.onnx": 300, "b1/m2.onnx": 200, "b2/n3.onnx": 400, "b2/n4.onnx": 0}
+    for i, (name, n) in enumerate(pad.items()):
+        path = mlp(tmp_path / name, seed=i, doc="x" * n)[0]
+        if name.startswith("b1"):
+            gz(path)
+    entries = discover.from_benchmarks(str(tmp_path))
+    sizes = {e.model: discover.model_bytes(e.path) for e in entries}
+    for e in entries:
+        if e.path.endswith(".gz"):
+            with gzip.open(e.path, "rb") as f:
+                assert sizes[e.model] == len(f.read())
+    assert sizes["m0.onnx.gz"] == sizes["n4.onnx"] < sizes["m2.onnx.gz"] < sizes["m1.onnx.gz"]
+    kept = discover.largest_of_large(entries, limit=sizes["m0.onnx.gz"] + 100)
+    assert [e.model for e in kept] == ["m0.onnx.gz", "m1.onnx.gz", "n3.onnx", "n4.onnx"]
+    assert discover.largest_of_large(entries) == entries
+
+
 def test_shards_merged_equal_full_run(tmp_path, fake_torchonnx):
     bench = str(make_benchmarks(tmp_path / "bench"))
     full = tmp_path / "full.json"
