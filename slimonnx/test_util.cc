@@ -6,6 +6,9 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
 #include <sstream>
 
 #include "common/onnx_io.h"
@@ -119,6 +122,50 @@ std::optional<double> ort_max_error(const std::string& a, const std::string& b,
     return std::numeric_limits<double>::infinity();
   }
   return std::stod(value.substr(first));
+}
+
+std::vector<std::optional<double>> ort_max_errors(const std::vector<ComparePair>& pairs,
+                                                  std::vector<std::string>* why) {
+  static const std::string scratch = common::testing::temp_dir("ort_pairs");
+  const std::string list = scratch + "/pairs.txt";
+  {
+    std::ofstream out(list);
+    for (const ComparePair& p : pairs) {
+      out << p.a << '\t' << p.b;
+      if (!p.vnnlib.empty()) out << '\t' << p.vnnlib;
+      out << '\n';
+    }
+  }
+  const std::string src = SUITE_SOURCE_DIR;
+  const std::string cmd = "cd " + quote(src) + " && TMPDIR=" + quote(scratch) +
+                          " PYTHONPATH=" + quote(src) +
+                          " /usr/bin/python3 -m vnncomp.compare --tolerance inf --pairs " +
+                          quote(list) + " 2>" + quote(scratch + "/pairs.err");
+  int status = 0;
+  std::istringstream lines(run_command(cmd, &status));
+  std::vector<std::optional<double>> errors(pairs.size());
+  why->assign(pairs.size(), "");
+  std::string line;
+  size_t i = 0;
+  while (i < pairs.size() && std::getline(lines, line)) {
+    if (!line.starts_with("{")) continue;  // not a result line
+    const size_t at = line.find("\"max_error\":");
+    if (at == std::string::npos) {
+      (*why)[i++] = line;
+      continue;
+    }
+    const std::string value = line.substr(at + 12);
+    const size_t first = value.find_first_not_of(' ');
+    errors[i++] = first == std::string::npos || value.compare(first, 4, "null") == 0
+                      ? std::numeric_limits<double>::infinity()
+                      : std::stod(value.substr(first));
+  }
+  for (; i < pairs.size(); ++i) {
+    std::ifstream err(scratch + "/pairs.err");
+    (*why)[i] = "no result from vnncomp.compare --pairs: " +
+                std::string(std::istreambuf_iterator<char>(err), {});
+  }
+  return errors;
 }
 
 }  // namespace slimonnx::testing

@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/graph.h"
 #include "slimonnx/slim.h"
@@ -20,6 +21,14 @@ std::string graph_text(const common::Graph& graph);
 /// nullopt (with `why`) when the comparison failed.
 std::optional<double> ort_max_error(const std::string& a, const std::string& b,
                                     const std::string& vnnlib, std::string* why);
+/// One comparison of `ort_max_errors`: model b against reference a on the VNN-LIB box (or "").
+struct ComparePair {
+  std::string a, b, vnnlib;
+};
+/// What ort_max_error gives, for many pairs in one Python process (`vnncomp.compare --pairs`):
+/// one result per pair, in order; a failed pair is nullopt with its message in `why`.
+std::vector<std::optional<double>> ort_max_errors(const std::vector<ComparePair>& pairs,
+                                                  std::vector<std::string>* why);
 /// True when node and onnxruntime-node are installed.
 bool ort_available();
 

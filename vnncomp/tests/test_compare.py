@@ -39,6 +39,29 @@ def test_perturbed_model_fails(benchmarks, tmp_path):
     assert result["max_error"] > 1e-3
 
 
+def test_pairs_in_one_process_equal_one_call_each(benchmarks, tmp_path):
+    src = os.path.join(benchmarks, "acasxu_2023", "onnx", "ACASXU_run2a_1_1_batch_2000.onnx.gz")
+    model = onnx.load_model_from_string(__import__("gzip").open(src).read())
+    t = model.graph.initializer[-1]
+    t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t) + np.float32(0.5), t.name))
+    perturbed = str(tmp_path / "perturbed.onnx")
+    onnx.save(model, perturbed)
+    spec = os.path.join(benchmarks, "acasxu_2023", "vnnlib", "prop_1.vnnlib.gz")
+    missing = str(tmp_path / "nope.onnx")
+    pairs = tmp_path / "pairs.txt"
+    pairs.write_text(f"{src}\t{src}\t{spec}\n{src}\t{perturbed}\n{missing}\t{src}\n")
+    code, out, _ = compare("--pairs", str(pairs))
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert code == 1 and len(rows) == 3
+    assert [(r["a"], r["b"]) for r in rows] == [(src, src), (src, perturbed), (missing, src)]
+    one = [json.loads(compare(src, src, "--vnnlib", spec)[1]),
+           json.loads(compare(src, perturbed)[1])]
+    for row, alone in zip(rows, one):
+        assert {k: v for k, v in row.items() if k not in ("a", "b")} == alone
+    assert rows[2]["error"].startswith("FileNotFoundError") and "ok" not in rows[2]
+    assert compare("--pairs", str(pairs), src)[0] == 2
+
+
 def test_missing_file_is_exit_2(tmp_path):
     code, out, err = compare(str(tmp_path / "nope.onnx"), str(tmp_path / "nope.onnx"))
     assert code == 2 and out == ""
