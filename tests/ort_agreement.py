@@ -74,7 +74,7 @@ def main():
     exe = os.path.join(args.build, args.tool, args.tool)
     per_bench = collections.defaultdict(lambda: [0, 0])
     failures, worst = [], 0.0
-    entries = [e for e in discover.test_sample(discover.from_benchmarks(args.benchmarks))
+    entries = [e for e in discover.suite_sample(discover.from_benchmarks(args.benchmarks))
                if not e.missing]
     with tempfile.TemporaryDirectory() as tmp:
         for i, e in enumerate(entries):

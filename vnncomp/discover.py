@@ -152,7 +152,7 @@ def largest_of_large(entries, limit=LARGE_MODEL_BYTES):
     return [e for e in entries if e.key in kept or model_bytes(e.path) <= limit]
 
 
-def test_sample(entries):
+def suite_sample(entries):
     """The entries a test suite runs over: all of them, or `largest_of_large` of them when
     $SUITE_LARGE_MODELS is `largest` (scripts/test.sh sets it; benchmarks/ scripts do not)."""
     if os.environ.get("SUITE_LARGE_MODELS", "all") == "largest":

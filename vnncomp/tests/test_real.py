@@ -43,10 +43,11 @@ def test_all_models(benchmarks, torchonnx, tmp_path):
                             "--large-models", large)
     s = doc["summary"]
     print(proc.stdout.splitlines()[-1])
-    present = [e for e in discover.test_sample(discover.from_benchmarks(benchmarks))
-               if not e.missing]
+    every = [e for e in discover.from_benchmarks(benchmarks) if not e.missing]
+    present = discover.suite_sample(every)
     assert s["passed"] + s["failed"] + s["errors"] == len(present)
-    assert len(present) == (146 if large == "all" else 135)
+    if len(every) == 146:  # ../shared's VNN-COMP 2024 models: 12 over 64 MiB, 11 of them left out
+        assert len(present) == (146 if large == "all" else 135)
     last = f"{s['passed']} passed, {s['failed'] + s['errors']} failed"
     assert proc.stdout.splitlines()[-1] == last
     unexpected = [f"{r['benchmark']}/{r['model']}: {r['error']}" for r in doc["results"]
