@@ -1,5 +1,6 @@
 // Helpers shared by the torch engine's tests: an engine on the test device, a shared model's path,
-// an elementwise comparison, and a shared model with its property.
+// an elementwise comparison, a shared model with its property, and the comparison of both
+// engines' bounds on one box.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 #include <string>
 #include <utility>
 
+#include "propdag/engine.h"
 #include "propdag/model.h"
 #include "propdag/torch/torch_engine.h"
 #include "propdag/vnnlib.h"
@@ -70,6 +72,43 @@ inline std::optional<std::pair<Model, Spec>> load_acasxu(const std::filesystem::
   const std::filesystem::path acas = benchmarks / "acasxu_2023";
   return load_shared(acas / "onnx" / ("ACASXU_run2a_" + net + "_batch_2000.onnx"),
                      acas / "vnnlib" / (prop + ".vnnlib"));
+}
+
+/// One box as a batch of one.
+inline Boxes one(const Interval& box) { return {box.lo.transpose(), box.hi.transpose()}; }
+
+/// The refinement budget of the comparisons on shared models: full CROWN (the default) takes
+/// minutes on cGAN, so these compare the budgeted CROWN and check that both engines report the
+/// same nodes cut short.
+constexpr double kBudget = 2e8;
+
+/// Eigen's and the torch engine's bounds of every output, for ibp and crown, and what each
+/// reports cut short (Options::report).
+inline void expect_equal_bounds(const Model& model, const Interval& box, const std::string& name) {
+  std::unique_ptr<Engine> engine = engine_for(model);
+  for (Method m : {Method::kIbp, Method::kCrown}) {
+    Options opt;
+    opt.method = m;
+    opt.refine_budget = kBudget;
+    BoundsReport eigen_report, torch_report;
+    opt.report = &eigen_report;
+    auto ref = output_bounds(model, box, opt);
+    ASSERT_TRUE(ref.ok()) << ref.error().str();
+    opt.report = &torch_report;
+    auto got = engine->output_bounds(one(box), opt);
+    ASSERT_TRUE(got.ok()) << got.error().str();
+    EXPECT_EQ(eigen_report.boxes, torch_report.boxes) << name;
+    EXPECT_EQ(eigen_report.refined, torch_report.refined) << name;
+    EXPECT_EQ(eigen_report.ibp_budget, torch_report.ibp_budget) << name;
+    EXPECT_EQ(eigen_report.elements_ibp, torch_report.elements_ibp) << name;
+    EXPECT_EQ(eigen_report.outputs_forward, torch_report.outputs_forward) << name;
+    EXPECT_EQ(eigen_report.largest_skipped, torch_report.largest_skipped) << name;
+    for (size_t o = 0; o < ref->size(); ++o) {
+      const std::string what = name + (m == Method::kIbp ? " ibp" : " crown");
+      expect_close((*ref)[o].lo, (*got)[o].lo.row(0).transpose(), 1e-9, what + " lo");
+      expect_close((*ref)[o].hi, (*got)[o].hi.row(0).transpose(), 1e-9, what + " hi");
+    }
+  }
 }
 
 }  // namespace propdag::torch_engine::torch_test

@@ -1,0 +1,172 @@
+// The batched engine's CROWN passes: crown.cc's forward (IBP refined by backward passes where an
+// input of a nonlinear op is affordable, per box or per (box, row) pair) and its backward pass.
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/abs.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/matmul.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/where.h>
+#include <ATen/ops/zeros.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "propdag/torch/torch_engine_impl.h"
+
+namespace propdag::torch_engine::internal {
+
+Status TorchEngine::forward(const TBox& x, const Options& opt,
+                            const std::vector<double>& output_rows, std::vector<TBox>& b,
+                            std::vector<TLines>& lines, const std::vector<TBox>* prior) {
+  const Dag& dag = m_.dag();
+  const bool binding = propdag::internal::budget_binding(m_, opt, kinds_, row_cost_, output_rows);
+  b.assign(dag.size(), TBox{});
+  lines.assign(dag.size(), TLines{});
+  const int64_t k = x.lo.size(0);
+  if (opt.report != nullptr) opt.report->boxes += k;
+  for (int n = 0; n < dag.size(); ++n) {
+    if (m_.op(n) == nullptr) {
+      b[n] = input_part(x, n);
+      continue;
+    }
+    std::vector<const TBox*> in;
+    for (int p : dag.node(n).inputs) in.push_back(p >= 0 ? &b[p] : nullptr);
+    ASSIGN_OR_RETURN(b[n], kernels_[n]->interval(in));
+    internal::nan_as_unbounded(b[n]);
+    if (prior != nullptr && (*prior)[n].lo.defined())
+      intersect(b[n], (*prior)[n].lo, (*prior)[n].hi);
+    if (kinds_[n] == RefineRows::kNone) continue;
+    const RefineRows kind =
+        propdag::internal::refine_kind(m_, opt, n, kinds_[n], binding, row_cost_[n]);
+    RETURN_IF_ERROR(refine(n, kind, x, opt, b, lines));
+  }
+  return {};
+}
+
+Status TorchEngine::refine(int n, RefineRows kind, const TBox& x, const Options& opt,
+                           std::vector<TBox>& b, std::vector<TLines>& lines) const {
+  const int64_t k = x.lo.size(0), numel = m_.numel(n);
+  at::Tensor want = kind == RefineRows::kAll
+                        ? at::ones({k, numel}, b[n].lo.options().dtype(at::kBool))
+                        : ((b[n].lo >= 0).logical_or(b[n].hi <= 0)).logical_not();
+  const at::Tensor counts = want.sum(1).to(at::kCPU, at::kLong).contiguous();
+  const int64_t* count = counts.data_ptr<int64_t>();
+  at::Tensor take = at::zeros({k, 1}, at::TensorOptions().dtype(at::kBool));
+  auto taken = take.accessor<bool, 2>();
+  bool any = false;
+  for (int64_t i = 0; i < k; ++i) {
+    taken[i][0] = propdag::internal::refine_rows_choice(opt, row_cost_[n], count[i]);
+    any = any || taken[i][0];
+  }
+  if (!any) return {};
+  want = want.logical_and(take.to(want.device()));
+  const at::Tensor rows = want.any(0).nonzero().squeeze(1);
+  const int64_t pairs = want.sum().item<int64_t>();
+  if (pairs_ok_[n] && 4 * pairs < 3 * k * rows.size(0))
+    return refine_pairs(n, want, x, opt, b, lines);
+  at::Tensor id = at::zeros({rows.size(0), numel}, opts_);  // those rows of the identity
+  id.scatter_(1, rows.unsqueeze(1), 1.0);
+  ASSIGN_OR_RETURN(TBox c, backward(n, id, x, b, opt, nullptr, &lines));
+  const TBox old{b[n].lo.index_select(1, rows), b[n].hi.index_select(1, rows)};
+  TBox tight = old;
+  intersect(tight, c.lo, c.hi);
+  const at::Tensor mine = want.index_select(1, rows);
+  b[n].lo = b[n].lo.index_copy(1, rows, at::where(mine, tight.lo, old.lo));
+  b[n].hi = b[n].hi.index_copy(1, rows, at::where(mine, tight.hi, old.hi));
+  return {};
+}
+
+Status TorchEngine::refine_pairs(int n, const at::Tensor& want, const TBox& x, const Options& opt,
+                                 std::vector<TBox>& b, std::vector<TLines>& lines) const {
+  const std::vector<int> order = m_.dag().backward_order(n);
+  for (int m : order) {  // the boxes' lines, computed once, then taken per pair
+    if (kernels_[m] == nullptr || kernels_[m]->affine() != nullptr || lines[m].lo_slope.defined())
+      continue;
+    ASSIGN_OR_RETURN(lines[m], kernels_[m]->lines(m, b));
+  }
+  double widest = 0;
+  for (int m : order) widest = std::max<double>(widest, static_cast<double>(m_.numel(m)));
+  const at::Tensor at_pair = want.nonzero();  // [P, 2]: box, row
+  const int64_t total = at_pair.size(0), numel = m_.numel(n);
+  const auto chunk =
+      std::max<int64_t>(1, static_cast<int64_t>(opt.chunk_entries / std::max(1.0, widest)));
+  for (int64_t p0 = 0; p0 < total; p0 += chunk) {
+    const int64_t pk = std::min(chunk, total - p0);
+    const at::Tensor box = at_pair.narrow(0, p0, pk).select(1, 0).contiguous();
+    const at::Tensor row = at_pair.narrow(0, p0, pk).select(1, 1).contiguous();
+    const TBox xs{x.lo.index_select(0, box), x.hi.index_select(0, box)};
+    std::vector<TBox> bs(b.size());  // only what the affine steps need: none
+    std::vector<TLines> ls(b.size());
+    for (int m : order) {
+      const TLines& l = lines[m];
+      if (!l.lo_slope.defined()) continue;
+      ls[m] = {l.lo_slope.index_select(0, box),
+               l.lo_bias.index_select(0, box),
+               l.up_slope.index_select(0, box),
+               l.up_bias.index_select(0, box),
+               at::Tensor(),
+               at::Tensor(),
+               l.input};
+    }
+    at::Tensor c = at::zeros({pk, 1, numel}, opts_);
+    c.scatter_(2, row.view({pk, 1, 1}), 1.0);
+    ASSIGN_OR_RETURN(TBox r, backward(n, c, xs, bs, opt, nullptr, &ls));
+    const at::Tensor flat = box * numel + row;  // the pairs in b[n] seen as one vector
+    const at::Tensor lo = b[n].lo.reshape(-1), hi = b[n].hi.reshape(-1);
+    TBox tight{lo.index_select(0, flat), hi.index_select(0, flat)};
+    intersect(tight, r.lo.squeeze(1), r.hi.squeeze(1));
+    b[n].lo = lo.index_copy(0, flat, tight.lo).view_as(b[n].lo);
+    b[n].hi = hi.index_copy(0, flat, tight.hi).view_as(b[n].hi);
+  }
+  return {};
+}
+
+Result<TBox> TorchEngine::backward(int target, const at::Tensor& c, const TBox& x,
+                                   const std::vector<TBox>& b, const Options& opt, at::Tensor* coef,
+                                   std::vector<TLines>* lines) const {
+  const Dag& dag = m_.dag();
+  std::vector<int> order = dag.backward_order(target);
+  double widest = 0;
+  for (int n : order) widest = std::max<double>(widest, static_cast<double>(m_.numel(n)));
+  const bool per_box = c.dim() == 3;
+  const int64_t k = x.lo.size(0), rows = c.size(per_box ? 1 : 0);
+  const auto chunk = std::max<int64_t>(
+      1, static_cast<int64_t>(opt.chunk_entries / (widest * static_cast<double>(k))));
+  std::vector<at::Tensor> lo, hi;
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+    const int64_t rk = std::min(chunk, rows - r0);
+    TBackward w{std::vector<at::Tensor>(dag.size()), std::vector<at::Tensor>(dag.size()),
+                at::zeros({k, rk}, opts_), at::zeros({k, rk}, opts_), lines};
+    // [1, rows, n]: the same for every box until a nonlinear op's lines make it differ
+    // (every step broadcasts a batch of 1 against the boxes).
+    w.lam[target] =
+        per_box ? c.narrow(1, r0, rk).contiguous() : c.narrow(0, r0, rk).unsqueeze(0).contiguous();
+    w.om[target] = w.lam[target];
+    for (int n : order) {
+      if (!w.lam[n].defined()) continue;
+      if (m_.op(n) == nullptr) {
+        concretize(input_part(x, n), w.lam[n], w.om[n], w);
+        if (coef != nullptr)
+          coef->narrow(1, r0, rk).narrow(2, offset_[n], m_.numel(n)).add_(w.lam[n]);
+      } else {
+        RETURN_IF_ERROR(kernels_[n]->step(n, b, w));
+      }
+      w.lam[n] = at::Tensor();
+      w.om[n] = at::Tensor();
+    }
+    lo.push_back(w.lb);
+    hi.push_back(w.ub);
+  }
+  TBox out = lo.size() == 1 ? TBox{lo[0], hi[0]} : TBox{at::cat(lo, 1), at::cat(hi, 1)};
+  internal::nan_as_unbounded(out);
+  return out;
+}
+
+void TorchEngine::concretize(const TBox& in, const at::Tensor& lam, const at::Tensor& om,
+                             TBackward& w) {
+  at::Tensor center = ((in.lo + in.hi) * 0.5).unsqueeze(-1);
+  at::Tensor radius = ((in.hi - in.lo) * 0.5).unsqueeze(-1);
+  w.lb = w.lb + (at::matmul(lam, center) - at::matmul(lam.abs(), radius)).squeeze(-1);
+  w.ub = w.ub + (at::matmul(om, center) + at::matmul(om.abs(), radius)).squeeze(-1);
+}
+}  // namespace propdag::torch_engine::internal
