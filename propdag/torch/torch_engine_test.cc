@@ -25,10 +25,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using torch_test::engine_for;
-using torch_test::existing;
 using torch_test::expect_close;
 using torch_test::expect_equal_bounds;
-using torch_test::kBudget;
 using torch_test::one;
 
 TEST(TorchEngine, Network1MatchesHandWorkedBounds) {
