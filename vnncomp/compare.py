@@ -76,13 +76,19 @@ def _result(worst, outputs, n, reason, tolerance):
 
 
 def _pairs(args):
-    with (sys.stdin if args.pairs == "-" else open(args.pairs)) as f:
-        lines = [line.rstrip("\n") for line in f if line.strip()]
+    try:
+        with (sys.stdin if args.pairs == "-" else open(args.pairs)) as f:
+            lines = [line.rstrip("\n") for line in f if line.strip()]
+    except OSError as e:
+        print(f"vnncomp.compare: {_one_line(e)}", file=sys.stderr)
+        return 2
     all_ok = True
     for line in lines:
-        a, b, *rest = line.split("\t")
+        a, b, *rest = line.split("\t") + [""]
         try:
-            out = {"a": a, "b": b, **_result(*compare(a, b, rest[0] if rest else None, args.points,
+            if not b:
+                raise ValueError(f"not A<TAB>B[<TAB>SPEC]: {line!r}")
+            out = {"a": a, "b": b, **_result(*compare(a, b, rest[0] or None, args.points,
                                                       args.seed), args.tolerance)}
         except Exception as e:  # noqa: BLE001 - reported per pair
             out = {"a": a, "b": b, "error": _one_line(e)}

@@ -60,6 +60,11 @@ def test_pairs_in_one_process_equal_one_call_each(benchmarks, tmp_path):
         assert {k: v for k, v in row.items() if k not in ("a", "b")} == alone
     assert rows[2]["error"].startswith("FileNotFoundError") and "ok" not in rows[2]
     assert compare("--pairs", str(pairs), src)[0] == 2
+    code, out, err = compare("--pairs", str(tmp_path / "absent.txt"))
+    assert code == 2 and out == "" and err.startswith("vnncomp.compare: ")
+    pairs.write_text(f"{src}\n")
+    code, out, _ = compare("--pairs", str(pairs))
+    assert code == 1 and json.loads(out)["error"].startswith("ValueError: not A<TAB>B")
 
 
 def test_missing_file_is_exit_2(tmp_path):
