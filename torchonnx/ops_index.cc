@@ -1,7 +1,7 @@
 // Indexing: Slice (constant or data-dependent starts), Gather, GatherElements, GatherND,
-// ScatterND, ScatterElements, Compress, ReverseSequence; Pad and CenterCropPad in
-// ops_index_pad.cc, OneHot in ops_index_onehot.cc. Data-dependent indices become tensor indexing
-// and scatter, never Python control flow.
+// Compress, ReverseSequence; ScatterND and ScatterElements in ops_index_scatter.cc, Pad and
+// CenterCropPad in ops_index_pad.cc, OneHot in ops_index_onehot.cc. Data-dependent indices become
+// tensor indexing and scatter, never Python control flow.
 #include <algorithm>
 #include <string>
 
@@ -23,17 +23,6 @@ std::string index_at(const std::string& x, int64_t axis, const std::string& what
   std::vector<std::string> parts(axis, ":");
   parts.push_back(what);
   return x + "[" + join(parts) + "]";
-}
-
-std::string as_long(const Context& ctx, size_t i, const std::string& expr) {
-  return ctx.dtype(i) == DType::kInt64 ? expr : expr + ".to(torch.int64)";
-}
-
-// Normalized constant indices as an int64 tensor (negative ones wrapped by `dim`).
-Tensor wrapped_indices(const Tensor& t, int64_t dim) {
-  std::vector<int64_t> v = t.to_int64();
-  for (int64_t& i : v) i = i < 0 ? i + dim : i;
-  return Tensor::from_int64(v, t.dims);
 }
 
 struct SliceSpec {
@@ -244,83 +233,6 @@ Status gather_nd(Context& ctx) {
   return ctx.emit(x + "[" + join(parts) + "]", "gather", batched);
 }
 
-// ScatterND as a scatter over the data viewed as [prod(dims[:k]), rest], with linear row
-// indices computed from the index tuples (at compile time when they are constant).
-// ".scatter(" for reduction none, else the reducing form; empty for unknown reductions.
-std::string scatter_call(const std::string& reduction, int64_t axis, const std::string& index,
-                         const std::string& src) {
-  const std::string args = std::to_string(axis) + ", " + index + ", " + src;
-  if (reduction == "none") return ".scatter(" + args + ")";
-  if (reduction == "add") return ".scatter_add(" + args + ")";
-  if (reduction == "mul") return ".scatter_reduce(" + args + ", \"prod\")";
-  if (reduction == "max") return ".scatter_reduce(" + args + ", \"amax\")";
-  if (reduction == "min") return ".scatter_reduce(" + args + ", \"amin\")";
-  return "";
-}
-
-Status scatter_nd(Context& ctx) {
-  const std::string reduction = ctx.node().attr_string("reduction", "none");
-  const Dims& data = ctx.shape(0);
-  const Dims& is = ctx.shape(1);
-  const int64_t k = is.back();
-  int64_t rows = 1, rest = 1;
-  for (int64_t d = 0; d < static_cast<int64_t>(data.size()); ++d) (d < k ? rows : rest) *= data[d];
-  std::vector<int64_t> strides(k, 1);
-  for (int64_t j = k - 1; j > 0; --j) strides[j - 1] = strides[j] * data[j];
-  std::string lin;
-  bool spare_row = false;
-  if (const Tensor* idx = ctx.constant(1)) {
-    const std::vector<int64_t> v = idx->to_int64();
-    std::vector<int64_t> rows_of;
-    for (size_t t = 0; t + k <= v.size(); t += k) {
-      int64_t r = 0;
-      for (int64_t j = 0; j < k; ++j)
-        r += (v[t + j] < 0 ? v[t + j] + data[j] : v[t + j]) * strides[j];
-      rows_of.push_back(r);
-    }
-    const int64_t m = static_cast<int64_t>(rows_of.size());
-    lin = ctx.buffer(Tensor::from_int64(rows_of, {m, 1}), "rows");
-  } else {
-    // Tuples with an index outside [-dim, dim) (ONNX: an error, or no tuple at all when the
-    // indices came from an empty slice) go to an extra row that is dropped afterwards.
-    const std::string dims =
-        ctx.buffer(Tensor::from_int64(Dims(data.begin(), data.begin() + k), {k}), "dims");
-    const std::string st = ctx.buffer(Tensor::from_int64(strides, {k}), "strides");
-    const std::string tuples = as_long(ctx, 1, ctx.in(1));
-    lin = ctx.local("torch.where(((" + tuples + " >= -" + dims + ") & (" + tuples + " < " + dims +
-                        ")).all(-1), (torch.remainder(" + tuples + ", " + dims + ") * " + st +
-                        ").sum(-1), " + std::to_string(rows) + ")",
-                    "rows") +
-          ".reshape(-1, 1)";
-    spare_row = true;
-  }
-  const std::string r = std::to_string(rest);
-  const std::string call = scatter_call(reduction, 0, lin + ".expand(-1, " + r + ")",
-                                        ctx.in(2) + ".reshape(-1, " + r + ")");
-  if (call.empty()) return ctx.error("unknown reduction '" + reduction + "'");
-  std::string table = ctx.in(0) + ".reshape(" + std::to_string(rows) + ", " + r + ")";
-  if (spare_row) {
-    table = ctx.local(table, "table");
-    table = "torch.cat([" + table + ", " + table + "[:1]])";
-  }
-  std::string expr = table + call + (spare_row ? "[:" + std::to_string(rows) + "]" : "") +
-                     ".reshape" + py_tuple(data);
-  return ctx.emit(expr, "scatter", false);
-}
-
-Status scatter_elements(Context& ctx) {
-  const std::string reduction = ctx.node().attr_string("reduction", "none");
-  ASSIGN_OR_RETURN(const int64_t axis, axis_at(ctx, ctx.node().attr_int("axis", 0), ctx.rank(0)));
-  const int64_t dim = ctx.shape(0)[axis];
-  const Tensor* idx = ctx.constant(1);
-  std::string index =
-      idx ? ctx.buffer(wrapped_indices(*idx, dim), "indices")
-          : "torch.remainder(" + as_long(ctx, 1, ctx.in(1)) + ", " + std::to_string(dim) + ")";
-  const std::string call = scatter_call(reduction, axis, index, ctx.in(2));
-  if (call.empty()) return ctx.error("unknown reduction '" + reduction + "'");
-  return ctx.emit(ctx.in(0) + call, "scatter", false);
-}
-
 // Compress with a constant condition: the selected positions along the axis (or of the flattened
 // input) are known, so it is a Gather. A condition computed at run time would make the output
 // shape depend on the data.
@@ -384,21 +296,20 @@ Status reverse_sequence(Context& ctx) {
 
 }  // namespace
 
-void register_index_pad(HandlerRegistry& t);     // Pad, CenterCropPad (ops_index_pad.cc)
-void register_index_onehot(HandlerRegistry& t);  // OneHot (ops_index_onehot.cc)
+void register_index_pad(HandlerRegistry& t);      // Pad, CenterCropPad (ops_index_pad.cc)
+void register_index_onehot(HandlerRegistry& t);   // OneHot (ops_index_onehot.cc)
+void register_index_scatter(HandlerRegistry& t);  // ScatterND, ScatterElements, Scatter
 
 void register_index(HandlerRegistry& t) {
   t.add("Slice", slice);
   t.add("Gather", gather);
   t.add("GatherElements", gather_elements);
   t.add("GatherND", gather_nd);
-  t.add("ScatterND", scatter_nd);
-  t.add("ScatterElements", scatter_elements);
-  t.add("Scatter", scatter_elements);
   t.add("Compress", compress);
   t.add("ReverseSequence", reverse_sequence);
   register_index_pad(t);
   register_index_onehot(t);
+  register_index_scatter(t);
 }
 
 }  // namespace torchonnx

@@ -153,4 +153,14 @@ common::Result<ConvGeometry> conv_geometry(Context& ctx, const std::vector<int64
   return g;
 }
 
+std::string as_long(const Context& ctx, size_t i, const std::string& expr) {
+  return ctx.dtype(i) == common::DType::kInt64 ? expr : expr + ".to(torch.int64)";
+}
+
+common::Tensor wrapped_indices(const common::Tensor& t, int64_t dim) {
+  std::vector<int64_t> v = t.to_int64();
+  for (int64_t& i : v) i = i < 0 ? i + dim : i;
+  return common::Tensor::from_int64(v, t.dims);
+}
+
 }  // namespace torchonnx

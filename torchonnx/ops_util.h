@@ -54,4 +54,9 @@ common::Result<ConvGeometry> conv_geometry(Context& ctx, const std::vector<int64
 /// A copy of `t` converted to float64 values.
 std::vector<double> doubles(const common::Tensor& t);
 
+/// Input i's expression `expr` as int64 indices (a cast unless it already is int64).
+std::string as_long(const Context& ctx, size_t i, const std::string& expr);
+/// Constant indices as an int64 tensor, negative ones wrapped by `dim`.
+common::Tensor wrapped_indices(const common::Tensor& t, int64_t dim);
+
 }  // namespace torchonnx
