@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "common/eval_kernels.h"
+#include "common/eval/kernels.h"
 
 namespace common {
 namespace {

@@ -1,4 +1,4 @@
-// Data-dependent indexing (ops_index.cc): Slice with variable starts and ends, ScatterND with
+// Data-dependent indexing (ops/index.cc): Slice with variable starts and ends, ScatterND with
 // variable indices; bounds worked by hand.
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <utility>
 
-#include "common/eval.h"
+#include "common/eval/eval.h"
 #include "common/onnx_io.h"
 #include "common/op_params.h"
 #include "propdag/registry.h"

@@ -1,5 +1,5 @@
-// Hand-worked bounds of the nonlinear rules (ops_elementwise_nonlinear.cc,
-// ops_elementwise_compare.cc) and the reductions: every expected value below was computed by hand
+// Hand-worked bounds of the nonlinear rules (ops/elementwise_nonlinear.cc,
+// ops/elementwise_compare.cc) and the reductions: every expected value below was computed by hand
 // (shown in the comments).
 #include <gtest/gtest.h>
 

@@ -49,7 +49,7 @@ OpRule find_rule(std::string_view op_type);
 /// Every op type with a rule, sorted.
 std::vector<std::string> supported_ops();
 
-// Registration, one function per op family file (ops_<family>.cc, ops_<family>_<part>.cc; the
+// Registration, one function per op family file (ops/<family>.cc, ops/<family>_<part>.cc; the
 // families of common/ADDING_AN_OP.md): each appends its (op type, rule) pairs, which
 // op_rules() then adds to the registry in this order.
 using RuleTable = std::vector<std::pair<std::string_view, OpRule>>;

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Checks that every tool registers each ONNX op in the file of its family (common/ADDING_AN_OP.md).
 
-Reads the registration functions of common/eval_*.cc, shapeonnx/rules_*.cc, torchonnx/ops_*.cc
-and propdag/ops_*.cc (`register_*` / `add_*` bodies, and the space-separated op lists they pass
+Reads the registration functions of common/eval/*.cc, shapeonnx/rules/*.cc, torchonnx/ops/*.cc
+and propdag/ops/*.cc (`register_*` / `add_*` bodies, and the space-separated op lists they pass
 to add_rules) and prints each op registered in another family's file, or in a file of no family.
-A file <prefix>_<family>_<part>.cc belongs to <family>. Exits 1 on any finding not in KNOWN.
+A file <family>_<part>.cc belongs to <family>. Exits 1 on any finding not in KNOWN.
 
     scripts/check_families.py [REPO_ROOT]
 """
@@ -46,7 +46,9 @@ FAMILY_OF = {op: family for family, ops in FAMILIES.items() for op in ops.split(
 # Known exceptions, (tool, op): none.
 KNOWN = set()
 
-TOOLS = {"common": "eval_", "shapeonnx": "rules_", "torchonnx": "ops_", "propdag": "ops_"}
+TOOLS = {"common": "eval", "shapeonnx": "rules", "torchonnx": "ops", "propdag": "ops"}
+# Files of a folder that register no family: the registry and dispatch, helpers.
+NOT_FAMILIES = {"eval", "rules", "util", "test_util", "kernels", "window"}
 REGISTRATION = re.compile(r"^void (?:register|add)_\w+\([^)]*\) \{(.*?)^\}", re.S | re.M)
 OP_LIST = re.compile(r'constexpr std::string_view k\w+ =\s*((?:"[^"]*"\s*)+);')
 
@@ -63,18 +65,18 @@ def registered_ops(source):
 def main():
     root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).parents[1])
     unexpected = 0
-    for tool, prefix in TOOLS.items():
-        for path in sorted((root / tool).glob(prefix + "*.cc")):
+    for tool, folder in TOOLS.items():
+        for path in sorted((root / tool / folder).glob("*.cc")):
             if path.name.endswith("_test.cc"):
                 continue
-            family = path.stem[len(prefix):].split("_")[0]
+            family = path.stem.split("_")[0] if path.stem not in NOT_FAMILIES else path.stem
             for op in registered_ops(path.read_text()):
                 want = FAMILY_OF.get(op)
                 if want == family:
                     continue
                 known = (tool, op) in KNOWN
                 unexpected += not known
-                where = f"{tool}/{path.name}"
+                where = f"{tool}/{folder}/{path.name}"
                 print(f"{where}: {op} is in family {want or '(none listed)'}"
                       + (" (known)" if known else ""))
     return 1 if unexpected else 0

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <limits>
 
-#include "common/eval.h"
+#include "common/eval/eval.h"
 #include "shapeonnx/affine.h"
-#include "shapeonnx/rules.h"
+#include "shapeonnx/rules/rules.h"
 
 namespace shapeonnx {
 

@@ -22,8 +22,8 @@ struct Options {
   /// backend tests); their shapes come from the tensors.
   std::map<std::string, common::Tensor> input_values;
   /// Resolve sequence and optional graph inputs and outputs into tensors (unpack_ports in
-  /// control_flow.h). The graph's interface changes, so only a tool that packs them again
-  /// (torchonnx's forward takes lists) asks for it; otherwise such ports are an error.
+  /// control_flow/control_flow.h). The graph's interface changes, so only a tool that packs them
+  /// again (torchonnx's forward takes lists) asks for it; otherwise such ports are an error.
   bool unpack_ports = false;
   /// Length of each sequence input (element shapes: `input_shapes` of the same name, else the
   /// declared element shape).

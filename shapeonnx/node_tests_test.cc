@@ -15,10 +15,10 @@
 
 #include "common/onnx_io.h"
 #include "common/testing.h"
-#include "shapeonnx/control_flow.h"
+#include "shapeonnx/control_flow/control_flow.h"
 #include "shapeonnx/crosscheck.h"
 #include "shapeonnx/infer.h"
-#include "shapeonnx/rules.h"
+#include "shapeonnx/rules/rules.h"
 
 namespace shapeonnx {
 namespace {

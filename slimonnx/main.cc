@@ -10,7 +10,7 @@
 #include "common/cli.h"
 #include "common/cli_app.h"
 #include "common/onnx_io.h"
-#include "shapeonnx/control_flow.h"
+#include "shapeonnx/control_flow/control_flow.h"
 #include "shapeonnx/infer.h"
 #include "slimonnx/slim.h"
 

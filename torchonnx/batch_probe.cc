@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "shapeonnx/control_flow.h"
+#include "shapeonnx/control_flow/control_flow.h"
 
 namespace torchonnx {
 

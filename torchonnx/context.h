@@ -204,7 +204,7 @@ using Handler = common::Status (*)(Context&);
 Handler find_handler(std::string_view op_type);
 std::vector<std::string> handler_ops();
 
-/// Handler families (ops_<family>.cc, with parts in ops_<family>_<part>.cc; the families of
+/// Handler families (ops/<family>.cc, with parts in ops/<family>_<part>.cc; the families of
 /// common/ADDING_AN_OP.md) add their entries here.
 using HandlerRegistry = common::Registry<Handler>;
 void register_elementwise(HandlerRegistry& t);  // unary, binary, variadic, Clip, Cast, PRelu

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "common/onnx_io.h"
-#include "shapeonnx/control_flow.h"
+#include "shapeonnx/control_flow/control_flow.h"
 #include "shapeonnx/infer.h"
 #include "torchonnx/add_batch.h"
 #include "torchonnx/batch_probe.h"

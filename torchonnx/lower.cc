@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <memory>
 
-#include "shapeonnx/control_flow.h"
-#include "shapeonnx/rules.h"
+#include "shapeonnx/control_flow/control_flow.h"
+#include "shapeonnx/rules/rules.h"
 #include "torchonnx/context.h"
 #include "torchonnx/pyfmt.h"
 
@@ -208,7 +208,8 @@ Handler find_handler(std::string_view op_type) {
 std::vector<std::string> handler_ops() { return registry().names(); }
 
 std::vector<std::string> supported_ops() {
-  // Control flow and sequences are expanded before lowering (shapeonnx/control_flow.h).
+  // Control flow and sequences are expanded before lowering
+  // (shapeonnx/control_flow/control_flow.h).
   std::vector<std::string> out = handler_ops();
   const std::vector<std::string>& expanded = shapeonnx::expanded_ops();
   out.insert(out.end(), expanded.begin(), expanded.end());

@@ -24,7 +24,7 @@ struct LowerOptions {
   /// When set, lowering goes on past a node it cannot compile: every such node's error is
   /// appended here (nodes reading its results are skipped), and the first one is returned.
   std::vector<common::Error>* problems = nullptr;
-  /// Custom ops ("domain::Op") -> "module:function": a call of that function (ops_custom.cc).
+  /// Custom ops ("domain::Op") -> "module:function": a call of that function (ops/custom.cc).
   const std::map<std::string, std::string, std::less<>>* custom_ops = nullptr;
 };
 

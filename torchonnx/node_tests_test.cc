@@ -16,7 +16,7 @@
 #include "common/testing.h"
 #include "onnx/onnx-data.pb.h"
 #include "onnx/onnx_pb.h"
-#include "shapeonnx/rules.h"
+#include "shapeonnx/rules/rules.h"
 #include "torchonnx/convert.h"
 #include "torchonnx/lower.h"
 #include "torchonnx/node_test_skips.h"

@@ -4,8 +4,8 @@
 #include <set>
 
 #include "common/cli.h"
-#include "shapeonnx/control_flow.h"
-#include "shapeonnx/rules.h"
+#include "shapeonnx/control_flow/control_flow.h"
+#include "shapeonnx/rules/rules.h"
 #include "torchonnx/context.h"
 
 namespace torchonnx {

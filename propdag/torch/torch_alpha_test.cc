@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "common/eval.h"
+#include "common/eval/eval.h"
 #include "common/onnx_io.h"
 #include "propdag/engine.h"
 #include "propdag/test_util.h"

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "common/dtype.h"
-#include "common/eval.h"
+#include "common/eval/eval.h"
 #include "common/op_params.h"
 #include "slimonnx/pass.h"
 #include "slimonnx/rewrite.h"

@@ -14,7 +14,7 @@
 #include <set>
 #include <string_view>
 
-#include "common/eval.h"
+#include "common/eval/eval.h"
 #include "slimonnx/pass.h"
 #include "slimonnx/rewrite.h"
 

@@ -1,0 +1,126 @@
+#include "propdag/ops/util.h"
+
+#include <algorithm>
+#include <bit>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "common/eval/eval.h"
+
+namespace propdag {
+
+std::vector<int64_t> strides_of(const common::Dims& dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (int64_t i = static_cast<int64_t>(dims.size()) - 2; i >= 0; --i)
+    s[i] = s[i + 1] * dims[i + 1];
+  return s;
+}
+
+common::Result<int64_t> axis_at(const OpContext& ctx, int64_t axis, int64_t rank) {
+  return ctx.view().at(common::normalize_axis(axis, rank));
+}
+
+LinearTerm gather_term(int slot, const std::vector<int64_t>& src, int64_t in_size,
+                       const std::vector<double>& scale) {
+  Gather g;
+  g.rows = static_cast<int64_t>(src.size());
+  g.cols = in_size;
+  g.col = IndexMap::list(src);
+  // One scale for every row is kept once (the same bits: a -0 scale is not a 0 one).
+  const bool uniform = scale.empty() || std::all_of(scale.begin(), scale.end(), [&](double v) {
+                         return std::bit_cast<uint64_t>(v) == std::bit_cast<uint64_t>(scale[0]);
+                       });
+  if (uniform) {
+    g.coef = scale.empty() ? 1.0 : scale[0];
+  } else {
+    g.values = scale;
+    g.scale_at = IndexMap::identity(g.rows);
+  }
+  return gather_term(slot, std::move(g));
+}
+
+LinearTerm gather_term(int slot, Gather g) {
+  LinearTerm t;
+  t.slot = slot;
+  t.gather = std::make_shared<const Gather>(std::move(g));
+  return t;
+}
+
+LinearTerm broadcast_term(int slot, const common::Dims& in, const common::Dims& out, double coef) {
+  Gather g;
+  g.cols = common::num_elements(in);
+  g.col = IndexMap::broadcast(in, out);
+  g.rows = g.col.size();
+  g.coef = coef;
+  return gather_term(slot, std::move(g));
+}
+
+LinearTerm sparse_term(int slot, int64_t rows, int64_t cols,
+                       const std::vector<Eigen::Triplet<double>>& entries) {
+  LinearTerm t;
+  t.slot = slot;
+  t.s.resize(rows, cols);
+  t.s.setFromTriplets(entries.begin(), entries.end());
+  return t;
+}
+
+std::vector<LinearTerm> one_term(LinearTerm term) {
+  std::vector<LinearTerm> terms;
+  terms.push_back(std::move(term));
+  return terms;
+}
+
+OpOutputs affine_output(std::vector<LinearTerm> terms, Vec bias, common::Dims shape) {
+  OpOutputs out;
+  out.push_back({std::make_unique<AffineOp>(std::move(terms), std::move(bias)), std::move(shape)});
+  return out;
+}
+
+std::vector<double> broadcast_constant(const common::Tensor& t, const common::Dims& out) {
+  std::vector<int64_t> map = common::broadcast_map(t.dims, out);
+  if (map.empty() && common::num_elements(out) != 0) return {};
+  std::vector<double> values = t.to_double();
+  std::vector<double> result(map.size());
+  for (size_t i = 0; i < map.size(); ++i) result[i] = values[map[i]];
+  return result;
+}
+
+void add_broadcast_constant(const common::Tensor& t, const common::Dims& out, double coef,
+                            Vec& bias) {
+  const std::vector<double> values = t.to_double();
+  Gather g;
+  g.rows = common::num_elements(out);
+  g.col = IndexMap::broadcast(t.dims, out);
+  g.for_each([&](int64_t i, int64_t j, double) { bias[i] += coef * values[j]; });
+}
+
+common::Result<std::vector<int64_t>> ints_input_or_attr(const OpContext& ctx, size_t input,
+                                                        const char* attr) {
+  const common::Tensor* value = ctx.present(input) ? ctx.constants[input] : nullptr;
+  auto ints = ctx.view().at(common::ints_input_or_attr(ctx.node, input, value, attr, attr));
+  if (!ints.ok()) return ints.error();
+  return ints->value_or(std::vector<int64_t>{});
+}
+
+common::Result<MatMulShape> matmul_shape(const OpContext& ctx) {
+  common::Dims a = ctx.shape(0), b = ctx.shape(1);
+  const bool a_vec = a.size() == 1, b_vec = b.size() == 1;
+  if (a_vec) a.insert(a.begin(), 1);
+  if (b_vec) b.push_back(1);
+  if (a.size() < 2 || b.size() < 2) return ctx.error("MatMul operands must have a dimension");
+  common::Dims ab(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
+  auto batch = common::broadcast_shapes(ab, bb);
+  if (!batch || a.back() != b[b.size() - 2]) return ctx.error("MatMul shapes do not match");
+  MatMulShape s{a[a.size() - 2],
+                a.back(),
+                b.back(),
+                common::broadcast_map(ab, *batch),
+                common::broadcast_map(bb, *batch),
+                *batch};
+  if (!a_vec) s.out.push_back(s.m);
+  if (!b_vec) s.out.push_back(s.n);
+  return s;
+}
+
+}  // namespace propdag

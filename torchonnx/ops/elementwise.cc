@@ -1,0 +1,288 @@
+// Elementwise ops: unary math, binary arithmetic and comparisons, variadic Max/Min/Sum/Mean,
+// Clip, Cast/CastLike, Where, Shrink, Trilu, PRelu, BitShift.
+#include <map>
+#include <string>
+
+#include "torchonnx/context.h"
+#include "torchonnx/ops/util.h"
+#include "torchonnx/pyfmt.h"
+
+namespace torchonnx {
+
+namespace {
+
+using common::DType;
+using common::Status;
+
+// `pattern` with every "$0", "$1" replaced by the operands.
+std::string fill(std::string_view pattern, const std::vector<std::string>& args) {
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '$' && i + 1 < pattern.size() && pattern[i + 1] >= '0' &&
+        pattern[i + 1] <= '9') {
+      out += args[pattern[i + 1] - '0'];
+      ++i;
+      continue;
+    }
+    out += pattern[i];
+  }
+  return out;
+}
+
+struct Spec {
+  std::string_view pattern;
+  std::string_view hint;
+};
+
+const std::map<std::string_view, Spec>& unary_specs() {
+  static const std::map<std::string_view, Spec> specs = {
+      {"Abs", {"torch.abs($0)", "abs"}},
+      {"Neg", {"-$0", "neg"}},
+      {"Exp", {"torch.exp($0)", "exp"}},
+      {"Log", {"torch.log($0)", "log"}},
+      {"Sqrt", {"torch.sqrt($0)", "sqrt"}},
+      {"Reciprocal", {"torch.reciprocal($0)", "recip"}},
+      {"Floor", {"torch.floor($0)", "floor"}},
+      {"Ceil", {"torch.ceil($0)", "ceil"}},
+      {"Round", {"torch.round($0)", "round"}},
+      {"Sign", {"torch.sign($0)", "sign"}},
+      {"Sin", {"torch.sin($0)", "sin"}},
+      {"Cos", {"torch.cos($0)", "cos"}},
+      {"Tan", {"torch.tan($0)", "tan"}},
+      {"Asin", {"torch.asin($0)", "asin"}},
+      {"Acos", {"torch.acos($0)", "acos"}},
+      {"Atan", {"torch.atan($0)", "atan"}},
+      {"Sinh", {"torch.sinh($0)", "sinh"}},
+      {"Cosh", {"torch.cosh($0)", "cosh"}},
+      {"Asinh", {"torch.asinh($0)", "asinh"}},
+      {"Acosh", {"torch.acosh($0)", "acosh"}},
+      {"Atanh", {"torch.atanh($0)", "atanh"}},
+      {"Erf", {"torch.erf($0)", "erf"}},
+      {"IsNaN", {"torch.isnan($0)", "isnan"}},
+      {"Not", {"torch.logical_not($0)", "not_"}},
+      {"BitwiseNot", {"torch.bitwise_not($0)", "bitnot"}},
+  };
+  return specs;
+}
+
+Status unary(Context& ctx) {
+  const Spec& spec = unary_specs().at(ctx.node().op_type);
+  return ctx.emit_at(fill(spec.pattern, {ctx.in(0)}), spec.hint, ctx.batch_axis(0));
+}
+
+const std::map<std::string_view, Spec>& binary_specs() {
+  static const std::map<std::string_view, Spec> specs = {
+      {"Add", {"$0 + $1", "add"}},
+      {"Sub", {"$0 - $1", "sub"}},
+      {"Mul", {"$0 * $1", "mul"}},
+      {"Div", {"$0 / $1", "div"}},
+      {"Equal", {"$0 == $1", "eq"}},
+      {"Less", {"$0 < $1", "lt"}},
+      {"Greater", {"$0 > $1", "gt"}},
+      {"LessOrEqual", {"$0 <= $1", "le"}},
+      {"GreaterOrEqual", {"$0 >= $1", "ge"}},
+      {"And", {"torch.logical_and($0, $1)", "and_"}},
+      {"Or", {"torch.logical_or($0, $1)", "or_"}},
+      {"Xor", {"torch.logical_xor($0, $1)", "xor"}},
+      {"BitwiseAnd", {"torch.bitwise_and($0, $1)", "bitand"}},
+      {"BitwiseOr", {"torch.bitwise_or($0, $1)", "bitor"}},
+      {"BitwiseXor", {"torch.bitwise_xor($0, $1)", "bitxor"}},
+  };
+  return specs;
+}
+
+// Operands of a binary op: at most one inlined Python number, and only for operator syntax.
+std::vector<std::string> binary_operands(Context& ctx, bool allow_literal) {
+  if (!allow_literal) return {ctx.in(0), ctx.in(1)};
+  if (ctx.inlinable(0) && ctx.inlinable(1)) return {ctx.in(0), ctx.scalar_or_in(1)};
+  return {ctx.scalar_or_in(0), ctx.scalar_or_in(1)};
+}
+
+// A floating product of a computed value with itself.
+bool is_square(Context& ctx) {
+  const common::Node& node = ctx.node();
+  return node.inputs.size() == 2 && node.inputs[0] == node.inputs[1] &&
+         common::is_floating(ctx.dtype(0)) && !ctx.constant(0);
+}
+
+Status binary(Context& ctx) {
+  const std::string& op = ctx.node().op_type;
+  Spec spec = binary_specs().at(op);
+  const bool is_int = common::is_integer(ctx.dtype(0));
+  if (op == "Div" && is_int) spec.pattern = "torch.div($0, $1, rounding_mode=\"trunc\")";
+  // A computed divisor as a product with its reciprocal: the form verifiers bound (auto_LiRPA has
+  // no bound for a division by a perturbed tensor).
+  if (op == "Div" && !is_int && !ctx.constant(1)) spec.pattern = "$0 * torch.reciprocal($1)";
+  // Mul(x, x) (slimonnx's form of Pow(x, 2)) says what it is: a square, at least 0 (auto_LiRPA
+  // finds Mul(x, x) itself; a reader that sees two operands bounds a product of independent
+  // intervals). Exact: torch computes x * x.
+  if (op == "Mul" && is_square(ctx)) {
+    return ctx.emit_at(ctx.in(0) + ".square()", "square", ctx.batch_axis(0));
+  }
+  const bool literal_ok = spec.pattern[0] == '$';
+  auto args = binary_operands(ctx, literal_ok);
+  return ctx.emit_at(fill(spec.pattern, args), spec.hint, broadcast_batch_axis(ctx));
+}
+
+Status pow_op(Context& ctx) {
+  std::string expr = "torch.pow(" + ctx.in(0) + ", " + ctx.scalar_or_in(1) + ")";
+  const common::Tensor* e = ctx.constant(1);
+  if (e && e->numel() == 1 && e->double_at(0) == 2.0 && common::is_floating(ctx.dtype(0))) {
+    expr = ctx.in(0) + ".square()";  // exact (torch computes x * x), and cheaper than pow
+  }
+  DType promoted = common::is_floating(ctx.dtype(1)) ? ctx.dtype(1) : ctx.dtype(0);
+  if (common::is_floating(ctx.dtype(0))) promoted = ctx.dtype(0);
+  return ctx.emit_at(cast_to_output(ctx, expr, promoted), "pow", broadcast_batch_axis(ctx));
+}
+
+Status mod_op(Context& ctx) {
+  const bool fmod = ctx.node().attr_int("fmod", 0) != 0;
+  const std::string fn = fmod ? "torch.fmod(" : "torch.remainder(";
+  return ctx.emit_at(fn + ctx.in(0) + ", " + ctx.scalar_or_in(1) + ")", "mod",
+                     broadcast_batch_axis(ctx));
+}
+
+// Max, Min, Sum, Mean over any number of inputs.
+Status variadic(Context& ctx) {
+  const std::string& op = ctx.node().op_type;
+  std::vector<std::string> args;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) args.push_back(ctx.in(i));
+  if (args.size() == 1 && op != "Mean") {
+    ctx.alias(0, ctx.operand(0));
+    return {};
+  }
+  std::string expr = args[0];
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (op == "Max") expr = "torch.maximum(" + expr + ", " + args[i] + ")";
+    if (op == "Min") expr = "torch.minimum(" + expr + ", " + args[i] + ")";
+    if (op == "Sum" || op == "Mean") expr += " + " + args[i];
+  }
+  if (op == "Mean") expr = "(" + expr + ") / " + std::to_string(args.size());
+  std::string hint = op == "Max" ? "max" : op == "Min" ? "min" : op == "Sum" ? "sum" : "mean";
+  return ctx.emit_at(expr, hint, broadcast_batch_axis(ctx));
+}
+
+Status clip(Context& ctx) {
+  std::string lo, hi;
+  const bool use_inputs = ctx.opset() >= 11;
+  if (use_inputs) {
+    for (size_t i = 1; i <= 2; ++i) {
+      if (!ctx.has_input(i)) continue;
+      const common::Tensor* c = ctx.constant(i);
+      std::string v = c && c->numel() == 1 ? py_scalar(*c) : ctx.in(i);
+      (i == 1 ? lo : hi) = v;
+    }
+  } else {
+    if (ctx.node().has_attr("min")) lo = py_float(ctx.node().attr_float("min", 0));
+    if (ctx.node().has_attr("max")) hi = py_float(ctx.node().attr_float("max", 0));
+  }
+  if (lo.empty() && hi.empty()) {
+    ctx.alias(0, ctx.operand(0));
+    return {};
+  }
+  std::string expr = "torch.clamp(" + ctx.in(0);
+  if (!lo.empty()) expr += ", min=" + lo;
+  if (!hi.empty()) expr += ", max=" + hi;
+  return ctx.emit_at(expr + ")", "clip", broadcast_batch_axis(ctx));
+}
+
+Status cast(Context& ctx) {
+  if (ctx.out_dtype() == ctx.dtype(0)) {
+    ctx.alias(0, ctx.operand(0));
+    return {};
+  }
+  auto dtype = torch_dtype(ctx.out_dtype());
+  if (!dtype.ok()) return ctx.error(dtype.error().message);
+  return ctx.emit_at(ctx.in(0) + ".to(" + *dtype + ")", "cast", ctx.batch_axis(0));
+}
+
+// y = x + bias where x < -lambd, x - bias where x > lambd, else 0.
+Status shrink(Context& ctx) {
+  const std::string x = ctx.in(0);
+  const std::string l = py_float(ctx.node().attr_float("lambd", 0.5f));
+  const std::string b = py_float(ctx.node().attr_float("bias", 0.0f));
+  return ctx.emit("torch.where(" + x + " < -" + l + ", " + x + " + " + b + ", torch.where(" + x +
+                      " > " + l + ", " + x + " - " + b + ", torch.zeros_like(" + x + ")))",
+                  "shrink", ctx.batched(0));
+}
+
+Status trilu(Context& ctx) {
+  int64_t k = 0;
+  if (ctx.has_input(1)) {
+    const common::Tensor* t = ctx.constant(1);
+    if (!t) return ctx.error("k must be a constant");
+    k = t->int_at(0);
+  }
+  const bool upper = ctx.node().attr_int("upper", 1) != 0;
+  std::string expr = std::string(upper ? "torch.triu(" : "torch.tril(") + ctx.in(0);
+  if (k != 0) expr += ", " + std::to_string(k);
+  return ctx.emit(expr + ")", upper ? "triu" : "tril", ctx.batched(0) && ctx.rank(0) > 2);
+}
+
+Status where(Context& ctx) {
+  return ctx.emit_at("torch.where(" + ctx.in(0) + ", " + ctx.in(1) + ", " + ctx.in(2) + ")",
+                     "where", broadcast_batch_axis(ctx));
+}
+
+Status is_inf(Context& ctx) {
+  const bool pos = ctx.node().attr_int("detect_positive", 1) != 0;
+  const bool neg = ctx.node().attr_int("detect_negative", 1) != 0;
+  const std::string x = ctx.in(0);
+  std::string expr = pos && neg ? "torch.isinf(" + x + ")"
+                     : pos      ? "torch.isposinf(" + x + ")"
+                     : neg      ? "torch.isneginf(" + x + ")"
+                                : "torch.zeros_like(" + x + ", dtype=torch.bool)";
+  return ctx.emit(expr, "isinf", ctx.batched(0));
+}
+
+// PRelu(x, slope): x where x >= 0, else x * slope (the slope broadcasts).
+// Before opset 7 a 1-D slope holds one value per channel (dim 1): it is reshaped to [C, 1, ...].
+Status prelu(Context& ctx) {
+  const std::string x = ctx.in(0);
+  std::string slope = ctx.in(1);
+  const bool per_channel =
+      ctx.opset() < 7 && ctx.rank(1) == 1 && ctx.rank(0) > 2 && ctx.shape(1)[0] == ctx.shape(0)[1];
+  if (per_channel) {
+    slope += ".reshape(" + std::to_string(ctx.shape(1)[0]);
+    for (int64_t d = 2; d < ctx.rank(0); ++d) slope += ", 1";
+    slope += ")";
+  }
+  return ctx.emit("torch.where(" + x + " < 0, " + x + " * " + slope + ", " + x + ")", "prelu",
+                  per_channel ? ctx.batched(0) : broadcast_batched(ctx));
+}
+
+// BitShift on uint8, the one unsigned type every supported torch version has.
+Status bit_shift(Context& ctx) {
+  if (ctx.dtype(0) != DType::kUInt8) {
+    return ctx.error("BitShift on " + std::string(common::dtype_name(ctx.dtype(0))) +
+                     " is not supported (PyTorch 1.13 has no such unsigned type)");
+  }
+  const std::string direction = ctx.node().attr_string("direction", "");
+  if (direction != "LEFT" && direction != "RIGHT") {
+    return ctx.error("direction must be LEFT or RIGHT, got '" + direction + "'");
+  }
+  const std::string expr =
+      ctx.in(0) + (direction == "LEFT" ? " << " : " >> ") + ctx.scalar_or_in(1);
+  return ctx.emit(expr, "shifted", broadcast_batched(ctx));
+}
+
+}  // namespace
+
+void register_elementwise(HandlerRegistry& t) {
+  for (const auto& [op, spec] : unary_specs()) t.add(op, unary);
+  for (const auto& [op, spec] : binary_specs()) t.add(op, binary);
+  t.add("Pow", pow_op);
+  t.add("Mod", mod_op);
+  for (std::string_view op : {"Max", "Min", "Sum", "Mean"}) t.add(op, variadic);
+  t.add("Clip", clip);
+  t.add("Cast", cast);
+  t.add("CastLike", cast);
+  t.add("Shrink", shrink);
+  t.add("Trilu", trilu);
+  t.add("Where", where);
+  t.add("IsInf", is_inf);
+  t.add("PRelu", prelu);
+  t.add("BitShift", bit_shift);
+}
+
+}  // namespace torchonnx

@@ -1,0 +1,397 @@
+// MaxPool (with its Indices output), AveragePool, LpPool (torch's native padding when it matches,
+// else explicit F.pad), and the global pools.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "common/op_params.h"
+#include "torchonnx/context.h"
+#include "torchonnx/ops/util.h"
+#include "torchonnx/pyfmt.h"
+
+namespace torchonnx {
+
+namespace {
+
+using common::Status;
+
+struct Pool {
+  std::vector<int64_t> kernel, strides, dilations, begin, end, in, out;
+  bool ceil_mode = false;
+};
+
+common::Result<Pool> pool_geometry(Context& ctx) {
+  const common::Node& node = ctx.node();
+  const size_t n = node.attr_ints("kernel_shape").size();
+  if (n == 0 || n > 3 || ctx.rank(0) != static_cast<int64_t>(n) + 2) {
+    return ctx.error("only 1-D, 2-D and 3-D pooling is supported");
+  }
+  common::Result<common::Window> read = common::read_window(node, n);
+  if (!read.ok()) return ctx.error(read.error().message);
+  const common::Window& w = *read;
+  Pool p{w.kernel, w.strides, w.dilations, w.pad_begin, w.pad_end, {}, {}, w.ceil_mode};
+  p.in.assign(ctx.shape(0).begin() + 2, ctx.shape(0).end());
+  p.out.assign(ctx.out_shape().begin() + 2, ctx.out_shape().end());
+  if (w.auto_pad == "NOTSET") return p;
+  for (size_t d = 0; d < n; ++d) {  // VALID and SAME_* resolved to explicit pads
+    common::Result<common::WindowDim> dim = common::window_dim(w, d, p.in[d]);
+    if (!dim.ok()) return ctx.error(dim.error().message);
+    p.begin[d] = dim->pad_begin;
+    p.end[d] = dim->pad_end;
+  }
+  return p;
+}
+
+// True when torch's own symmetric padding and output-size rule give ONNX's output.
+bool native_ok(const Pool& p) {
+  if (p.begin != p.end) return false;
+  for (size_t d = 0; d < p.kernel.size(); ++d) {
+    const int64_t eff = (p.kernel[d] - 1) * p.dilations[d] + 1;
+    // torch 1.13 limits padding by the undilated kernel size (later versions by the dilated one).
+    if (2 * p.begin[d] > p.kernel[d]) return false;
+    const int64_t span = p.in[d] + 2 * p.begin[d] - eff;
+    int64_t out =
+        (p.ceil_mode ? (span + p.strides[d] - 1) / p.strides[d] : span / p.strides[d]) + 1;
+    if (p.ceil_mode && (out - 1) * p.strides[d] >= p.in[d] + p.begin[d]) --out;
+    if (out != p.out[d]) return false;
+  }
+  return true;
+}
+
+// Right padding so that `out` windows fit exactly without ceil_mode.
+std::vector<int64_t> explicit_end(const Pool& p) {
+  std::vector<int64_t> end;
+  for (size_t d = 0; d < p.kernel.size(); ++d) {
+    const int64_t extent = (p.out[d] - 1) * p.strides[d] + (p.kernel[d] - 1) * p.dilations[d] + 1;
+    end.push_back(extent - p.in[d] - p.begin[d]);
+  }
+  return end;
+}
+
+std::string pads_arg(const std::vector<int64_t>& begin, const std::vector<int64_t>& end) {
+  std::vector<int64_t> out;
+  for (size_t d = begin.size(); d-- > 0;) {
+    out.push_back(begin[d]);
+    out.push_back(end[d]);
+  }
+  return py_tuple(out);
+}
+
+bool all_equal(const std::vector<int64_t>& values, int64_t v) {
+  return std::all_of(values.begin(), values.end(), [v](int64_t x) { return x == v; });
+}
+
+// The F.max_poolNd call; `x` is the (cast) input and `extra` more keyword arguments.
+std::string max_pool_call(const Pool& p, bool native, std::string x, const std::string& extra) {
+  const size_t n = p.kernel.size();
+  if (!native)
+    x = "F.pad(" + x + ", " + pads_arg(p.begin, explicit_end(p)) + ", value=-float(\"inf\"))";
+  std::string expr = "F.max_pool" + std::to_string(n) + "d(" + x + ", " + int_or_tuple(p.kernel);
+  if (p.strides != p.kernel) expr += ", stride=" + int_or_tuple(p.strides);
+  if (native && !all_equal(p.begin, 0)) expr += ", padding=" + int_or_tuple(p.begin);
+  if (!all_equal(p.dilations, 1)) expr += ", dilation=" + int_or_tuple(p.dilations);
+  if (native && p.ceil_mode) expr += ", ceil_mode=True";
+  return expr + extra + ")";
+}
+
+// ONNX's Indices output: the flat index into the whole input (N, C, spatial), spatial dims
+// row-major or, with storage_order 1, column-major. torch returns the row-major index within
+// each (n, c) plane of the input it pooled; positions on an explicitly padded plane, or
+// column-major order, go through a constant table to the plane index, and the plane's start
+// (n * C + c) * plane is added.
+std::string max_pool_indices(Context& ctx, const Pool& p, bool native, const std::string& x) {
+  const size_t n = p.kernel.size();
+  const bool column_major = ctx.node().attr_int("storage_order", 0) != 0;
+  std::string expr = max_pool_call(p, native, x, ", return_indices=True") + "[1]";
+  std::vector<int64_t> padded = p.in;
+  if (!native) {
+    const std::vector<int64_t> end = explicit_end(p);
+    for (size_t d = 0; d < n; ++d) padded[d] += p.begin[d] + end[d];
+  }
+  if (!native || column_major) {
+    std::vector<int64_t> stride(n, 1);  // of the ONNX plane index per spatial dim
+    for (size_t d = 1; d < n; ++d) {
+      if (column_major) {
+        stride[d] = stride[d - 1] * p.in[d - 1];
+      } else {
+        stride[n - 1 - d] = stride[n - d] * p.in[n - d];
+      }
+    }
+    int64_t size = 1;
+    for (int64_t v : padded) size *= v;
+    std::vector<int64_t> table(size, 0);
+    for (int64_t i = 0; i < size; ++i) {
+      for (int64_t d = static_cast<int64_t>(n) - 1, rest = i; d >= 0; --d) {
+        const int64_t at = native ? rest % padded[d] : rest % padded[d] - p.begin[d];
+        table[i] += std::clamp<int64_t>(at, 0, p.in[d] - 1) * stride[d];
+        rest /= padded[d];
+      }
+    }
+    expr = ctx.buffer(common::Tensor::from_int64(table, {size}), "pool_index") + "[" + expr + "]";
+  }
+  const common::Dims& shape = ctx.shape(0);
+  const bool batched = ctx.batched(0);
+  if (shape[0] * shape[1] == 1 && !batched) return expr;
+  int64_t plane = 1;
+  for (int64_t v : p.in) plane *= v;
+  const std::string in = ctx.in(0);
+  const std::string total = batched ? in + ".numel()" : std::to_string(shape[0] * shape[1] * plane);
+  std::vector<std::string> dims{batched ? "-1" : std::to_string(shape[0]),
+                                std::to_string(shape[1])};
+  dims.resize(n + 2, "1");
+  return expr + " + torch.arange(0, " + total + ", " + std::to_string(plane) + ", device=" + in +
+         ".device).reshape(" + join(dims) + ")";
+}
+
+// torch 1.13's CPU max_pool2d runs a scalar loop per plane on NCHW tensors and vectorizes over
+// the channels on channels-last ones: 24 channels of 32x32 take 230 us against 20 us plus a 5 us
+// copy (cctsdb_yolo), while small inputs or few channels gain nothing. Such inputs are copied
+// into channels-last strides first; a permuted copy, since vmap has no
+// `.contiguous(memory_format=...)`. Later elementwise ops and convolutions keep the strides.
+bool pool_channels_last(const Context& ctx, const Pool& p, bool native) {
+  const common::Dims& in = ctx.shape(0);
+  if (p.kernel.size() != 2 || !native || ctx.output_used(1) || in[1] < 16) return false;
+  return in[1] * in[2] * in[3] >= 16384;
+}
+
+Status max_pool(Context& ctx) {
+  ASSIGN_OR_RETURN(Pool p, pool_geometry(ctx));
+  const bool native = native_ok(p);
+  std::string x = ctx.in(0);
+  // torch pools floating types only; float64 holds every int32/uint8/int8 value exactly.
+  const bool integer = !common::is_floating(ctx.dtype(0));
+  if (integer) x += ".to(torch.float64)";
+  if (pool_channels_last(ctx, p, native)) {
+    x = ctx.local(x + ".permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)", "channels_last");
+  }
+  std::string expr = max_pool_call(p, native, x, "");
+  if (integer) expr = cast_to_output(ctx, expr, common::DType::kDouble);
+  if (!ctx.output_used(1)) return ctx.emit(expr, "max_pool", ctx.batched(0));
+  const std::string values = ctx.output_used(0) ? expr : "None";
+  ctx.emit_tuple("(" + values + ", " + max_pool_indices(ctx, p, native, x) + ")", "max_pool",
+                 ctx.batched(0));
+  return {};
+}
+
+// Per-output-position factor kernel_size / (window elements inside the input), for
+// count_include_pad=0 on explicitly padded input.
+common::Tensor avg_correction(const Pool& p) {
+  std::vector<std::vector<double>> per_dim;
+  for (size_t d = 0; d < p.kernel.size(); ++d) {
+    std::vector<double> f;
+    for (int64_t j = 0; j < p.out[d]; ++j) {
+      const int64_t start = j * p.strides[d] - p.begin[d];
+      int64_t count = 0;
+      for (int64_t k = 0; k < p.kernel[d]; ++k) count += start + k >= 0 && start + k < p.in[d];
+      f.push_back(count ? static_cast<double>(p.kernel[d]) / count : 0.0);
+    }
+    per_dim.push_back(std::move(f));
+  }
+  std::vector<double> values{1.0};
+  for (const auto& f : per_dim) {
+    std::vector<double> next;
+    for (double v : values) {
+      for (double x : f) next.push_back(v * x);
+    }
+    values = std::move(next);
+  }
+  return common::Tensor::from_double(values, p.out, common::DType::kFloat);
+}
+
+std::string lp_window_sums(Context& ctx, const Pool& p, const std::string& powered);
+
+// Per output position, the window positions that count: those inside the input, or with
+// count_include_pad inside the input and its declared pads (not the positions past them that
+// ceil_mode adds, as onnxruntime and PyTorch count).
+std::vector<double> window_counts(const Pool& p, bool include_pad) {
+  std::vector<double> values{1.0};
+  for (size_t d = 0; d < p.kernel.size(); ++d) {
+    const int64_t lo = include_pad ? -p.begin[d] : 0, hi = p.in[d] + (include_pad ? p.end[d] : 0);
+    std::vector<double> next;
+    for (double v : values) {
+      for (int64_t j = 0; j < p.out[d]; ++j) {
+        int64_t count = 0;
+        for (int64_t k = 0; k < p.kernel[d]; ++k) {
+          const int64_t at = j * p.strides[d] - p.begin[d] + k * p.dilations[d];
+          count += at >= lo && at < hi;
+        }
+        next.push_back(v * static_cast<double>(count));
+      }
+    }
+    values = std::move(next);
+  }
+  return values;
+}
+
+// Dilated AveragePool (opset 19), which torch's avg_pool lacks: window sums through a grouped
+// convolution with a ones kernel, divided by each window's count.
+Status dilated_average_pool(Context& ctx, const Pool& p) {
+  if (!common::is_floating(ctx.dtype(0))) return ctx.error("AveragePool needs a float input");
+  double positions = 1;
+  for (const int64_t o : p.out) positions *= static_cast<double>(o);
+  if (positions > static_cast<double>(1 << 24)) {
+    return ctx.error("more than 2^24 output positions to divide");
+  }
+  const bool include_pad = ctx.node().attr_int("count_include_pad", 0) != 0;
+  const std::vector<double> v = window_counts(p, include_pad);
+  std::string divisor;
+  if (std::all_of(v.begin(), v.end(), [&](double c) { return c == v[0]; })) {
+    divisor = std::to_string(static_cast<int64_t>(v[0]));
+  } else {
+    divisor = ctx.buffer(common::Tensor::from_double(v, p.out, ctx.dtype(0)), "pool_count");
+  }
+  // Dilated, the sums are one F.convNd call.
+  return ctx.emit(lp_window_sums(ctx, p, ctx.in(0)) + " / " + divisor, "avg_pool", ctx.batched(0));
+}
+
+Status average_pool(Context& ctx) {
+  ASSIGN_OR_RETURN(Pool p, pool_geometry(ctx));
+  const size_t n = p.kernel.size();
+  if (!all_equal(p.dilations, 1)) return dilated_average_pool(ctx, p);
+  const bool include_pad = ctx.node().attr_int("count_include_pad", 0) != 0;
+  const bool native = native_ok(p);
+  const bool padded = !all_equal(p.begin, 0);
+  std::string x = ctx.in(0);
+  if (!native) x = "F.pad(" + x + ", " + pads_arg(p.begin, explicit_end(p)) + ")";
+  std::string expr = "F.avg_pool" + std::to_string(n) + "d(" + x + ", " + int_or_tuple(p.kernel);
+  if (p.strides != p.kernel) expr += ", stride=" + int_or_tuple(p.strides);
+  if (native && padded) expr += ", padding=" + int_or_tuple(p.begin);
+  if (native && p.ceil_mode) expr += ", ceil_mode=True";
+  if (native && padded && !include_pad) expr += ", count_include_pad=False";
+  expr += ")";
+  if (!native && !include_pad) {
+    // The correction is a buffer of one factor per output position: past 2^24 of them (64 MB)
+    // the shape is a damaged model's (a declared 2^31 dim took 22 GB here before this check).
+    double positions = 1;
+    for (const int64_t o : p.out) positions *= static_cast<double>(o);
+    if (positions > static_cast<double>(1 << 24)) {
+      return ctx.error("more than 2^24 output positions to correct for padding");
+    }
+    common::Tensor scale = avg_correction(p);
+    const auto v = scale.span<float>();
+    if (std::any_of(v.begin(), v.end(), [](float f) { return f != 1.0f; })) {
+      expr += " * " + ctx.buffer(std::move(scale), "pool_scale");
+    }
+  }
+  return ctx.emit(expr, "avg_pool", ctx.batched(0));
+}
+
+Status global_pool(Context& ctx) {
+  std::vector<int64_t> dims;
+  for (int64_t d = 2; d < ctx.rank(0); ++d) dims.push_back(d);
+  const bool is_max = ctx.node().op_type == "GlobalMaxPool";
+  const std::string fn = is_max ? ".amax(" : ".mean(";
+  return ctx.emit(ctx.in(0) + fn + py_tuple(dims) + ", keepdim=True)",
+                  is_max ? "max_pool" : "avg_pool", ctx.batched(0));
+}
+
+// LpPool's p as a Python number ("2", or "1.5" for LpPool-1's float attribute).
+std::string lp_order(float p) {
+  return p == std::floor(p) ? std::to_string(static_cast<int64_t>(p)) : py_float(p);
+}
+
+// The window sums of |x|^p: avg_pool times the window size (padding adds zeros, and explicit
+// padding makes every window full), or a grouped convolution with a ones kernel when dilated.
+std::string lp_window_sums(Context& ctx, const Pool& p, const std::string& powered) {
+  const size_t n = p.kernel.size();
+  // With ceil_mode, torch's avg_pool divides windows that run past the padding by less.
+  const std::vector<int64_t> end = explicit_end(p);
+  const bool native = native_ok(p) && (!p.ceil_mode || end == p.end);
+  const bool unpadded = all_equal(p.begin, 0) && all_equal(end, 0);
+  const std::string x =
+      native || unpadded ? powered : "F.pad(" + powered + ", " + pads_arg(p.begin, end) + ")";
+  const std::string padding =
+      native && !all_equal(p.begin, 0) ? ", padding=" + int_or_tuple(p.begin) : "";
+  int64_t size = 1;
+  for (int64_t k : p.kernel) size *= k;
+  if (all_equal(p.dilations, 1)) {
+    const std::string stride = p.strides != p.kernel ? ", stride=" + int_or_tuple(p.strides) : "";
+    return "F.avg_pool" + std::to_string(n) + "d(" + x + ", " + int_or_tuple(p.kernel) + stride +
+           padding + ") * " + std::to_string(size);
+  }
+  const int64_t channels = ctx.shape(0)[1];
+  common::Dims dims{channels, 1};
+  for (int64_t k : p.kernel) dims.push_back(k);
+  const std::string ones = ctx.buffer(
+      common::Tensor::from_double(std::vector<double>(channels * size, 1.0), dims, ctx.dtype(0)),
+      "ones");
+  const std::string stride = all_equal(p.strides, 1) ? "" : ", stride=" + int_or_tuple(p.strides);
+  return "F.conv" + std::to_string(n) + "d(" + x + ", " + ones + stride + padding +
+         ", dilation=" + int_or_tuple(p.dilations) + ", groups=" + std::to_string(channels) + ")";
+}
+
+// LpPool: (sum over the window of |x|^p)^(1/p); padded positions add nothing.
+Status lp_pool(Context& ctx) {
+  ASSIGN_OR_RETURN(Pool p, pool_geometry(ctx));
+  if (!common::is_floating(ctx.dtype(0))) return ctx.error("LpPool needs a float input");
+  const float order = ctx.node().attr_float("p", 2.0f);
+  if (!(order > 0)) return ctx.error("p must be positive");
+  const std::string q = lp_order(order);
+  const std::string x = ctx.in(0);
+  const bool even = order == std::floor(order) && static_cast<int64_t>(order) % 2 == 0;
+  const std::string powered =
+      order == 1 ? x + ".abs()" : x + (even ? "" : ".abs()") + ".pow(" + q + ")";
+  std::string sums = lp_window_sums(ctx, p, powered);
+  if (order != 1 && sums.find(" * ") != std::string::npos) sums = "(" + sums + ")";
+  if (order != 1) sums += order == 2 ? ".sqrt()" : ".pow(1 / " + q + ")";
+  return ctx.emit(sums, "lp_pool", ctx.batched(0));
+}
+
+Status global_lp_pool(Context& ctx) {
+  if (!common::is_floating(ctx.dtype(0))) return ctx.error("GlobalLpPool needs a float input");
+  std::vector<int64_t> dims;
+  for (int64_t d = 2; d < ctx.rank(0); ++d) dims.push_back(d);
+  const std::string q = lp_order(ctx.node().attr_float("p", 2.0f));
+  return ctx.emit("torch.linalg.vector_norm(" + ctx.in(0) + ", " + q + ", dim=" + py_tuple(dims) +
+                      ", keepdim=True)",
+                  "lp_pool", ctx.batched(0));
+}
+
+// MaxUnpool: the indices address the flattened unpooled tensor (batch and channel included) of
+// the size kernel, strides and pads give; a larger output_shape pads it at the end of each dim.
+Status max_unpool(Context& ctx) {
+  const common::Node& n = ctx.node();
+  const common::Dims& in = ctx.shape(0);
+  const common::Dims& out = ctx.out_shape();
+  if (in.size() < 3 || out.size() != in.size()) return ctx.error("expected [N, C, D...] tensors");
+  const size_t spatial = in.size() - 2;
+  const std::vector<int64_t> kernel = n.attr_ints("kernel_shape");
+  const std::vector<int64_t> strides = n.attr_ints("strides", std::vector<int64_t>(spatial, 1));
+  const std::vector<int64_t> pads = n.attr_ints("pads", std::vector<int64_t>(2 * spatial, 0));
+  if (kernel.size() != spatial || strides.size() != spatial || pads.size() != 2 * spatial) {
+    return ctx.error("kernel_shape, strides or pads do not match the input rank");
+  }
+  common::Dims unpooled(in.begin(), in.begin() + 2);
+  std::vector<int64_t> padding;  // F.pad order: last dim first
+  for (size_t d = 0; d < spatial; ++d) {
+    unpooled.push_back((in[d + 2] - 1) * strides[d] + kernel[d] - pads[d] - pads[d + spatial]);
+  }
+  for (size_t d = in.size(); d-- > 2;) {
+    if (out[d] < unpooled[d]) return ctx.error("output_shape is smaller than the unpooled size");
+    padding.insert(padding.end(), {0, out[d] - unpooled[d]});
+  }
+  const bool batched = ctx.batched(0);
+  int64_t per_sample = 1;
+  for (size_t d = 1; d < unpooled.size(); ++d) per_sample *= unpooled[d];
+  const std::string x = ctx.in(0);
+  const std::string numel = batched ? x + ".shape[0] * " + std::to_string(per_sample)
+                                    : std::to_string(per_sample * unpooled[0]);
+  std::string expr = x + ".new_zeros(" + numel + ").scatter(0, " + ctx.in(1) + ".flatten(), " + x +
+                     ".flatten()).reshape(" + shape_args(unpooled, batched) + ")";
+  if (unpooled != out) expr = "F.pad(" + expr + ", " + py_tuple(padding) + ")";
+  return ctx.emit(expr, "unpooled", batched);
+}
+
+}  // namespace
+
+void register_pool(HandlerRegistry& t) {
+  t.add("MaxPool", max_pool);
+  t.add("AveragePool", average_pool);
+  t.add("GlobalAveragePool", global_pool);
+  t.add("GlobalMaxPool", global_pool);
+  t.add("LpPool", lp_pool);
+  t.add("GlobalLpPool", global_lp_pool);
+  t.add("MaxUnpool", max_unpool);
+}
+
+}  // namespace torchonnx
