@@ -2,11 +2,8 @@
 
 #include "shapeonnx/rules/test_util.h"
 
-namespace shapeonnx {
+namespace shapeonnx::testing {
 namespace {
-
-using testing::expect_shapes;
-using testing::header;
 
 TEST(ActivationRules, SoftmaxFamilyKeepsShape) {
   expect_shapes(header(13) + R"(g (float[2,5] x) => (a, b, c) {
@@ -19,4 +16,4 @@ TEST(ActivationRules, SoftmaxFamilyKeepsShape) {
 }
 
 }  // namespace
-}  // namespace shapeonnx
+}  // namespace shapeonnx::testing

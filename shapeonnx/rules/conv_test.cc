@@ -2,13 +2,8 @@
 
 #include "shapeonnx/rules/test_util.h"
 
-namespace shapeonnx {
+namespace shapeonnx::testing {
 namespace {
-
-using testing::expect_error;
-using testing::expect_shapes;
-using testing::header;
-using testing::OnnxCheck;
 
 TEST(ConvRule, SymmetricPadsAndStride) {
   // out = floor((8 + 1 + 1 - 3) / 2) + 1 = 3 + 1 = 4; channels = W dim 0 = 4.
@@ -127,4 +122,4 @@ TEST(Col2ImRule, ColumnsThatDoNotMatchTheBlocks) {
 }
 
 }  // namespace
-}  // namespace shapeonnx
+}  // namespace shapeonnx::testing

@@ -4,12 +4,8 @@
 
 #include "shapeonnx/rules/test_util.h"
 
-namespace shapeonnx {
+namespace shapeonnx::testing {
 namespace {
-
-using testing::expect_error;
-using testing::expect_shapes;
-using testing::header;
 
 TEST(ElementwiseRules, AddBroadcastsNumpyStyle) {
   // [2,1,4] and [3,1] align right: [2,1,4] vs [1,3,1] -> [2,3,4].
@@ -154,4 +150,4 @@ TEST(ElementwiseRules, CastWithoutToFails) {
 }
 
 }  // namespace
-}  // namespace shapeonnx
+}  // namespace shapeonnx::testing

@@ -4,13 +4,8 @@
 
 #include "shapeonnx/rules/test_util.h"
 
-namespace shapeonnx {
+namespace shapeonnx::testing {
 namespace {
-
-using testing::expect_error;
-using testing::expect_shapes;
-using testing::header;
-using testing::OnnxCheck;
 
 std::vector<int64_t> known_of(const common::Graph& g, const char* name) {
   const common::Value* v = g.find(name);
@@ -158,4 +153,4 @@ TEST(ResizeRules, UpsampleInputAndAttribute) {
 }
 
 }  // namespace
-}  // namespace shapeonnx
+}  // namespace shapeonnx::testing

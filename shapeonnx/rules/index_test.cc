@@ -2,13 +2,8 @@
 
 #include "shapeonnx/rules/test_util.h"
 
-namespace shapeonnx {
+namespace shapeonnx::testing {
 namespace {
-
-using testing::expect_error;
-using testing::expect_shapes;
-using testing::header;
-using testing::OnnxCheck;
 
 TEST(IndexRules, SliceStepsAndClamping) {
   // x [10,8]. Axis 0: start 1, end INT64_MAX -> 10, step 3: ceil((10-1)/3) = 3.
@@ -177,4 +172,4 @@ TEST(IndexRules, CenterCropPadToTheGivenLengths) {
 }
 
 }  // namespace
-}  // namespace shapeonnx
+}  // namespace shapeonnx::testing

@@ -2,13 +2,8 @@
 
 #include "shapeonnx/rules/test_util.h"
 
-namespace shapeonnx {
+namespace shapeonnx::testing {
 namespace {
-
-using testing::expect_error;
-using testing::expect_shapes;
-using testing::header;
-using testing::OnnxCheck;
 
 TEST(LinalgRules, MatMulBatchBroadcast) {
   // [2,1,3,4] x [5,4,6]: batch [2,1] vs [5] -> [2,5]; matrices [3,4] x [4,6] -> [3,6].
@@ -70,4 +65,4 @@ TEST(LinalgRules, Det) {
 }
 
 }  // namespace
-}  // namespace shapeonnx
+}  // namespace shapeonnx::testing

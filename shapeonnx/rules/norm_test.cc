@@ -2,11 +2,8 @@
 
 #include "shapeonnx/rules/test_util.h"
 
-namespace shapeonnx {
+namespace shapeonnx::testing {
 namespace {
-
-using testing::expect_shapes;
-using testing::header;
 
 TEST(NormRules, BatchNormalizationInference) {
   expect_shapes(header(9) + R"(g (float[1,3,4,4] x, float[3] s, float[3] b, float[3] m,
@@ -43,4 +40,4 @@ TEST(NormRules, InstanceNormalizationAndLRN) {
 }
 
 }  // namespace
-}  // namespace shapeonnx
+}  // namespace shapeonnx::testing

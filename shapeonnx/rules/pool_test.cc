@@ -2,13 +2,8 @@
 
 #include "shapeonnx/rules/test_util.h"
 
-namespace shapeonnx {
+namespace shapeonnx::testing {
 namespace {
-
-using testing::expect_error;
-using testing::expect_shapes;
-using testing::header;
-using testing::OnnxCheck;
 
 TEST(PoolRules, MaxPoolFloorAndCeil) {
   // k 2, s 2 on 7: floor((7 - 2) / 2) + 1 = 3; ceil_mode: ceil(5 / 2) + 1 = 4 (the last window
@@ -87,4 +82,4 @@ TEST(PoolRules, WindowLargerThanInputFails) {
 }
 
 }  // namespace
-}  // namespace shapeonnx
+}  // namespace shapeonnx::testing

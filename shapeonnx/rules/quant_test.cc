@@ -2,11 +2,8 @@
 
 #include "shapeonnx/rules/test_util.h"
 
-namespace shapeonnx {
+namespace shapeonnx::testing {
 namespace {
-
-using testing::expect_shapes;
-using testing::header;
 
 TEST(QuantRules, QuantizeDequantizeTypes) {
   // Quantize keeps [2,3] in the zero point's type (int8), or uint8 without one; Dequantize
@@ -59,4 +56,4 @@ TEST(QuantRules, MatMulIntegerIsInt32) {
 }
 
 }  // namespace
-}  // namespace shapeonnx
+}  // namespace shapeonnx::testing

@@ -2,12 +2,8 @@
 
 #include "shapeonnx/rules/test_util.h"
 
-namespace shapeonnx {
+namespace shapeonnx::testing {
 namespace {
-
-using testing::expect_error;
-using testing::expect_shapes;
-using testing::header;
 
 TEST(RecurrentRules, LstmForwardSequenceFirst) {
   // X [seq 5, batch 2, input 3], hidden 4, one direction:
@@ -34,4 +30,4 @@ TEST(RecurrentRules, RnnNeedsHiddenSize) {
 }
 
 }  // namespace
-}  // namespace shapeonnx
+}  // namespace shapeonnx::testing

@@ -2,13 +2,8 @@
 
 #include "shapeonnx/rules/test_util.h"
 
-namespace shapeonnx {
+namespace shapeonnx::testing {
 namespace {
-
-using testing::expect_error;
-using testing::expect_shapes;
-using testing::header;
-using testing::OnnxCheck;
 
 TEST(ReduceRules, ReduceSumAxesInput) {
   // Opset 13 axes input [1], keepdims 0: [2,3,4] -> [2,4]; keepdims 1 -> [2,1,4].
@@ -82,4 +77,4 @@ TEST(ReduceRules, TopKTooLargeFails) {
 }
 
 }  // namespace
-}  // namespace shapeonnx
+}  // namespace shapeonnx::testing

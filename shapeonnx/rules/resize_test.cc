@@ -2,12 +2,8 @@
 
 #include "shapeonnx/rules/test_util.h"
 
-namespace shapeonnx {
+namespace shapeonnx::testing {
 namespace {
-
-using testing::expect_shapes;
-using testing::header;
-using testing::OnnxCheck;
 
 TEST(ResizeRules, GridSampleAndRoiAlign) {
   // GridSample: X [1,3,8,8], grid [1,5,6,2] -> [1,3,5,6].
@@ -32,4 +28,4 @@ TEST(ResizeRules, AffineGrid2DAnd3D) {
 }
 
 }  // namespace
-}  // namespace shapeonnx
+}  // namespace shapeonnx::testing

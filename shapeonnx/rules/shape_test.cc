@@ -2,13 +2,8 @@
 
 #include "shapeonnx/rules/test_util.h"
 
-namespace shapeonnx {
+namespace shapeonnx::testing {
 namespace {
-
-using testing::expect_error;
-using testing::expect_shapes;
-using testing::header;
-using testing::OnnxCheck;
 
 TEST(ShapeRules, ReshapeWithZeroAndMinusOne) {
   // [2,3,4] -> [0,-1]: 0 copies dim 0 (2), -1 takes 24 / 2 = 12.
@@ -212,4 +207,4 @@ TEST(ShapeRules, DropoutOldOpsetWithRatioAttribute) {
 }
 
 }  // namespace
-}  // namespace shapeonnx
+}  // namespace shapeonnx::testing

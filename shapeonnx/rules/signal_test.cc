@@ -2,13 +2,8 @@
 
 #include "shapeonnx/rules/test_util.h"
 
-namespace shapeonnx {
+namespace shapeonnx::testing {
 namespace {
-
-using testing::expect_error;
-using testing::expect_shapes;
-using testing::header;
-using testing::OnnxCheck;
 
 TEST(SignalRules, WindowsAndMel) {
   // Windows of size 10 -> [10]. MelWeightMatrix(8 bins, dft_length 16) -> [16 / 2 + 1, 8] = [9, 8].
@@ -67,4 +62,4 @@ TEST(SignalRules, UnknownWindowSizeFails) {
 }
 
 }  // namespace
-}  // namespace shapeonnx
+}  // namespace shapeonnx::testing

@@ -2,11 +2,8 @@
 
 #include "shapeonnx/rules/test_util.h"
 
-namespace shapeonnx {
+namespace shapeonnx::testing {
 namespace {
-
-using testing::expect_shapes;
-using testing::header;
 
 TEST(LossRules, ReductionNoneKeepsTargetShape) {
   // input [N 2, C 5, d 3], target [2, 3]: "none" -> [2,3]; "mean" (default) / "sum" -> [].
@@ -20,4 +17,4 @@ TEST(LossRules, ReductionNoneKeepsTargetShape) {
 }
 
 }  // namespace
-}  // namespace shapeonnx
+}  // namespace shapeonnx::testing

@@ -43,18 +43,10 @@ Result<Dims> broadcast_inputs(const InferContext& ctx, size_t first) {
   return *dims;
 }
 
-Result<std::vector<int64_t>> known_ints(const InferContext& ctx, size_t i, std::string_view what) {
-  if (!ctx.has_input(i))
-    return ctx.error(std::string(what) + " (input " + std::to_string(i) + ") is missing");
-  const common::Tensor* t = ctx.constant(i);
-  if (t == nullptr) {
-    return ctx.error(std::string(what) + " (input " + std::to_string(i) + ", '" +
-                     ctx.node().inputs[i] + "') is not known statically");
-  }
-  return t->to_int64();
-}
+namespace {
 
-Result<std::vector<double>> known_doubles(const InferContext& ctx, size_t i,
+// Input i's value, which must be present and known statically.
+Result<const common::Tensor*> known_input(const InferContext& ctx, size_t i,
                                           std::string_view what) {
   if (!ctx.has_input(i))
     return ctx.error(std::string(what) + " (input " + std::to_string(i) + ") is missing");
@@ -63,6 +55,19 @@ Result<std::vector<double>> known_doubles(const InferContext& ctx, size_t i,
     return ctx.error(std::string(what) + " (input " + std::to_string(i) + ", '" +
                      ctx.node().inputs[i] + "') is not known statically");
   }
+  return t;
+}
+
+}  // namespace
+
+Result<std::vector<int64_t>> known_ints(const InferContext& ctx, size_t i, std::string_view what) {
+  ASSIGN_OR_RETURN(const common::Tensor* t, known_input(ctx, i, what));
+  return t->to_int64();
+}
+
+Result<std::vector<double>> known_doubles(const InferContext& ctx, size_t i,
+                                          std::string_view what) {
+  ASSIGN_OR_RETURN(const common::Tensor* t, known_input(ctx, i, what));
   return t->to_double();
 }
 
