@@ -65,6 +65,7 @@ int run(const Args& args) {
     return common::report_error("slimonnx", s.error());
   auto report = slimonnx::run(*graph, {args.passes, args.disable});
   if (!report.ok()) return common::report_error("slimonnx", report.error());
+  slimonnx::forget_untrusted_shapes(*graph);
   if (auto s = common::save_graph(std::move(*graph), args.output); !s.ok()) {
     return common::report_error("slimonnx", s.error());
   }

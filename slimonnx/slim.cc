@@ -48,8 +48,8 @@ common::Result<std::vector<const PassRegistry::Entry*>> select(const common::Gra
   return selected;
 }
 
-// Shapes inferred from guessed runtime data are not written out: a runtime would trust them.
-// Graph outputs keep theirs (the checker requires a shape there).
+}  // namespace
+
 void forget_untrusted_shapes(common::Graph& graph) {
   for (const std::string& name : untrusted_values(graph)) {
     if (contains(graph.outputs, name)) continue;
@@ -60,8 +60,6 @@ void forget_untrusted_shapes(common::Graph& graph) {
     v.known.reset();
   }
 }
-
-}  // namespace
 
 const PassRegistry& registered_passes() {
   static const PassRegistry passes = build_table();
@@ -94,7 +92,6 @@ common::Result<Report> run(common::Graph& graph, const Options& options) {
     }
     if (changed == 0) break;
   }
-  forget_untrusted_shapes(graph);
   report.nodes_after = static_cast<int64_t>(graph.nodes.size());
   if (report.nodes_after > report.nodes_before) {  // every pass promises this; keep it checked
     return graph.error("internal error: slimming grew the graph from " +

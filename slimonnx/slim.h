@@ -37,8 +37,15 @@ struct PassInfo {
 /// Rewrites `graph` in place, running the selected passes to a fixed point. Expects shapes from
 /// shapeonnx::infer (passes that need a shape skip values without one). Keeps graph input and
 /// output names; never increases the node count; running it again changes nothing.
-/// On error the graph may be partially rewritten.
+/// On error the graph may be partially rewritten. Shapes stay as inference left them, for the
+/// caller that goes on to use them (torchonnx lowers the slimmed graph with them); a caller
+/// that writes the graph to a file calls forget_untrusted_shapes first.
 common::Result<Report> run(common::Graph& graph, const Options& options = {});
+
+/// Drops the shapes and dtypes inferred from guessed runtime data (a Slice whose starts come
+/// from a graph input, and what follows from it), which a runtime reading the file would trust.
+/// Graph outputs keep theirs (the ONNX checker requires one there).
+void forget_untrusted_shapes(common::Graph& graph);
 
 /// Every registered pass, in the order they run.
 std::vector<PassInfo> list_passes();

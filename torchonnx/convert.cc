@@ -63,18 +63,15 @@ void activation_after_unflatten(common::Graph& g) {
   if (changed) g.rebuild_index();
 }
 
-common::Status slim(common::Graph& graph, const shapeonnx::Options& shape_options,
-                    ConvertReport& report) {
+// slimonnx keeps the shapes of the values it leaves and gives the ones it makes their own, so
+// the slimmed graph is lowered without inferring again.
+common::Status slim(common::Graph& graph, ConvertReport& report) {
 #if TORCHONNX_HAVE_SLIM
   ASSIGN_OR_RETURN(slimonnx::Report slimmed, slimonnx::run(graph));
   report.slim_rewrites = slimmed.rewrites;
   activation_after_unflatten(graph);
-  // Values slimonnx rewrote (even when it reports no rewrite, it may drop propagated shapes)
-  // get their shapes again from the same inference.
-  RETURN_IF_ERROR(shapeonnx::infer(graph, shape_options));
 #else
   (void)graph;
-  (void)shape_options;
   (void)report;
 #endif
   return {};
@@ -118,7 +115,7 @@ common::Result<Converted> run(common::Graph graph, const ConvertOptions& options
   describe_interface(graph, report);
   const BatchAxes batch_axes =
       original ? probe_batch_axes(std::move(*original), graph, shape_options) : BatchAxes{};
-  if (options.slim) RETURN_IF_ERROR(slim(graph, shape_options, report));
+  if (options.slim) RETURN_IF_ERROR(slim(graph, report));
   out.nodes_after = report.nodes_after = static_cast<int64_t>(graph.nodes.size());
   LowerOptions lower_options;
   lower_options.class_name = options.class_name;
