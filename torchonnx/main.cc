@@ -1,18 +1,25 @@
 // torchonnx: compile ONNX models into readable PyTorch modules (<stem>.py + <stem>.pth).
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "common/cli.h"
 #include "common/cli_app.h"
 #include "common/onnx_io.h"
+#include "common/ordered_parallel.h"
 #include "torchonnx/convert.h"
 #include "torchonnx/lower.h"
 #include "torchonnx/stems.h"
 
 namespace {
+
+int default_jobs() { return static_cast<int>(std::max(1U, std::thread::hardware_concurrency())); }
 
 struct Args {
   std::vector<std::string> inputs;
@@ -27,30 +34,42 @@ struct Args {
   std::vector<std::string> absent;
   bool stats = false;
   bool list_ops = false;
+  int jobs = default_jobs();
   std::string report;                                 ///< --report FILE.md
   std::vector<std::string> custom_ops, custom_types;  ///< --custom-op, --custom-op-shape
 };
 
-// Prints a failed conversion: the one-line error when it is the only problem, else every node
-// that cannot be compiled (grouped by op type, then one line each).
-void print_problems(const std::string& input, const common::Error& first,
-                    const torchonnx::ConvertReport& report) {
+// What converting one model printed, kept until the models before it have been printed (models
+// are converted several at once, and reported in the order given).
+struct Outcome {
+  bool ok = false;
+  std::string out;       ///< stdout: "IN -> OUTDIR/<stem>.py"
+  std::string err;       ///< stderr: the problems, or the --stats line
+  std::string markdown;  ///< this model's part of --report
+};
+
+std::string error_line(const common::Error& error) { return "torchonnx: " + error.str() + "\n"; }
+
+// A failed conversion: the one-line error when it is the only problem, else every node that
+// cannot be compiled (grouped by op type, then one line each).
+std::string problems_text(const std::string& input, const common::Error& first,
+                          const torchonnx::ConvertReport& report) {
   if (report.problems.size() <= 1) {
     common::Error e = first;
     if (e.file.empty()) e.file = input;
-    common::report_error("torchonnx", e);
-    return;
+    return error_line(e);
   }
+  std::string text;
   for (const std::string& line : torchonnx::problem_lines(report.problems)) {
-    std::cerr << "torchonnx: " << common::one_line(input) << ": " << line << "\n";
+    text += "torchonnx: " + common::one_line(input) + ": " + line + "\n";
   }
-  std::cerr.flush();
+  return text;
 }
 
-// Converts one model; prints the error and returns false on failure (nothing is written then).
-bool convert_one(const Args& args, const torchonnx::ConvertOptions& options,
+// Converts one model (nothing is written when it fails).
+void convert_one(const Args& args, const torchonnx::ConvertOptions& options,
                  const std::string& input, const std::string& stem,
-                 torchonnx::ConvertReport& report) {
+                 torchonnx::ConvertReport& report, Outcome& outcome) {
   const double start = common::now_ms();
   auto converted = torchonnx::convert_file(input, options, &report);
   common::Status written = converted.status();
@@ -66,16 +85,43 @@ bool convert_one(const Args& args, const torchonnx::ConvertOptions& options,
       report.converted = false;
       report.problems.push_back(written.error());
     }
-    print_problems(input, written.error(), report);
-    return false;
+    outcome.err = problems_text(input, written.error(), report);
+    return;
   }
-  std::cout << input << " -> " << args.out_dir << "/" << stem << ".py" << std::endl;
+  outcome.ok = true;
+  outcome.out = input + " -> " + args.out_dir + "/" + stem + ".py\n";
   if (args.stats) {
-    std::fprintf(stderr, "{\"model\": %s, \"nodes\": %lld, \"nodes_after\": %lld, \"ms\": %.3f}\n",
-                 common::json_string(input).c_str(), static_cast<long long>(converted->nodes),
-                 static_cast<long long>(converted->nodes_after), common::now_ms() - start);
+    char line[160];
+    std::snprintf(line, sizeof line, ", \"nodes\": %lld, \"nodes_after\": %lld, \"ms\": %.3f}\n",
+                  static_cast<long long>(converted->nodes),
+                  static_cast<long long>(converted->nodes_after), common::now_ms() - start);
+    outcome.err = "{\"model\": " + common::json_string(input) + line;
   }
-  return true;
+}
+
+// convert_one on a worker thread: an exception (memory for a model's declared sizes, a library's
+// throw) becomes that model's one-line error, as common::run_guarded makes it for a whole tool.
+Outcome convert_guarded(const Args& args, const torchonnx::ConvertOptions& options,
+                        const std::string& input, const std::string& stem) noexcept {
+  Outcome outcome;
+  try {
+    torchonnx::ConvertReport report;
+    report.source = input;
+    try {
+      convert_one(args, options, input, stem, report, outcome);
+    } catch (const std::bad_alloc&) {
+      outcome = Outcome{};
+      outcome.err = error_line({input, "", "", "out of memory"});
+    } catch (const std::exception& e) {
+      outcome = Outcome{};
+      outcome.err = error_line({input, "", "", std::string("internal error: ") + e.what()});
+    }
+    if (report.source.empty()) report.source = input;
+    if (!args.report.empty()) outcome.markdown = torchonnx::markdown(report);
+  } catch (...) {  // even the report could not be made
+    outcome.ok = false;
+  }
+  return outcome;
 }
 
 // Parses every --sequence-length NAME=N (the name may itself contain '=').
@@ -143,19 +189,20 @@ int run(const Args& args) {
   if (auto s = parse_custom_ops(args, options); !s.ok())
     return common::report_error("torchonnx", s.error());
   torchonnx::StemAllocator stems;
+  std::vector<std::string> stem_of;
+  for (const std::string& input : args.inputs)
+    stem_of.push_back(stems.make(input, args.class_name));
   bool ok = true;
   std::string markdown;
-  for (const std::string& input : args.inputs) {
-    const std::string stem = stems.make(input, args.class_name);
-    torchonnx::ConvertReport report;
-    report.source = input;
-    const int code = common::run_guarded("torchonnx", input, [&] {
-      return convert_one(args, options, input, stem, report) ? 0 : 2;
-    });
-    ok = code == 0 && ok;
-    if (report.source.empty()) report.source = input;
-    markdown += (markdown.empty() ? "" : "\n") + torchonnx::markdown(report);
-  }
+  common::ordered_parallel(
+      args.inputs.size(), static_cast<size_t>(args.jobs),
+      [&](size_t i) { return convert_guarded(args, options, args.inputs[i], stem_of[i]); },
+      [&](size_t, Outcome outcome) {
+        std::cout << outcome.out << std::flush;
+        std::cerr << outcome.err << std::flush;
+        ok = outcome.ok && ok;
+        markdown += (markdown.empty() ? "" : "\n") + outcome.markdown;
+      });
   if (!args.report.empty()) {
     common::Status written = common::write_output_atomic(args.report, markdown);
     if (!written.ok()) return common::report_error("torchonnx", written.error());
@@ -205,6 +252,10 @@ static int main_body(int argc, char** argv) {
   app.add_option("--report", args.report,
                  "FILE.md: write a Markdown report of each conversion (opsets, op types, nodes "
                  "before/after slimming by pass, inputs/outputs, every problem), also on failure");
+  app.add_option("-j,--jobs", args.jobs,
+                 "models converted at once, on as many threads (default: the CPU count; 1 keeps "
+                 "one model in memory at a time); output is printed in the order given")
+      ->check(CLI::Range(1, 256));
   app.add_flag("--list-ops", args.list_ops, "print the ONNX op types torchonnx compiles and exit");
   app.set_version_flag("--version", std::string("torchonnx ") + SUITE_VERSION);
   if (auto code = common::parse_command_line(app, argc, argv)) return *code;

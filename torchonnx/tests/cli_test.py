@@ -107,6 +107,36 @@ def test_error_is_one_line_exit_2_and_writes_nothing_for_that_model(tmp_path):
     assert sorted(os.listdir(tmp_path / "out")) == ["good.pth", "good.py"]
 
 
+def test_jobs_convert_several_models_at_once_and_report_in_order(tmp_path):
+    models = []
+    for i in range(7):
+        path = tmp_path / f"m{i}.onnx"
+        (bad_model if i in (1, 4) else mlp_model)(path)
+        models.append(path)
+    runs = {}
+    for jobs in (1, 3):
+        out = tmp_path / f"out{jobs}"
+        r = run(*models, "-o", out, "-j", jobs, "--report", tmp_path / f"r{jobs}.md")
+        assert r.returncode == 2
+        stdout = r.stdout.decode().replace(str(out), "OUT")
+        runs[jobs] = (stdout, r.stderr, (tmp_path / f"r{jobs}.md").read_text())
+    stdout, stderr, report = runs[1]
+    assert runs[3] == runs[1]  # the same lines in the same order, and the same report
+    good = [i for i in range(7) if i not in (1, 4)]
+    assert stdout.splitlines() == [f"{models[i]} -> OUT/m{i}.py" for i in good]
+    assert [line.split(":")[1].strip() for line in stderr.decode().splitlines()] == [
+        str(models[1]), str(models[4])]
+    for i in good:
+        for ext in (".py", ".pth"):
+            one, three = (tmp_path / d / f"m{i}{ext}" for d in ("out1", "out3"))
+            assert one.read_bytes() == three.read_bytes()
+    assert sorted(os.listdir(tmp_path / "out3")) == sorted(
+        f"m{i}{ext}" for i in good for ext in (".py", ".pth"))
+    r = run(models[0], "-o", tmp_path / "out0", "-j", 0)
+    assert r.returncode == 2 and b"--jobs" in r.stderr.splitlines()[0]
+    assert not (tmp_path / "out0").exists()
+
+
 def test_list_ops_and_missing_arguments():
     r = run("--list-ops")
     assert r.returncode == 0
