@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "common/graph.h"
+
 namespace common {
 
 Attribute Attribute::make_int(std::string name, int64_t v) {
@@ -50,6 +52,20 @@ Attribute Attribute::make_tensor(std::string name, Tensor v) {
   a.type = AttrType::kTensor;
   a.t = std::move(v);
   return a;
+}
+
+Attribute Attribute::make_graph(std::string name, Graph v) {
+  Attribute a;
+  a.name = std::move(name);
+  a.type = AttrType::kGraph;
+  a.g = std::make_shared<const Graph>(std::move(v));
+  return a;
+}
+
+bool Attribute::operator==(const Attribute& o) const {
+  const bool same_g = g == o.g || (g && o.g && same_graph(*g, *o.g));
+  return name == o.name && type == o.type && i == o.i && f == o.f && s == o.s && ints == o.ints &&
+         floats == o.floats && strings == o.strings && t == o.t && same_g;
 }
 
 }  // namespace common

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -9,6 +10,8 @@
 #include "common/tensor.h"
 
 namespace common {
+
+class Graph;
 
 enum class AttrType {
   kFloat = 1,
@@ -22,9 +25,11 @@ enum class AttrType {
   kTypeProto = 13
 };
 
-/// One attribute. Only the field matching `type` is meaningful. Graph attributes (If/Loop bodies)
-/// are kept as serialized GraphProto bytes in `s` so they survive a load/save round trip; type
-/// attributes (Optional's `type`) likewise as serialized TypeProto bytes.
+/// One attribute. Only the field matching `type` is meaningful. A graph attribute (the body of
+/// If, Loop, Scan, SequenceMap) is a Graph of its own in `g`, converted from the proto once on
+/// load and back once on save; it is shared and immutable, so copying an Attribute is cheap and a
+/// user that changes a body builds a new Graph. Type attributes (Optional's `type`) are kept as
+/// serialized TypeProto bytes in `s` so they survive a load/save round trip.
 struct Attribute {
   std::string name;
   AttrType type = AttrType::kInt;
@@ -35,6 +40,7 @@ struct Attribute {
   std::vector<float> floats;
   std::vector<std::string> strings;
   std::optional<Tensor> t;
+  std::shared_ptr<const Graph> g;
 
   static Attribute make_int(std::string name, int64_t v);
   static Attribute make_float(std::string name, float v);
@@ -42,7 +48,9 @@ struct Attribute {
   static Attribute make_ints(std::string name, std::vector<int64_t> v);
   static Attribute make_floats(std::string name, std::vector<float> v);
   static Attribute make_tensor(std::string name, Tensor v);
-  bool operator==(const Attribute& other) const = default;
+  static Attribute make_graph(std::string name, Graph v);
+  /// Field by field; graphs by content (same_graph in graph.h), not by address.
+  bool operator==(const Attribute& other) const;
 };
 
 }  // namespace common

@@ -153,4 +153,29 @@ Error Graph::error(const Node& node, std::string message) const {
 
 Error Graph::error(std::string message) const { return Error{source, "", "", std::move(message)}; }
 
+namespace {
+
+// A value whose type a file would declare.
+bool declared(const Value& v) { return v.dtype != DType::kUndefined || v.shape.has_value(); }
+
+// Every declared value of `a` is declared alike in `b`.
+bool declared_within(const Graph& a, const Graph& b) {
+  for (const auto& [name, v] : a.values) {
+    if (!declared(v)) continue;
+    const Value* w = b.find(name);
+    if (!w || w->dtype != v.dtype || w->shape != v.shape || w->dim_params != v.dim_params) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool same_graph(const Graph& a, const Graph& b) {
+  return a.name == b.name && a.doc_string == b.doc_string && a.nodes == b.nodes &&
+         a.inputs == b.inputs && a.outputs == b.outputs && a.initializers == b.initializers &&
+         a.port_types == b.port_types && declared_within(a, b) && declared_within(b, a);
+}
+
 }  // namespace common

@@ -56,6 +56,7 @@ struct Node {
   void remove_attr(std::string_view name);
   /// Input i present (in range and not the empty name).
   bool has_input(size_t i) const { return i < inputs.size() && !inputs[i].empty(); }
+  bool operator==(const Node& other) const = default;
 };
 
 /// ONNX types a graph input or output may have besides tensor.
@@ -67,6 +68,7 @@ struct PortType {
   PortKind kind = PortKind::kTensor;
   DType dtype = DType::kUndefined;
   std::optional<Dims> shape;
+  bool operator==(const PortType& other) const = default;
 };
 
 /// A sequence or optional graph input/output resolved at compile time: the tensors it holds, in
@@ -84,10 +86,13 @@ struct OpsetId {
   bool operator==(const OpsetId&) const = default;
 };
 
-/// A model. Nodes are kept in a deterministic topological order (see topo.h).
+/// A model, or the body of a graph attribute (Attribute::g: If, Loop, Scan), which may read
+/// values of the enclosing graphs by name and keeps its nodes in the order of the file.
+/// Nodes are kept in a deterministic topological order (see topo.h).
 class Graph {
  public:
-  // Model-level data preserved from load to save.
+  // Model-level data preserved from load to save. A body copies the enclosing model's source,
+  // ir_version and opsets on load; its name and doc_string are the GraphProto's own.
   std::string source;  ///< where it came from (for error messages)
   int64_t ir_version = 8;
   std::vector<OpsetId> opsets;
@@ -131,5 +136,9 @@ class Graph {
  private:
   uint64_t fresh_counter_ = 0;
 };
+
+/// Same content as a file would hold it: name, doc string, nodes, interface, initializers, port
+/// types and the declared type of every value (indexes, known contents and model data ignored).
+bool same_graph(const Graph& a, const Graph& b);
 
 }  // namespace common

@@ -60,13 +60,13 @@ Error locate(Error e, std::string_view source, const Node* node = nullptr) {
   return e;
 }
 
-}  // namespace
-
-Status nodes_from_proto(onnx::GraphProto& g, Graph& graph) {
+// Appends the nodes of `g` to `graph` (unnamed nodes get deterministic names); Constant nodes
+// become initializers instead. Graph attributes become Graphs that inherit `graph`'s model data.
+Status nodes_from_proto(const onnx::GraphProto& g, Graph& graph) {
   std::set<std::string> used_names;
   for (const auto& n : g.node()) used_names.insert(n.name());
   int unnamed = 0;
-  for (auto& np : *g.mutable_node()) {
+  for (const auto& np : g.node()) {
     Node node;
     node.name = np.name();
     node.op_type = np.op_type();
@@ -79,7 +79,7 @@ Status nodes_from_proto(onnx::GraphProto& g, Graph& graph) {
     node.inputs.assign(np.input().begin(), np.input().end());
     node.outputs.assign(np.output().begin(), np.output().end());
     for (const auto& ap : np.attribute()) {
-      auto a = attribute_from_proto(ap);
+      auto a = attribute_from_proto(ap, &graph);
       if (!a.ok()) return locate(a.error(), graph.source, &node);
       node.attrs.push_back(std::move(a).value());
     }
@@ -94,8 +94,6 @@ Status nodes_from_proto(onnx::GraphProto& g, Graph& graph) {
   return {};
 }
 
-namespace {
-
 // A declared element type outside ONNX's enum (a damaged or hostile file) is an error here:
 // kept, it would be written back out as is; dropped, the value would silently lose its type.
 Status check_elem_type(const Graph& graph, const onnx::ValueInfoProto& vi, std::string_view what) {
@@ -105,7 +103,51 @@ Status check_elem_type(const Graph& graph, const onnx::ValueInfoProto& vi, std::
                      std::to_string(type.tensor_type().elem_type()));
 }
 
+// The declared inputs, outputs and value infos of `g` (initializers already in `graph`).
+Status interface_from_proto(const onnx::GraphProto& g, Graph& graph) {
+  for (const auto& vi : g.input()) {
+    RETURN_IF_ERROR(check_elem_type(graph, vi, "graph input"));
+    value_from_proto(vi, graph.value(vi.name()));
+    if (auto port = port_type_from_proto(vi.type())) graph.port_types[vi.name()] = *port;
+    if (!graph.is_initializer(vi.name())) graph.inputs.push_back(vi.name());
+  }
+  for (const auto& vi : g.output()) {
+    RETURN_IF_ERROR(check_elem_type(graph, vi, "graph output"));
+    value_from_proto(vi, graph.value(vi.name()));
+    if (auto port = port_type_from_proto(vi.type())) graph.port_types[vi.name()] = *port;
+    graph.outputs.push_back(vi.name());
+  }
+  for (const auto& vi : g.value_info()) {
+    RETURN_IF_ERROR(check_elem_type(graph, vi, "value"));
+    value_from_proto(vi, graph.value(vi.name()));
+  }
+  return {};
+}
+
 }  // namespace
+
+Result<Graph> subgraph_from_proto(const onnx::GraphProto& g, const Graph* parent) {
+  Graph graph;
+  if (parent) {
+    graph.source = parent->source;
+    graph.ir_version = parent->ir_version;
+    graph.opsets = parent->opsets;
+  }
+  graph.name = g.name();
+  graph.doc_string = g.doc_string();
+  if (g.sparse_initializer_size()) {
+    return graph.error("sparse initializers in graph '" + g.name() + "' are not supported");
+  }
+  for (const auto& tp : g.initializer()) {
+    auto t = tensor_from_proto(tp);
+    if (!t.ok()) return locate(t.error(), graph.source);
+    graph.initializers[tp.name()] = std::move(t).value();
+  }
+  RETURN_IF_ERROR(nodes_from_proto(g, graph));
+  RETURN_IF_ERROR(interface_from_proto(g, graph));
+  graph.rebuild_index();
+  return graph;
+}
 
 Result<Graph> from_proto(onnx::ModelProto&& model, std::string_view source) {
   Graph graph;
@@ -132,25 +174,89 @@ Result<Graph> from_proto(onnx::ModelProto&& model, std::string_view source) {
     graph.initializers[tp.name()] = std::move(t).value();
   }
   RETURN_IF_ERROR(nodes_from_proto(g, graph));
-  for (const auto& vi : g.input()) {
-    RETURN_IF_ERROR(check_elem_type(graph, vi, "graph input"));
-    value_from_proto(vi, graph.value(vi.name()));
-    if (auto port = port_type_from_proto(vi.type())) graph.port_types[vi.name()] = *port;
-    if (!graph.is_initializer(vi.name())) graph.inputs.push_back(vi.name());
-  }
-  for (const auto& vi : g.output()) {
-    RETURN_IF_ERROR(check_elem_type(graph, vi, "graph output"));
-    value_from_proto(vi, graph.value(vi.name()));
-    if (auto port = port_type_from_proto(vi.type())) graph.port_types[vi.name()] = *port;
-    graph.outputs.push_back(vi.name());
-  }
-  for (const auto& vi : g.value_info()) {
-    RETURN_IF_ERROR(check_elem_type(graph, vi, "value"));
-    value_from_proto(vi, graph.value(vi.name()));
-  }
+  RETURN_IF_ERROR(interface_from_proto(g, graph));
   model.Clear();
   RETURN_IF_ERROR(topo_sort(graph));
   return graph;
+}
+
+namespace {
+
+// A value's declared type, or a sequence/optional port's; a body's value of no declared type
+// keeps just its name (ONNX lets a body's inputs and outputs leave their types out).
+void declare(const Graph& graph, const std::string& name, bool subgraph, onnx::ValueInfoProto* vi) {
+  if (auto port = graph.port_types.find(name); port != graph.port_types.end()) {
+    port_type_to_proto(name, port->second, vi);
+    return;
+  }
+  const Value* v = graph.find(name);
+  if (subgraph && (!v || (v->dtype == DType::kUndefined && !v->shape))) {
+    vi->set_name(name);
+    return;
+  }
+  Value fallback;
+  fallback.name = name;
+  value_to_proto(v ? *v : fallback, vi);
+}
+
+// Before IR 4 every initializer must also be a graph input: a model's are listed as inputs, a
+// body's (whose inputs are fixed by its op) are written as Constant nodes instead.
+void initializers_to_proto(const Graph& graph, bool subgraph, onnx::GraphProto* g) {
+  const bool as_constants = subgraph && graph.ir_version < 4;
+  for (const auto& [name, t] : graph.initializers) {
+    if (as_constants) {
+      onnx::NodeProto* np = g->add_node();
+      np->set_op_type("Constant");
+      np->add_output(name);
+      attribute_to_proto(Attribute::make_tensor("value", t), np->add_attribute());
+      continue;
+    }
+    if (graph.ir_version < 4) {
+      Value v;
+      v.name = name;
+      v.dtype = t.dtype;
+      v.shape = t.dims;
+      value_to_proto(v, g->add_input());
+    }
+    onnx::TensorProto* tp = g->add_initializer();
+    tp->set_name(name);
+    tensor_to_proto(t, tp);
+  }
+}
+
+void node_to_proto(const Node& n, onnx::NodeProto* np) {
+  if (!n.name.empty()) np->set_name(n.name);
+  np->set_op_type(n.op_type);
+  if (!n.domain.empty()) np->set_domain(n.domain);
+  if (!n.doc_string.empty()) np->set_doc_string(n.doc_string);
+  for (const std::string& i : n.inputs) np->add_input(i);
+  for (const std::string& o : n.outputs) np->add_output(o);
+  for (const Attribute& a : n.attrs) attribute_to_proto(a, np->add_attribute());
+}
+
+// The interface, initializers, nodes and value infos of `graph` into `g`.
+void graph_to_proto(const Graph& graph, bool subgraph, onnx::GraphProto* g) {
+  for (const std::string& in : graph.inputs) declare(graph, in, subgraph, g->add_input());
+  initializers_to_proto(graph, subgraph, g);
+  std::set<std::string> io(graph.inputs.begin(), graph.inputs.end());
+  io.insert(graph.outputs.begin(), graph.outputs.end());
+  for (const Node& n : graph.nodes) {
+    node_to_proto(n, g->add_node());
+    for (const std::string& o : n.outputs) {
+      const Value* v = graph.find(o);
+      if (o.empty() || io.count(o) || !v || v->dtype == DType::kUndefined) continue;
+      value_to_proto(*v, g->add_value_info());
+    }
+  }
+  for (const std::string& out : graph.outputs) declare(graph, out, subgraph, g->add_output());
+}
+
+}  // namespace
+
+void subgraph_to_proto(const Graph& graph, onnx::GraphProto* g) {
+  if (!graph.name.empty()) g->set_name(graph.name);
+  if (!graph.doc_string.empty()) g->set_doc_string(graph.doc_string);
+  graph_to_proto(graph, /*subgraph=*/true, g);
 }
 
 onnx::ModelProto to_proto(const Graph& graph) {
@@ -173,52 +279,7 @@ onnx::ModelProto to_proto(const Graph& graph) {
   }
   onnx::GraphProto* g = model.mutable_graph();
   g->set_name(graph.name.empty() ? "graph" : graph.name);
-  auto fallback = [&](const std::string& name) {
-    Value v;
-    v.name = name;
-    return v;
-  };
-  auto emit = [&](const std::string& name, onnx::ValueInfoProto* vi) {
-    if (auto port = graph.port_types.find(name); port != graph.port_types.end()) {
-      port_type_to_proto(name, port->second, vi);
-      return;
-    }
-    const Value* v = graph.find(name);
-    value_to_proto(v ? *v : fallback(name), vi);
-  };
-  for (const std::string& in : graph.inputs) emit(in, g->add_input());
-  if (graph.ir_version < 4) {  // before IR 4, every initializer must also be a graph input
-    for (const auto& [name, t] : graph.initializers) {
-      Value v;
-      v.name = name;
-      v.dtype = t.dtype;
-      v.shape = t.dims;
-      value_to_proto(v, g->add_input());
-    }
-  }
-  for (const auto& [name, t] : graph.initializers) {
-    onnx::TensorProto* tp = g->add_initializer();
-    tp->set_name(name);
-    tensor_to_proto(t, tp);
-  }
-  std::set<std::string> io(graph.inputs.begin(), graph.inputs.end());
-  io.insert(graph.outputs.begin(), graph.outputs.end());
-  for (const Node& n : graph.nodes) {
-    onnx::NodeProto* np = g->add_node();
-    if (!n.name.empty()) np->set_name(n.name);
-    np->set_op_type(n.op_type);
-    if (!n.domain.empty()) np->set_domain(n.domain);
-    if (!n.doc_string.empty()) np->set_doc_string(n.doc_string);
-    for (const std::string& i : n.inputs) np->add_input(i);
-    for (const std::string& o : n.outputs) np->add_output(o);
-    for (const Attribute& a : n.attrs) attribute_to_proto(a, np->add_attribute());
-    for (const std::string& o : n.outputs) {
-      const Value* v = graph.find(o);
-      if (o.empty() || io.count(o) || !v || v->dtype == DType::kUndefined) continue;
-      value_to_proto(*v, g->add_value_info());
-    }
-  }
-  for (const std::string& out : graph.outputs) emit(out, g->add_output());
+  graph_to_proto(graph, /*subgraph=*/false, g);
   return model;
 }
 

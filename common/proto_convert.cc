@@ -1,6 +1,7 @@
 #include "common/proto_convert.h"
 
 #include <cstring>
+#include <memory>
 #include <type_traits>
 
 #include "common/onnx_io.h"
@@ -82,7 +83,7 @@ void tensor_to_proto(Tensor tensor, onnx::TensorProto* proto) {
   proto->mutable_raw_data()->swap(tensor.raw);
 }
 
-Result<Attribute> attribute_from_proto(const onnx::AttributeProto& p) {
+Result<Attribute> attribute_from_proto(const onnx::AttributeProto& p, const Graph* parent) {
   Attribute a;
   a.name = p.name();
   if (!p.ref_attr_name().empty()) {
@@ -135,10 +136,17 @@ Result<Attribute> attribute_from_proto(const onnx::AttributeProto& p) {
       ASSIGN_OR_RETURN(a.t, tensor_from_proto(p.t()));
       break;
     }
-    case onnx::AttributeProto::GRAPH:
+    case onnx::AttributeProto::GRAPH: {
       a.type = AttrType::kGraph;
-      a.s = p.g().SerializeAsString();
+      auto body = subgraph_from_proto(p.g(), parent);
+      if (!body.ok()) {  // located at the node holding the attribute by the caller
+        const Error& e = body.error();
+        const std::string where = e.node.empty() ? p.name() : p.name() + "/" + e.node;
+        return Error{e.file, "", "", where + ": " + e.message};
+      }
+      a.g = std::make_shared<const Graph>(std::move(body).value());
       break;
+    }
     case onnx::AttributeProto::TYPE_PROTO:
       a.type = AttrType::kTypeProto;
       a.s = p.tp().SerializeAsString();
@@ -182,7 +190,7 @@ void attribute_to_proto(const Attribute& a, onnx::AttributeProto* p) {
       break;
     case AttrType::kGraph:
       p->set_type(onnx::AttributeProto::GRAPH);
-      p->mutable_g()->ParseFromString(a.s);
+      if (a.g) subgraph_to_proto(*a.g, p->mutable_g());
       break;
     case AttrType::kTypeProto:
       p->set_type(onnx::AttributeProto::TYPE_PROTO);

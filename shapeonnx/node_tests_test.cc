@@ -75,13 +75,13 @@ bool newer_than_onnx(const common::Graph& g) {
 }
 
 // Ops of a control-flow body (Constant is folded on load), nested bodies included.
-bool body_ops_have_rules(const onnx::GraphProto& g) {
-  for (const auto& n : g.node()) {
-    const bool known = n.op_type() == "Constant" || is_expanded(n.domain(), n.op_type()) ||
-                       (n.domain().empty() && find_rule(n.op_type()));
+bool body_ops_have_rules(const common::Graph& g) {
+  for (const common::Node& n : g.nodes) {
+    const bool known = n.op_type == "Constant" || is_expanded(n.domain, n.op_type) ||
+                       (n.domain.empty() && find_rule(n.op_type));
     if (!known) return false;
-    for (const auto& a : n.attribute()) {
-      if (a.has_g() && !body_ops_have_rules(a.g())) return false;
+    for (const common::Attribute& a : n.attrs) {
+      if (a.g && !body_ops_have_rules(*a.g)) return false;
     }
   }
   return true;
@@ -92,9 +92,7 @@ bool all_ops_have_rules(const common::Graph& g) {
   for (const common::Node& n : g.nodes) {
     if (is_expanded(n.domain, n.op_type)) {
       for (const common::Attribute& a : n.attrs) {
-        onnx::GraphProto body;
-        if (a.type == common::AttrType::kGraph &&
-            (!body.ParseFromString(a.s) || !body_ops_have_rules(body))) {
+        if (a.type == common::AttrType::kGraph && (!a.g || !body_ops_have_rules(*a.g))) {
           return false;
         }
       }

@@ -186,14 +186,13 @@ std::string op_key(const std::string& domain, const std::string& op_type) {
 
 // The first op without a handler in a control-flow body (Constant is folded on load), nested
 // bodies included; empty when every op has one.
-std::string unsupported_op(const onnx::GraphProto& g) {
-  for (const auto& n : g.node()) {
-    if (n.op_type() != "Constant" && !supported(n.domain(), n.op_type())) {
-      return op_key(n.domain(), n.op_type());
+std::string body_unsupported_op(const common::Graph& g) {
+  for (const common::Node& n : g.nodes) {
+    if (n.op_type != "Constant" && !supported(n.domain, n.op_type)) {
+      return op_key(n.domain, n.op_type);
     }
-    for (const auto& a : n.attribute()) {
-      std::string op = a.has_g() ? unsupported_op(a.g()) : "";
-      for (int i = 0; op.empty() && i < a.graphs_size(); ++i) op = unsupported_op(a.graphs(i));
+    for (const common::Attribute& a : n.attrs) {
+      std::string op = a.g ? body_unsupported_op(*a.g) : "";
       if (!op.empty()) return op;
     }
   }
@@ -216,9 +215,8 @@ std::string unsupported_op(const common::Graph& graph) {
     if (!supported(n.domain, n.op_type)) return op_key(n.domain, n.op_type);
     for (const common::Attribute& a : n.attrs) {
       if (a.type != common::AttrType::kGraph) continue;
-      onnx::GraphProto body;
-      if (!body.ParseFromString(a.s)) return "<unreadable body>";
-      if (std::string op = unsupported_op(body); !op.empty()) return op;
+      if (!a.g) return "<missing body>";
+      if (std::string op = body_unsupported_op(*a.g); !op.empty()) return op;
     }
   }
   return graph.nodes.empty() ? "<no nodes>" : "";

@@ -1,8 +1,5 @@
-// Parsing control-flow bodies and renaming their references to enclosing scopes.
+// Control-flow bodies and renaming their references to enclosing scopes.
 #include "shapeonnx/control_flow/body.h"
-
-#include "common/onnx_io.h"
-#include "common/proto_convert.h"
 
 namespace shapeonnx::detail {
 
@@ -14,52 +11,46 @@ using common::Result;
 
 Result<Body> parse_body(const Graph& graph, const Node& node, const std::string& attr) {
   const Attribute* a = node.attr(attr);
-  if (!a || a->type != AttrType::kGraph) {
+  if (!a || a->type != AttrType::kGraph || !a->g) {
     return graph.error(node, "missing graph attribute '" + attr + "'");
   }
-  onnx::GraphProto proto;
-  if (!proto.ParseFromString(a->s)) return graph.error(node, "unreadable graph '" + attr + "'");
-  if (proto.sparse_initializer_size()) {
-    return graph.error(node, "sparse initializers in '" + attr + "' are not supported");
-  }
-  Graph scratch;
-  scratch.source = graph.source;
-  for (const auto& tp : proto.initializer()) {
-    auto t = common::tensor_from_proto(tp);
-    if (!t.ok()) return graph.error(node, attr + ": " + t.error().message);
-    scratch.initializers[tp.name()] = std::move(t).value();
-  }
-  if (auto s = common::nodes_from_proto(proto, scratch); !s.ok()) {
-    return graph.error(node, attr + "/" + s.error().node + ": " + s.error().message);
-  }
-  Body body;
-  body.attr = attr;
-  body.nodes = std::move(scratch.nodes);
-  body.initializers = std::move(scratch.initializers);
-  for (const auto& vi : proto.input()) {
-    if (!body.initializers.count(vi.name())) body.inputs.push_back(vi.name());
-  }
-  for (const auto& vi : proto.output()) body.outputs.push_back(vi.name());
-  return body;
+  return Body{attr, a->g};
 }
 
-void rename_refs(onnx::GraphProto& g, const std::map<std::string, std::string>& renames,
+void rename_refs(Graph& g, const std::map<std::string, std::string>& renames,
                  std::set<std::string> local) {
-  for (const auto& vi : g.input()) local.insert(vi.name());
-  for (const auto& t : g.initializer()) local.insert(t.name());
-  for (const auto& n : g.node()) local.insert(n.output().begin(), n.output().end());
-  auto rename = [&](std::string* name) {
-    if (local.count(*name)) return;
-    if (auto it = renames.find(*name); it != renames.end()) *name = it->second;
+  local.insert(g.inputs.begin(), g.inputs.end());
+  for (const auto& [name, t] : g.initializers) local.insert(name);
+  for (const Node& n : g.nodes) local.insert(n.outputs.begin(), n.outputs.end());
+  auto rename = [&](std::string& name) {
+    if (local.count(name)) return;
+    if (auto it = renames.find(name); it != renames.end()) name = it->second;
   };
-  for (auto& n : *g.mutable_node()) {
-    for (auto& in : *n.mutable_input()) rename(&in);
-    for (auto& a : *n.mutable_attribute()) {
-      if (a.has_g()) rename_refs(*a.mutable_g(), renames, local);
-      for (auto& sub : *a.mutable_graphs()) rename_refs(sub, renames, local);
+  for (Node& n : g.nodes) {
+    for (std::string& in : n.inputs) rename(in);
+    for (Attribute& a : n.attrs) {
+      if (a.type != AttrType::kGraph || !a.g) continue;
+      auto nested = std::make_shared<Graph>(*a.g);
+      rename_refs(*nested, renames, local);
+      a.g = std::move(nested);
     }
   }
-  for (auto& vi : *g.mutable_output()) rename(vi.mutable_name());
+  for (std::string& out : g.outputs) {
+    const std::string old = out;
+    rename(out);
+    if (out == old) continue;
+    // The declared type goes with the output's new name.
+    if (const common::Value* v = g.find(old)) {
+      common::Value& w = g.value(out);
+      w.dtype = v->dtype;
+      w.shape = v->shape;
+      w.dim_params = v->dim_params;
+    }
+    if (auto port = g.port_types.find(old); port != g.port_types.end()) {
+      g.port_types[out] = port->second;
+    }
+  }
+  g.rebuild_index();
 }
 
 }  // namespace shapeonnx::detail

@@ -1,10 +1,8 @@
-// Internals of the control-flow expansion (control_flow.h): parsed bodies and the per-node
-// expander.
+// Internals of the control-flow expansion (control_flow.h): bodies and the per-node expander.
 #pragma once
 
-#include <onnx/onnx_pb.h>
-
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -19,19 +17,23 @@ namespace shapeonnx::detail {
 constexpr int64_t kMaxIterations = 100000;
 constexpr size_t kMaxNodes = 2000000;
 
-// A subgraph attribute, parsed: its nodes (Constants as initializers), formal inputs, outputs.
+// A graph attribute, viewed: its nodes (Constants as initializers), formal inputs, outputs.
 struct Body {
   std::string attr;
-  std::vector<common::Node> nodes;
-  std::map<std::string, common::Tensor> initializers;
-  std::vector<std::string> inputs, outputs;
+  std::shared_ptr<const common::Graph> graph;  ///< the attribute's own, shared
+
+  const std::vector<common::Node>& nodes() const { return graph->nodes; }
+  const std::map<std::string, common::Tensor>& initializers() const { return graph->initializers; }
+  const std::vector<std::string>& inputs() const { return graph->inputs; }
+  const std::vector<std::string>& outputs() const { return graph->outputs; }
 };
 
 common::Result<Body> parse_body(const common::Graph& graph, const common::Node& node,
                                 const std::string& attr);
 
-// Renames references to enclosing-scope values inside a nested graph (and its own nested graphs).
-void rename_refs(onnx::GraphProto& g, const std::map<std::string, std::string>& renames,
+// Renames references to enclosing-scope values inside a nested graph (and its own nested graphs):
+// names not defined in `g` or in `local` (the scopes between) are looked up in `renames`.
+void rename_refs(common::Graph& g, const std::map<std::string, std::string>& renames,
                  std::set<std::string> local);
 
 // Sequence and optional values expanded so far.

@@ -3,6 +3,7 @@
 
 #include <deque>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -134,17 +135,17 @@ class Builder {
   Result<std::vector<std::string>> instantiate(const Body& body, const std::string& tag,
                                                std::map<std::string, std::string> renames) {
     const std::string prefix = node_.name + "/" + tag + "/";
-    for (const auto& [name, tensor] : body.initializers) {
+    for (const auto& [name, tensor] : body.initializers()) {
       auto [it, inserted] = shared_constants_.try_emplace(body.attr + "\n" + name);
       if (inserted) it->second = constant(tensor, body.attr + "/" + name);
       renames[name] = it->second;
     }
-    for (const Node& bn : body.nodes) {
+    for (const Node& bn : body.nodes()) {
       for (const std::string& o : bn.outputs) {
         if (!o.empty()) renames[o] = fresh(prefix + o);
       }
     }
-    for (const Node& bn : body.nodes) {
+    for (const Node& bn : body.nodes()) {
       Node n = bn;
       n.name = fresh(prefix + bn.name);
       for (std::string& in : n.inputs) {
@@ -154,18 +155,17 @@ class Builder {
         if (!o.empty()) o = renames.at(o);
       }
       for (Attribute& a : n.attrs) {
-        if (a.type != AttrType::kGraph) continue;
-        onnx::GraphProto g;
-        if (!g.ParseFromString(a.s)) return error("unreadable nested graph in " + n.name);
-        rename_refs(g, renames, {});
-        a.s = g.SerializeAsString();
+        if (a.type != AttrType::kGraph || !a.g) continue;
+        auto nested = std::make_shared<Graph>(*a.g);
+        rename_refs(*nested, renames, {});
+        a.g = std::move(nested);
       }
       add(std::move(n));
       if (out_.size() > kMaxNodes)
         return error("expansion exceeds " + std::to_string(kMaxNodes) + " nodes");
     }
     std::vector<std::string> outs;
-    for (const std::string& o : body.outputs) {
+    for (const std::string& o : body.outputs()) {
       auto it = renames.find(o);
       outs.push_back(it == renames.end() ? o : it->second);
     }

@@ -25,8 +25,8 @@ class Expander : public Builder {
     ASSIGN_OR_RETURN(Body then_body, parse_body(graph_, node_, "then_branch"));
     ASSIGN_OR_RETURN(Body else_body, parse_body(graph_, node_, "else_branch"));
     if (!node_.has_input(0)) return error("missing condition input");
-    if (then_body.outputs.size() != node_.outputs.size() ||
-        else_body.outputs.size() != node_.outputs.size()) {
+    if (then_body.outputs().size() != node_.outputs.size() ||
+        else_body.outputs().size() != node_.outputs.size()) {
       return error("branches must have one output per node output");
     }
     if (const Tensor* cond = known(node_.inputs[0])) {
@@ -55,10 +55,10 @@ class Expander : public Builder {
     ASSIGN_OR_RETURN(Body body, parse_body(graph_, node_, "body"));
     if (node_.inputs.size() < 2) return error("needs the trip count and condition inputs");
     const size_t n_carried = node_.inputs.size() - 2;
-    if (body.inputs.size() != n_carried + 2 || body.outputs.size() < n_carried + 1) {
+    if (body.inputs().size() != n_carried + 2 || body.outputs().size() < n_carried + 1) {
       return error("body inputs/outputs do not match the loop-carried values");
     }
-    const size_t n_scan = body.outputs.size() - 1 - n_carried;
+    const size_t n_scan = body.outputs().size() - 1 - n_carried;
     if (node_.outputs.size() > n_carried + n_scan) return error("more outputs than the body has");
     std::optional<int64_t> trip;
     if (node_.has_input(0)) {
@@ -88,10 +88,10 @@ class Expander : public Builder {
         return error("more than " + std::to_string(kMaxIterations) + " iterations");
       const std::string tag = "iter" + std::to_string(i);
       std::map<std::string, std::string> bound;
-      bound[body.inputs[0]] = constant(Tensor::from_int64({i}, {}), tag + "/iteration");
-      bound[body.inputs[1]] =
+      bound[body.inputs()[0]] = constant(Tensor::from_int64({i}, {}), tag + "/iteration");
+      bound[body.inputs()[1]] =
           cond.empty() ? constant(Tensor::from_int64({1}, {}, DType::kBool), tag + "/true") : cond;
-      for (size_t j = 0; j < n_carried; ++j) bound[body.inputs[2 + j]] = carried[j];
+      for (size_t j = 0; j < n_carried; ++j) bound[body.inputs()[2 + j]] = carried[j];
       ASSIGN_OR_RETURN(auto outs, instantiate(body, tag, std::move(bound)));
       cond = outs[0];
       for (size_t j = 0; j < n_carried; ++j) carried[j] = outs[1 + j];
@@ -121,7 +121,7 @@ class Expander : public Builder {
                                const std::vector<int64_t>& directions, int64_t length,
                                const std::string& tag, size_t n_outputs) {
     // Known before unrolling: fail at once rather than after building millions of nodes.
-    const size_t per_step = body.nodes.size() + scan_inputs.size();
+    const size_t per_step = body.nodes().size() + scan_inputs.size();
     if (length > kMaxIterations)
       return error("more than " + std::to_string(kMaxIterations) + " iterations");
     if (per_step != 0 && static_cast<size_t>(std::max<int64_t>(length, 0)) > kMaxNodes / per_step)
@@ -131,10 +131,10 @@ class Expander : public Builder {
     for (int64_t t = 0; t < length; ++t) {
       const std::string step = tag + "step" + std::to_string(t);
       std::map<std::string, std::string> bound;
-      for (size_t j = 0; j < states.size(); ++j) bound[body.inputs[j]] = states[j];
+      for (size_t j = 0; j < states.size(); ++j) bound[body.inputs()[j]] = states[j];
       for (size_t m = 0; m < scan_inputs.size(); ++m) {
         const int64_t index = directions[m] ? length - 1 - t : t;
-        bound[body.inputs[states.size() + m]] =
+        bound[body.inputs()[states.size() + m]] =
             gather(scan_inputs[m], index, axes[m], step + "/slice" + std::to_string(m));
       }
       ASSIGN_OR_RETURN(auto outs, instantiate(body, step, std::move(bound)));
@@ -164,10 +164,10 @@ class Expander : public Builder {
     }
     const size_t m = static_cast<size_t>(n_scan_in);
     const size_t n_states = node_.inputs.size() - first - m;
-    if (body.inputs.size() != n_states + m || body.outputs.size() < n_states) {
+    if (body.inputs().size() != n_states + m || body.outputs().size() < n_states) {
       return error("body inputs/outputs do not match the state and scan inputs");
     }
-    const size_t n_out = body.outputs.size() - n_states;
+    const size_t n_out = body.outputs().size() - n_states;
     std::vector<std::string> states(node_.inputs.begin() + static_cast<long>(first),
                                     node_.inputs.begin() + static_cast<long>(first + n_states));
     std::vector<std::string> scan_in(node_.inputs.begin() + static_cast<long>(first + n_states),

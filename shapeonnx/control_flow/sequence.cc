@@ -161,10 +161,10 @@ class SequenceExpander : public Builder {
   Status map() {
     ASSIGN_OR_RETURN(Body body, parse_body(graph_, node_, "body"));
     ASSIGN_OR_RETURN(std::vector<std::string> seq, input_sequence());
-    if (body.inputs.size() != node_.inputs.size()) {
+    if (body.inputs().size() != node_.inputs.size()) {
       return error("the body must take one input per node input");
     }
-    if (body.outputs.size() != node_.outputs.size()) {
+    if (body.outputs().size() != node_.outputs.size()) {
       return error("the body must have one output per node output");
     }
     std::vector<std::vector<std::string>> extra(node_.inputs.size());  // empty: a tensor input
@@ -177,9 +177,9 @@ class SequenceExpander : public Builder {
     std::vector<std::vector<std::string>> results(node_.outputs.size());
     for (size_t i = 0; i < seq.size(); ++i) {
       std::map<std::string, std::string> bound;
-      bound[body.inputs[0]] = seq[i];
+      bound[body.inputs()[0]] = seq[i];
       for (size_t j = 1; j < node_.inputs.size(); ++j) {
-        bound[body.inputs[j]] = extra[j].empty() ? node_.inputs[j] : extra[j][i];
+        bound[body.inputs()[j]] = extra[j].empty() ? node_.inputs[j] : extra[j][i];
       }
       ASSIGN_OR_RETURN(auto outs,
                        instantiate(body, "element" + std::to_string(i), std::move(bound)));
