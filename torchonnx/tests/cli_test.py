@@ -275,6 +275,28 @@ def test_loop_body_with_hostile_names_and_malformed_loops(tmp_path):
     assert not os.path.exists(tmp_path / "err")
 
 
+def test_scan_past_the_length_limit_is_refused_before_unrolling(tmp_path):
+    F = TensorProto.FLOAT
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "x_t"], ["s_out"]),
+         helper.make_node("Identity", ["s_out"], ["y_t"])], "body",
+        [helper.make_tensor_value_info(n, F, [1]) for n in ("s_in", "x_t")],
+        [helper.make_tensor_value_info(n, F, [1]) for n in ("s_out", "y_t")])
+    scan = helper.make_node("Scan", ["s0", "xs"], ["s", "ys"], name="long scan", body=body,
+                            num_scan_inputs=1)
+    graph = helper.make_graph(
+        [scan], "g",
+        [helper.make_tensor_value_info("s0", F, [1]), helper.make_tensor_value_info("xs", F, [100001, 1])],
+        [helper.make_tensor_value_info("s", F, [1]), helper.make_tensor_value_info("ys", F, [100001, 1])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)]),
+              str(tmp_path / "scan.onnx"))
+    r = run(tmp_path / "scan.onnx", "-o", tmp_path / "out")
+    assert r.returncode == 2
+    assert r.stderr.decode() == (f"torchonnx: {tmp_path}/scan.onnx: node 'long scan' (Scan): "
+                                 "more than 100000 iterations\n")
+    assert not (tmp_path / "out").exists()
+
+
 def sequence_model(path):
     """s: sequence of float[2], o: optional float[2], x: float[2] -> (z, t) with
     z = s[-1] + o when o holds a value, else s[-1]; t = s with x appended."""
