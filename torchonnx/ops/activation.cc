@@ -17,67 +17,85 @@ std::string attr_float(const Context& ctx, std::string_view name, float fallback
 
 // The tensor method: the cheapest call of the three spellings (F.relu, torch.relu, .relu()) in
 // eager mode.
-Status relu(Context& ctx) { return ctx.emit_at(ctx.in(0) + ".relu()", "relu", ctx.batch_axis(0)); }
+Status relu(Context& ctx) {
+  return ctx.emit_at(py::Expr::name(ctx.in(0)).method("relu"), "relu", ctx.batch_axis(0));
+}
 
 Status sigmoid(Context& ctx) {
-  return ctx.emit_at("torch.sigmoid(" + ctx.in(0) + ")", "sigmoid", ctx.batch_axis(0));
+  return ctx.emit_at(py::Expr::raw("torch.sigmoid(" + ctx.in(0) + ")", {py::Ns::kTorch}), "sigmoid",
+                     ctx.batch_axis(0));
 }
 
 Status tanh(Context& ctx) {
-  return ctx.emit_at("torch.tanh(" + ctx.in(0) + ")", "tanh", ctx.batch_axis(0));
+  return ctx.emit_at(py::Expr::raw("torch.tanh(" + ctx.in(0) + ")", {py::Ns::kTorch}), "tanh",
+                     ctx.batch_axis(0));
 }
 
 Status leaky_relu(Context& ctx) {
-  return ctx.emit_at("F.leaky_relu(" + ctx.in(0) + ", " + attr_float(ctx, "alpha", 0.01f) + ")",
-                     "leaky_relu", ctx.batch_axis(0));
+  return ctx.emit_at(
+      py::Expr::raw("F.leaky_relu(" + ctx.in(0) + ", " + attr_float(ctx, "alpha", 0.01f) + ")",
+                    {py::Ns::kF}),
+      "leaky_relu", ctx.batch_axis(0));
 }
 
 Status elu(Context& ctx) {
-  return ctx.emit_at("F.elu(" + ctx.in(0) + ", " + attr_float(ctx, "alpha", 1.0f) + ")", "elu",
-                     ctx.batch_axis(0));
+  return ctx.emit_at(
+      py::Expr::raw("F.elu(" + ctx.in(0) + ", " + attr_float(ctx, "alpha", 1.0f) + ")",
+                    {py::Ns::kF}),
+      "elu", ctx.batch_axis(0));
 }
 
 Status celu(Context& ctx) {
-  return ctx.emit_at("F.celu(" + ctx.in(0) + ", " + attr_float(ctx, "alpha", 1.0f) + ")", "celu",
-                     ctx.batch_axis(0));
+  return ctx.emit_at(
+      py::Expr::raw("F.celu(" + ctx.in(0) + ", " + attr_float(ctx, "alpha", 1.0f) + ")",
+                    {py::Ns::kF}),
+      "celu", ctx.batch_axis(0));
 }
 
 // selu(x) = gamma * elu(x, alpha)
 Status selu(Context& ctx) {
   const std::string alpha = attr_float(ctx, "alpha", 1.67326319217681884765625f);
   const std::string gamma = attr_float(ctx, "gamma", 1.05070102214813232421875f);
-  return ctx.emit_at(gamma + " * F.elu(" + ctx.in(0) + ", " + alpha + ")", "selu",
-                     ctx.batch_axis(0));
+  return ctx.emit_at(
+      py::Expr::raw(gamma + " * F.elu(" + ctx.in(0) + ", " + alpha + ")", {py::Ns::kF}), "selu",
+      ctx.batch_axis(0));
 }
 
 Status softplus(Context& ctx) {
-  return ctx.emit_at("F.softplus(" + ctx.in(0) + ")", "softplus", ctx.batch_axis(0));
+  return ctx.emit_at(py::Expr::raw("F.softplus(" + ctx.in(0) + ")", {py::Ns::kF}), "softplus",
+                     ctx.batch_axis(0));
 }
 
 Status softsign(Context& ctx) {
-  return ctx.emit_at("F.softsign(" + ctx.in(0) + ")", "softsign", ctx.batch_axis(0));
+  return ctx.emit_at(py::Expr::raw("F.softsign(" + ctx.in(0) + ")", {py::Ns::kF}), "softsign",
+                     ctx.batch_axis(0));
 }
 
 // max(0, min(1, alpha * x + beta))
 Status hard_sigmoid(Context& ctx) {
   const std::string alpha = attr_float(ctx, "alpha", 0.2f);
   const std::string beta = attr_float(ctx, "beta", 0.5f);
-  return ctx.emit_at("torch.clamp(" + ctx.in(0) + " * " + alpha + " + " + beta + ", 0.0, 1.0)",
-                     "hard_sigmoid", ctx.batch_axis(0));
+  return ctx.emit_at(
+      py::Expr::raw("torch.clamp(" + ctx.in(0) + " * " + alpha + " + " + beta + ", 0.0, 1.0)",
+                    {py::Ns::kTorch}),
+      "hard_sigmoid", ctx.batch_axis(0));
 }
 
 Status hard_swish(Context& ctx) {
-  return ctx.emit_at("F.hardswish(" + ctx.in(0) + ")", "hard_swish", ctx.batch_axis(0));
+  return ctx.emit_at(py::Expr::raw("F.hardswish(" + ctx.in(0) + ")", {py::Ns::kF}), "hard_swish",
+                     ctx.batch_axis(0));
 }
 
 Status mish(Context& ctx) {
-  return ctx.emit_at("F.mish(" + ctx.in(0) + ")", "mish", ctx.batch_axis(0));
+  return ctx.emit_at(py::Expr::raw("F.mish(" + ctx.in(0) + ")", {py::Ns::kF}), "mish",
+                     ctx.batch_axis(0));
 }
 
 Status thresholded_relu(Context& ctx) {
   const std::string x = ctx.in(0);
-  return ctx.emit_at("torch.where(" + x + " > " + attr_float(ctx, "alpha", 1.0f) + ", " + x +
-                         ", torch.zeros_like(" + x + "))",
+  return ctx.emit_at(py::Expr::raw("torch.where(" + x + " > " + attr_float(ctx, "alpha", 1.0f) +
+                                       ", " + x + ", torch.zeros_like(" + x + "))",
+                                   {py::Ns::kTorch}),
                      "thresholded_relu", ctx.batch_axis(0));
 }
 
@@ -85,7 +103,8 @@ Status gelu(Context& ctx) {
   const std::string approx = ctx.node().attr_string("approximate", "none");
   if (approx != "none" && approx != "tanh") return ctx.error("unknown approximate mode");
   std::string extra = approx == "tanh" ? ", approximate=\"tanh\"" : "";
-  return ctx.emit_at("F.gelu(" + ctx.in(0) + extra + ")", "gelu", ctx.batch_axis(0));
+  return ctx.emit_at(py::Expr::raw("F.gelu(" + ctx.in(0) + extra + ")", {py::Ns::kF}), "gelu",
+                     ctx.batch_axis(0));
 }
 
 // Softmax, LogSoftmax, Hardmax. Before opset 13 the input is coerced to 2-D at `axis`, which
@@ -115,7 +134,9 @@ Status softmax(Context& ctx) {
   // The batch stays where it is unless the softmax runs over it.
   const int in_axis = ctx.batch_axis(0);
   const bool over_batch = flat ? in_axis >= axis : in_axis == axis;
-  return ctx.emit_at(expr, hint, over_batch ? -1 : in_axis);
+  const py::Namespaces uses =
+      op == "Hardmax" ? py::Namespaces{py::Ns::kTorch, py::Ns::kF} : py::Namespaces{py::Ns::kF};
+  return ctx.emit_at(py::Expr::raw(expr, uses), hint, over_batch ? -1 : in_axis);
 }
 
 }  // namespace

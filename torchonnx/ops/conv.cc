@@ -74,7 +74,7 @@ Status functional_conv(Context& ctx, const Geometry& g, const std::string& x, bo
                      (ctx.has_input(2) ? ctx.in(2) : "None") + ", " + int_or_tuple(g.strides) +
                      ", " + int_or_tuple(symmetric ? g.begin : std::vector<int64_t>(n, 0)) + ", " +
                      int_or_tuple(g.dilations) + ", " + std::to_string(g.group) + ")";
-  return ctx.emit(expr, "conv", ctx.batched(0));
+  return ctx.emit(py::Expr::raw(expr, {py::Ns::kF}), "conv", ctx.batched(0));
 }
 
 Status conv(Context& ctx) {
@@ -104,7 +104,8 @@ Status conv(Context& ctx) {
                      (has_bias ? "" : ", bias=False") + dtype_kwarg(w->dtype) + ")";
   std::vector<Param> params{{"weight", std::move(weight)}};
   if (has_bias) params.push_back({"bias", std::move(bias)});
-  const std::string attr = ctx.layer("conv", ctor, std::move(params));
+  const std::string attr =
+      ctx.layer("conv", py::Expr::raw(ctor, layer_uses(w->dtype)), std::move(params));
   // A kernel that tiles the unpadded input exactly (stride = kernel, ViT's patch embedding) is a
   // matrix product per tile: F.linear over the tiles computes it without a convolution call's
   // per-call cost (oneDNN weight reorders at small batch sizes on the CPU). A kernel that covers
@@ -122,8 +123,10 @@ Status conv(Context& ctx) {
     if (one_tile) {
       std::string shape = "(-1, " + std::to_string(ws[0]);
       for (size_t d = 0; d < n; ++d) shape += ", 1";
-      return ctx.emit("F.linear(" + x + ".flatten(1)" + w_b + ".reshape" + shape + ")", "conv",
-                      ctx.batched(0));
+      return ctx.emit(
+          py::Expr::raw("F.linear(" + x + ".flatten(1)" + w_b + ".reshape" + shape + ")",
+                        {py::Ns::kF}),
+          "conv", ctx.batched(0));
     }
     // [N, C, T1*K1, ...] -> [N, C, T1, K1, ...] -> [N, T1, ..., C, K1, ...] -> [N, T1, ...,
     // C*K1*...]
@@ -136,18 +139,21 @@ Status conv(Context& ctx) {
     }
     tile_first.push_back(1);
     for (size_t d = 0; d < n; ++d) tile_first.push_back(static_cast<int64_t>(2 * d + 3));
-    return ctx.emit("F.linear(" + x + ".reshape" + py_tuple(split) + ".permute" +
-                        py_tuple(tile_first) + ".flatten(" + std::to_string(n + 1) + ")" + w_b +
-                        ".permute" + py_tuple(out_order),
+    return ctx.emit(py::Expr::raw("F.linear(" + x + ".reshape" + py_tuple(split) + ".permute" +
+                                      py_tuple(tile_first) + ".flatten(" + std::to_string(n + 1) +
+                                      ")" + w_b + ".permute" + py_tuple(out_order),
+                                  {py::Ns::kF}),
                     "conv", ctx.batched(0));
   }
   // F.convNd with the layer's parameters rather than the module call, as for nn.Linear: the same
   // computation without nn.Module's call overhead (benchmarks/RESULTS.md, stop 15).
   const std::string self = "self." + attr;
-  return ctx.emit("F.conv" + std::to_string(n) + "d(" + x + ", " + self + ".weight" +
-                      (has_bias ? ", " + self + ".bias" : "") +
-                      conv_kwargs(g, symmetric ? g.begin : std::vector<int64_t>(n, 0)) + ")",
-                  "conv", ctx.batched(0));
+  return ctx.emit(
+      py::Expr::raw("F.conv" + std::to_string(n) + "d(" + x + ", " + self + ".weight" +
+                        (has_bias ? ", " + self + ".bias" : "") +
+                        conv_kwargs(g, symmetric ? g.begin : std::vector<int64_t>(n, 0)) + ")",
+                    {py::Ns::kF}),
+      "conv", ctx.batched(0));
 }
 
 // Padding for torch's ConvTranspose (which pads symmetrically) plus a crop that yields ONNX's
@@ -216,7 +222,8 @@ std::string transposed_layer(Context& ctx, const Geometry& g, const TransposedPl
                      (has_bias ? "" : ", bias=False") + dtype_kwarg(w->dtype) + ")";
   std::vector<Param> params{{"weight", std::move(weight)}};
   if (has_bias) params.push_back({"bias", std::move(bias)});
-  const std::string self = "self." + ctx.layer("convt", ctor, std::move(params));
+  const std::string self =
+      "self." + ctx.layer("convt", py::Expr::raw(ctor, layer_uses(w->dtype)), std::move(params));
   return "F.conv_transpose" + std::to_string(n) + "d(" + ctx.in(0) + ", " + self + ".weight" +
          (has_bias ? ", " + self + ".bias" : "") + kwargs + ")";
 }
@@ -253,7 +260,7 @@ Status conv_transpose(Context& ctx) {
     }
     expr += index_suffix(parts);
   }
-  return ctx.emit(expr, "convt", ctx.batched(0));
+  return ctx.emit(py::Expr::raw(expr, {py::Ns::kF}), "convt", ctx.batched(0));
 }
 
 }  // namespace

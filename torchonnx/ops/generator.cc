@@ -28,7 +28,9 @@ Status constant_of_shape(Context& ctx) {
   fill.dims = {};
   const std::string buffer = ctx.buffer(std::move(fill), "fill");
   const common::Dims& shape = ctx.out_shape();
-  return ctx.emit(shape.empty() ? buffer : buffer + ".expand" + py_tuple(shape), "full", false);
+  return ctx.emit(py::Expr::raw(shape.empty() ? buffer : buffer + ".expand" + py_tuple(shape),
+                                {py::Ns::kTorch}),
+                  "full", false);
 }
 
 // start + arange(n) * delta with n from shape inference: no Python scalars are read from tensors.
@@ -44,7 +46,7 @@ Status range(Context& ctx) {
   if (!delta || delta->double_at(0) != 1.0) expr += " * " + ctx.scalar_or_in(2);
   const Tensor* first = ctx.constant(0);
   if (!first || first->double_at(0) != 0.0) expr = start + " + " + expr;
-  return ctx.emit(expr, "range", false);
+  return ctx.emit(py::Expr::raw(expr, {py::Ns::kTorch}), "range", false);
 }
 
 Status eye_like(Context& ctx) {

@@ -43,7 +43,7 @@ Status one_hot(Context& ctx) {
       "(" + idx + ".unsqueeze(" + std::to_string(-after - 1) + ") == " + arange + ")";
   const std::string values = ctx.in(2);
   const std::string expr = "torch.where(" + mask + ", " + values + "[1], " + values + "[0])";
-  return ctx.emit(expr, "onehot", ctx.batched(0) && axis != 0);
+  return ctx.emit(py::Expr::raw(expr, {py::Ns::kTorch}), "onehot", ctx.batched(0) && axis != 0);
 }
 
 }  // namespace

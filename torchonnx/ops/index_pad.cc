@@ -79,7 +79,8 @@ Status pad(Context& ctx) {
     expr += ", value=" + value;
   expr += ")";
   if (widen) expr = cast_to_output(ctx, expr, DType::kDouble);
-  return ctx.emit(expr, "pad", ctx.batched(0) && first > 0);
+  return ctx.emit(py::Expr::raw(expr, {py::Ns::kTorch, py::Ns::kF}), "pad",
+                  ctx.batched(0) && first > 0);
 }
 
 // CenterCropPad: F.pad with each axis's centred padding, negative where it crops (an odd
@@ -105,8 +106,9 @@ Status center_crop_pad(Context& ctx) {
     ctx.alias(0, ctx.operand(0));
     return {};
   }
-  return ctx.emit("F.pad(" + ctx.in(0) + ", " + py_tuple(tp) + ")", "crop_pad",
-                  ctx.batched(0) && first > 0);
+  return ctx.emit(
+      py::Expr::raw("F.pad(" + ctx.in(0) + ", " + py_tuple(tp) + ")", {py::Ns::kTorch, py::Ns::kF}),
+      "crop_pad", ctx.batched(0) && first > 0);
 }
 
 }  // namespace

@@ -245,8 +245,11 @@ Status emit_linear(Context& ctx, LinearForm lead) {
     std::vector<Param> params{{"weight", std::move(lead.weight)}};
     if (has_bias) params.push_back({"bias", std::move(*lead.bias)});
     const int64_t n = params[0].tensor.dims[0];
-    const std::string attr = ctx.layer("fc", linear_ctor(k, n, has_bias, dtype), std::move(params));
-    return ctx.emit_at(linear_call(attr, ctx.in(0), has_bias), "fc", axis);
+    const std::string attr =
+        ctx.layer("fc", py::Expr::raw(linear_ctor(k, n, has_bias, dtype), layer_uses(dtype)),
+                  std::move(params));
+    return ctx.emit_at(py::Expr::raw(linear_call(attr, ctx.in(0), has_bias), {py::Ns::kF}), "fc",
+                       axis);
   }
   for (LinearForm& f : forms) f = *linear_form(ctx, *f.node);  // the siblings' values now
   forms.insert(forms.begin(), std::move(lead));
@@ -260,9 +263,13 @@ Status emit_linear(Context& ctx, LinearForm lead) {
   std::vector<Param> params = stacked_params(forms);
   const bool has_bias = params.size() == 2;
   const int64_t n = params[0].tensor.dims[0];
-  const std::string attr = ctx.layer("fc", linear_ctor(k, n, has_bias, dtype), std::move(params));
-  ctx.emit_values(linear_call(attr, ctx.in(0), has_bias) + ".split(" + py_list(sizes) + ", -1)",
-                  "fc", values, axis);
+  const std::string attr =
+      ctx.layer("fc", py::Expr::raw(linear_ctor(k, n, has_bias, dtype), layer_uses(dtype)),
+                std::move(params));
+  ctx.emit_values(
+      py::Expr::raw(linear_call(attr, ctx.in(0), has_bias) + ".split(" + py_list(sizes) + ", -1)",
+                    {py::Ns::kF}),
+      "fc", values, axis);
   return {};
 }
 
@@ -283,7 +290,7 @@ Status gemm(Context& ctx) {
     if (alpha != 1.0) expr += " * " + py_float(alpha);
     if (ctx.has_input(2))
       expr += " + " + (beta == 1.0 ? ctx.in(2) : ctx.in(2) + " * " + py_float(beta));
-    return ctx.emit(expr, "gemm", batched);
+    return ctx.emit(py::Expr::raw(expr, {py::Ns::kTorch}), "gemm", batched);
   }
   Tensor weight = gemm_weight(*b, alpha, tb);
   const int64_t n = weight.dims[0], k = weight.dims[1];
@@ -291,7 +298,8 @@ Status gemm(Context& ctx) {
   std::vector<Param> params{{"weight", std::move(weight)}};
   if (row_bias) params.push_back({"bias", scaled(*c, beta, {n})});
   const std::string attr =
-      ctx.layer("fc", linear_ctor(k, n, row_bias, b->dtype), std::move(params));
+      ctx.layer("fc", py::Expr::raw(linear_ctor(k, n, row_bias, b->dtype), layer_uses(b->dtype)),
+                std::move(params));
   std::string expr = linear_call(attr, a, row_bias);
   if (ctx.has_input(2) && !row_bias) {
     if (beta == 1.0) {
@@ -301,7 +309,7 @@ Status gemm(Context& ctx) {
                          : ctx.in(2) + " * " + py_float(beta));
     }
   }
-  return ctx.emit(expr, "fc", batched);
+  return ctx.emit(py::Expr::raw(expr, {py::Ns::kF}), "fc", batched);
 }
 
 // Dim 0 of the product is the batch when it comes from a batched operand's dim 0: a leading
@@ -323,10 +331,14 @@ std::optional<Status> vector_product(Context& ctx) {
   if (b && !a && b->dims.size() == 1 && ctx.rank(0) >= 1) {
     const int in_axis = ctx.batch_axis(0);
     const int axis = in_axis >= 0 && in_axis < ctx.rank(0) - 1 ? in_axis : -1;
-    return ctx.emit_at("(" + ctx.in(0) + " * " + ctx.in(1) + ").sum(-1)", "dot", axis);
+    return ctx.emit_at(
+        py::Expr::raw("(" + ctx.in(0) + " * " + ctx.in(1) + ").sum(-1)", {py::Ns::kF}), "dot",
+        axis);
   }
   if (a && !b && a->dims.size() == 2 && ctx.rank(1) == 1) {
-    return ctx.emit_at("F.linear(" + ctx.in(1) + ", " + ctx.in(0) + ")", "matvec", -1);
+    return ctx.emit_at(
+        py::Expr::raw("F.linear(" + ctx.in(1) + ", " + ctx.in(0) + ")", {py::Ns::kF}), "matvec",
+        -1);
   }
   return std::nullopt;
 }
@@ -336,8 +348,9 @@ Status matmul(Context& ctx) {
     return emit_linear(ctx, std::move(*form));
   }
   if (std::optional<Status> done = vector_product(ctx)) return *done;
-  return ctx.emit("torch.matmul(" + ctx.in(0) + ", " + ctx.in(1) + ")", "matmul",
-                  matmul_batched(ctx));
+  return ctx.emit(
+      py::Expr::raw("torch.matmul(" + ctx.in(0) + ", " + ctx.in(1) + ")", {py::Ns::kTorch}),
+      "matmul", matmul_batched(ctx));
 }
 
 // The output's dim 0 is the batch when it is labelled like dim 0 of every input and every input
@@ -366,13 +379,15 @@ Status einsum(Context& ctx) {
   const std::string equation = ctx.node().attr_string("equation", "");
   std::string expr = "torch.einsum(" + common::python_string_literal(equation);
   for (size_t i = 0; i < ctx.num_inputs(); ++i) expr += ", " + ctx.in(i);
-  return ctx.emit(expr + ")", "einsum", einsum_batched(ctx, equation));
+  return ctx.emit(py::Expr::raw(expr + ")", {py::Ns::kTorch}), "einsum",
+                  einsum_batched(ctx, equation));
 }
 
 // Det: torch.linalg.det.
 Status det(Context& ctx) {
   if (ctx.rank(0) < 2) return ctx.error("input must have rank >= 2");
-  return ctx.emit("torch.linalg.det(" + ctx.in(0) + ")", "det", ctx.batched(0) && ctx.rank(0) > 2);
+  return ctx.emit(py::Expr::raw("torch.linalg.det(" + ctx.in(0) + ")", {py::Ns::kTorch}), "det",
+                  ctx.batched(0) && ctx.rank(0) > 2);
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ Status batch_norm(Context& ctx) {
   if (!constant || rank < 2 || rank > 5 || p[0]->dtype != common::DType::kFloat) {
     std::string expr = "F.batch_norm(" + ctx.in(0) + ", " + ctx.in(3) + ", " + ctx.in(4) + ", " +
                        ctx.in(1) + ", " + ctx.in(2) + ", False, 0.0, " + py_float(eps) + ")";
-    return ctx.emit(expr, "bn", ctx.batched(0));
+    return ctx.emit(py::Expr::raw(expr, {py::Ns::kF, py::Ns::kNn}), "bn", ctx.batched(0));
   }
   const int64_t c = ctx.shape(0)[1];
   const std::string kind = "nn.BatchNorm" + std::to_string(rank == 5 ? 3 : rank == 4 ? 2 : 1) + "d";
@@ -40,16 +40,20 @@ Status batch_norm(Context& ctx) {
                             {"running_mean", *p[2]},
                             {"running_var", *p[3]},
                             {"num_batches_tracked", Tensor::from_int64({0}, {})}};
-  const std::string attr = ctx.layer(
-      "bn", kind + "(" + std::to_string(c) + eps_kwarg(ctx, 1e-5f) + ")", std::move(params));
-  return ctx.emit("self." + attr + "(" + ctx.in(0) + ")", "bn", ctx.batched(0));
+  const std::string attr =
+      ctx.layer("bn",
+                py::Expr::raw(kind + "(" + std::to_string(c) + eps_kwarg(ctx, 1e-5f) + ")",
+                              {py::Ns::kF, py::Ns::kNn}),
+                std::move(params));
+  return ctx.emit(py::Expr::raw("self." + attr + "(" + ctx.in(0) + ")", {py::Ns::kF, py::Ns::kNn}),
+                  "bn", ctx.batched(0));
 }
 
 Status instance_norm(Context& ctx) {
   std::string expr = "F.instance_norm(" + ctx.in(0) + ", weight=" + ctx.in(1) +
                      ", bias=" + ctx.in(2) +
                      ", eps=" + py_float(ctx.node().attr_float("epsilon", 1e-5f)) + ")";
-  return ctx.emit(expr, "instance_norm", ctx.batched(0));
+  return ctx.emit(py::Expr::raw(expr, {py::Ns::kF}), "instance_norm", ctx.batched(0));
 }
 
 // GroupNormalization as F.group_norm, whose weight and bias are per channel as in opset 21;
@@ -72,8 +76,9 @@ Status group_norm(Context& ctx) {
       params[i - 1] = ctx.in(i) + ".repeat_interleave(" + std::to_string(channels / groups) + ")";
     }
   }
-  return ctx.emit("F.group_norm(" + ctx.in(0) + ", " + std::to_string(groups) + ", " + params[0] +
-                      ", " + params[1] + eps_kwarg(ctx, 1e-5f) + ")",
+  return ctx.emit(py::Expr::raw("F.group_norm(" + ctx.in(0) + ", " + std::to_string(groups) + ", " +
+                                    params[0] + ", " + params[1] + eps_kwarg(ctx, 1e-5f) + ")",
+                                {py::Ns::kF}),
                   "group_norm", ctx.batched(0));
 }
 
@@ -97,7 +102,8 @@ std::string layer_norm_module(Context& ctx, const common::Dims& normalized) {
   const std::string shape =
       normalized.size() == 1 ? std::to_string(normalized[0]) : py_tuple(normalized);
   const std::string attr =
-      ctx.layer("layer_norm", "nn.LayerNorm(" + shape + eps_kwarg(ctx, 1e-5f) + ")",
+      ctx.layer("layer_norm",
+                py::Expr::raw("nn.LayerNorm(" + shape + eps_kwarg(ctx, 1e-5f) + ")", {py::Ns::kNn}),
                 {{"weight", std::move(weight)}, {"bias", std::move(shift)}});
   return "self." + attr + "(" + ctx.in(0) + ")";
 }
@@ -119,7 +125,9 @@ Status layer_norm(Context& ctx) {
   // The batch stays where it is unless it is among the normalized dims.
   const int in_axis = ctx.batch_axis(0);
   const int batch_axis = in_axis < axis ? in_axis : -1;
-  if (!ctx.output_used(1) && !ctx.output_used(2)) return ctx.emit_at(y, "layer_norm", batch_axis);
+  if (!ctx.output_used(1) && !ctx.output_used(2))
+    return ctx.emit_at(py::Expr::raw(y, {py::Ns::kTorch, py::Ns::kF, py::Ns::kNn}), "layer_norm",
+                       batch_axis);
   std::vector<int64_t> dims;
   for (int64_t d = axis; d < rank; ++d) dims.push_back(d);
   const std::string ds = py_tuple(dims);
@@ -129,7 +137,9 @@ Status layer_norm(Context& ctx) {
                                            ", unbiased=False, keepdim=True) + " + eps + ")"
                                      : "None");
   parts.resize(ctx.num_outputs());
-  ctx.emit_tuple_at("(" + join(parts) + ")", "layer_norm", batch_axis);
+  ctx.emit_tuple_at(
+      py::Expr::raw("(" + join(parts) + ")", {py::Ns::kTorch, py::Ns::kF, py::Ns::kNn}),
+      "layer_norm", batch_axis);
   return {};
 }
 
@@ -140,7 +150,7 @@ Status lrn(Context& ctx) {
                      ", alpha=" + py_float(n.attr_float("alpha", 1e-4f)) +
                      ", beta=" + py_float(n.attr_float("beta", 0.75f)) +
                      ", k=" + py_float(n.attr_float("bias", 1.0f)) + ")";
-  return ctx.emit(expr, "lrn", ctx.batched(0));
+  return ctx.emit(py::Expr::raw(expr, {py::Ns::kF}), "lrn", ctx.batched(0));
 }
 
 // (x - mean) / (std + 1e-9) over `axes`, std being the population standard deviation (ONNX's
@@ -156,7 +166,7 @@ Status mean_variance_normalization(Context& ctx) {
   const std::string expr = "(" + x + " - " + x + ".mean(" + dims +
                            ", keepdim=True)) / (torch.sqrt(" + x + ".var(" + dims +
                            ", unbiased=False, keepdim=True)) + 1e-09)";
-  return ctx.emit(expr, "mvn", ctx.batched(0));
+  return ctx.emit(py::Expr::raw(expr, {py::Ns::kTorch}), "mvn", ctx.batched(0));
 }
 
 }  // namespace

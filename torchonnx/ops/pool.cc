@@ -162,14 +162,19 @@ Status max_pool(Context& ctx) {
   const bool integer = !common::is_floating(ctx.dtype(0));
   if (integer) x += ".to(torch.float64)";
   if (pool_channels_last(ctx, p, native)) {
-    x = ctx.local(x + ".permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)", "channels_last");
+    x = ctx.local(py::Expr::raw(x + ".permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)",
+                                {py::Ns::kTorch, py::Ns::kF, py::Ns::kNn}),
+                  "channels_last");
   }
   std::string expr = max_pool_call(p, native, x, "");
   if (integer) expr = cast_to_output(ctx, expr, common::DType::kDouble);
-  if (!ctx.output_used(1)) return ctx.emit(expr, "max_pool", ctx.batched(0));
+  if (!ctx.output_used(1))
+    return ctx.emit(py::Expr::raw(expr, {py::Ns::kTorch, py::Ns::kF, py::Ns::kNn}), "max_pool",
+                    ctx.batched(0));
   const std::string values = ctx.output_used(0) ? expr : "None";
-  ctx.emit_tuple("(" + values + ", " + max_pool_indices(ctx, p, native, x) + ")", "max_pool",
-                 ctx.batched(0));
+  ctx.emit_tuple(py::Expr::raw("(" + values + ", " + max_pool_indices(ctx, p, native, x) + ")",
+                               {py::Ns::kTorch, py::Ns::kF, py::Ns::kNn}),
+                 "max_pool", ctx.batched(0));
   return {};
 }
 
@@ -241,7 +246,9 @@ Status dilated_average_pool(Context& ctx, const Pool& p) {
     divisor = ctx.buffer(common::Tensor::from_double(v, p.out, ctx.dtype(0)), "pool_count");
   }
   // Dilated, the sums are one F.convNd call.
-  return ctx.emit(lp_window_sums(ctx, p, ctx.in(0)) + " / " + divisor, "avg_pool", ctx.batched(0));
+  return ctx.emit(py::Expr::raw(lp_window_sums(ctx, p, ctx.in(0)) + " / " + divisor,
+                                {py::Ns::kTorch, py::Ns::kF}),
+                  "avg_pool", ctx.batched(0));
 }
 
 Status average_pool(Context& ctx) {
@@ -273,7 +280,7 @@ Status average_pool(Context& ctx) {
       expr += " * " + ctx.buffer(std::move(scale), "pool_scale");
     }
   }
-  return ctx.emit(expr, "avg_pool", ctx.batched(0));
+  return ctx.emit(py::Expr::raw(expr, {py::Ns::kTorch, py::Ns::kF}), "avg_pool", ctx.batched(0));
 }
 
 Status global_pool(Context& ctx) {
@@ -281,7 +288,7 @@ Status global_pool(Context& ctx) {
   for (int64_t d = 2; d < ctx.rank(0); ++d) dims.push_back(d);
   const bool is_max = ctx.node().op_type == "GlobalMaxPool";
   const std::string fn = is_max ? ".amax(" : ".mean(";
-  return ctx.emit(ctx.in(0) + fn + py_tuple(dims) + ", keepdim=True)",
+  return ctx.emit(py::Expr::raw(ctx.in(0) + fn + py_tuple(dims) + ", keepdim=True)", {}),
                   is_max ? "max_pool" : "avg_pool", ctx.batched(0));
 }
 
@@ -334,7 +341,7 @@ Status lp_pool(Context& ctx) {
   std::string sums = lp_window_sums(ctx, p, powered);
   if (order != 1 && sums.find(" * ") != std::string::npos) sums = "(" + sums + ")";
   if (order != 1) sums += order == 2 ? ".sqrt()" : ".pow(1 / " + q + ")";
-  return ctx.emit(sums, "lp_pool", ctx.batched(0));
+  return ctx.emit(py::Expr::raw(sums, {py::Ns::kTorch, py::Ns::kF}), "lp_pool", ctx.batched(0));
 }
 
 Status global_lp_pool(Context& ctx) {
@@ -342,8 +349,9 @@ Status global_lp_pool(Context& ctx) {
   std::vector<int64_t> dims;
   for (int64_t d = 2; d < ctx.rank(0); ++d) dims.push_back(d);
   const std::string q = lp_order(ctx.node().attr_float("p", 2.0f));
-  return ctx.emit("torch.linalg.vector_norm(" + ctx.in(0) + ", " + q + ", dim=" + py_tuple(dims) +
-                      ", keepdim=True)",
+  return ctx.emit(py::Expr::raw("torch.linalg.vector_norm(" + ctx.in(0) + ", " + q +
+                                    ", dim=" + py_tuple(dims) + ", keepdim=True)",
+                                {py::Ns::kTorch}),
                   "lp_pool", ctx.batched(0));
 }
 
@@ -379,7 +387,7 @@ Status max_unpool(Context& ctx) {
   std::string expr = x + ".new_zeros(" + numel + ").scatter(0, " + ctx.in(1) + ".flatten(), " + x +
                      ".flatten()).reshape(" + shape_args(unpooled, batched) + ")";
   if (unpooled != out) expr = "F.pad(" + expr + ", " + py_tuple(padding) + ")";
-  return ctx.emit(expr, "unpooled", batched);
+  return ctx.emit(py::Expr::raw(expr, {py::Ns::kTorch, py::Ns::kF}), "unpooled", batched);
 }
 
 }  // namespace

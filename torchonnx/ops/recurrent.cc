@@ -23,17 +23,17 @@ using common::Tensor;
 namespace {
 
 const ActivationInfo kActivations[] = {
-    {"sigmoid", 0, 0, 0, "torch.sigmoid($)"},
-    {"tanh", 0, 0, 0, "torch.tanh($)"},
-    {"relu", 0, 0, 0, "torch.relu($)"},
-    {"affine", 2, 1, 0, "(A * ($) + B)"},
-    {"leakyrelu", 1, 0.01f, 0, "F.leaky_relu($, A)"},
-    {"thresholdedrelu", 1, 1, 0, "F.threshold($, A, 0.0)"},
-    {"scaledtanh", 2, 1, 1, "(A * torch.tanh(B * ($)))"},
-    {"hardsigmoid", 2, 0.2f, 0.5f, "(A * ($) + B).clamp(0, 1)"},
-    {"elu", 1, 1, 0, "F.elu($, A)"},
-    {"softsign", 0, 0, 0, "F.softsign($)"},
-    {"softplus", 0, 0, 0, "F.softplus($)"},
+    {"sigmoid", 0, 0, 0, "torch.sigmoid($)", py::Namespaces{py::Ns::kTorch}},
+    {"tanh", 0, 0, 0, "torch.tanh($)", py::Namespaces{py::Ns::kTorch}},
+    {"relu", 0, 0, 0, "torch.relu($)", py::Namespaces{py::Ns::kTorch}},
+    {"affine", 2, 1, 0, "(A * ($) + B)", py::Namespaces{}},
+    {"leakyrelu", 1, 0.01f, 0, "F.leaky_relu($, A)", py::Namespaces{py::Ns::kF}},
+    {"thresholdedrelu", 1, 1, 0, "F.threshold($, A, 0.0)", py::Namespaces{py::Ns::kF}},
+    {"scaledtanh", 2, 1, 1, "(A * torch.tanh(B * ($)))", py::Namespaces{py::Ns::kTorch}},
+    {"hardsigmoid", 2, 0.2f, 0.5f, "(A * ($) + B).clamp(0, 1)", py::Namespaces{}},
+    {"elu", 1, 1, 0, "F.elu($, A)", py::Namespaces{py::Ns::kF}},
+    {"softsign", 0, 0, 0, "F.softsign($)", py::Namespaces{py::Ns::kF}},
+    {"softplus", 0, 0, 0, "F.softplus($)", py::Namespaces{py::Ns::kF}},
 };
 
 common::Result<std::vector<Activation>> activations(Context& ctx, const Spec& s) {
@@ -169,10 +169,11 @@ std::vector<Param> layer_params(const Spec& s) {
 }
 
 Status lower_layer(Context& ctx, const Spec& s) {
-  const std::string attr = ctx.layer(s.op == "RNN"   ? "rnn"
-                                     : s.op == "GRU" ? "gru"
-                                                     : "lstm",
-                                     layer_ctor(s), layer_params(s));
+  const std::string attr =
+      ctx.layer(s.op == "RNN"   ? "rnn"
+                : s.op == "GRU" ? "gru"
+                                : "lstm",
+                py::Expr::raw(layer_ctor(s), {py::Ns::kTorch, py::Ns::kNn}), layer_params(s));
   const std::string time = s.batch_first ? "1" : "0";
   std::string call =
       "self." + attr + "(" + ctx.in(kX) + (s.reverse_only ? ".flip(" + time + ")" : "");
@@ -234,8 +235,9 @@ std::vector<int> output_axes(const Spec& s) {
 }
 
 Status emit_outputs(Context& ctx, const Spec& s, std::string expr) {
-  if (ctx.num_outputs() == 1) return ctx.emit_at(std::move(expr), "y", output_axes(s)[0]);
-  ctx.emit_tuple_axes(std::move(expr), "y", output_axes(s));
+  if (ctx.num_outputs() == 1)
+    return ctx.emit_at(py::Expr::raw(std::move(expr), {}), "y", output_axes(s)[0]);
+  ctx.emit_tuple_axes(py::Expr::raw(std::move(expr), {}), "y", output_axes(s));
   return {};
 }
 

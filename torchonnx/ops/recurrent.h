@@ -22,6 +22,7 @@ struct ActivationInfo {
   int params;                ///< 0, 1 (alpha) or 2 (alpha, beta)
   float alpha, beta;         ///< ONNX defaults
   std::string_view pattern;  ///< $: argument, A: alpha, B: beta
+  py::Namespaces uses;       ///< the modules the pattern calls
 };
 
 /// One activation as configured (alpha and beta consumed in order, else the defaults).

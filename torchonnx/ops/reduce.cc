@@ -123,7 +123,7 @@ Status reduce(Context& ctx) {
     if (a == in_axis) batch_axis = -1;
     if (a < in_axis && batch_axis >= 0 && !keep) --batch_axis;
   }
-  return ctx.emit_at(expr, r.hint, batch_axis);
+  return ctx.emit_at(py::Expr::raw(expr, {py::Ns::kTorch}), r.hint, batch_axis);
 }
 
 Status cumsum(Context& ctx) {
@@ -141,7 +141,8 @@ Status cumsum(Context& ctx) {
   const DType t = ctx.dtype(0);
   if (common::is_integer(t) && t != DType::kInt64) expr = cast_to_output(ctx, expr, DType::kInt64);
   const int in_axis = ctx.batch_axis(0);
-  return ctx.emit_at(expr, "cumsum", in_axis == axis ? -1 : in_axis);
+  return ctx.emit_at(py::Expr::raw(expr, {py::Ns::kTorch}), "cumsum",
+                     in_axis == axis ? -1 : in_axis);
 }
 
 // ArgMax / ArgMin (select_last_index through a flip), TopK (K constant).
@@ -153,7 +154,7 @@ Status arg_extreme(Context& ctx) {
   const std::string x = last ? ctx.in(0) + ".flip(" + std::to_string(axis) + ")" : ctx.in(0);
   std::string expr = fn + x + ", " + std::to_string(axis) + (keep ? ", keepdim=True)" : ")");
   if (last) expr = std::to_string(ctx.shape(0)[axis] - 1) + " - " + expr;
-  return ctx.emit(expr, "argmax", ctx.batched(0) && axis != 0);
+  return ctx.emit(py::Expr::raw(expr, {py::Ns::kTorch}), "argmax", ctx.batched(0) && axis != 0);
 }
 
 Status topk(Context& ctx) {
@@ -167,7 +168,7 @@ Status topk(Context& ctx) {
   const bool largest = ctx.node().attr_int("largest", 1) != 0;
   std::string expr = "torch.topk(" + ctx.in(0) + ", " + std::to_string(k) + ", " +
                      std::to_string(axis) + (largest ? "" : ", largest=False") + ")";
-  ctx.emit_tuple(expr, "topk", ctx.batched(0) && axis != 0);
+  ctx.emit_tuple(py::Expr::raw(expr, {py::Ns::kTorch}), "topk", ctx.batched(0) && axis != 0);
   return {};
 }
 

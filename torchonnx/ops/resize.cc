@@ -277,7 +277,9 @@ Status resize(Context& ctx) {
   const Dims& in = ctx.shape(0);
   const Dims& out = ctx.out_shape();
   std::string expr;
-  if (try_interpolate(ctx, s, &expr)) return ctx.emit(expr, "resize", ctx.batched(0));
+  if (try_interpolate(ctx, s, &expr))
+    return ctx.emit(py::Expr::raw(expr, {py::Ns::kTorch, py::Ns::kF, py::Ns::kNn}), "resize",
+                    ctx.batched(0));
   const DType dtype = ctx.dtype(0);
   if (s.mode != "nearest" && dtype != DType::kFloat && dtype != DType::kDouble) {
     return ctx.error("linear and cubic resize need a float input");
@@ -297,7 +299,8 @@ Status resize(Context& ctx) {
     ctx.alias(0, Operand{expr, batched});
     return {};
   }
-  return ctx.emit(expr, "resize", batched);
+  return ctx.emit(py::Expr::raw(expr, {py::Ns::kTorch, py::Ns::kF, py::Ns::kNn}), "resize",
+                  batched);
 }
 
 }  // namespace

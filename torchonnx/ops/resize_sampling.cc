@@ -65,7 +65,7 @@ Status grid_sample(Context& ctx) {
   const std::string expr = "F.grid_sample(" + ctx.in(0) + ", " + grid + ", mode=\"" + mode +
                            "\", padding_mode=\"" + padding +
                            "\", align_corners=" + (align ? "True" : "False") + ")";
-  return ctx.emit(expr, "sampled", ctx.batched(0));
+  return ctx.emit(py::Expr::raw(expr, {py::Ns::kTorch, py::Ns::kF}), "sampled", ctx.batched(0));
 }
 
 // AffineGrid: F.affine_grid, whose definition ONNX adopted; the batch size is theta's.
@@ -77,8 +77,9 @@ Status affine_grid(Context& ctx) {
   std::vector<std::string> dims{ctx.batched(0) ? theta + ".shape[0]" : std::to_string(size[0])};
   for (size_t d = 1; d < size.size(); ++d) dims.push_back(std::to_string(size[d]));
   const bool align = ctx.node().attr_int("align_corners", 0) != 0;
-  return ctx.emit("F.affine_grid(" + theta + ", (" + join(dims) +
-                      "), align_corners=" + (align ? "True" : "False") + ")",
+  return ctx.emit(py::Expr::raw("F.affine_grid(" + theta + ", (" + join(dims) +
+                                    "), align_corners=" + (align ? "True" : "False") + ")",
+                                {py::Ns::kF}),
                   "grid", ctx.batched(0));
 }
 
@@ -147,7 +148,8 @@ Status roi_align(Context& ctx) {
       ctx.buffer(Tensor::from_double(rows, {count, 1, out_h, height}, dtype), "roi_rows");
   const std::string b =
       ctx.buffer(Tensor::from_double(cols, {count, 1, width, out_w}, dtype), "roi_cols");
-  return ctx.emit(a + " @ " + ctx.in(0) + "[" + ctx.in(2) + "] @ " + b, "roi", false);
+  return ctx.emit(py::Expr::raw(a + " @ " + ctx.in(0) + "[" + ctx.in(2) + "] @ " + b, {}), "roi",
+                  false);
 }
 
 }  // namespace

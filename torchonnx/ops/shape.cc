@@ -49,7 +49,7 @@ Status reshape_to_output(Context& ctx, std::string_view hint) {
     return {};
   }
   const std::string args = out.empty() ? "()" : shape_args_at(out, axis);
-  return ctx.emit_at(ctx.in(0) + ".reshape(" + args + ")", hint, axis);
+  return ctx.emit_at(py::Expr::raw(ctx.in(0) + ".reshape(" + args + ")", {}), hint, axis);
 }
 
 Status reshape(Context& ctx) { return reshape_to_output(ctx, "reshape"); }
@@ -64,7 +64,7 @@ Status flatten(Context& ctx) {
       return {};
     }
     if (ctx.batch_axis(0) <= 0)
-      return ctx.emit(ctx.in(0) + ".flatten(1)", "flatten", ctx.batched(0));
+      return ctx.emit(py::Expr::raw(ctx.in(0) + ".flatten(1)", {}), "flatten", ctx.batched(0));
   }
   return reshape_to_output(ctx, "flatten");
 }
@@ -140,7 +140,7 @@ Status squeeze_like(Context& ctx) {
                            : in_axis < at                               ? in_axis
                                           : in_axis + (unsqueeze ? 1 : -1);
     const std::string fn = unsqueeze ? ".unsqueeze(" : ".squeeze(";
-    return ctx.emit_at(ctx.in(0) + fn + std::to_string(axis) + ")",
+    return ctx.emit_at(py::Expr::raw(ctx.in(0) + fn + std::to_string(axis) + ")", {}),
                        unsqueeze ? "unsqueeze" : "squeeze", batch_axis);
   }
   return reshape_to_output(ctx, unsqueeze ? "unsqueeze" : "squeeze");
@@ -165,7 +165,7 @@ Status transpose(Context& ctx) {
   for (size_t d = 0; d < perm.size() && in_axis >= 0; ++d) {
     if (perm[d] == in_axis) axis = static_cast<int>(d);
   }
-  return ctx.emit_at(ctx.in(0) + ".permute" + py_tuple(perm), "permute", axis);
+  return ctx.emit_at(py::Expr::raw(ctx.in(0) + ".permute" + py_tuple(perm), {}), "permute", axis);
 }
 
 // Inputs that are not batched but have size 1 in dim 0 are expanded to the batch.
@@ -180,7 +180,9 @@ Status stack(Context& ctx, int64_t axis) {
   for (size_t i = 0; i < ctx.num_inputs(); ++i) parts.push_back(ctx.in(i));
   const std::string ax = std::to_string(axis);
   if (all || none) {
-    return ctx.emit("torch.stack([" + join(parts) + "], " + ax + ")", "stack", all && axis != 0);
+    return ctx.emit(
+        py::Expr::raw("torch.stack([" + join(parts) + "], " + ax + ")", {py::Ns::kTorch}), "stack",
+        all && axis != 0);
   }
   std::string batch_ref;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
@@ -195,7 +197,8 @@ Status stack(Context& ctx, int64_t axis) {
       parts[i] += ".expand(" + join(dims) + ")";
     }
   }
-  return ctx.emit("torch.cat([" + join(parts) + "], " + ax + ")", "cat", axis != 0);
+  return ctx.emit(py::Expr::raw("torch.cat([" + join(parts) + "], " + ax + ")", {py::Ns::kTorch}),
+                  "cat", axis != 0);
 }
 
 Status concat(Context& ctx) {
@@ -211,8 +214,9 @@ Status concat(Context& ctx) {
     all.push_back(ctx.in(i));
   }
   if (same)
-    return ctx.emit_at("torch.cat([" + join(all) + "], " + std::to_string(axis) + ")", "cat",
-                       first);
+    return ctx.emit_at(py::Expr::raw("torch.cat([" + join(all) + "], " + std::to_string(axis) + ")",
+                                     {py::Ns::kTorch}),
+                       "cat", first);
   const bool batched = ctx.any_batched() && axis != 0;
   std::string batch_ref;
   for (size_t i = 0; i < ctx.num_inputs() && batched; ++i) {
@@ -229,8 +233,10 @@ Status concat(Context& ctx) {
     }
     parts.push_back(part);
   }
-  if (parts.size() == 1) return ctx.emit(parts[0], "cat", batched);
-  return ctx.emit("torch.cat([" + join(parts) + "], " + std::to_string(axis) + ")", "cat", batched);
+  if (parts.size() == 1) return ctx.emit(py::Expr::raw(parts[0], {py::Ns::kTorch}), "cat", batched);
+  return ctx.emit(py::Expr::raw("torch.cat([" + join(parts) + "], " + std::to_string(axis) + ")",
+                                {py::Ns::kTorch}),
+                  "cat", batched);
 }
 
 Status split(Context& ctx) {
@@ -247,9 +253,10 @@ Status split(Context& ctx) {
   // Each part is a view of the input (and of what the input is a view of): indexing it later
   // indexes that base directly.
   const View view = ctx.input_view(0);
-  ctx.emit_tuple_at(
-      "torch.split(" + view_expr(view) + ", " + py_list(sizes) + ", " + std::to_string(axis) + ")",
-      "split", in_axis == axis ? -1 : in_axis);
+  ctx.emit_tuple_at(py::Expr::raw("torch.split(" + view_expr(view) + ", " + py_list(sizes) + ", " +
+                                      std::to_string(axis) + ")",
+                                  {py::Ns::kTorch}),
+                    "split", in_axis == axis ? -1 : in_axis);
   int64_t offset = 0;
   for (size_t i = 0; i < sizes.size(); ++i) {
     View part = view;
@@ -269,13 +276,14 @@ Status expand(Context& ctx) {
   // A size-1 dim 0 expanded to a larger size is not a batch dim any more.
   const bool batched = ctx.batched(0) && ctx.rank(0) == static_cast<int64_t>(out.size()) &&
                        ctx.shape(0)[0] == out[0];
-  return ctx.emit(ctx.in(0) + ".expand(" + shape_args(out, batched) + ")", "expand", batched);
+  return ctx.emit(py::Expr::raw(ctx.in(0) + ".expand(" + shape_args(out, batched) + ")", {}),
+                  "expand", batched);
 }
 
 Status tile(Context& ctx) {
   ASSIGN_OR_RETURN(std::vector<int64_t> reps, ints_from(ctx, 1, ""));
   const bool batched = ctx.batched(0) && !reps.empty() && reps[0] == 1;
-  return ctx.emit(ctx.in(0) + ".repeat" + py_tuple(reps), "tile", batched);
+  return ctx.emit(py::Expr::raw(ctx.in(0) + ".repeat" + py_tuple(reps), {}), "tile", batched);
 }
 
 // DepthToSpace (DCR or CRD) and SpaceToDepth as reshape-permute-reshape.
@@ -300,7 +308,7 @@ Status depth_space(Context& ctx) {
     expr = ctx.in(0) + ".reshape(" + nb + ", " + dims + ", " + str(h) + ", " + str(w) +
            ").permute" + perm + ".reshape(" + shape_args(ctx.out_shape(), batched) + ")";
   }
-  return ctx.emit(expr, "space", batched);
+  return ctx.emit(py::Expr::raw(expr, {}), "space", batched);
 }
 
 // Identity and Dropout (inference): the input itself.

@@ -72,8 +72,10 @@ Status tfidf_vectorizer(Context& ctx) {
     const std::string pos = ctx.buffer(Tensor::from_int64(positions, {windows, n}), "positions");
     const std::vector<int64_t> wanted(pool.begin() + begin, pool.begin() + end);
     const std::string table = ctx.buffer(Tensor::from_int64(wanted, {grams, n}), "pool");
-    counts.push_back(ctx.local(
-        "(" + x + "[..., " + pos + "].unsqueeze(-2) == " + table + ").all(-1).sum(-2)", "counts"));
+    counts.push_back(ctx.local(py::Expr::raw("(" + x + "[..., " + pos + "].unsqueeze(-2) == " +
+                                                 table + ").all(-1).sum(-2)",
+                                             {py::Ns::kTorch}),
+                               "counts"));
     if (grams * outputs > (int64_t{1} << 26)) return ctx.error("n-gram table too large");
     for (int64_t g = 0; g < grams; ++g) {
       if (first + g >= static_cast<int64_t>(slots.size())) {
@@ -87,14 +89,16 @@ Status tfidf_vectorizer(Context& ctx) {
   }
   std::vector<int64_t> out_dims = ctx.out_shape();
   if (counts.empty())
-    return ctx.emit(x + ".new_zeros" + py_tuple(out_dims) + ".float()", "tfidf",
-                    ctx.batched(0) && ctx.rank(0) == 2);
+    return ctx.emit(
+        py::Expr::raw(x + ".new_zeros" + py_tuple(out_dims) + ".float()", {py::Ns::kTorch}),
+        "tfidf", ctx.batched(0) && ctx.rank(0) == 2);
   const int64_t rows = static_cast<int64_t>(mapping.size()) / outputs;
   const std::string to_slots =
       ctx.buffer(Tensor::from_double(mapping, {rows, outputs}, DType::kFloat), "slots");
   std::string all = counts.size() == 1 ? counts[0] : "torch.cat([" + join(counts) + "], -1)";
   all = mode == "IDF" ? "(" + all + " > 0).float()" : all + ".float()";
-  return ctx.emit(all + " @ " + to_slots, "tfidf", ctx.batched(0) && ctx.rank(0) == 2);
+  return ctx.emit(py::Expr::raw(all + " @ " + to_slots, {py::Ns::kTorch}), "tfidf",
+                  ctx.batched(0) && ctx.rank(0) == 2);
 }
 
 }  // namespace

@@ -34,11 +34,12 @@ std::string regularized(Context& ctx, size_t x, size_t g) {
   const float norm = ctx.node().attr_float("norm_coefficient", 0.0f);
   const std::string expr =
       norm == 0.0f ? ctx.in(g) : py_float(norm) + " * " + ctx.in(x) + " + " + ctx.in(g);
-  return ctx.local(expr, "grad");
+  return ctx.local(py::Expr::raw(expr, {}), "grad");
 }
 
 void emit_outputs(Context& ctx, const std::vector<std::string>& values) {
-  ctx.emit_tuple("(" + join(values) + (values.size() == 1 ? ",)" : ")"), "step", false);
+  ctx.emit_tuple(py::Expr::raw("(" + join(values) + (values.size() == 1 ? ",)" : ")"), {}), "step",
+                 false);
 }
 
 // r = R / (1 + T * decay); H' = H + g^2; X' = X - r * g / (sqrt(H') + epsilon).
@@ -48,12 +49,15 @@ Status adagrad(Context& ctx) {
   const std::string r =
       decay == 0.0f
           ? ctx.in(0)
-          : ctx.local(ctx.in(0) + " / (1 + " + ctx.in(1) + " * " + py_float(decay) + ")", "rate");
+          : ctx.local(py::Expr::raw(
+                          ctx.in(0) + " / (1 + " + ctx.in(1) + " * " + py_float(decay) + ")", {}),
+                      "rate");
   const std::string eps = f(ctx, "epsilon", 1e-6);
   std::vector<std::string> xs, hs;
   for (size_t i = 0; i < n; ++i) {
     const std::string g = regularized(ctx, 2 + i, 2 + n + i);
-    const std::string h = ctx.local(ctx.in(2 + 2 * n + i) + " + " + g + " * " + g, "accum");
+    const std::string h =
+        ctx.local(py::Expr::raw(ctx.in(2 + 2 * n + i) + " + " + g + " * " + g, {}), "accum");
     xs.push_back(ctx.in(2 + i) + " - " + r + " * " + g + " / (" + h + ".sqrt() + " + eps + ")");
     hs.push_back(h);
   }
@@ -72,13 +76,17 @@ Status momentum(Context& ctx) {
   // beta' is 1 on the first step; with beta = 1 it is 1 on every step and drops out.
   const bool unit_beta = ctx.node().attr_float("beta", 0.0f) == 1.0f;
   const std::string beta_t =
-      unit_beta ? "" : ctx.local("torch.where(" + ctx.in(1) + " > 0, " + beta + ", 1.0)", "beta");
+      unit_beta ? ""
+                : ctx.local(py::Expr::raw("torch.where(" + ctx.in(1) + " > 0, " + beta + ", 1.0)",
+                                          {py::Ns::kTorch}),
+                            "beta");
   std::vector<std::string> xs, vs;
   for (size_t i = 0; i < n; ++i) {
     const std::string g = regularized(ctx, 2 + i, 2 + n + i);
-    const std::string v = ctx.local(
-        alpha + " * " + ctx.in(2 + 2 * n + i) + " + " + (unit_beta ? "" : beta_t + " * ") + g,
-        "velocity");
+    const std::string v = ctx.local(py::Expr::raw(alpha + " * " + ctx.in(2 + 2 * n + i) + " + " +
+                                                      (unit_beta ? "" : beta_t + " * ") + g,
+                                                  {py::Ns::kTorch}),
+                                    "velocity");
     const std::string step = mode == "standard" ? v : "(" + g + " + " + alpha + " * " + v + ")";
     xs.push_back(ctx.in(2 + i) + " - " + ctx.in(0) + " * " + step);
     vs.push_back(v);
@@ -98,16 +106,21 @@ Status adam(Context& ctx) {
   const float post = ctx.node().attr_float("norm_coefficient_post", 0.0f);
   const std::string t = ctx.in(1), rate = ctx.in(0);
   const std::string r =
-      ctx.local("torch.where(" + t + " > 0, " + rate + " * (1 - " + beta + " ** " + t +
-                    ").sqrt() / (1 - " + alpha + " ** " + t + "), " + rate + ")",
+      ctx.local(py::Expr::raw("torch.where(" + t + " > 0, " + rate + " * (1 - " + beta + " ** " +
+                                  t + ").sqrt() / (1 - " + alpha + " ** " + t + "), " + rate + ")",
+                              {py::Ns::kTorch}),
                 "rate");
   std::vector<std::string> xs, vs, hs;
   for (size_t i = 0; i < n; ++i) {
     const std::string g = regularized(ctx, 2 + i, 2 + n + i);
     const std::string v = ctx.local(
-        alpha + " * " + ctx.in(2 + 2 * n + i) + " + (1 - " + alpha + ") * " + g, "velocity");
-    const std::string h = ctx.local(
-        beta + " * " + ctx.in(2 + 3 * n + i) + " + (1 - " + beta + ") * " + g + " * " + g, "accum");
+        py::Expr::raw(alpha + " * " + ctx.in(2 + 2 * n + i) + " + (1 - " + alpha + ") * " + g,
+                      {py::Ns::kTorch}),
+        "velocity");
+    const std::string h = ctx.local(py::Expr::raw(beta + " * " + ctx.in(2 + 3 * n + i) +
+                                                      " + (1 - " + beta + ") * " + g + " * " + g,
+                                                  {py::Ns::kTorch}),
+                                    "accum");
     std::string x = ctx.in(2 + i) + " - " + r + " * (" + v + " / (" + h + ".sqrt() + " + eps + "))";
     if (post != 0.0f) x = py_float(1.0 - post) + " * (" + x + ")";
     xs.push_back(x);

@@ -43,19 +43,23 @@ bool loss_batched(const Context& ctx) {
 
 Status nll_loss(Context& ctx) {
   ASSIGN_OR_RETURN(std::string args, loss_args(ctx));
-  return ctx.emit("F.nll_loss(" + ctx.in(0) + ", " + args + ")", "nll_loss", loss_batched(ctx));
+  return ctx.emit(py::Expr::raw("F.nll_loss(" + ctx.in(0) + ", " + args + ")", {py::Ns::kF}),
+                  "nll_loss", loss_batched(ctx));
 }
 
 Status softmax_cross_entropy(Context& ctx) {
   ASSIGN_OR_RETURN(std::string args, loss_args(ctx));
   const std::string x = ctx.in(0);
   const std::string loss = "F.cross_entropy(" + x + ", " + args + ")";
-  if (!ctx.output_used(1)) return ctx.emit(loss, "loss", loss_batched(ctx));
+  if (!ctx.output_used(1))
+    return ctx.emit(py::Expr::raw(loss, {py::Ns::kF}), "loss", loss_batched(ctx));
   // One statement binds both outputs, so they share one batch flag: a reduced loss makes it
   // false, which only fixes log_prob's batch size to the model's.
   const bool batched = loss_batched(ctx) || (ctx.batched(0) && !ctx.output_used(0));
-  ctx.emit_tuple("(" + (ctx.output_used(0) ? loss : "None") + ", F.log_softmax(" + x + ", 1))",
-                 "loss", batched);
+  ctx.emit_tuple(
+      py::Expr::raw("(" + (ctx.output_used(0) ? loss : "None") + ", F.log_softmax(" + x + ", 1))",
+                    {py::Ns::kF}),
+      "loss", batched);
   return {};
 }
 

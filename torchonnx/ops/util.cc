@@ -66,6 +66,12 @@ std::string cast_to_output(const Context& ctx, std::string expr, common::DType f
   return dtype.ok() ? "(" + expr + ").to(" + *dtype + ")" : expr;
 }
 
+py::Expr cast_to_output(const Context& ctx, py::Expr expr, common::DType from, size_t i) {
+  if (from == ctx.out_dtype(i)) return expr;
+  auto dtype = dtype_expr(ctx.out_dtype(i));
+  return dtype.ok() ? py::paren(std::move(expr)).method("to", {*dtype}) : expr;
+}
+
 std::string index_suffix(std::vector<std::string> parts) {
   while (!parts.empty() && parts.back() == ":") parts.pop_back();
   if (parts.empty()) return "";

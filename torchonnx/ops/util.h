@@ -28,6 +28,12 @@ common::Result<std::vector<int64_t>> axes_at(const Context& ctx, std::vector<int
                                              int64_t rank);
 /// `expr` cast to output i's element type when `from` differs (PyTorch promotes some results).
 std::string cast_to_output(const Context& ctx, std::string expr, common::DType from, size_t i = 0);
+/// What a layer constructor with a `dtype=` keyword for `dtype` (none for float) uses.
+inline py::Namespaces layer_uses(common::DType dtype) {
+  return dtype == common::DType::kFloat ? py::Namespaces{py::Ns::kNn}
+                                        : py::Namespaces{py::Ns::kNn, py::Ns::kTorch};
+}
+py::Expr cast_to_output(const Context& ctx, py::Expr expr, common::DType from, size_t i = 0);
 /// An indexing suffix "[:, :, a:b]" selecting `parts[d]` on each dim; trailing ":" dropped;
 /// empty when every part is ":".
 std::string index_suffix(std::vector<std::string> parts);
