@@ -98,7 +98,7 @@ Status deform_conv(Context& ctx) {
   const std::string off =
       ctx.local(py::Expr::raw(ctx.in(2) + ".double().reshape(-1, " + n_og + ", " + k + ", 2, " +
                                   std::to_string(o_h) + ", " + std::to_string(o_w) + ")",
-                              {py::Ns::kTorch, py::Ns::kF, py::Ns::kNn}),
+                              {}),
                 "offset");
   auto coord = [&](const std::string& at, const std::string& base, int64_t size) {
     return "((" + off + "[:, :, :, " + at + "] + " + base + ") * 2 + 1) / " + std::to_string(size) +
@@ -108,7 +108,7 @@ Status deform_conv(Context& ctx) {
       py::Expr::raw("torch.stack((" + coord("1", cols, x[3]) + ", " + coord("0", rows, x[2]) +
                         "), -1).reshape(-1, " + std::to_string(kernel * o_h) + ", " +
                         std::to_string(o_w) + ", 2)",
-                    {py::Ns::kTorch, py::Ns::kF, py::Ns::kNn}),
+                    {py::Ns::kTorch}),
       "grid");
   const std::string per_og = std::to_string(channels / og), l = std::to_string(cells);
   std::string sampled = "F.grid_sample(" + ctx.in(0) + ".double().reshape(-1, " + per_og + ", " +
@@ -123,15 +123,14 @@ Status deform_conv(Context& ctx) {
   const std::string columns =
       ctx.local(py::Expr::raw(sampled + ".reshape(-1, " + group + ", " +
                                   std::to_string(channels / g.group * kernel) + ", " + l + ")",
-                              {py::Ns::kTorch, py::Ns::kF, py::Ns::kNn}),
+                              {py::Ns::kTorch, py::Ns::kF}),
                 "columns");
   std::string expr = "torch.matmul(" + ctx.in(1) + ".reshape(" + group + ", " +
                      std::to_string(wt[0] / g.group) + ", -1), " + columns + ").reshape(-1, " +
                      std::to_string(wt[0]) + ", " + std::to_string(o_h) + ", " +
                      std::to_string(o_w) + ")";
   if (ctx.has_input(3)) expr += " + " + ctx.in(3) + ".reshape(-1, 1, 1)";
-  return ctx.emit(py::Expr::raw(expr, {py::Ns::kTorch, py::Ns::kF, py::Ns::kNn}), "deform_conv",
-                  ctx.batched(0));
+  return ctx.emit(py::Expr::raw(expr, {py::Ns::kTorch}), "deform_conv", ctx.batched(0));
 }
 
 }  // namespace

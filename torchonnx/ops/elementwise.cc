@@ -128,9 +128,12 @@ Status binary(Context& ctx) {
   return ctx.emit_at(expr, spec.hint, axis);
 }
 
+// Inputs are read last first where both may be new buffers: the buffers keep the numbering of
+// earlier releases (generated code stays byte-identical).
 Status pow_op(Context& ctx) {
+  py::Expr exponent = py::Expr::name(ctx.scalar_or_in(1));
   py::Expr x = py::Expr::name(ctx.in(0));
-  py::Expr expr = torch_call("pow", {x, py::Expr::name(ctx.scalar_or_in(1))});
+  py::Expr expr = torch_call("pow", {x, exponent});
   const common::Tensor* e = ctx.constant(1);
   if (e && e->numel() == 1 && e->double_at(0) == 2.0 && common::is_floating(ctx.dtype(0))) {
     expr = x.method("square");  // exact (torch computes x * x), and cheaper than pow
@@ -142,9 +145,10 @@ Status pow_op(Context& ctx) {
 
 Status mod_op(Context& ctx) {
   const bool fmod = ctx.node().attr_int("fmod", 0) != 0;
-  return ctx.emit_at(
-      torch_call(fmod ? "fmod" : "remainder", py::names({ctx.in(0), ctx.scalar_or_in(1)})), "mod",
-      broadcast_batch_axis(ctx));
+  py::Expr divisor = py::Expr::name(ctx.scalar_or_in(1));  // read first, as in pow_op
+  py::Expr x = py::Expr::name(ctx.in(0));
+  return ctx.emit_at(torch_call(fmod ? "fmod" : "remainder", {x, divisor}), "mod",
+                     broadcast_batch_axis(ctx));
 }
 
 // Max, Min, Sum, Mean over any number of inputs.
@@ -206,13 +210,13 @@ Status cast(Context& ctx) {
 
 // y = x + bias where x < -lambd, x - bias where x > lambd, else 0.
 Status shrink(Context& ctx) {
-  const std::string x = ctx.in(0);
-  const std::string l = py_float(ctx.node().attr_float("lambd", 0.5f));
-  const std::string b = py_float(ctx.node().attr_float("bias", 0.0f));
+  const py::Expr x = py::Expr::name(ctx.in(0));
+  const py::Expr l = py::lit(py_float(ctx.node().attr_float("lambd", 0.5f)));
+  const py::Expr b = py::lit(py_float(ctx.node().attr_float("bias", 0.0f)));
+  py::Expr above = torch_call(
+      "where", {py::binary(">", x, l), py::binary("-", x, b), torch_call("zeros_like", {x})});
   return ctx.emit(
-      py::Expr::raw("torch.where(" + x + " < -" + l + ", " + x + " + " + b + ", torch.where(" + x +
-                        " > " + l + ", " + x + " - " + b + ", torch.zeros_like(" + x + ")))",
-                    {py::Ns::kTorch}),
+      torch_call("where", {py::binary("<", x, py::unary("-", l)), py::binary("+", x, b), above}),
       "shrink", ctx.batched(0));
 }
 
@@ -224,43 +228,46 @@ Status trilu(Context& ctx) {
     k = t->int_at(0);
   }
   const bool upper = ctx.node().attr_int("upper", 1) != 0;
-  std::string expr = std::string(upper ? "torch.triu(" : "torch.tril(") + ctx.in(0);
-  if (k != 0) expr += ", " + std::to_string(k);
-  return ctx.emit(py::Expr::raw(expr + ")", {py::Ns::kTorch}), upper ? "triu" : "tril",
+  std::vector<py::Expr> args{py::Expr::name(ctx.in(0))};
+  if (k != 0) args.push_back(py::lit(k));
+  return ctx.emit(torch_call(upper ? "triu" : "tril", std::move(args)), upper ? "triu" : "tril",
                   ctx.batched(0) && ctx.rank(0) > 2);
 }
 
 Status where(Context& ctx) {
-  return ctx.emit_at(torch_call("where", py::names({ctx.in(0), ctx.in(1), ctx.in(2)})), "where",
-                     broadcast_batch_axis(ctx));
+  // Read last first, as in pow_op.
+  py::Expr b = py::Expr::name(ctx.in(2));
+  py::Expr a = py::Expr::name(ctx.in(1));
+  py::Expr cond = py::Expr::name(ctx.in(0));
+  return ctx.emit_at(torch_call("where", {cond, a, b}), "where", broadcast_batch_axis(ctx));
 }
 
 Status is_inf(Context& ctx) {
   const bool pos = ctx.node().attr_int("detect_positive", 1) != 0;
   const bool neg = ctx.node().attr_int("detect_negative", 1) != 0;
-  const std::string x = ctx.in(0);
-  std::string expr = pos && neg ? "torch.isinf(" + x + ")"
-                     : pos      ? "torch.isposinf(" + x + ")"
-                     : neg      ? "torch.isneginf(" + x + ")"
-                                : "torch.zeros_like(" + x + ", dtype=torch.bool)";
-  return ctx.emit(py::Expr::raw(expr, {py::Ns::kTorch}), "isinf", ctx.batched(0));
+  const py::Expr x = py::Expr::name(ctx.in(0));
+  py::Expr expr = pos && neg ? torch_call("isinf", {x})
+                  : pos      ? torch_call("isposinf", {x})
+                  : neg      ? torch_call("isneginf", {x})
+                             : torch_call("zeros_like", {x}, {{"dtype", py::torch("bool")}});
+  return ctx.emit(expr, "isinf", ctx.batched(0));
 }
 
 // PRelu(x, slope): x where x >= 0, else x * slope (the slope broadcasts).
 // Before opset 7 a 1-D slope holds one value per channel (dim 1): it is reshaped to [C, 1, ...].
 Status prelu(Context& ctx) {
-  const std::string x = ctx.in(0);
-  std::string slope = ctx.in(1);
+  const py::Expr x = py::Expr::name(ctx.in(0));
+  py::Expr slope = py::Expr::name(ctx.in(1));
   const bool per_channel =
       ctx.opset() < 7 && ctx.rank(1) == 1 && ctx.rank(0) > 2 && ctx.shape(1)[0] == ctx.shape(0)[1];
   if (per_channel) {
-    slope += ".reshape(" + std::to_string(ctx.shape(1)[0]);
-    for (int64_t d = 2; d < ctx.rank(0); ++d) slope += ", 1";
-    slope += ")";
+    std::vector<int64_t> dims{ctx.shape(1)[0]};
+    dims.resize(ctx.rank(0) - 1, 1);
+    slope = slope.method("reshape", py::ints(dims));
   }
-  return ctx.emit(py::Expr::raw("torch.where(" + x + " < 0, " + x + " * " + slope + ", " + x + ")",
-                                {py::Ns::kTorch}),
-                  "prelu", per_channel ? ctx.batched(0) : broadcast_batched(ctx));
+  return ctx.emit(
+      torch_call("where", {py::binary("<", x, py::lit(0)), py::binary("*", x, slope), x}), "prelu",
+      per_channel ? ctx.batched(0) : broadcast_batched(ctx));
 }
 
 // BitShift on uint8, the one unsigned type every supported torch version has.
@@ -273,9 +280,10 @@ Status bit_shift(Context& ctx) {
   if (direction != "LEFT" && direction != "RIGHT") {
     return ctx.error("direction must be LEFT or RIGHT, got '" + direction + "'");
   }
-  const std::string expr =
-      ctx.in(0) + (direction == "LEFT" ? " << " : " >> ") + ctx.scalar_or_in(1);
-  return ctx.emit(py::Expr::raw(expr, {}), "shifted", broadcast_batched(ctx));
+  py::Expr shift = py::Expr::name(ctx.scalar_or_in(1));  // read first, as in pow_op
+  py::Expr x = py::Expr::name(ctx.in(0));
+  return ctx.emit(py::binary(direction == "LEFT" ? "<<" : ">>", x, shift), "shifted",
+                  broadcast_batched(ctx));
 }
 
 }  // namespace

@@ -28,8 +28,7 @@ Status constant_of_shape(Context& ctx) {
   fill.dims = {};
   const std::string buffer = ctx.buffer(std::move(fill), "fill");
   const common::Dims& shape = ctx.out_shape();
-  return ctx.emit(py::Expr::raw(shape.empty() ? buffer : buffer + ".expand" + py_tuple(shape),
-                                {py::Ns::kTorch}),
+  return ctx.emit(py::Expr::raw(shape.empty() ? buffer : buffer + ".expand" + py_tuple(shape), {}),
                   "full", false);
 }
 

@@ -97,7 +97,7 @@ Status dynamic_slice(Context& ctx, const SliceSpec& s) {
       for (int64_t i = 0; i < len; ++i) offsets.push_back(i * step);
       idx += " + " + ctx.buffer(Tensor::from_int64(offsets, {len}), "offsets");
     }
-    idx = ctx.local(py::Expr::raw(idx, {py::Ns::kTorch}), "index");
+    idx = ctx.local(py::Expr::raw(idx, long_uses(ctx, 1)), "index");
     const std::string gathered =
         index_at(expr, axis, idx + ".clamp(0, " + std::to_string(dim - 1) + ")");
     if (!mark) {
@@ -112,7 +112,8 @@ Status dynamic_slice(Context& ctx, const SliceSpec& s) {
            (iota ? idx : gathered) + ", " + poison(ctx.dtype(0)) + ")";
   }
   const bool batched = ctx.batched(0) && std::find(s.axes.begin(), s.axes.end(), 0) == s.axes.end();
-  return ctx.emit(py::Expr::raw(expr, {py::Ns::kTorch}), "slice", batched);
+  return ctx.emit(py::Expr::raw(expr, mark ? py::Namespaces{py::Ns::kTorch} : py::Namespaces{}),
+                  "slice", batched);
 }
 
 Status slice(Context& ctx) {
@@ -147,7 +148,7 @@ Status slice(Context& ctx) {
   }
   if (!flips.empty()) {
     const std::string flipped = ctx.in(0) + ".flip(" + int_or_tuple(flips, flips.size() == 1) + ")";
-    return ctx.emit_at(py::Expr::raw(flipped + suffix, {py::Ns::kTorch}), "slice", batch_axis);
+    return ctx.emit_at(py::Expr::raw(flipped + suffix, {}), "slice", batch_axis);
   }
   // Forward steps only: a view of the input, and so of whatever the input is a view of.
   View view = ctx.input_view(0);
@@ -157,8 +158,7 @@ Status slice(Context& ctx) {
         std::clamp<int64_t>(s.starts[j] < 0 ? s.starts[j] + dim : s.starts[j], 0, dim);
     view_slice(view, axis, len == 0 ? 0 : start, s.steps[j], len);
   }
-  RETURN_IF_ERROR(
-      ctx.emit_at(py::Expr::raw(view_expr(view), {py::Ns::kTorch}), "slice", batch_axis));
+  RETURN_IF_ERROR(ctx.emit_at(py::Expr::raw(view_expr(view), {}), "slice", batch_axis));
   ctx.set_view(0, std::move(view));
   return {};
 }
@@ -171,7 +171,7 @@ Status gather(Context& ctx) {
       (ctx.batched(0) && axis != 0) || (axis == 0 && ctx.batched(1) && !ctx.batched(0));
   const Tensor* idx = ctx.constant(1);
   if (!idx)
-    return ctx.emit(py::Expr::raw(index_at(x, axis, as_long(ctx, 1, ctx.in(1))), {py::Ns::kTorch}),
+    return ctx.emit(py::Expr::raw(index_at(x, axis, as_long(ctx, 1, ctx.in(1))), long_uses(ctx, 1)),
                     "gather", batched);
   Tensor wrapped = wrapped_indices(*idx, dim);
   const std::vector<int64_t> v = wrapped.to_int64();
@@ -191,14 +191,13 @@ Status gather(Context& ctx) {
     } else {
       view_slice(view, axis, v[0], 1, static_cast<int64_t>(v.size()));
     }
-    RETURN_IF_ERROR(
-        ctx.emit_at(py::Expr::raw(view_expr(view), {py::Ns::kTorch}), "gather", out_axis));
+    RETURN_IF_ERROR(ctx.emit_at(py::Expr::raw(view_expr(view), {}), "gather", out_axis));
     ctx.set_view(0, std::move(view));
     return {};
   }
   return ctx.emit_at(
-      py::Expr::raw(index_at(x, axis, ctx.buffer(std::move(wrapped), "indices")), {py::Ns::kTorch}),
-      "gather", out_axis);
+      py::Expr::raw(index_at(x, axis, ctx.buffer(std::move(wrapped), "indices")), {}), "gather",
+      out_axis);
 }
 
 Status gather_elements(Context& ctx) {
@@ -237,7 +236,8 @@ Status gather_nd(Context& ctx) {
     parts.push_back(arange);
   }
   for (int64_t j = 0; j < k; ++j) parts.push_back(idx + "[..., " + std::to_string(j) + "]");
-  return ctx.emit(py::Expr::raw(x + "[" + join(parts) + "]", {py::Ns::kTorch}), "gather", batched);
+  const py::Namespaces uses = batch_dims > 0 ? py::Namespaces{py::Ns::kTorch} : long_uses(ctx, 1);
+  return ctx.emit(py::Expr::raw(x + "[" + join(parts) + "]", uses), "gather", batched);
 }
 
 // Compress with a constant condition: the selected positions along the axis (or of the flattened
@@ -300,7 +300,7 @@ Status reverse_sequence(Context& ctx) {
   }
   return ctx.emit(
       py::Expr::raw("torch.gather(" + x + ", " + std::to_string(time_axis) + ", " + index + ")",
-                    {py::Ns::kTorch, py::Ns::kF, py::Ns::kNn}),
+                    {py::Ns::kTorch}),
       "reversed", ctx.batched(0) && batch_axis == 0);
 }
 

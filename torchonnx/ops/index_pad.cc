@@ -79,8 +79,10 @@ Status pad(Context& ctx) {
     expr += ", value=" + value;
   expr += ")";
   if (widen) expr = cast_to_output(ctx, expr, DType::kDouble);
-  return ctx.emit(py::Expr::raw(expr, {py::Ns::kTorch, py::Ns::kF}), "pad",
-                  ctx.batched(0) && first > 0);
+  // F.pad, and torch.float64 for a widened input.
+  const py::Namespaces uses =
+      widen ? py::Namespaces{py::Ns::kF, py::Ns::kTorch} : py::Namespaces{py::Ns::kF};
+  return ctx.emit(py::Expr::raw(expr, uses), "pad", ctx.batched(0) && first > 0);
 }
 
 // CenterCropPad: F.pad with each axis's centred padding, negative where it crops (an odd
@@ -106,9 +108,8 @@ Status center_crop_pad(Context& ctx) {
     ctx.alias(0, ctx.operand(0));
     return {};
   }
-  return ctx.emit(
-      py::Expr::raw("F.pad(" + ctx.in(0) + ", " + py_tuple(tp) + ")", {py::Ns::kTorch, py::Ns::kF}),
-      "crop_pad", ctx.batched(0) && first > 0);
+  return ctx.emit(py::Expr::raw("F.pad(" + ctx.in(0) + ", " + py_tuple(tp) + ")", {py::Ns::kF}),
+                  "crop_pad", ctx.batched(0) && first > 0);
 }
 
 }  // namespace

@@ -73,12 +73,15 @@ Status scatter_nd(Context& ctx) {
   if (call.empty()) return ctx.error("unknown reduction '" + reduction + "'");
   std::string table = ctx.in(0) + ".reshape(" + std::to_string(rows) + ", " + r + ")";
   if (spare_row) {
-    table = ctx.local(py::Expr::raw(table, {py::Ns::kTorch}), "table");
+    table = ctx.local(py::Expr::raw(table, {}), "table");
     table = "torch.cat([" + table + ", " + table + "[:1]])";
   }
   std::string expr = table + call + (spare_row ? "[:" + std::to_string(rows) + "]" : "") +
                      ".reshape" + py_tuple(data);
-  return ctx.emit(py::Expr::raw(expr, {py::Ns::kTorch}), "scatter", false);
+  // torch.cat adds the spare row.
+  return ctx.emit(
+      py::Expr::raw(expr, spare_row ? py::Namespaces{py::Ns::kTorch} : py::Namespaces{}), "scatter",
+      false);
 }
 
 Status scatter_elements(Context& ctx) {
@@ -91,7 +94,10 @@ Status scatter_elements(Context& ctx) {
           : "torch.remainder(" + as_long(ctx, 1, ctx.in(1)) + ", " + std::to_string(dim) + ")";
   const std::string call = scatter_call(reduction, axis, index, ctx.in(2));
   if (call.empty()) return ctx.error("unknown reduction '" + reduction + "'");
-  return ctx.emit(py::Expr::raw(ctx.in(0) + call, {py::Ns::kTorch}), "scatter", false);
+  // torch.remainder wraps computed indices.
+  return ctx.emit(
+      py::Expr::raw(ctx.in(0) + call, idx ? py::Namespaces{} : py::Namespaces{py::Ns::kTorch}),
+      "scatter", false);
 }
 
 }  // namespace

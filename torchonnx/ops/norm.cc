@@ -31,7 +31,7 @@ Status batch_norm(Context& ctx) {
   if (!constant || rank < 2 || rank > 5 || p[0]->dtype != common::DType::kFloat) {
     std::string expr = "F.batch_norm(" + ctx.in(0) + ", " + ctx.in(3) + ", " + ctx.in(4) + ", " +
                        ctx.in(1) + ", " + ctx.in(2) + ", False, 0.0, " + py_float(eps) + ")";
-    return ctx.emit(py::Expr::raw(expr, {py::Ns::kF, py::Ns::kNn}), "bn", ctx.batched(0));
+    return ctx.emit(py::Expr::raw(expr, {py::Ns::kF}), "bn", ctx.batched(0));
   }
   const int64_t c = ctx.shape(0)[1];
   const std::string kind = "nn.BatchNorm" + std::to_string(rank == 5 ? 3 : rank == 4 ? 2 : 1) + "d";
@@ -40,13 +40,11 @@ Status batch_norm(Context& ctx) {
                             {"running_mean", *p[2]},
                             {"running_var", *p[3]},
                             {"num_batches_tracked", Tensor::from_int64({0}, {})}};
-  const std::string attr =
-      ctx.layer("bn",
-                py::Expr::raw(kind + "(" + std::to_string(c) + eps_kwarg(ctx, 1e-5f) + ")",
-                              {py::Ns::kF, py::Ns::kNn}),
-                std::move(params));
-  return ctx.emit(py::Expr::raw("self." + attr + "(" + ctx.in(0) + ")", {py::Ns::kF, py::Ns::kNn}),
-                  "bn", ctx.batched(0));
+  const std::string attr = ctx.layer(
+      "bn",
+      py::Expr::raw(kind + "(" + std::to_string(c) + eps_kwarg(ctx, 1e-5f) + ")", {py::Ns::kNn}),
+      std::move(params));
+  return ctx.emit(py::Expr::raw("self." + attr + "(" + ctx.in(0) + ")", {}), "bn", ctx.batched(0));
 }
 
 Status instance_norm(Context& ctx) {
@@ -117,7 +115,9 @@ Status layer_norm(Context& ctx) {
   const std::string x = ctx.in(0);
   const std::string eps = py_float(ctx.node().attr_float("epsilon", 1e-5f));
   std::string y = layer_norm_module(ctx, normalized);
+  py::Namespaces uses;  // F.layer_norm without a module; torch.rsqrt for InvStdDev
   if (y.empty()) {
+    uses.add(py::Ns::kF);
     // Scale and bias broadcast like numpy, so they are applied after normalizing.
     y = "F.layer_norm(" + x + ", " + py_tuple(normalized) + ", eps=" + eps + ") * " + ctx.in(1);
     if (ctx.has_input(2)) y += " + " + ctx.in(2);
@@ -126,8 +126,7 @@ Status layer_norm(Context& ctx) {
   const int in_axis = ctx.batch_axis(0);
   const int batch_axis = in_axis < axis ? in_axis : -1;
   if (!ctx.output_used(1) && !ctx.output_used(2))
-    return ctx.emit_at(py::Expr::raw(y, {py::Ns::kTorch, py::Ns::kF, py::Ns::kNn}), "layer_norm",
-                       batch_axis);
+    return ctx.emit_at(py::Expr::raw(y, uses), "layer_norm", batch_axis);
   std::vector<int64_t> dims;
   for (int64_t d = axis; d < rank; ++d) dims.push_back(d);
   const std::string ds = py_tuple(dims);
@@ -137,9 +136,8 @@ Status layer_norm(Context& ctx) {
                                            ", unbiased=False, keepdim=True) + " + eps + ")"
                                      : "None");
   parts.resize(ctx.num_outputs());
-  ctx.emit_tuple_at(
-      py::Expr::raw("(" + join(parts) + ")", {py::Ns::kTorch, py::Ns::kF, py::Ns::kNn}),
-      "layer_norm", batch_axis);
+  if (ctx.output_used(2)) uses.add(py::Ns::kTorch);
+  ctx.emit_tuple_at(py::Expr::raw("(" + join(parts) + ")", uses), "layer_norm", batch_axis);
   return {};
 }
 

@@ -163,18 +163,22 @@ Status max_pool(Context& ctx) {
   if (integer) x += ".to(torch.float64)";
   if (pool_channels_last(ctx, p, native)) {
     x = ctx.local(py::Expr::raw(x + ".permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)",
-                                {py::Ns::kTorch, py::Ns::kF, py::Ns::kNn}),
+                                integer ? py::Namespaces{py::Ns::kTorch} : py::Namespaces{}),
                   "channels_last");
   }
   std::string expr = max_pool_call(p, native, x, "");
   if (integer) expr = cast_to_output(ctx, expr, common::DType::kDouble);
-  if (!ctx.output_used(1))
-    return ctx.emit(py::Expr::raw(expr, {py::Ns::kTorch, py::Ns::kF, py::Ns::kNn}), "max_pool",
-                    ctx.batched(0));
+  // F.max_poolNd, and torch.<dtype> for an integer input.
+  py::Namespaces uses{py::Ns::kF};
+  if (integer) uses.add(py::Ns::kTorch);
+  if (!ctx.output_used(1)) return ctx.emit(py::Expr::raw(expr, uses), "max_pool", ctx.batched(0));
   const std::string values = ctx.output_used(0) ? expr : "None";
-  ctx.emit_tuple(py::Expr::raw("(" + values + ", " + max_pool_indices(ctx, p, native, x) + ")",
-                               {py::Ns::kTorch, py::Ns::kF, py::Ns::kNn}),
-                 "max_pool", ctx.batched(0));
+  // The indices add each plane's start with torch.arange unless there is one plane.
+  const common::Dims& shape = ctx.shape(0);
+  if (shape[0] * shape[1] != 1 || ctx.batched(0)) uses.add(py::Ns::kTorch);
+  ctx.emit_tuple(
+      py::Expr::raw("(" + values + ", " + max_pool_indices(ctx, p, native, x) + ")", uses),
+      "max_pool", ctx.batched(0));
   return {};
 }
 
@@ -246,8 +250,7 @@ Status dilated_average_pool(Context& ctx, const Pool& p) {
     divisor = ctx.buffer(common::Tensor::from_double(v, p.out, ctx.dtype(0)), "pool_count");
   }
   // Dilated, the sums are one F.convNd call.
-  return ctx.emit(py::Expr::raw(lp_window_sums(ctx, p, ctx.in(0)) + " / " + divisor,
-                                {py::Ns::kTorch, py::Ns::kF}),
+  return ctx.emit(py::Expr::raw(lp_window_sums(ctx, p, ctx.in(0)) + " / " + divisor, {py::Ns::kF}),
                   "avg_pool", ctx.batched(0));
 }
 
@@ -280,7 +283,7 @@ Status average_pool(Context& ctx) {
       expr += " * " + ctx.buffer(std::move(scale), "pool_scale");
     }
   }
-  return ctx.emit(py::Expr::raw(expr, {py::Ns::kTorch, py::Ns::kF}), "avg_pool", ctx.batched(0));
+  return ctx.emit(py::Expr::raw(expr, {py::Ns::kF}), "avg_pool", ctx.batched(0));
 }
 
 Status global_pool(Context& ctx) {
@@ -341,7 +344,7 @@ Status lp_pool(Context& ctx) {
   std::string sums = lp_window_sums(ctx, p, powered);
   if (order != 1 && sums.find(" * ") != std::string::npos) sums = "(" + sums + ")";
   if (order != 1) sums += order == 2 ? ".sqrt()" : ".pow(1 / " + q + ")";
-  return ctx.emit(py::Expr::raw(sums, {py::Ns::kTorch, py::Ns::kF}), "lp_pool", ctx.batched(0));
+  return ctx.emit(py::Expr::raw(sums, {py::Ns::kF}), "lp_pool", ctx.batched(0));
 }
 
 Status global_lp_pool(Context& ctx) {
@@ -387,7 +390,8 @@ Status max_unpool(Context& ctx) {
   std::string expr = x + ".new_zeros(" + numel + ").scatter(0, " + ctx.in(1) + ".flatten(), " + x +
                      ".flatten()).reshape(" + shape_args(unpooled, batched) + ")";
   if (unpooled != out) expr = "F.pad(" + expr + ", " + py_tuple(padding) + ")";
-  return ctx.emit(py::Expr::raw(expr, {py::Ns::kTorch, py::Ns::kF}), "unpooled", batched);
+  const py::Namespaces uses = unpooled != out ? py::Namespaces{py::Ns::kF} : py::Namespaces{};
+  return ctx.emit(py::Expr::raw(expr, uses), "unpooled", batched);
 }
 
 }  // namespace

@@ -130,8 +130,12 @@ Status dequantize_linear(Context& ctx) {
   std::string x = ctx.in(0) + ".float()";
   if (!zp.empty()) x = "(" + minus(x, zp) + ")";
   std::string expr = x + " * " + along_axis(ctx, 1, axis, rank, "scale");
-  if (out != DType::kFloat) expr = "(" + expr + ").to(" + *type + ")";
-  return ctx.emit(py::Expr::raw(expr, {py::Ns::kTorch}), "dequantized", ctx.batched(0));
+  py::Namespaces uses;  // torch.<dtype> for an output other than float32
+  if (out != DType::kFloat) {
+    expr = "(" + expr + ").to(" + *type + ")";
+    uses.add(py::Ns::kTorch);
+  }
+  return ctx.emit(py::Expr::raw(expr, uses), "dequantized", ctx.batched(0));
 }
 
 // DynamicQuantizeLinear: uint8 over the range of x widened to include 0. One statement binds
@@ -169,9 +173,9 @@ std::string integer_matmul(Context& ctx, size_t a, size_t a_zp, size_t b, size_t
 }
 
 Status matmul_integer(Context& ctx) {
-  return ctx.emit(py::Expr::raw(integer_matmul(ctx, 0, 2, 1, 3) + ".to(torch.int32)",
-                                {py::Ns::kTorch, py::Ns::kF, py::Ns::kNn}),
-                  "matmul", matmul_batched(ctx, 1));
+  return ctx.emit(
+      py::Expr::raw(integer_matmul(ctx, 0, 2, 1, 3) + ".to(torch.int32)", {py::Ns::kTorch}),
+      "matmul", matmul_batched(ctx, 1));
 }
 
 // QLinearMatMul: the integer product scaled by a_scale * b_scale / y_scale, requantized.
@@ -182,9 +186,9 @@ Status qlinear_matmul(Context& ctx) {
                             along_axis(ctx, 4, out_rank - 1, out_rank, "b_scale") + " / " +
                             along_axis(ctx, 6, 0, out_rank, "y_scale");
   const std::string acc = integer_matmul(ctx, 0, 2, 3, 5) + " * (" + scale + ")";
-  return ctx.emit(py::Expr::raw(requantize(acc, zero_point(ctx, 7, 0, out_rank), type),
-                                {py::Ns::kTorch, py::Ns::kF, py::Ns::kNn}),
-                  "matmul", matmul_batched(ctx, 3));
+  return ctx.emit(
+      py::Expr::raw(requantize(acc, zero_point(ctx, 7, 0, out_rank), type), {py::Ns::kTorch}),
+      "matmul", matmul_batched(ctx, 3));
 }
 
 // The geometry of the Conv-like node with data input x and weight input w.

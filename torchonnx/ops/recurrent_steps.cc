@@ -226,7 +226,7 @@ Status lower_steps(Context& ctx, const Spec& s) {
   const std::string fn =
       ctx.method(lower_case(s.op) + "_steps", params, doc, std::move(lines), steps_uses(s));
   const std::string expr = fn + "(" + join(args) + ")";
-  return emit_outputs(ctx, s, expr);
+  return emit_outputs(ctx, s, expr, {});  // a method call on names
 }
 
 }  // namespace torchonnx::recurrent

@@ -278,8 +278,7 @@ Status resize(Context& ctx) {
   const Dims& out = ctx.out_shape();
   std::string expr;
   if (try_interpolate(ctx, s, &expr))
-    return ctx.emit(py::Expr::raw(expr, {py::Ns::kTorch, py::Ns::kF, py::Ns::kNn}), "resize",
-                    ctx.batched(0));
+    return ctx.emit(py::Expr::raw(expr, {py::Ns::kF}), "resize", ctx.batched(0));
   const DType dtype = ctx.dtype(0);
   if (s.mode != "nearest" && dtype != DType::kFloat && dtype != DType::kDouble) {
     return ctx.error("linear and cubic resize need a float input");
@@ -294,13 +293,19 @@ Status resize(Context& ctx) {
     resized[d] = true;
     batched = batched && d != 0;
   }
-  if (s.transform == "tf_crop_and_resize") expr = extrapolate(ctx, s, resized, expr);
+  // torch.matmul for linear and cubic modes, torch.where for extrapolated positions.
+  py::Namespaces uses;
+  if (s.mode != "nearest") uses.add(py::Ns::kTorch);
+  if (s.transform == "tf_crop_and_resize") {
+    std::string masked = extrapolate(ctx, s, resized, expr);
+    if (masked != expr) uses.add(py::Ns::kTorch);
+    expr = std::move(masked);
+  }
   if (expr == ctx.in(0)) {
     ctx.alias(0, Operand{expr, batched});
     return {};
   }
-  return ctx.emit(py::Expr::raw(expr, {py::Ns::kTorch, py::Ns::kF, py::Ns::kNn}), "resize",
-                  batched);
+  return ctx.emit(py::Expr::raw(expr, uses), "resize", batched);
 }
 
 }  // namespace

@@ -56,16 +56,22 @@ Status grid_sample(Context& ctx) {
     return ctx.error("F.grid_sample samples 2-D inputs, and 3-D ones without cubic mode");
   }
   std::string grid = ctx.in(1);
+  // F.grid_sample; torch.<dtype> for a cast grid, torch.round for a rounded one.
+  py::Namespaces uses{py::Ns::kF};
   if (ctx.dtype(1) != ctx.dtype(0)) {
+    uses.add(py::Ns::kTorch);
     ASSIGN_OR_RETURN(std::string dtype, torch_dtype(ctx.dtype(0)));
     grid += ".to(" + dtype + ")";
   }
   const bool align = n.attr_int("align_corners", 0) != 0;
-  if (rank == 5 && mode == "nearest") grid = round_grid(ctx, grid, align);
+  if (rank == 5 && mode == "nearest") {
+    grid = round_grid(ctx, grid, align);
+    uses.add(py::Ns::kTorch);
+  }
   const std::string expr = "F.grid_sample(" + ctx.in(0) + ", " + grid + ", mode=\"" + mode +
                            "\", padding_mode=\"" + padding +
                            "\", align_corners=" + (align ? "True" : "False") + ")";
-  return ctx.emit(py::Expr::raw(expr, {py::Ns::kTorch, py::Ns::kF}), "sampled", ctx.batched(0));
+  return ctx.emit(py::Expr::raw(expr, uses), "sampled", ctx.batched(0));
 }
 
 // AffineGrid: F.affine_grid, whose definition ONNX adopted; the batch size is theta's.

@@ -44,6 +44,7 @@ Status tfidf_vectorizer(Context& ctx) {
     return ctx.error("input too long for the n-gram position tables");
   }
   const int64_t outputs = *std::max_element(slots.begin(), slots.end()) + 1;
+  // x as int64 indices (torch.int64 when it converts, as long_uses says).
   const std::string x = ctx.in(0) + (ctx.dtype(0) == DType::kInt64 ? "" : ".to(torch.int64)");
   std::vector<std::string> counts;  // per n: [..., pool n-grams of length n]
   std::vector<double> mapping;      // rows: the pool n-grams counted, in `counts` order
@@ -74,7 +75,7 @@ Status tfidf_vectorizer(Context& ctx) {
     const std::string table = ctx.buffer(Tensor::from_int64(wanted, {grams, n}), "pool");
     counts.push_back(ctx.local(py::Expr::raw("(" + x + "[..., " + pos + "].unsqueeze(-2) == " +
                                                  table + ").all(-1).sum(-2)",
-                                             {py::Ns::kTorch}),
+                                             long_uses(ctx, 0)),
                                "counts"));
     if (grams * outputs > (int64_t{1} << 26)) return ctx.error("n-gram table too large");
     for (int64_t g = 0; g < grams; ++g) {
@@ -90,14 +91,16 @@ Status tfidf_vectorizer(Context& ctx) {
   std::vector<int64_t> out_dims = ctx.out_shape();
   if (counts.empty())
     return ctx.emit(
-        py::Expr::raw(x + ".new_zeros" + py_tuple(out_dims) + ".float()", {py::Ns::kTorch}),
+        py::Expr::raw(x + ".new_zeros" + py_tuple(out_dims) + ".float()", long_uses(ctx, 0)),
         "tfidf", ctx.batched(0) && ctx.rank(0) == 2);
   const int64_t rows = static_cast<int64_t>(mapping.size()) / outputs;
   const std::string to_slots =
       ctx.buffer(Tensor::from_double(mapping, {rows, outputs}, DType::kFloat), "slots");
   std::string all = counts.size() == 1 ? counts[0] : "torch.cat([" + join(counts) + "], -1)";
   all = mode == "IDF" ? "(" + all + " > 0).float()" : all + ".float()";
-  return ctx.emit(py::Expr::raw(all + " @ " + to_slots, {py::Ns::kTorch}), "tfidf",
+  const py::Namespaces uses =  // torch.cat of several n-gram lengths' counts
+      counts.size() == 1 ? py::Namespaces{} : py::Namespaces{py::Ns::kTorch};
+  return ctx.emit(py::Expr::raw(all + " @ " + to_slots, uses), "tfidf",
                   ctx.batched(0) && ctx.rank(0) == 2);
 }
 

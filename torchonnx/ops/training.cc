@@ -85,7 +85,7 @@ Status momentum(Context& ctx) {
     const std::string g = regularized(ctx, 2 + i, 2 + n + i);
     const std::string v = ctx.local(py::Expr::raw(alpha + " * " + ctx.in(2 + 2 * n + i) + " + " +
                                                       (unit_beta ? "" : beta_t + " * ") + g,
-                                                  {py::Ns::kTorch}),
+                                                  {}),
                                     "velocity");
     const std::string step = mode == "standard" ? v : "(" + g + " + " + alpha + " * " + v + ")";
     xs.push_back(ctx.in(2 + i) + " - " + ctx.in(0) + " * " + step);
@@ -114,13 +114,12 @@ Status adam(Context& ctx) {
   for (size_t i = 0; i < n; ++i) {
     const std::string g = regularized(ctx, 2 + i, 2 + n + i);
     const std::string v = ctx.local(
-        py::Expr::raw(alpha + " * " + ctx.in(2 + 2 * n + i) + " + (1 - " + alpha + ") * " + g,
-                      {py::Ns::kTorch}),
+        py::Expr::raw(alpha + " * " + ctx.in(2 + 2 * n + i) + " + (1 - " + alpha + ") * " + g, {}),
         "velocity");
-    const std::string h = ctx.local(py::Expr::raw(beta + " * " + ctx.in(2 + 3 * n + i) +
-                                                      " + (1 - " + beta + ") * " + g + " * " + g,
-                                                  {py::Ns::kTorch}),
-                                    "accum");
+    const std::string h = ctx.local(
+        py::Expr::raw(
+            beta + " * " + ctx.in(2 + 3 * n + i) + " + (1 - " + beta + ") * " + g + " * " + g, {}),
+        "accum");
     std::string x = ctx.in(2 + i) + " - " + r + " * (" + v + " / (" + h + ".sqrt() + " + eps + "))";
     if (post != 0.0f) x = py_float(1.0 - post) + " * (" + x + ")";
     xs.push_back(x);

@@ -28,11 +28,6 @@ common::Result<std::vector<int64_t>> axes_at(const Context& ctx, std::vector<int
                                              int64_t rank);
 /// `expr` cast to output i's element type when `from` differs (PyTorch promotes some results).
 std::string cast_to_output(const Context& ctx, std::string expr, common::DType from, size_t i = 0);
-/// What a layer constructor with a `dtype=` keyword for `dtype` (none for float) uses.
-inline py::Namespaces layer_uses(common::DType dtype) {
-  return dtype == common::DType::kFloat ? py::Namespaces{py::Ns::kNn}
-                                        : py::Namespaces{py::Ns::kNn, py::Ns::kTorch};
-}
 py::Expr cast_to_output(const Context& ctx, py::Expr expr, common::DType from, size_t i = 0);
 /// An indexing suffix "[:, :, a:b]" selecting `parts[d]` on each dim; trailing ":" dropped;
 /// empty when every part is ":".
@@ -62,6 +57,10 @@ std::vector<double> doubles(const common::Tensor& t);
 
 /// Input i's expression `expr` as int64 indices (a cast unless it already is int64).
 std::string as_long(const Context& ctx, size_t i, const std::string& expr);
+/// What `as_long(ctx, i, ...)` uses: torch when it converts.
+inline py::Namespaces long_uses(const Context& ctx, size_t i) {
+  return ctx.dtype(i) == common::DType::kInt64 ? py::Namespaces{} : py::Namespaces{py::Ns::kTorch};
+}
 /// Constant indices as an int64 tensor, negative ones wrapped by `dim`.
 common::Tensor wrapped_indices(const common::Tensor& t, int64_t dim);
 
