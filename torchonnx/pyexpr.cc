@@ -53,9 +53,13 @@ Expr Expr::method(std::string name, std::vector<Expr> args, std::vector<Keyword>
   return call(attr(std::move(name)), std::move(args), std::move(keywords));
 }
 
-Expr Expr::operator[](Expr index) const {
+Expr Expr::operator[](Expr index) const { return this->index({std::move(index)}); }
+
+Expr Expr::index(std::vector<Expr> items) const {
   Expr e(Kind::kSubscript, "", Prec::kPrimary);
-  e.items_ = {*this, std::move(index)};
+  e.items_.reserve(1 + items.size());
+  e.items_.push_back(*this);
+  for (Expr& i : items) e.items_.push_back(std::move(i));
   return e;
 }
 
@@ -105,7 +109,7 @@ void Expr::print(std::string& out) const {
     case Kind::kSubscript:
       print_operand(items_[0], items_[0].prec_ < Prec::kPrimary, out);
       out += '[';
-      items_[1].print(out);
+      print_args(1, out);
       out += ']';
       return;
     case Kind::kUnary:

@@ -81,6 +81,8 @@ class Expr {
               std::vector<Keyword> keywords = {}) const;
   /// `<this>[index]`.
   Expr operator[](Expr index) const;
+  /// `<this>[i0, i1, ...]` (slices such as `1:3` and `...` as atoms).
+  Expr index(std::vector<Expr> items) const;
 
   Kind kind() const { return kind_; }
   /// The Python text.

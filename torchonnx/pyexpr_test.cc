@@ -33,6 +33,8 @@ TEST(PyExpr, Precedence) {
 
 TEST(PyExpr, SubscriptsTuplesLists) {
   EXPECT_EQ(n("x")[lit(0)].str(), "x[0]");
+  EXPECT_EQ(n("x").index({lit(":"), lit("1:3"), n("i")}).str(), "x[:, 1:3, i]");
+  EXPECT_EQ(binary("+", n("a"), n("b"))[lit(0)].str(), "(a + b)[0]");
   EXPECT_EQ(tuple({lit(3)}).str(), "(3,)");
   EXPECT_EQ(tuple({}).str(), "()");
   EXPECT_EQ(tuple(ints({1, 2})).str(), "(1, 2)");
