@@ -130,7 +130,7 @@ std::string Context::buffer(Tensor tensor, std::string_view hint, bool parameter
   return "self." + attr;
 }
 
-std::string Context::layer(std::string_view kind, std::string ctor, std::vector<Param> params) {
+std::string Context::layer(std::string_view kind, py::Expr ctor, std::vector<Param> params) {
   // A node that reads the same weight initializers as an earlier layer with the same constructor
   // and the same resulting tensors (a weight shared by several nodes, or by the copies of an
   // unrolled loop body) reuses that layer: one set of parameters, as in the ONNX graph.
@@ -140,7 +140,8 @@ std::string Context::layer(std::string_view kind, std::string ctor, std::vector<
   }
   if (!sources.empty()) {
     for (const Layer& l : state_.module.layers) {
-      if (l.sources != sources || l.ctor != ctor || l.params.size() != params.size()) continue;
+      if (l.sources != sources || l.ctor.str() != ctor.str() || l.params.size() != params.size())
+        continue;
       bool same = true;
       for (size_t i = 0; i < params.size() && same; ++i) {
         same = l.params[i].name == params[i].name && l.params[i].tensor == params[i].tensor;
@@ -158,10 +159,10 @@ std::string Context::layer(std::string_view kind, std::string ctor, std::vector<
 }
 
 std::string Context::method(std::string_view hint, std::vector<std::string> params, std::string doc,
-                            std::vector<std::string> lines) {
+                            std::vector<std::string> lines, py::Namespaces uses) {
   std::string name = state_.attrs.make(hint, true);
   state_.module.methods.push_back(
-      Method{name, std::move(params), std::move(doc), std::move(lines)});
+      Method{name, std::move(params), std::move(doc), std::move(lines), uses});
   return "self." + name;
 }
 
@@ -190,24 +191,24 @@ void Context::absorb(const common::Node& node, const common::Node* consumer) {
   absorbed_.push_back(consumer ? node.name + " + " + consumer->name : node.name);
 }
 
-void Context::emit_values(std::string expr, std::string_view hint,
+void Context::emit_values(py::Expr expr, std::string_view hint,
                           const std::vector<std::string>& values, int axis) {
   add_statement(std::move(expr), hint, {axis}, values, true);
 }
 
-common::Status Context::emit(std::string expr, std::string_view hint, bool batched) {
+common::Status Context::emit(py::Expr expr, std::string_view hint, bool batched) {
   return emit_one(std::move(expr), hint, batched ? 0 : -1, false);
 }
 
-void Context::emit_tuple(std::string expr, std::string_view hint, bool batched) {
+void Context::emit_tuple(py::Expr expr, std::string_view hint, bool batched) {
   add_statement(std::move(expr), hint, {batched ? 0 : -1}, outputs(), false);
 }
 
-common::Status Context::emit_at(std::string expr, std::string_view hint, int axis) {
+common::Status Context::emit_at(py::Expr expr, std::string_view hint, int axis) {
   return emit_one(std::move(expr), hint, axis, true);
 }
 
-common::Status Context::emit_one(std::string expr, std::string_view hint, int axis, bool aware) {
+common::Status Context::emit_one(py::Expr expr, std::string_view hint, int axis, bool aware) {
   for (size_t i = 1; i < (fused_ ? fused_ : &node())->outputs.size(); ++i) {
     if (output_used(i)) return error("optional output " + std::to_string(i) + " is not supported");
   }
@@ -215,11 +216,11 @@ common::Status Context::emit_one(std::string expr, std::string_view hint, int ax
   return {};
 }
 
-void Context::emit_tuple_at(std::string expr, std::string_view hint, int axis) {
+void Context::emit_tuple_at(py::Expr expr, std::string_view hint, int axis) {
   add_statement(std::move(expr), hint, {axis}, outputs(), true);
 }
 
-void Context::emit_tuple_axes(std::string expr, std::string_view hint, std::vector<int> axes) {
+void Context::emit_tuple_axes(py::Expr expr, std::string_view hint, std::vector<int> axes) {
   const std::vector<std::string> values = outputs();
   axes.resize(values.size(), -1);
   add_statement(std::move(expr), hint, std::move(axes), values, true);
@@ -253,7 +254,7 @@ std::vector<std::string> Context::outputs(size_t count) const {
   return {owner.outputs.begin(), owner.outputs.begin() + std::min(count, owner.outputs.size())};
 }
 
-void Context::add_statement(std::string expr, std::string_view hint, std::vector<int> axes,
+void Context::add_statement(py::Expr expr, std::string_view hint, std::vector<int> axes,
                             const std::vector<std::string>& values, bool aware) {
   Statement st;
   st.expr = std::move(expr);
@@ -279,7 +280,7 @@ std::string Context::comment() const {
   return text;
 }
 
-std::string Context::local(std::string expr, std::string_view hint) {
+std::string Context::local(py::Expr expr, std::string_view hint) {
   Statement st;
   st.expr = std::move(expr);
   st.comment = comment();

@@ -132,11 +132,11 @@ class Context : public common::NodeView {
   /// Registers a constant buffer (a weight: an nn.Parameter) and returns `self.<name>`.
   std::string buffer(common::Tensor tensor, std::string_view hint, bool parameter = false);
   /// Registers `self.<kind>N = ctor` and returns the attribute name.
-  std::string layer(std::string_view kind, std::string ctor, std::vector<Param> params);
+  std::string layer(std::string_view kind, py::Expr ctor, std::vector<Param> params);
 
   /// Registers a helper method (see Method) and returns `self.<name>` for the forward statement.
   std::string method(std::string_view hint, std::vector<std::string> params, std::string doc,
-                     std::vector<std::string> lines);
+                     std::vector<std::string> lines, py::Namespaces uses);
 
   /// Adds `import <module>` to the generated file (once).
   void add_import(const std::string& module);
@@ -150,25 +150,25 @@ class Context : public common::NodeView {
   void absorb(const common::Node& node, const common::Node* consumer = nullptr);
 
   /// Emits `<output 0> = expr`; `hint` names the variable. Other outputs must be unused.
-  common::Status emit(std::string expr, std::string_view hint, bool batched);
+  common::Status emit(py::Expr expr, std::string_view hint, bool batched);
   /// Emits `<out0>, <out1>, ... = expr` for an expression yielding one value per output
   /// ("_" for unused ones).
-  void emit_tuple(std::string expr, std::string_view hint, bool batched);
+  void emit_tuple(py::Expr expr, std::string_view hint, bool batched);
   /// `emit` and `emit_tuple` for handlers that follow a batch in any dim: `axis` is the output's
   /// batch dim (-1: none). Plain `emit` of a node with an input batched outside dim 0 gives the
   /// batch up (batch_lost).
-  common::Status emit_at(std::string expr, std::string_view hint, int axis);
-  void emit_tuple_at(std::string expr, std::string_view hint, int axis);
+  common::Status emit_at(py::Expr expr, std::string_view hint, int axis);
+  void emit_tuple_at(py::Expr expr, std::string_view hint, int axis);
   /// `emit_tuple_at` with each output's own batch dim.
-  void emit_tuple_axes(std::string expr, std::string_view hint, std::vector<int> axes);
+  void emit_tuple_axes(py::Expr expr, std::string_view hint, std::vector<int> axes);
   /// Emits `<v0>, <v1>, ... = expr` for an expression yielding one tensor per ONNX value in
   /// `values` (outputs of this node, its fused consumer or absorbed nodes), each with batch dim
   /// `axis`; "_" for values nothing reads.
-  void emit_values(std::string expr, std::string_view hint, const std::vector<std::string>& values,
+  void emit_values(py::Expr expr, std::string_view hint, const std::vector<std::string>& values,
                    int axis);
   /// Emits `<name> = expr` for an intermediate value of this node's lowering (an index computed
   /// once and read several times) and returns the new local's name.
-  std::string local(std::string expr, std::string_view hint);
+  std::string local(py::Expr expr, std::string_view hint);
   /// Output i is the same value as an existing expression (no statement).
   void alias(size_t i, Operand operand);
 
@@ -179,12 +179,12 @@ class Context : public common::NodeView {
   /// The statement comment: the node's name, and the fused consumer's.
   std::string comment() const;
   /// `<output 0> = expr` (the other outputs must be unused) with batch dim `axis`.
-  common::Status emit_one(std::string expr, std::string_view hint, int axis, bool aware);
+  common::Status emit_one(py::Expr expr, std::string_view hint, int axis, bool aware);
   /// The first `count` outputs of this node (of the fused consumer when there is one).
   std::vector<std::string> outputs(size_t count = SIZE_MAX) const;
   /// `<targets> = expr`, one target per ONNX value in `values` ("_" for values nothing reads);
   /// `axes`: one batch dim for every value, or one per value.
-  void add_statement(std::string expr, std::string_view hint, std::vector<int> axes,
+  void add_statement(py::Expr expr, std::string_view hint, std::vector<int> axes,
                      const std::vector<std::string>& values, bool aware);
   /// Records the node in batch_lost when an input carries the batch and output `out` (batch dim
   /// `axis`) does not, or when a handler that only follows dim 0 (`aware` false) gets an input

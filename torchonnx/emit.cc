@@ -1,7 +1,5 @@
 #include "torchonnx/emit.h"
 
-#include <string_view>
-
 #include "common/names.h"
 #include "torchonnx/pyfmt.h"
 
@@ -9,33 +7,14 @@ namespace torchonnx {
 
 namespace {
 
-bool is_ident_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
-
-// True if `code` refers to the module name `prefix` ("torch", "F") as `prefix.`.
-bool mentions(std::string_view code, std::string_view prefix) {
-  const std::string needle = std::string(prefix) + ".";
-  for (size_t pos = code.find(needle); pos != std::string_view::npos;
-       pos = code.find(needle, pos + 1)) {
-    if (pos == 0 || !is_ident_char(code[pos - 1])) return true;
-  }
-  return false;
-}
-
-bool module_mentions(const Module& m, std::string_view prefix) {
-  for (const Layer& l : m.layers) {
-    if (mentions(l.ctor, prefix)) return true;
-  }
-  for (const Statement& s : m.body) {
-    if (mentions(s.expr, prefix)) return true;
-  }
-  for (const Method& f : m.methods) {
-    for (const std::string& line : f.lines) {
-      if (mentions(line, prefix)) return true;
-    }
-  }
-  return false;
+// The modules the module's code uses, from the layers' constructors, the statements and the
+// methods.
+py::Namespaces module_uses(const Module& m) {
+  py::Namespaces uses;
+  for (const Layer& l : m.layers) uses.add(l.ctor.uses());
+  for (const Statement& s : m.body) uses.add(s.expr.uses());
+  for (const Method& f : m.methods) uses.add(f.uses);
+  return uses;
 }
 
 std::string tensor_type(const Port& port) {
@@ -48,11 +27,11 @@ std::string tensor_type(const Port& port) {
 
 std::string describe(const Port& port) {
   std::string type;
-  if (port.kind.empty()) {
+  if (port.kind == common::PortKind::kTensor) {
     type = tensor_type(port);
-  } else if (port.kind == "none") {
+  } else if (!port.present) {
     type = "None (optional, absent)";
-  } else if (port.kind == "optional") {
+  } else if (port.kind == common::PortKind::kOptional) {
     type = "optional " + tensor_type(port.elements.at(0));
   } else {
     std::vector<std::string> parts;
@@ -79,15 +58,17 @@ void header(const Module& m, std::string& out) {
 }
 
 void imports(const Module& m, std::string& out) {
-  if (!m.buffers.empty() || module_mentions(m, "torch")) out += "import torch\n";
-  if (module_mentions(m, "F")) out += "import torch.nn.functional as F\n";
+  const py::Namespaces uses = module_uses(m);
+  if (!m.buffers.empty() || uses.has(py::Ns::kTorch)) out += "import torch\n";
+  if (uses.has(py::Ns::kF)) out += "import torch.nn.functional as F\n";
+  if (uses.has(py::Ns::kMath)) out += "import math\n";
   out += "from torch import nn\n";
   for (const std::string& module : m.imports) out += "import " + module + "\n";
 }
 
 common::Status init(const Module& m, std::string& out) {
   out += "    def __init__(self):\n        super().__init__()\n";
-  for (const Layer& l : m.layers) out += "        self." + l.attr + " = " + l.ctor + "\n";
+  for (const Layer& l : m.layers) out += "        self." + l.attr + " = " + l.ctor.str() + "\n";
   // The same layer objects in the instance dict: `self.fc1` is then a plain attribute read, not
   // a call of nn.Module.__getattr__ (0.4 us each; ACAS Xu 40 -> 34 us). _modules stays the
   // registry (state_dict, .to(), functional_call's swaps act on the layers themselves), and
@@ -111,7 +92,7 @@ void forward(const Module& m, std::string& out) {
   out +=
       "    def forward(self" + std::string(m.inputs.empty() ? "" : ", ") + join(m.inputs) + "):\n";
   for (const Statement& s : m.body) {
-    out += "        " + join(s.targets) + " = " + s.expr;
+    out += "        " + join(s.targets) + " = " + s.expr.str();
     if (!s.comment.empty()) out += "  # " + common::python_comment_text(s.comment);
     out += "\n";
   }

@@ -186,7 +186,7 @@ void remove_dead_code(Module& m) {
         if (!used.count(t)) t = "_";
       }
     }
-    collect_names(it->expr, used);
+    collect_names(it->expr.str(), used);
     kept.push_back(std::move(*it));
   }
   m.body.assign(std::make_move_iterator(kept.rbegin()), std::make_move_iterator(kept.rend()));
@@ -232,12 +232,8 @@ std::vector<common::PackedPort> interface_ports(const std::vector<common::Packed
 
 // The header's description of a sequence or optional port.
 Port composite_port(const Graph& graph, const common::PackedPort& p) {
-  Port port{p.name, "", {}, false, "list", {}};
+  Port port{p.name, "", {}, false, p.kind, p.present, {}};
   for (const std::string& t : p.tensors) port.elements.push_back(make_port(graph, t, false));
-  if (!p.present)
-    port.kind = "none";
-  else if (p.kind == common::PortKind::kOptional)
-    port.kind = "optional";
   return port;
 }
 
@@ -281,9 +277,9 @@ common::Result<Module> lower_with(const Graph& graph, const LowerOptions& option
       state->operands[t] = Operand{targets.back(), false};
     }
     if (targets.size() == 1) {
-      module.body.push_back(Statement{targets, param + "[0]", port.name});
+      module.body.push_back(Statement{targets, py::Expr::name(param)[py::lit(0)], port.name});
     } else if (!targets.empty()) {
-      module.body.push_back(Statement{targets, param, port.name});
+      module.body.push_back(Statement{targets, py::Expr::name(param), port.name});
     }
   }
   RETURN_IF_ERROR(lower_body(*state));

@@ -68,7 +68,7 @@ TEST(Lower, BatchMovedByTransposesAndMergedByReshapesStaysFree) {
   ASSERT_TRUE(c.ok()) << c.error().str();
   EXPECT_EQ(c->module.fixed_batch, "");
   std::string body;
-  for (const Statement& s : c->module.body) body += s.targets[0] + " = " + s.expr + "\n";
+  for (const Statement& s : c->module.body) body += s.targets[0] + " = " + s.expr.str() + "\n";
   EXPECT_EQ(body,
             "permute1 = x.permute(1, 0, 2)\nreshape1 = permute1.reshape(3, -1, 2)\n"
             "permute2 = reshape1.permute(1, 0, 2)\nsoftmax1 = F.softmax(permute2, -1)\n"

@@ -169,7 +169,7 @@ TEST(Lower, ThreeProductsOfOneInputAreOneLinearAndASplit) {
   auto c = convert(std::move(*g), options);
   ASSERT_TRUE(c.ok());
   const Layer& fc1 = c->module.layers.at(0);
-  EXPECT_EQ(fc1.ctor, "nn.Linear(2, 4)");
+  EXPECT_EQ(fc1.ctor.str(), "nn.Linear(2, 4)");
   EXPECT_EQ(fc1.params.at(0).tensor.to_double(), (std::vector<double>{1, 2, 1, 3, 2, 4, 8, 9}));
   EXPECT_EQ(fc1.params.at(1).tensor.to_double(), (std::vector<double>{5, 6, 7, 0}));
 }

@@ -4,7 +4,9 @@
 #include <string>
 #include <vector>
 
+#include "common/graph.h"
 #include "common/tensor.h"
+#include "torchonnx/pyexpr.h"
 
 namespace torchonnx {
 
@@ -17,7 +19,7 @@ struct Param {
 /// A weight-bearing submodule: `self.<attr> = <ctor>`, with its state_dict entries.
 struct Layer {
   std::string attr;  ///< identifier from the module's attribute scope ("conv1")
-  std::string ctor;  ///< Python constructor call ("nn.Conv2d(3, 16, kernel_size=3)")
+  py::Expr ctor;     ///< constructor call of an `nn.` class ("nn.Conv2d(3, 16, kernel_size=3)")
   std::vector<Param> params;
   /// The ONNX initializers the params were made from, in input order ("" when none): nodes
   /// that read the same initializers the same way share one layer.
@@ -36,7 +38,7 @@ struct Buffer {
 /// several (tuple unpacking, "_" for unused outputs).
 struct Statement {
   std::vector<std::string> targets;
-  std::string expr;
+  py::Expr expr;
   std::string comment;  ///< raw text (an ONNX node name); escaped by the emitter
 };
 
@@ -48,6 +50,7 @@ struct Method {
   std::vector<std::string> params;
   std::string doc;  ///< one line of plain text (no ONNX names: those stay in escaped comments)
   std::vector<std::string> lines;
+  py::Namespaces uses;  ///< the modules the lines use, stated by the code that wrote them
 };
 
 /// A graph input or output as the header describes it.
@@ -56,9 +59,10 @@ struct Port {
   std::string dtype;      ///< ONNX spelling ("float")
   std::vector<int64_t> dims;
   bool batched = false;  ///< dim 0 is a batch dimension of any size
-  /// "" for a tensor; "list" (an ONNX sequence: a Python list of `elements`), "optional" (one
-  /// element) or "none" (an absent optional, Python None).
-  std::string kind;
+  /// A tensor; a sequence (a Python list of `elements`) or an optional (one element, or Python
+  /// None when absent).
+  common::PortKind kind = common::PortKind::kTensor;
+  bool present = true;  ///< an optional: whether it holds a value
   std::vector<Port> elements;
 };
 

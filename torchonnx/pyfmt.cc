@@ -40,6 +40,11 @@ common::Result<std::string> torch_dtype(DType dtype) {
       "element type " + std::string(common::dtype_name(dtype)) + " has no PyTorch equivalent"};
 }
 
+common::Result<py::Expr> dtype_expr(common::DType dtype) {
+  ASSIGN_OR_RETURN(std::string name, torch_dtype(dtype));
+  return py::torch(name.substr(name.find('.') + 1));
+}
+
 // The shortest %g text that reads back as the same float (or double).
 std::string py_float(double value, bool single_precision) {
   if (std::isnan(value)) return "float(\"nan\")";

@@ -8,11 +8,14 @@
 
 #include "common/error.h"
 #include "common/tensor.h"
+#include "torchonnx/pyexpr.h"
 
 namespace torchonnx {
 
 /// "torch.float32", ...; an error for types PyTorch 1.13 lacks (uint16/32/64, strings).
 common::Result<std::string> torch_dtype(common::DType dtype);
+/// `torch_dtype` as an expression (`torch.float32`).
+common::Result<py::Expr> dtype_expr(common::DType dtype);
 /// A float as a Python expression that round-trips the value (`0.1`, `float("inf")`).
 std::string py_float(double value, bool single_precision = true);
 /// Element i of a constant as a Python number literal of its kind (int, float or bool).

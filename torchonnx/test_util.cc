@@ -42,7 +42,7 @@ std::string body_of(const std::string& text, bool slim) {
   for (const Statement& s : c->module.body) {
     std::string targets;
     for (const std::string& t : s.targets) targets += (targets.empty() ? "" : ", ") + t;
-    out += targets + " = " + s.expr + "\n";
+    out += targets + " = " + s.expr.str() + "\n";
   }
   for (const std::string& o : c->module.outputs) out += "return " + o + "\n";
   return out;

@@ -20,7 +20,7 @@ using common::Tensor;
 Module sample_module() {
   Module m;
   m.layers.push_back(Layer{"fc1",
-                           "nn.Linear(2, 3)",
+                           py::call(py::nn("Linear"), py::ints({2, 3})),
                            {{"weight", Tensor::from_floats({1, 2, 3, 4, 5, 6.5f}, {3, 2})},
                             {"bias", Tensor::from_floats({-1, 0, 1e-30f}, {3})}}});
   m.buffers.push_back(Buffer{"idx", Tensor::from_int64({-3, 0, 1LL << 40}, {3})});

@@ -17,18 +17,40 @@ using common::Tensor;
 
 using Geometry = ConvGeometry;
 
-std::string torch_pads(const std::vector<int64_t>& begin, const std::vector<int64_t>& end) {
+std::vector<py::Expr> torch_pads(const std::vector<int64_t>& begin,
+                                 const std::vector<int64_t>& end) {
   std::vector<int64_t> out;
   for (size_t d = begin.size(); d-- > 0;) {
     out.push_back(begin[d]);
     out.push_back(end[d]);
   }
-  return py_tuple(out);
+  return py::ints(out);
 }
 
-std::string dtype_kwarg(DType dtype) {
-  auto t = torch_dtype(dtype);
-  return dtype == DType::kFloat || !t.ok() ? "" : ", dtype=" + *t;
+// `dtype=` for a layer of a type other than float.
+void add_dtype(std::vector<py::Keyword>& kw, DType dtype) {
+  auto t = dtype_expr(dtype);
+  if (dtype != DType::kFloat && t.ok()) kw.push_back({"dtype", *t});
+}
+
+py::Expr ints_arg(const std::vector<int64_t>& values) { return py::lit(int_or_tuple(values)); }
+
+// The constructor of a layer of `cls` (nn.<cls>) with channels, kernel and `kw`.
+py::Expr layer_ctor(std::string cls, int64_t in, int64_t out, const std::vector<int64_t>& kernel,
+                    std::vector<py::Keyword> kw, bool has_bias, DType dtype) {
+  if (!has_bias) kw.push_back({"bias", py::lit("False")});
+  add_dtype(kw, dtype);
+  return py::call(py::nn(std::move(cls)), {py::lit(in), py::lit(out), ints_arg(kernel)},
+                  std::move(kw));
+}
+
+// `F.<fn>(x, self.<attr>.weight[, self.<attr>.bias], kw...)`.
+py::Expr layer_call(std::string fn, py::Expr x, const std::string& attr, bool has_bias,
+                    std::vector<py::Keyword> kw) {
+  const py::Expr layer = py::Expr::name("self").attr(attr);
+  std::vector<py::Expr> args{std::move(x), layer.attr("weight")};
+  if (has_bias) args.push_back(layer.attr("bias"));
+  return py::call(py::fn(std::move(fn)), std::move(args), std::move(kw));
 }
 
 // Folds BatchNormalization(y) with constant statistics into a per-output-channel affine map.
@@ -57,23 +79,31 @@ bool fold_batchnorm(Context& ctx, Tensor& weight, Tensor& bias, ChannelOf channe
   return true;
 }
 
-std::string conv_kwargs(const Geometry& g, const std::vector<int64_t>& padding) {
-  std::string s;
+std::vector<py::Keyword> conv_kwargs(const Geometry& g, const std::vector<int64_t>& padding) {
+  std::vector<py::Keyword> kw;
   const size_t n = g.kernel.size();
-  if (g.strides != std::vector<int64_t>(n, 1)) s += ", stride=" + int_or_tuple(g.strides);
-  if (padding != std::vector<int64_t>(n, 0)) s += ", padding=" + int_or_tuple(padding);
-  if (g.dilations != std::vector<int64_t>(n, 1)) s += ", dilation=" + int_or_tuple(g.dilations);
-  if (g.group != 1) s += ", groups=" + std::to_string(g.group);
-  return s;
+  if (g.strides != std::vector<int64_t>(n, 1)) kw.push_back({"stride", ints_arg(g.strides)});
+  if (padding != std::vector<int64_t>(n, 0)) kw.push_back({"padding", ints_arg(padding)});
+  if (g.dilations != std::vector<int64_t>(n, 1)) kw.push_back({"dilation", ints_arg(g.dilations)});
+  if (g.group != 1) kw.push_back({"groups", py::lit(g.group)});
+  return kw;
+}
+
+// Input i, or None when the node has none.
+py::Expr optional_in(Context& ctx, size_t i) {
+  return py::Expr::name(ctx.has_input(i) ? ctx.in(i) : "None");
 }
 
 // F.convNd for a weight computed at run time.
-Status functional_conv(Context& ctx, const Geometry& g, const std::string& x, bool symmetric) {
+Status functional_conv(Context& ctx, const Geometry& g, const py::Expr& x, bool symmetric) {
   const size_t n = g.kernel.size();
-  std::string expr = "F.conv" + std::to_string(n) + "d(" + x + ", " + ctx.in(1) + ", " +
-                     (ctx.has_input(2) ? ctx.in(2) : "None") + ", " + int_or_tuple(g.strides) +
-                     ", " + int_or_tuple(symmetric ? g.begin : std::vector<int64_t>(n, 0)) + ", " +
-                     int_or_tuple(g.dilations) + ", " + std::to_string(g.group) + ")";
+  // The bias is read first: constant operands keep the buffer numbering of earlier releases.
+  py::Expr bias = optional_in(ctx, 2);
+  py::Expr w = py::Expr::name(ctx.in(1));
+  py::Expr expr = py::call(
+      py::fn("conv" + std::to_string(n) + "d"),
+      {x, w, bias, ints_arg(g.strides), ints_arg(symmetric ? g.begin : std::vector<int64_t>(n, 0)),
+       ints_arg(g.dilations), py::lit(g.group)});
   return ctx.emit(expr, "conv", ctx.batched(0));
 }
 
@@ -87,8 +117,8 @@ Status conv(Context& ctx) {
   ASSIGN_OR_RETURN(Geometry g,
                    conv_geometry(ctx, std::vector<int64_t>(ws.begin() + 2, ws.end()), in, false));
   const bool symmetric = g.begin == g.end;
-  std::string x = ctx.in(0);
-  if (!symmetric) x = "F.pad(" + x + ", " + torch_pads(g.begin, g.end) + ")";
+  py::Expr x = py::Expr::name(ctx.in(0));
+  if (!symmetric) x = py::call(py::fn("pad"), {x, py::tuple(torch_pads(g.begin, g.end))});
   const Tensor* w = ctx.constant(1);
   const Tensor* b = ctx.has_input(2) ? ctx.constant(2) : nullptr;
   if (!w || (ctx.has_input(2) && !b)) return functional_conv(ctx, g, x, symmetric);
@@ -97,11 +127,10 @@ Status conv(Context& ctx) {
   const int64_t per_out = weight.numel() / std::max<int64_t>(ws[0], 1);
   const bool folded = fold_batchnorm(ctx, weight, bias, [&](size_t i) { return i / per_out; });
   const bool has_bias = b || folded;
-  std::string ctor = "nn.Conv" + std::to_string(n) + "d(" + std::to_string(ws[1] * g.group) + ", " +
-                     std::to_string(ws[0]) + ", " +
-                     int_or_tuple(std::vector<int64_t>(ws.begin() + 2, ws.end())) +
-                     conv_kwargs(g, symmetric ? g.begin : std::vector<int64_t>(n, 0)) +
-                     (has_bias ? "" : ", bias=False") + dtype_kwarg(w->dtype) + ")";
+  const std::vector<int64_t> padding = symmetric ? g.begin : std::vector<int64_t>(n, 0);
+  py::Expr ctor = layer_ctor("Conv" + std::to_string(n) + "d", ws[1] * g.group, ws[0],
+                             std::vector<int64_t>(ws.begin() + 2, ws.end()),
+                             conv_kwargs(g, padding), has_bias, w->dtype);
   std::vector<Param> params{{"weight", std::move(weight)}};
   if (has_bias) params.push_back({"bias", std::move(bias)});
   const std::string attr = ctx.layer("conv", ctor, std::move(params));
@@ -116,14 +145,19 @@ Status conv(Context& ctx) {
   bool tiles = plain && g.strides == g.kernel && g.kernel != std::vector<int64_t>(n, 1);
   for (size_t d = 0; tiles && d < n; ++d) tiles = g.kernel[d] > 0 && in[d] % g.kernel[d] == 0;
   if (one_tile || tiles) {
-    const std::string self = "self." + attr;
-    const std::string w_b =
-        ", " + self + ".weight.flatten(1)" + (has_bias ? ", " + self + ".bias" : "") + ")";
+    const py::Expr layer = py::Expr::name("self").attr(attr);
+    // F.linear(<tiles>, weight.flatten(1)[, bias]).
+    auto linear = [&](py::Expr tiles_of_x) {
+      std::vector<py::Expr> args{std::move(tiles_of_x),
+                                 layer.attr("weight").method("flatten", {py::lit(1)})};
+      if (has_bias) args.push_back(layer.attr("bias"));
+      return py::call(py::fn("linear"), std::move(args));
+    };
     if (one_tile) {
-      std::string shape = "(-1, " + std::to_string(ws[0]);
-      for (size_t d = 0; d < n; ++d) shape += ", 1";
-      return ctx.emit("F.linear(" + x + ".flatten(1)" + w_b + ".reshape" + shape + ")", "conv",
-                      ctx.batched(0));
+      std::vector<int64_t> shape{-1, ws[0]};
+      shape.resize(n + 2, 1);
+      return ctx.emit(linear(x.method("flatten", {py::lit(1)})).method("reshape", py::ints(shape)),
+                      "conv", ctx.batched(0));
     }
     // [N, C, T1*K1, ...] -> [N, C, T1, K1, ...] -> [N, T1, ..., C, K1, ...] -> [N, T1, ...,
     // C*K1*...]
@@ -136,18 +170,16 @@ Status conv(Context& ctx) {
     }
     tile_first.push_back(1);
     for (size_t d = 0; d < n; ++d) tile_first.push_back(static_cast<int64_t>(2 * d + 3));
-    return ctx.emit("F.linear(" + x + ".reshape" + py_tuple(split) + ".permute" +
-                        py_tuple(tile_first) + ".flatten(" + std::to_string(n + 1) + ")" + w_b +
-                        ".permute" + py_tuple(out_order),
-                    "conv", ctx.batched(0));
+    py::Expr tiled = x.method("reshape", py::ints(split))
+                         .method("permute", py::ints(tile_first))
+                         .method("flatten", {py::lit(static_cast<int64_t>(n + 1))});
+    return ctx.emit(linear(tiled).method("permute", py::ints(out_order)), "conv", ctx.batched(0));
   }
   // F.convNd with the layer's parameters rather than the module call, as for nn.Linear: the same
   // computation without nn.Module's call overhead (benchmarks/RESULTS.md, stop 15).
-  const std::string self = "self." + attr;
-  return ctx.emit("F.conv" + std::to_string(n) + "d(" + x + ", " + self + ".weight" +
-                      (has_bias ? ", " + self + ".bias" : "") +
-                      conv_kwargs(g, symmetric ? g.begin : std::vector<int64_t>(n, 0)) + ")",
-                  "conv", ctx.batched(0));
+  return ctx.emit(
+      layer_call("conv" + std::to_string(n) + "d", x, attr, has_bias, conv_kwargs(g, padding)),
+      "conv", ctx.batched(0));
 }
 
 // Padding for torch's ConvTranspose (which pads symmetrically) plus a crop that yields ONNX's
@@ -189,9 +221,18 @@ common::Result<TransposedPlan> plan_transposed(Context& ctx, const Geometry& g,
   return plan;
 }
 
+// conv_kwargs plus output_padding.
+std::vector<py::Keyword> transposed_kwargs(const Geometry& g, const TransposedPlan& plan) {
+  std::vector<py::Keyword> kw = conv_kwargs(g, plan.padding);
+  if (plan.output_padding != std::vector<int64_t>(g.kernel.size(), 0)) {
+    kw.push_back({"output_padding", ints_arg(plan.output_padding)});
+  }
+  return kw;
+}
+
 // nn.ConvTransposeNd holding the constant weight (and bias), with a following BatchNormalization
 // folded in; returns F.conv_transposeNd on input 0 with the layer's parameters (as for Conv).
-std::string transposed_layer(Context& ctx, const Geometry& g, const TransposedPlan& plan) {
+py::Expr transposed_layer(Context& ctx, const Geometry& g, const TransposedPlan& plan) {
   const common::Dims& ws = ctx.shape(1);
   const size_t n = ws.size() - 2;
   const Tensor* w = ctx.constant(1);
@@ -206,19 +247,15 @@ std::string transposed_layer(Context& ctx, const Geometry& g, const TransposedPl
     return (ic / in_per_group) * ws[1] + oc;
   });
   const bool has_bias = b || folded;
-  std::string kwargs = conv_kwargs(g, plan.padding);
-  if (plan.output_padding != std::vector<int64_t>(n, 0)) {
-    kwargs += ", output_padding=" + int_or_tuple(plan.output_padding);
-  }
-  std::string ctor = "nn.ConvTranspose" + std::to_string(n) + "d(" + std::to_string(ws[0]) + ", " +
-                     std::to_string(out_channels) + ", " +
-                     int_or_tuple(std::vector<int64_t>(ws.begin() + 2, ws.end())) + kwargs +
-                     (has_bias ? "" : ", bias=False") + dtype_kwarg(w->dtype) + ")";
+  const std::vector<py::Keyword> kwargs = transposed_kwargs(g, plan);
+  py::Expr ctor =
+      layer_ctor("ConvTranspose" + std::to_string(n) + "d", ws[0], out_channels,
+                 std::vector<int64_t>(ws.begin() + 2, ws.end()), kwargs, has_bias, w->dtype);
   std::vector<Param> params{{"weight", std::move(weight)}};
   if (has_bias) params.push_back({"bias", std::move(bias)});
-  const std::string self = "self." + ctx.layer("convt", ctor, std::move(params));
-  return "F.conv_transpose" + std::to_string(n) + "d(" + ctx.in(0) + ", " + self + ".weight" +
-         (has_bias ? ", " + self + ".bias" : "") + kwargs + ")";
+  const std::string attr = ctx.layer("convt", ctor, std::move(params));
+  return layer_call("conv_transpose" + std::to_string(n) + "d", py::Expr::name(ctx.in(0)), attr,
+                    has_bias, kwargs);
 }
 
 // ConvTranspose: torch's symmetric padding and output_padding, then a crop (plan_transposed);
@@ -234,16 +271,16 @@ Status conv_transpose(Context& ctx) {
   ASSIGN_OR_RETURN(Geometry g,
                    conv_geometry(ctx, std::vector<int64_t>(ws.begin() + 2, ws.end()), in, true));
   ASSIGN_OR_RETURN(TransposedPlan plan, plan_transposed(ctx, g, in, out));
-  std::string expr;
+  py::Expr expr;
   if (ctx.constant(1) && (!ctx.has_input(2) || ctx.constant(2))) {
     expr = transposed_layer(ctx, g, plan);
   } else {
-    expr = "F.conv_transpose" + std::to_string(n) + "d(" + ctx.in(0) + ", " + ctx.in(1) + ", " +
-           (ctx.has_input(2) ? ctx.in(2) : "None") + conv_kwargs(g, plan.padding);
-    if (plan.output_padding != std::vector<int64_t>(n, 0)) {
-      expr += ", output_padding=" + int_or_tuple(plan.output_padding);
-    }
-    expr += ")";
+    // Read last first: constant operands keep the buffer numbering of earlier releases.
+    py::Expr bias = optional_in(ctx, 2);
+    py::Expr w = py::Expr::name(ctx.in(1));
+    py::Expr x = py::Expr::name(ctx.in(0));
+    expr = py::call(py::fn("conv_transpose" + std::to_string(n) + "d"), {x, w, bias},
+                    transposed_kwargs(g, plan));
   }
   if (plan.crop) {
     std::vector<std::string> parts{":", ":"};
@@ -251,7 +288,7 @@ Status conv_transpose(Context& ctx) {
       const int64_t s = plan.crop_start[d];
       parts.push_back(std::to_string(s) + ":" + std::to_string(s + out[d]));
     }
-    expr += index_suffix(parts);
+    expr = expr[py::lit(join(parts))];
   }
   return ctx.emit(expr, "convt", ctx.batched(0));
 }

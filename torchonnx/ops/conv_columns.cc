@@ -47,7 +47,7 @@ Status col2im(Context& ctx) {
                            ").index_add(2, " + index + ", " + in + ".reshape(" + n + ", " + c +
                            ", " + std::to_string(size) + "))[:, :, :" + std::to_string(plane) +
                            "].reshape(" + shape_args(dims, batched) + ")";
-  return ctx.emit(expr, "image", batched);
+  return ctx.emit(py::Expr::raw(expr, {}), "image", batched);
 }
 
 // Per kernel position k (row-major over kH, kW) and output row (or column), the input row (or
@@ -96,18 +96,20 @@ Status deform_conv(Context& ctx) {
   ASSIGN_OR_RETURN(const std::string dtype, torch_dtype(ctx.dtype(0)));
   // offset [N, og * K * 2, oH, oW] holds (row, column) offsets per group and kernel position.
   const std::string off =
-      ctx.local(ctx.in(2) + ".double().reshape(-1, " + n_og + ", " + k + ", 2, " +
-                    std::to_string(o_h) + ", " + std::to_string(o_w) + ")",
+      ctx.local(py::Expr::raw(ctx.in(2) + ".double().reshape(-1, " + n_og + ", " + k + ", 2, " +
+                                  std::to_string(o_h) + ", " + std::to_string(o_w) + ")",
+                              {}),
                 "offset");
   auto coord = [&](const std::string& at, const std::string& base, int64_t size) {
     return "((" + off + "[:, :, :, " + at + "] + " + base + ") * 2 + 1) / " + std::to_string(size) +
            " - 1";
   };
-  const std::string grid =
-      ctx.local("torch.stack((" + coord("1", cols, x[3]) + ", " + coord("0", rows, x[2]) +
-                    "), -1).reshape(-1, " + std::to_string(kernel * o_h) + ", " +
-                    std::to_string(o_w) + ", 2)",
-                "grid");
+  const std::string grid = ctx.local(
+      py::Expr::raw("torch.stack((" + coord("1", cols, x[3]) + ", " + coord("0", rows, x[2]) +
+                        "), -1).reshape(-1, " + std::to_string(kernel * o_h) + ", " +
+                        std::to_string(o_w) + ", 2)",
+                    {py::Ns::kTorch}),
+      "grid");
   const std::string per_og = std::to_string(channels / og), l = std::to_string(cells);
   std::string sampled = "F.grid_sample(" + ctx.in(0) + ".double().reshape(-1, " + per_og + ", " +
                         std::to_string(x[2]) + ", " + std::to_string(x[3]) + "), " + grid +
@@ -119,15 +121,16 @@ Status deform_conv(Context& ctx) {
   }
   const std::string group = std::to_string(g.group);
   const std::string columns =
-      ctx.local(sampled + ".reshape(-1, " + group + ", " +
-                    std::to_string(channels / g.group * kernel) + ", " + l + ")",
+      ctx.local(py::Expr::raw(sampled + ".reshape(-1, " + group + ", " +
+                                  std::to_string(channels / g.group * kernel) + ", " + l + ")",
+                              {py::Ns::kTorch, py::Ns::kF}),
                 "columns");
   std::string expr = "torch.matmul(" + ctx.in(1) + ".reshape(" + group + ", " +
                      std::to_string(wt[0] / g.group) + ", -1), " + columns + ").reshape(-1, " +
                      std::to_string(wt[0]) + ", " + std::to_string(o_h) + ", " +
                      std::to_string(o_w) + ")";
   if (ctx.has_input(3)) expr += " + " + ctx.in(3) + ".reshape(-1, 1, 1)";
-  return ctx.emit(expr, "deform_conv", ctx.batched(0));
+  return ctx.emit(py::Expr::raw(expr, {py::Ns::kTorch}), "deform_conv", ctx.batched(0));
 }
 
 }  // namespace

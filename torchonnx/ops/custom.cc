@@ -98,8 +98,8 @@ common::Status lower_custom(Context& ctx, const std::string& target) {
   const std::string expr = module + "." + function + "(" + join(args) + ")";
   std::vector<int> axes;
   for (size_t i = 0; i < ctx.num_outputs(); ++i) axes.push_back(std::max(ctx.probed_axis(i), -1));
-  if (axes.size() == 1) return ctx.emit_at(expr, function, axes[0]);
-  ctx.emit_tuple_axes(expr, function, axes);
+  if (axes.size() == 1) return ctx.emit_at(py::Expr::raw(expr, {}), function, axes[0]);
+  ctx.emit_tuple_axes(py::Expr::raw(expr, {}), function, axes);
   return {};
 }
 

@@ -28,22 +28,25 @@ Status constant_of_shape(Context& ctx) {
   fill.dims = {};
   const std::string buffer = ctx.buffer(std::move(fill), "fill");
   const common::Dims& shape = ctx.out_shape();
-  return ctx.emit(shape.empty() ? buffer : buffer + ".expand" + py_tuple(shape), "full", false);
+  return ctx.emit(py::Expr::raw(shape.empty() ? buffer : buffer + ".expand" + py_tuple(shape), {}),
+                  "full", false);
 }
 
 // start + arange(n) * delta with n from shape inference: no Python scalars are read from tensors.
 // The start operand (a buffer when constant) gives the device.
 Status range(Context& ctx) {
-  auto td = torch_dtype(ctx.out_dtype());
+  auto td = dtype_expr(ctx.out_dtype());
   if (!td.ok()) return ctx.error(td.error().message);
   const int64_t n = ctx.out_shape().empty() ? 0 : ctx.out_shape()[0];
-  const std::string start = ctx.in(0);
-  std::string expr =
-      "torch.arange(" + std::to_string(n) + ", dtype=" + *td + ", device=" + start + ".device)";
+  const py::Expr start = py::Expr::name(ctx.in(0));
+  py::Expr expr = py::call(py::torch("arange"), {py::lit(n)},
+                           {{"dtype", *td}, {"device", start.attr("device")}});
   const Tensor* delta = ctx.constant(2);
-  if (!delta || delta->double_at(0) != 1.0) expr += " * " + ctx.scalar_or_in(2);
+  if (!delta || delta->double_at(0) != 1.0) {
+    expr = py::binary("*", expr, py::Expr::name(ctx.scalar_or_in(2)));
+  }
   const Tensor* first = ctx.constant(0);
-  if (!first || first->double_at(0) != 0.0) expr = start + " + " + expr;
+  if (!first || first->double_at(0) != 0.0) expr = py::binary("+", start, expr);
   return ctx.emit(expr, "range", false);
 }
 

@@ -25,6 +25,13 @@ std::string index_at(const std::string& x, int64_t axis, const std::string& what
   return x + "[" + join(parts) + "]";
 }
 
+// `x[:, :, what]`: dim `axis` indexed with `what`.
+py::Expr index_at(py::Expr x, int64_t axis, py::Expr what) {
+  std::vector<py::Expr> parts(axis, py::lit(":"));
+  parts.push_back(std::move(what));
+  return x.index(std::move(parts));
+}
+
 struct SliceSpec {
   std::vector<int64_t> starts, ends, axes, steps;
   bool constant = true;
@@ -97,7 +104,7 @@ Status dynamic_slice(Context& ctx, const SliceSpec& s) {
       for (int64_t i = 0; i < len; ++i) offsets.push_back(i * step);
       idx += " + " + ctx.buffer(Tensor::from_int64(offsets, {len}), "offsets");
     }
-    idx = ctx.local(idx, "index");
+    idx = ctx.local(py::Expr::raw(idx, long_uses(ctx, 1)), "index");
     const std::string gathered =
         index_at(expr, axis, idx + ".clamp(0, " + std::to_string(dim - 1) + ")");
     if (!mark) {
@@ -112,7 +119,8 @@ Status dynamic_slice(Context& ctx, const SliceSpec& s) {
            (iota ? idx : gathered) + ", " + poison(ctx.dtype(0)) + ")";
   }
   const bool batched = ctx.batched(0) && std::find(s.axes.begin(), s.axes.end(), 0) == s.axes.end();
-  return ctx.emit(expr, "slice", batched);
+  return ctx.emit(py::Expr::raw(expr, mark ? py::Namespaces{py::Ns::kTorch} : py::Namespaces{}),
+                  "slice", batched);
 }
 
 Status slice(Context& ctx) {
@@ -139,15 +147,17 @@ Status slice(Context& ctx) {
     if (len == 0) parts[axis] = "0:0";
     if (axis == batch_axis && (parts[axis] != ":" || step < 0)) batch_axis = -1;
   }
-  const std::string suffix = index_suffix(parts);
-  if (suffix.empty() && flips.empty()) {
+  if (index_suffix(parts).empty() && flips.empty()) {
     ctx.alias(0, Operand{ctx.in(0), batch_axis == 0, batch_axis > 0 ? batch_axis : -1});
     if (ctx.has_view(0)) ctx.set_view(0, ctx.input_view(0));
     return {};
   }
   if (!flips.empty()) {
-    const std::string flipped = ctx.in(0) + ".flip(" + int_or_tuple(flips, flips.size() == 1) + ")";
-    return ctx.emit_at(flipped + suffix, "slice", batch_axis);
+    py::Expr flipped =
+        py::Expr::name(ctx.in(0)).method("flip", {py::lit(int_or_tuple(flips, flips.size() == 1))});
+    std::vector<py::Expr> index;
+    for (const std::string& part : parts) index.push_back(py::lit(part));
+    return ctx.emit_at(subscript(flipped, std::move(index)), "slice", batch_axis);
   }
   // Forward steps only: a view of the input, and so of whatever the input is a view of.
   View view = ctx.input_view(0);
@@ -157,7 +167,7 @@ Status slice(Context& ctx) {
         std::clamp<int64_t>(s.starts[j] < 0 ? s.starts[j] + dim : s.starts[j], 0, dim);
     view_slice(view, axis, len == 0 ? 0 : start, s.steps[j], len);
   }
-  RETURN_IF_ERROR(ctx.emit_at(view_expr(view), "slice", batch_axis));
+  RETURN_IF_ERROR(ctx.emit_at(view_of(view), "slice", batch_axis));
   ctx.set_view(0, std::move(view));
   return {};
 }
@@ -165,11 +175,14 @@ Status slice(Context& ctx) {
 Status gather(Context& ctx) {
   ASSIGN_OR_RETURN(const int64_t axis, axis_at(ctx, ctx.node().attr_int("axis", 0), ctx.rank(0)));
   const int64_t dim = ctx.shape(0)[axis];
-  const std::string x = ctx.in(0);
+  const py::Expr x = py::Expr::name(ctx.in(0));
   const bool batched =
       (ctx.batched(0) && axis != 0) || (axis == 0 && ctx.batched(1) && !ctx.batched(0));
   const Tensor* idx = ctx.constant(1);
-  if (!idx) return ctx.emit(index_at(x, axis, as_long(ctx, 1, ctx.in(1))), "gather", batched);
+  if (!idx) {
+    py::Expr computed = as_long(ctx, 1, py::Expr::name(ctx.in(1)));
+    return ctx.emit(index_at(x, axis, computed), "gather", batched);
+  }
   Tensor wrapped = wrapped_indices(*idx, dim);
   const std::vector<int64_t> v = wrapped.to_int64();
   // Constant indices keep the data's batch in any other dim; the index dims replace `axis`.
@@ -188,23 +201,24 @@ Status gather(Context& ctx) {
     } else {
       view_slice(view, axis, v[0], 1, static_cast<int64_t>(v.size()));
     }
-    RETURN_IF_ERROR(ctx.emit_at(view_expr(view), "gather", out_axis));
+    RETURN_IF_ERROR(ctx.emit_at(view_of(view), "gather", out_axis));
     ctx.set_view(0, std::move(view));
     return {};
   }
-  return ctx.emit_at(index_at(x, axis, ctx.buffer(std::move(wrapped), "indices")), "gather",
-                     out_axis);
+  py::Expr indices = py::Expr::name(ctx.buffer(std::move(wrapped), "indices"));
+  return ctx.emit_at(index_at(x, axis, indices), "gather", out_axis);
 }
 
 Status gather_elements(Context& ctx) {
   ASSIGN_OR_RETURN(const int64_t axis, axis_at(ctx, ctx.node().attr_int("axis", 0), ctx.rank(0)));
   const int64_t dim = ctx.shape(0)[axis];
   const Tensor* idx = ctx.constant(1);
-  std::string index =
-      idx ? ctx.buffer(wrapped_indices(*idx, dim), "indices")
-          : "torch.remainder(" + as_long(ctx, 1, ctx.in(1)) + ", " + std::to_string(dim) + ")";
-  return ctx.emit("torch.gather(" + ctx.in(0) + ", " + std::to_string(axis) + ", " + index + ")",
-                  "gather", ctx.batched(0) && ctx.batched(1) && axis != 0);
+  py::Expr index = idx ? py::Expr::name(ctx.buffer(wrapped_indices(*idx, dim), "indices"))
+                       : py::call(py::torch("remainder"),
+                                  {as_long(ctx, 1, py::Expr::name(ctx.in(1))), py::lit(dim)});
+  py::Expr x = py::Expr::name(ctx.in(0));
+  return ctx.emit(py::call(py::torch("gather"), {x, py::lit(axis), index}), "gather",
+                  ctx.batched(0) && ctx.batched(1) && axis != 0);
 }
 
 // GatherND: data[idx[..., 0], ..., idx[..., k-1]]; each of the first batch_dims dims is indexed
@@ -216,21 +230,21 @@ Status gather_nd(Context& ctx) {
   if (batch_dims < 0 || batch_dims >= ctx.rank(1) || batch_dims + k > ctx.rank(0)) {
     return ctx.error("batch_dims out of range");
   }
-  const std::string idx = as_long(ctx, 1, ctx.in(1));
-  const std::string x = ctx.in(0);
-  std::vector<std::string> parts;
+  const py::Expr idx = as_long(ctx, 1, py::Expr::name(ctx.in(1)));
+  const py::Expr x = py::Expr::name(ctx.in(0));
+  std::vector<py::Expr> parts;
   // A batch dim of any size that both inputs share stays one (batch_dims >= 1).
   const bool batched = batch_dims > 0 && ctx.batched(0) && ctx.batched(1);
   for (int64_t j = 0; j < batch_dims; ++j) {
     std::vector<int64_t> shape(is.size() - 1, 1);
     shape[j] = j == 0 && batched ? -1 : is[j];
-    const std::string size = j == 0 && batched ? x + ".shape[0]" : std::to_string(is[j]);
-    std::string arange = "torch.arange(" + size + ", device=" + x + ".device)";
-    if (shape.size() > 1) arange += ".reshape" + py_tuple(shape);
+    const py::Expr size = j == 0 && batched ? x.attr("shape")[py::lit(0)] : py::lit(is[j]);
+    py::Expr arange = py::call(py::torch("arange"), {size}, {{"device", x.attr("device")}});
+    if (shape.size() > 1) arange = arange.method("reshape", py::ints(shape));
     parts.push_back(arange);
   }
-  for (int64_t j = 0; j < k; ++j) parts.push_back(idx + "[..., " + std::to_string(j) + "]");
-  return ctx.emit(x + "[" + join(parts) + "]", "gather", batched);
+  for (int64_t j = 0; j < k; ++j) parts.push_back(idx.index({py::lit("..."), py::lit(j)}));
+  return ctx.emit(x.index(std::move(parts)), "gather", batched);
 }
 
 // Compress with a constant condition: the selected positions along the axis (or of the flattened
@@ -249,9 +263,10 @@ Status compress(Context& ctx) {
   for (size_t i = 0; i < flags.size(); ++i) {
     if (flags[i] != 0) picked.push_back(static_cast<int64_t>(i));
   }
-  const std::string x = has_axis ? ctx.in(0) : ctx.in(0) + ".flatten()";
+  const py::Expr in = py::Expr::name(ctx.in(0));
+  const py::Expr x = has_axis ? in : in.method("flatten");
   const int64_t n = static_cast<int64_t>(picked.size());
-  const std::string idx = ctx.buffer(Tensor::from_int64(picked, {n}), "indices");
+  const py::Expr idx = py::Expr::name(ctx.buffer(Tensor::from_int64(picked, {n}), "indices"));
   return ctx.emit(index_at(x, axis, idx), "compress", has_axis && ctx.batched(0) && axis != 0);
 }
 
@@ -271,27 +286,31 @@ Status reverse_sequence(Context& ctx) {
   // Steps along the time axis, lens along the batch axis: they broadcast to [time, batch] or
   // [batch, time].
   const common::Dims step_dims = time_axis == 0 ? common::Dims{steps, 1} : common::Dims{steps};
-  const std::string t = ctx.buffer(common::Tensor::from_int64(step_values, step_dims), "steps");
-  std::string lens;
+  const py::Expr t =
+      py::Expr::name(ctx.buffer(common::Tensor::from_int64(step_values, step_dims), "steps"));
+  py::Expr lens;
   if (const common::Tensor* c = ctx.constant(1)) {
     const int64_t n = c->numel();
-    lens = ctx.buffer(common::Tensor::from_int64(
-                          c->to_int64(), batch_axis == 0 ? common::Dims{n, 1} : common::Dims{n}),
-                      "lengths");
+    lens = py::Expr::name(
+        ctx.buffer(common::Tensor::from_int64(
+                       c->to_int64(), batch_axis == 0 ? common::Dims{n, 1} : common::Dims{n}),
+                   "lengths"));
   } else {
-    lens = ctx.in(1) + (ctx.dtype(1) == DType::kInt64 ? "" : ".long()");
-    if (batch_axis == 0) lens += ".unsqueeze(1)";
+    lens = py::Expr::name(ctx.in(1));
+    if (ctx.dtype(1) != DType::kInt64) lens = lens.method("long");
+    if (batch_axis == 0) lens = lens.method("unsqueeze", {py::lit(1)});
   }
-  std::string index =
-      "torch.where(" + t + " < " + lens + ", " + lens + " - 1 - " + t + ", " + t + ")";
-  const std::string x = ctx.in(0);
+  py::Expr index = py::call(
+      py::torch("where"),
+      {py::binary("<", t, lens), py::binary("-", py::binary("-", lens, py::lit(1)), t), t});
+  const py::Expr x = py::Expr::name(ctx.in(0));
   if (ctx.rank(0) > 2) {  // unit dims for the trailing axes, expanded to x's shape
-    std::vector<std::string> parts{":", ":"};
-    parts.resize(ctx.rank(0), "None");
-    index += "[" + join(parts) + "].expand_as(" + x + ")";
+    std::vector<py::Expr> parts{py::lit(":"), py::lit(":")};
+    parts.resize(ctx.rank(0), py::lit("None"));
+    index = index.index(std::move(parts)).method("expand_as", {x});
   }
-  return ctx.emit("torch.gather(" + x + ", " + std::to_string(time_axis) + ", " + index + ")",
-                  "reversed", ctx.batched(0) && batch_axis == 0);
+  return ctx.emit(py::call(py::torch("gather"), {x, py::lit(time_axis), index}), "reversed",
+                  ctx.batched(0) && batch_axis == 0);
 }
 
 }  // namespace

@@ -16,8 +16,8 @@ using common::DType;
 using common::Status;
 
 // Indices as int64 (ONNX casts non-integer indices to integers, truncating).
-std::string long_indices(const Context& ctx, const std::string& x) {
-  return ctx.dtype(0) == DType::kInt64 ? x : x + ".to(torch.int64)";
+py::Expr long_indices(const Context& ctx, const py::Expr& x) {
+  return ctx.dtype(0) == DType::kInt64 ? x : x.method("to", {py::torch("int64")});
 }
 
 Status one_hot(Context& ctx) {
@@ -30,19 +30,21 @@ Status one_hot(Context& ctx) {
   // Negative positions relative to the output's last dim, so that broadcasting (and vmap over
   // extra leading dims) line the new axis up wherever dim 0 is.
   const int64_t after = in_rank - axis;  // output dims after the new axis
-  const std::string d = std::to_string(depth);
-  const std::string x = ctx.in(0);
-  std::string idx = long_indices(ctx, x);
+  const py::Expr d = py::lit(depth);
+  const py::Expr x = py::Expr::name(ctx.in(0));
+  py::Expr idx = long_indices(ctx, x);
   // Opset 11 counts negative indices from the end; opset 9 treats them as out of range.
-  if (ctx.opset() >= 11) idx = "(" + idx + " + (" + idx + " < 0) * " + d + ")";
+  if (ctx.opset() >= 11) {
+    idx = py::paren(py::binary("+", idx, py::binary("*", py::binary("<", idx, py::lit(0)), d)));
+  }
   std::vector<int64_t> ashape{depth};
   ashape.insert(ashape.end(), after, 1);
-  std::string arange = "torch.arange(" + d + ", device=" + x + ".device)";
-  if (after > 0) arange += ".reshape" + py_tuple(ashape);
-  const std::string mask =
-      "(" + idx + ".unsqueeze(" + std::to_string(-after - 1) + ") == " + arange + ")";
-  const std::string values = ctx.in(2);
-  const std::string expr = "torch.where(" + mask + ", " + values + "[1], " + values + "[0])";
+  py::Expr arange = py::call(py::torch("arange"), {d}, {{"device", x.attr("device")}});
+  if (after > 0) arange = arange.method("reshape", py::ints(ashape));
+  const py::Expr mask =
+      py::paren(py::binary("==", idx.method("unsqueeze", {py::lit(-after - 1)}), arange));
+  const py::Expr values = py::Expr::name(ctx.in(2));
+  py::Expr expr = py::call(py::torch("where"), {mask, values[py::lit(1)], values[py::lit(0)]});
   return ctx.emit(expr, "onehot", ctx.batched(0) && axis != 0);
 }
 

@@ -65,19 +65,20 @@ Status pad(Context& ctx) {
   const std::string mode = ctx.node().attr_string("mode", "constant");
   // torch's reflect/replicate/circular kernels take floating types only; float64 is exact here.
   const bool widen = mode != "constant" && !common::is_floating(ctx.dtype(0));
-  std::string expr =
-      "F.pad(" + ctx.in(0) + (widen ? ".to(torch.float64)" : "") + ", " + py_tuple(tp);
+  py::Expr x = py::Expr::name(ctx.in(0));
+  if (widen) x = x.method("to", {py::torch("float64")});
+  std::vector<py::Keyword> kw;
   if (mode == "reflect")
-    expr += ", mode=\"reflect\"";
+    kw.push_back({"mode", py::str_lit("reflect")});
   else if (mode == "edge")
-    expr += ", mode=\"replicate\"";
+    kw.push_back({"mode", py::str_lit("replicate")});
   else if (mode == "wrap")
-    expr += ", mode=\"circular\"";
+    kw.push_back({"mode", py::str_lit("circular")});
   else if (mode != "constant")
     return ctx.error("unknown pad mode");
   else if (!value.empty() && value != "0" && value != "0.0")
-    expr += ", value=" + value;
-  expr += ")";
+    kw.push_back({"value", py::lit(value)});
+  py::Expr expr = py::call(py::fn("pad"), {x, py::tuple(py::ints(tp))}, std::move(kw));
   if (widen) expr = cast_to_output(ctx, expr, DType::kDouble);
   return ctx.emit(expr, "pad", ctx.batched(0) && first > 0);
 }
@@ -105,8 +106,8 @@ Status center_crop_pad(Context& ctx) {
     ctx.alias(0, ctx.operand(0));
     return {};
   }
-  return ctx.emit("F.pad(" + ctx.in(0) + ", " + py_tuple(tp) + ")", "crop_pad",
-                  ctx.batched(0) && first > 0);
+  return ctx.emit(py::call(py::fn("pad"), {py::Expr::name(ctx.in(0)), py::tuple(py::ints(tp))}),
+                  "crop_pad", ctx.batched(0) && first > 0);
 }
 
 }  // namespace

@@ -58,11 +58,13 @@ Status scatter_nd(Context& ctx) {
         ctx.buffer(Tensor::from_int64(Dims(data.begin(), data.begin() + k), {k}), "dims");
     const std::string st = ctx.buffer(Tensor::from_int64(strides, {k}), "strides");
     const std::string tuples = as_long(ctx, 1, ctx.in(1));
-    lin = ctx.local("torch.where(((" + tuples + " >= -" + dims + ") & (" + tuples + " < " + dims +
-                        ")).all(-1), (torch.remainder(" + tuples + ", " + dims + ") * " + st +
-                        ").sum(-1), " + std::to_string(rows) + ")",
-                    "rows") +
-          ".reshape(-1, 1)";
+    lin =
+        ctx.local(py::Expr::raw("torch.where(((" + tuples + " >= -" + dims + ") & (" + tuples +
+                                    " < " + dims + ")).all(-1), (torch.remainder(" + tuples + ", " +
+                                    dims + ") * " + st + ").sum(-1), " + std::to_string(rows) + ")",
+                                {py::Ns::kTorch}),
+                  "rows") +
+        ".reshape(-1, 1)";
     spare_row = true;
   }
   const std::string r = std::to_string(rest);
@@ -71,12 +73,15 @@ Status scatter_nd(Context& ctx) {
   if (call.empty()) return ctx.error("unknown reduction '" + reduction + "'");
   std::string table = ctx.in(0) + ".reshape(" + std::to_string(rows) + ", " + r + ")";
   if (spare_row) {
-    table = ctx.local(table, "table");
+    table = ctx.local(py::Expr::raw(table, {}), "table");
     table = "torch.cat([" + table + ", " + table + "[:1]])";
   }
   std::string expr = table + call + (spare_row ? "[:" + std::to_string(rows) + "]" : "") +
                      ".reshape" + py_tuple(data);
-  return ctx.emit(expr, "scatter", false);
+  // torch.cat adds the spare row.
+  return ctx.emit(
+      py::Expr::raw(expr, spare_row ? py::Namespaces{py::Ns::kTorch} : py::Namespaces{}), "scatter",
+      false);
 }
 
 Status scatter_elements(Context& ctx) {
@@ -89,7 +94,10 @@ Status scatter_elements(Context& ctx) {
           : "torch.remainder(" + as_long(ctx, 1, ctx.in(1)) + ", " + std::to_string(dim) + ")";
   const std::string call = scatter_call(reduction, axis, index, ctx.in(2));
   if (call.empty()) return ctx.error("unknown reduction '" + reduction + "'");
-  return ctx.emit(ctx.in(0) + call, "scatter", false);
+  // torch.remainder wraps computed indices.
+  return ctx.emit(
+      py::Expr::raw(ctx.in(0) + call, idx ? py::Namespaces{} : py::Namespaces{py::Ns::kTorch}),
+      "scatter", false);
 }
 
 }  // namespace

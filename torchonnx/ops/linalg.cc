@@ -68,19 +68,22 @@ Tensor scaled(const Tensor& t, double alpha, common::Dims dims) {
   return Tensor::from_double(v, std::move(dims), t.dtype);
 }
 
-std::string linear_ctor(int64_t in, int64_t out, bool bias, DType dtype) {
-  auto t = torch_dtype(dtype);
-  std::string extra = dtype != DType::kFloat && t.ok() ? ", dtype=" + *t : "";
-  return "nn.Linear(" + std::to_string(in) + ", " + std::to_string(out) +
-         (bias ? "" : ", bias=False") + extra + ")";
+py::Expr linear_ctor(int64_t in, int64_t out, bool bias, DType dtype) {
+  std::vector<py::Keyword> keywords;
+  if (!bias) keywords.push_back({"bias", py::lit("False")});
+  auto t = dtype_expr(dtype);
+  if (dtype != DType::kFloat && t.ok()) keywords.push_back({"dtype", *t});
+  return py::call(py::nn("Linear"), {py::lit(in), py::lit(out)}, std::move(keywords));
 }
 
 // The product with an nn.Linear layer's parameters. F.linear rather than the module call: the same
 // computation without nn.Module's call overhead, which is a measurable share of a small MLP's
 // latency at batch 1 (benchmarks/RESULTS.md).
-std::string linear_call(const std::string& attr, const std::string& x, bool bias) {
-  return "F.linear(" + x + ", self." + attr + ".weight" + (bias ? ", self." + attr + ".bias" : "") +
-         ")";
+py::Expr linear_call(const std::string& attr, py::Expr x, bool bias) {
+  const py::Expr layer = py::Expr::name("self").attr(attr);
+  std::vector<py::Expr> args{std::move(x), layer.attr("weight")};
+  if (bias) args.push_back(layer.attr("bias"));
+  return py::call(py::fn("linear"), std::move(args));
 }
 
 // Gemm's B (transposed when `tb`) times alpha as an nn.Linear weight: [n, k].
@@ -246,7 +249,7 @@ Status emit_linear(Context& ctx, LinearForm lead) {
     if (has_bias) params.push_back({"bias", std::move(*lead.bias)});
     const int64_t n = params[0].tensor.dims[0];
     const std::string attr = ctx.layer("fc", linear_ctor(k, n, has_bias, dtype), std::move(params));
-    return ctx.emit_at(linear_call(attr, ctx.in(0), has_bias), "fc", axis);
+    return ctx.emit_at(linear_call(attr, py::Expr::name(ctx.in(0)), has_bias), "fc", axis);
   }
   for (LinearForm& f : forms) f = *linear_form(ctx, *f.node);  // the siblings' values now
   forms.insert(forms.begin(), std::move(lead));
@@ -261,9 +264,18 @@ Status emit_linear(Context& ctx, LinearForm lead) {
   const bool has_bias = params.size() == 2;
   const int64_t n = params[0].tensor.dims[0];
   const std::string attr = ctx.layer("fc", linear_ctor(k, n, has_bias, dtype), std::move(params));
-  ctx.emit_values(linear_call(attr, ctx.in(0), has_bias) + ".split(" + py_list(sizes) + ", -1)",
-                  "fc", values, axis);
+  py::Expr product = linear_call(attr, py::Expr::name(ctx.in(0)), has_bias);
+  ctx.emit_values(product.method("split", {py::list(py::ints(sizes)), py::lit(-1)}), "fc", values,
+                  axis);
   return {};
+}
+
+// `x.t()` when `transpose`.
+py::Expr transposed(py::Expr x, bool transpose) { return transpose ? x.method("t") : x; }
+
+// `x * beta`, or x when beta is 1.
+py::Expr times(py::Expr x, double beta) {
+  return beta == 1.0 ? x : py::binary("*", x, py::lit(py_float(beta)));
 }
 
 Status gemm(Context& ctx) {
@@ -276,13 +288,13 @@ Status gemm(Context& ctx) {
   const bool ta = node.attr_int("transA", 0) != 0, tb = node.attr_int("transB", 0) != 0;
   const Tensor* b = ctx.constant(1);
   const Tensor* c = ctx.has_input(2) ? ctx.constant(2) : nullptr;
-  std::string a = ctx.in(0) + (ta ? ".t()" : "");
+  py::Expr a = transposed(py::Expr::name(ctx.in(0)), ta);
   const bool batched = ctx.batched(0) && !ta;
   if (!b || b->dims.size() != 2 || !common::is_floating(b->dtype)) {
-    std::string expr = "torch.matmul(" + a + ", " + ctx.in(1) + (tb ? ".t()" : "") + ")";
-    if (alpha != 1.0) expr += " * " + py_float(alpha);
-    if (ctx.has_input(2))
-      expr += " + " + (beta == 1.0 ? ctx.in(2) : ctx.in(2) + " * " + py_float(beta));
+    py::Expr bt = transposed(py::Expr::name(ctx.in(1)), tb);
+    py::Expr expr = py::call(py::torch("matmul"), {a, bt});
+    if (alpha != 1.0) expr = py::binary("*", expr, py::lit(py_float(alpha)));
+    if (ctx.has_input(2)) expr = py::binary("+", expr, times(py::Expr::name(ctx.in(2)), beta));
     return ctx.emit(expr, "gemm", batched);
   }
   Tensor weight = gemm_weight(*b, alpha, tb);
@@ -292,14 +304,12 @@ Status gemm(Context& ctx) {
   if (row_bias) params.push_back({"bias", scaled(*c, beta, {n})});
   const std::string attr =
       ctx.layer("fc", linear_ctor(k, n, row_bias, b->dtype), std::move(params));
-  std::string expr = linear_call(attr, a, row_bias);
+  py::Expr expr = linear_call(attr, a, row_bias);
   if (ctx.has_input(2) && !row_bias) {
-    if (beta == 1.0) {
-      expr += " + " + ctx.in(2);
-    } else {
-      expr += " + " + (c ? ctx.buffer(scaled(*c, beta, c->dims), "bias")
-                         : ctx.in(2) + " * " + py_float(beta));
-    }
+    const bool folded = beta != 1.0 && c;
+    py::Expr bias = folded ? py::Expr::name(ctx.buffer(scaled(*c, beta, c->dims), "bias"))
+                           : times(py::Expr::name(ctx.in(2)), beta);
+    expr = py::binary("+", expr, bias);
   }
   return ctx.emit(expr, "fc", batched);
 }
@@ -323,10 +333,14 @@ std::optional<Status> vector_product(Context& ctx) {
   if (b && !a && b->dims.size() == 1 && ctx.rank(0) >= 1) {
     const int in_axis = ctx.batch_axis(0);
     const int axis = in_axis >= 0 && in_axis < ctx.rank(0) - 1 ? in_axis : -1;
-    return ctx.emit_at("(" + ctx.in(0) + " * " + ctx.in(1) + ").sum(-1)", "dot", axis);
+    py::Expr w = py::Expr::name(ctx.in(1));  // read first, as in matmul
+    py::Expr x = py::Expr::name(ctx.in(0));
+    return ctx.emit_at(py::binary("*", x, w).method("sum", {py::lit(-1)}), "dot", axis);
   }
   if (a && !b && a->dims.size() == 2 && ctx.rank(1) == 1) {
-    return ctx.emit_at("F.linear(" + ctx.in(1) + ", " + ctx.in(0) + ")", "matvec", -1);
+    py::Expr w = py::Expr::name(ctx.in(0));
+    py::Expr x = py::Expr::name(ctx.in(1));
+    return ctx.emit_at(py::call(py::fn("linear"), {x, w}), "matvec", -1);
   }
   return std::nullopt;
 }
@@ -336,8 +350,10 @@ Status matmul(Context& ctx) {
     return emit_linear(ctx, std::move(*form));
   }
   if (std::optional<Status> done = vector_product(ctx)) return *done;
-  return ctx.emit("torch.matmul(" + ctx.in(0) + ", " + ctx.in(1) + ")", "matmul",
-                  matmul_batched(ctx));
+  // B is read first: constant operands keep the buffer numbering of earlier releases.
+  py::Expr b = py::Expr::name(ctx.in(1));
+  py::Expr a = py::Expr::name(ctx.in(0));
+  return ctx.emit(py::call(py::torch("matmul"), {a, b}), "matmul", matmul_batched(ctx));
 }
 
 // The output's dim 0 is the batch when it is labelled like dim 0 of every input and every input
@@ -364,15 +380,17 @@ bool einsum_batched(const Context& ctx, std::string equation) {
 
 Status einsum(Context& ctx) {
   const std::string equation = ctx.node().attr_string("equation", "");
-  std::string expr = "torch.einsum(" + common::python_string_literal(equation);
-  for (size_t i = 0; i < ctx.num_inputs(); ++i) expr += ", " + ctx.in(i);
-  return ctx.emit(expr + ")", "einsum", einsum_batched(ctx, equation));
+  std::vector<py::Expr> args{py::lit(common::python_string_literal(equation))};
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) args.push_back(py::Expr::name(ctx.in(i)));
+  return ctx.emit(py::call(py::torch("einsum"), std::move(args)), "einsum",
+                  einsum_batched(ctx, equation));
 }
 
 // Det: torch.linalg.det.
 Status det(Context& ctx) {
   if (ctx.rank(0) < 2) return ctx.error("input must have rank >= 2");
-  return ctx.emit("torch.linalg.det(" + ctx.in(0) + ")", "det", ctx.batched(0) && ctx.rank(0) > 2);
+  return ctx.emit(py::call(py::torch("linalg.det"), {py::Expr::name(ctx.in(0))}), "det",
+                  ctx.batched(0) && ctx.rank(0) > 2);
 }
 
 }  // namespace

@@ -68,13 +68,13 @@ std::vector<int64_t> explicit_end(const Pool& p) {
   return end;
 }
 
-std::string pads_arg(const std::vector<int64_t>& begin, const std::vector<int64_t>& end) {
+py::Expr pads_arg(const std::vector<int64_t>& begin, const std::vector<int64_t>& end) {
   std::vector<int64_t> out;
   for (size_t d = begin.size(); d-- > 0;) {
     out.push_back(begin[d]);
     out.push_back(end[d]);
   }
-  return py_tuple(out);
+  return py::tuple(py::ints(out));
 }
 
 bool all_equal(const std::vector<int64_t>& values, int64_t v) {
@@ -82,16 +82,25 @@ bool all_equal(const std::vector<int64_t>& values, int64_t v) {
 }
 
 // The F.max_poolNd call; `x` is the (cast) input and `extra` more keyword arguments.
-std::string max_pool_call(const Pool& p, bool native, std::string x, const std::string& extra) {
+py::Expr ints_arg(const std::vector<int64_t>& values) { return py::lit(int_or_tuple(values)); }
+
+py::Expr keep_dims() { return py::lit("True"); }
+
+// The F.max_poolNd call; `x` is the (cast) input and `extra` more keyword arguments.
+py::Expr max_pool_call(const Pool& p, bool native, py::Expr x, std::vector<py::Keyword> extra) {
   const size_t n = p.kernel.size();
-  if (!native)
-    x = "F.pad(" + x + ", " + pads_arg(p.begin, explicit_end(p)) + ", value=-float(\"inf\"))";
-  std::string expr = "F.max_pool" + std::to_string(n) + "d(" + x + ", " + int_or_tuple(p.kernel);
-  if (p.strides != p.kernel) expr += ", stride=" + int_or_tuple(p.strides);
-  if (native && !all_equal(p.begin, 0)) expr += ", padding=" + int_or_tuple(p.begin);
-  if (!all_equal(p.dilations, 1)) expr += ", dilation=" + int_or_tuple(p.dilations);
-  if (native && p.ceil_mode) expr += ", ceil_mode=True";
-  return expr + extra + ")";
+  if (!native) {
+    py::Expr inf = py::unary("-", py::call(py::Expr::name("float"), {py::str_lit("inf")}));
+    x = py::call(py::fn("pad"), {x, pads_arg(p.begin, explicit_end(p))}, {{"value", inf}});
+  }
+  std::vector<py::Keyword> kw;
+  if (p.strides != p.kernel) kw.push_back({"stride", ints_arg(p.strides)});
+  if (native && !all_equal(p.begin, 0)) kw.push_back({"padding", ints_arg(p.begin)});
+  if (!all_equal(p.dilations, 1)) kw.push_back({"dilation", ints_arg(p.dilations)});
+  if (native && p.ceil_mode) kw.push_back({"ceil_mode", py::lit("True")});
+  kw.insert(kw.end(), extra.begin(), extra.end());
+  return py::call(py::fn("max_pool" + std::to_string(n) + "d"), {x, ints_arg(p.kernel)},
+                  std::move(kw));
 }
 
 // ONNX's Indices output: the flat index into the whole input (N, C, spatial), spatial dims
@@ -99,10 +108,10 @@ std::string max_pool_call(const Pool& p, bool native, std::string x, const std::
 // each (n, c) plane of the input it pooled; positions on an explicitly padded plane, or
 // column-major order, go through a constant table to the plane index, and the plane's start
 // (n * C + c) * plane is added.
-std::string max_pool_indices(Context& ctx, const Pool& p, bool native, const std::string& x) {
+py::Expr max_pool_indices(Context& ctx, const Pool& p, bool native, const py::Expr& x) {
   const size_t n = p.kernel.size();
   const bool column_major = ctx.node().attr_int("storage_order", 0) != 0;
-  std::string expr = max_pool_call(p, native, x, ", return_indices=True") + "[1]";
+  py::Expr expr = max_pool_call(p, native, x, {{"return_indices", py::lit("True")}})[py::lit(1)];
   std::vector<int64_t> padded = p.in;
   if (!native) {
     const std::vector<int64_t> end = explicit_end(p);
@@ -127,20 +136,21 @@ std::string max_pool_indices(Context& ctx, const Pool& p, bool native, const std
         rest /= padded[d];
       }
     }
-    expr = ctx.buffer(common::Tensor::from_int64(table, {size}), "pool_index") + "[" + expr + "]";
+    expr =
+        py::Expr::name(ctx.buffer(common::Tensor::from_int64(table, {size}), "pool_index"))[expr];
   }
   const common::Dims& shape = ctx.shape(0);
   const bool batched = ctx.batched(0);
   if (shape[0] * shape[1] == 1 && !batched) return expr;
   int64_t plane = 1;
   for (int64_t v : p.in) plane *= v;
-  const std::string in = ctx.in(0);
-  const std::string total = batched ? in + ".numel()" : std::to_string(shape[0] * shape[1] * plane);
-  std::vector<std::string> dims{batched ? "-1" : std::to_string(shape[0]),
-                                std::to_string(shape[1])};
-  dims.resize(n + 2, "1");
-  return expr + " + torch.arange(0, " + total + ", " + std::to_string(plane) + ", device=" + in +
-         ".device).reshape(" + join(dims) + ")";
+  const py::Expr in = py::Expr::name(ctx.in(0));
+  const py::Expr total = batched ? in.method("numel") : py::lit(shape[0] * shape[1] * plane);
+  std::vector<int64_t> dims{batched ? -1 : shape[0], shape[1]};
+  dims.resize(n + 2, 1);
+  py::Expr starts = py::call(py::torch("arange"), {py::lit(0), total, py::lit(plane)},
+                             {{"device", in.attr("device")}});
+  return py::binary("+", expr, starts.method("reshape", py::ints(dims)));
 }
 
 // torch 1.13's CPU max_pool2d runs a scalar loop per plane on NCHW tensors and vectorizes over
@@ -157,18 +167,21 @@ bool pool_channels_last(const Context& ctx, const Pool& p, bool native) {
 Status max_pool(Context& ctx) {
   ASSIGN_OR_RETURN(Pool p, pool_geometry(ctx));
   const bool native = native_ok(p);
-  std::string x = ctx.in(0);
+  py::Expr x = py::Expr::name(ctx.in(0));
   // torch pools floating types only; float64 holds every int32/uint8/int8 value exactly.
   const bool integer = !common::is_floating(ctx.dtype(0));
-  if (integer) x += ".to(torch.float64)";
+  if (integer) x = x.method("to", {py::torch("float64")});
   if (pool_channels_last(ctx, p, native)) {
-    x = ctx.local(x + ".permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)", "channels_last");
+    py::Expr nhwc = x.method("permute", py::ints({0, 2, 3, 1}))
+                        .method("contiguous")
+                        .method("permute", py::ints({0, 3, 1, 2}));
+    x = py::Expr::name(ctx.local(nhwc, "channels_last"));
   }
-  std::string expr = max_pool_call(p, native, x, "");
+  py::Expr expr = max_pool_call(p, native, x, {});
   if (integer) expr = cast_to_output(ctx, expr, common::DType::kDouble);
   if (!ctx.output_used(1)) return ctx.emit(expr, "max_pool", ctx.batched(0));
-  const std::string values = ctx.output_used(0) ? expr : "None";
-  ctx.emit_tuple("(" + values + ", " + max_pool_indices(ctx, p, native, x) + ")", "max_pool",
+  py::Expr values = ctx.output_used(0) ? expr : py::Expr::name("None");
+  ctx.emit_tuple(py::tuple({values, max_pool_indices(ctx, p, native, x)}), "max_pool",
                  ctx.batched(0));
   return {};
 }
@@ -198,7 +211,7 @@ common::Tensor avg_correction(const Pool& p) {
   return common::Tensor::from_double(values, p.out, common::DType::kFloat);
 }
 
-std::string lp_window_sums(Context& ctx, const Pool& p, const std::string& powered);
+py::Expr lp_window_sums(Context& ctx, const Pool& p, const py::Expr& powered);
 
 // Per output position, the window positions that count: those inside the input, or with
 // count_include_pad inside the input and its declared pads (not the positions past them that
@@ -234,14 +247,16 @@ Status dilated_average_pool(Context& ctx, const Pool& p) {
   }
   const bool include_pad = ctx.node().attr_int("count_include_pad", 0) != 0;
   const std::vector<double> v = window_counts(p, include_pad);
-  std::string divisor;
+  py::Expr divisor;
   if (std::all_of(v.begin(), v.end(), [&](double c) { return c == v[0]; })) {
-    divisor = std::to_string(static_cast<int64_t>(v[0]));
+    divisor = py::lit(static_cast<int64_t>(v[0]));
   } else {
-    divisor = ctx.buffer(common::Tensor::from_double(v, p.out, ctx.dtype(0)), "pool_count");
+    divisor = py::Expr::name(
+        ctx.buffer(common::Tensor::from_double(v, p.out, ctx.dtype(0)), "pool_count"));
   }
   // Dilated, the sums are one F.convNd call.
-  return ctx.emit(lp_window_sums(ctx, p, ctx.in(0)) + " / " + divisor, "avg_pool", ctx.batched(0));
+  py::Expr sums = lp_window_sums(ctx, p, py::Expr::name(ctx.in(0)));
+  return ctx.emit(py::binary("/", sums, divisor), "avg_pool", ctx.batched(0));
 }
 
 Status average_pool(Context& ctx) {
@@ -251,14 +266,15 @@ Status average_pool(Context& ctx) {
   const bool include_pad = ctx.node().attr_int("count_include_pad", 0) != 0;
   const bool native = native_ok(p);
   const bool padded = !all_equal(p.begin, 0);
-  std::string x = ctx.in(0);
-  if (!native) x = "F.pad(" + x + ", " + pads_arg(p.begin, explicit_end(p)) + ")";
-  std::string expr = "F.avg_pool" + std::to_string(n) + "d(" + x + ", " + int_or_tuple(p.kernel);
-  if (p.strides != p.kernel) expr += ", stride=" + int_or_tuple(p.strides);
-  if (native && padded) expr += ", padding=" + int_or_tuple(p.begin);
-  if (native && p.ceil_mode) expr += ", ceil_mode=True";
-  if (native && padded && !include_pad) expr += ", count_include_pad=False";
-  expr += ")";
+  py::Expr x = py::Expr::name(ctx.in(0));
+  if (!native) x = py::call(py::fn("pad"), {x, pads_arg(p.begin, explicit_end(p))});
+  std::vector<py::Keyword> kw;
+  if (p.strides != p.kernel) kw.push_back({"stride", ints_arg(p.strides)});
+  if (native && padded) kw.push_back({"padding", ints_arg(p.begin)});
+  if (native && p.ceil_mode) kw.push_back({"ceil_mode", py::lit("True")});
+  if (native && padded && !include_pad) kw.push_back({"count_include_pad", py::lit("False")});
+  py::Expr expr =
+      py::call(py::fn("avg_pool" + std::to_string(n) + "d"), {x, ints_arg(p.kernel)}, kw);
   if (!native && !include_pad) {
     // The correction is a buffer of one factor per output position: past 2^24 of them (64 MB)
     // the shape is a damaged model's (a declared 2^31 dim took 22 GB here before this check).
@@ -270,7 +286,7 @@ Status average_pool(Context& ctx) {
     common::Tensor scale = avg_correction(p);
     const auto v = scale.span<float>();
     if (std::any_of(v.begin(), v.end(), [](float f) { return f != 1.0f; })) {
-      expr += " * " + ctx.buffer(std::move(scale), "pool_scale");
+      expr = py::binary("*", expr, py::Expr::name(ctx.buffer(std::move(scale), "pool_scale")));
     }
   }
   return ctx.emit(expr, "avg_pool", ctx.batched(0));
@@ -280,9 +296,9 @@ Status global_pool(Context& ctx) {
   std::vector<int64_t> dims;
   for (int64_t d = 2; d < ctx.rank(0); ++d) dims.push_back(d);
   const bool is_max = ctx.node().op_type == "GlobalMaxPool";
-  const std::string fn = is_max ? ".amax(" : ".mean(";
-  return ctx.emit(ctx.in(0) + fn + py_tuple(dims) + ", keepdim=True)",
-                  is_max ? "max_pool" : "avg_pool", ctx.batched(0));
+  py::Expr expr = py::Expr::name(ctx.in(0)).method(
+      is_max ? "amax" : "mean", {py::tuple(py::ints(dims))}, {{"keepdim", keep_dims()}});
+  return ctx.emit(expr, is_max ? "max_pool" : "avg_pool", ctx.batched(0));
 }
 
 // LpPool's p as a Python number ("2", or "1.5" for LpPool-1's float attribute).
@@ -292,32 +308,36 @@ std::string lp_order(float p) {
 
 // The window sums of |x|^p: avg_pool times the window size (padding adds zeros, and explicit
 // padding makes every window full), or a grouped convolution with a ones kernel when dilated.
-std::string lp_window_sums(Context& ctx, const Pool& p, const std::string& powered) {
+py::Expr lp_window_sums(Context& ctx, const Pool& p, const py::Expr& powered) {
   const size_t n = p.kernel.size();
   // With ceil_mode, torch's avg_pool divides windows that run past the padding by less.
   const std::vector<int64_t> end = explicit_end(p);
   const bool native = native_ok(p) && (!p.ceil_mode || end == p.end);
   const bool unpadded = all_equal(p.begin, 0) && all_equal(end, 0);
-  const std::string x =
-      native || unpadded ? powered : "F.pad(" + powered + ", " + pads_arg(p.begin, end) + ")";
-  const std::string padding =
-      native && !all_equal(p.begin, 0) ? ", padding=" + int_or_tuple(p.begin) : "";
+  const py::Expr x =
+      native || unpadded ? powered : py::call(py::fn("pad"), {powered, pads_arg(p.begin, end)});
+  const bool padding = native && !all_equal(p.begin, 0);
   int64_t size = 1;
   for (int64_t k : p.kernel) size *= k;
+  std::vector<py::Keyword> kw;
   if (all_equal(p.dilations, 1)) {
-    const std::string stride = p.strides != p.kernel ? ", stride=" + int_or_tuple(p.strides) : "";
-    return "F.avg_pool" + std::to_string(n) + "d(" + x + ", " + int_or_tuple(p.kernel) + stride +
-           padding + ") * " + std::to_string(size);
+    if (p.strides != p.kernel) kw.push_back({"stride", ints_arg(p.strides)});
+    if (padding) kw.push_back({"padding", ints_arg(p.begin)});
+    py::Expr avg =
+        py::call(py::fn("avg_pool" + std::to_string(n) + "d"), {x, ints_arg(p.kernel)}, kw);
+    return py::binary("*", avg, py::lit(size));
   }
   const int64_t channels = ctx.shape(0)[1];
   common::Dims dims{channels, 1};
   for (int64_t k : p.kernel) dims.push_back(k);
-  const std::string ones = ctx.buffer(
+  const py::Expr ones = py::Expr::name(ctx.buffer(
       common::Tensor::from_double(std::vector<double>(channels * size, 1.0), dims, ctx.dtype(0)),
-      "ones");
-  const std::string stride = all_equal(p.strides, 1) ? "" : ", stride=" + int_or_tuple(p.strides);
-  return "F.conv" + std::to_string(n) + "d(" + x + ", " + ones + stride + padding +
-         ", dilation=" + int_or_tuple(p.dilations) + ", groups=" + std::to_string(channels) + ")";
+      "ones"));
+  if (!all_equal(p.strides, 1)) kw.push_back({"stride", ints_arg(p.strides)});
+  if (padding) kw.push_back({"padding", ints_arg(p.begin)});
+  kw.push_back({"dilation", ints_arg(p.dilations)});
+  kw.push_back({"groups", py::lit(channels)});
+  return py::call(py::fn("conv" + std::to_string(n) + "d"), {x, ones}, std::move(kw));
 }
 
 // LpPool: (sum over the window of |x|^p)^(1/p); padded positions add nothing.
@@ -326,14 +346,16 @@ Status lp_pool(Context& ctx) {
   if (!common::is_floating(ctx.dtype(0))) return ctx.error("LpPool needs a float input");
   const float order = ctx.node().attr_float("p", 2.0f);
   if (!(order > 0)) return ctx.error("p must be positive");
-  const std::string q = lp_order(order);
-  const std::string x = ctx.in(0);
+  const py::Expr q = py::lit(lp_order(order));
+  const py::Expr x = py::Expr::name(ctx.in(0));
   const bool even = order == std::floor(order) && static_cast<int64_t>(order) % 2 == 0;
-  const std::string powered =
-      order == 1 ? x + ".abs()" : x + (even ? "" : ".abs()") + ".pow(" + q + ")";
-  std::string sums = lp_window_sums(ctx, p, powered);
-  if (order != 1 && sums.find(" * ") != std::string::npos) sums = "(" + sums + ")";
-  if (order != 1) sums += order == 2 ? ".sqrt()" : ".pow(1 / " + q + ")";
+  const py::Expr powered =
+      order == 1 ? x.method("abs") : (even ? x : x.method("abs")).method("pow", {q});
+  py::Expr sums = lp_window_sums(ctx, p, powered);
+  // A product (the avg_pool form) is parenthesized by the printer before the method.
+  if (order != 1) {
+    sums = order == 2 ? sums.method("sqrt") : sums.method("pow", {py::binary("/", py::lit(1), q)});
+  }
   return ctx.emit(sums, "lp_pool", ctx.batched(0));
 }
 
@@ -341,10 +363,10 @@ Status global_lp_pool(Context& ctx) {
   if (!common::is_floating(ctx.dtype(0))) return ctx.error("GlobalLpPool needs a float input");
   std::vector<int64_t> dims;
   for (int64_t d = 2; d < ctx.rank(0); ++d) dims.push_back(d);
-  const std::string q = lp_order(ctx.node().attr_float("p", 2.0f));
-  return ctx.emit("torch.linalg.vector_norm(" + ctx.in(0) + ", " + q + ", dim=" + py_tuple(dims) +
-                      ", keepdim=True)",
-                  "lp_pool", ctx.batched(0));
+  const py::Expr q = py::lit(lp_order(ctx.node().attr_float("p", 2.0f)));
+  py::Expr norm = py::call(py::torch("linalg.vector_norm"), {py::Expr::name(ctx.in(0)), q},
+                           {{"dim", py::tuple(py::ints(dims))}, {"keepdim", keep_dims()}});
+  return ctx.emit(norm, "lp_pool", ctx.batched(0));
 }
 
 // MaxUnpool: the indices address the flattened unpooled tensor (batch and channel included) of
@@ -373,12 +395,17 @@ Status max_unpool(Context& ctx) {
   const bool batched = ctx.batched(0);
   int64_t per_sample = 1;
   for (size_t d = 1; d < unpooled.size(); ++d) per_sample *= unpooled[d];
-  const std::string x = ctx.in(0);
-  const std::string numel = batched ? x + ".shape[0] * " + std::to_string(per_sample)
-                                    : std::to_string(per_sample * unpooled[0]);
-  std::string expr = x + ".new_zeros(" + numel + ").scatter(0, " + ctx.in(1) + ".flatten(), " + x +
-                     ".flatten()).reshape(" + shape_args(unpooled, batched) + ")";
-  if (unpooled != out) expr = "F.pad(" + expr + ", " + py_tuple(padding) + ")";
+  const py::Expr x = py::Expr::name(ctx.in(0));
+  const py::Expr numel = batched ? py::binary("*", x.attr("shape")[py::lit(0)], py::lit(per_sample))
+                                 : py::lit(per_sample * unpooled[0]);
+  const py::Expr indices = py::Expr::name(ctx.in(1));
+  common::Dims shape = unpooled;
+  if (batched) shape[0] = -1;
+  py::Expr expr =
+      x.method("new_zeros", {numel})
+          .method("scatter", {py::lit(0), indices.method("flatten"), x.method("flatten")})
+          .method("reshape", py::ints(shape));
+  if (unpooled != out) expr = py::call(py::fn("pad"), {expr, py::tuple(py::ints(padding))});
   return ctx.emit(expr, "unpooled", batched);
 }
 

@@ -114,7 +114,9 @@ Status quantize_linear(Context& ctx) {
   ASSIGN_OR_RETURN(int64_t axis, quant_axis(ctx));
   const int64_t rank = ctx.rank(0);
   const std::string q = ctx.in(0) + " / " + along_axis(ctx, 1, axis, rank, "scale");
-  return ctx.emit(requantize(q, zero_point(ctx, 2, axis, rank), type), "quantized", ctx.batched(0));
+  return ctx.emit(
+      py::Expr::raw(requantize(q, zero_point(ctx, 2, axis, rank), type), {py::Ns::kTorch}),
+      "quantized", ctx.batched(0));
 }
 
 // DequantizeLinear(x, scale, zero_point) -> (x - zero_point) * scale, in float32 like ONNX.
@@ -128,8 +130,12 @@ Status dequantize_linear(Context& ctx) {
   std::string x = ctx.in(0) + ".float()";
   if (!zp.empty()) x = "(" + minus(x, zp) + ")";
   std::string expr = x + " * " + along_axis(ctx, 1, axis, rank, "scale");
-  if (out != DType::kFloat) expr = "(" + expr + ").to(" + *type + ")";
-  return ctx.emit(expr, "dequantized", ctx.batched(0));
+  py::Namespaces uses;  // torch.<dtype> for an output other than float32
+  if (out != DType::kFloat) {
+    expr = "(" + expr + ").to(" + *type + ")";
+    uses.add(py::Ns::kTorch);
+  }
+  return ctx.emit(py::Expr::raw(expr, uses), "dequantized", ctx.batched(0));
 }
 
 // DynamicQuantizeLinear: uint8 over the range of x widened to include 0. One statement binds
@@ -140,8 +146,9 @@ Status dynamic_quantize_linear(Context& ctx) {
   const std::string scale = "(" + x + ".max().clamp(min=0) - " + lo + ") / 255";
   const std::string zp = "torch.round(-" + lo + " / (" + scale + ")).clamp(0, 255)";
   const std::string y = requantize(x + " / (" + scale + ")", zp, DType::kUInt8);
-  ctx.emit_tuple("(" + y + ", " + scale + ", " + zp + ".to(torch.uint8))", "quantized",
-                 ctx.batched(0));
+  ctx.emit_tuple(
+      py::Expr::raw("(" + y + ", " + scale + ", " + zp + ".to(torch.uint8))", {py::Ns::kTorch}),
+      "quantized", ctx.batched(0));
   return {};
 }
 
@@ -166,8 +173,9 @@ std::string integer_matmul(Context& ctx, size_t a, size_t a_zp, size_t b, size_t
 }
 
 Status matmul_integer(Context& ctx) {
-  return ctx.emit(integer_matmul(ctx, 0, 2, 1, 3) + ".to(torch.int32)", "matmul",
-                  matmul_batched(ctx, 1));
+  return ctx.emit(
+      py::Expr::raw(integer_matmul(ctx, 0, 2, 1, 3) + ".to(torch.int32)", {py::Ns::kTorch}),
+      "matmul", matmul_batched(ctx, 1));
 }
 
 // QLinearMatMul: the integer product scaled by a_scale * b_scale / y_scale, requantized.
@@ -178,8 +186,9 @@ Status qlinear_matmul(Context& ctx) {
                             along_axis(ctx, 4, out_rank - 1, out_rank, "b_scale") + " / " +
                             along_axis(ctx, 6, 0, out_rank, "y_scale");
   const std::string acc = integer_matmul(ctx, 0, 2, 3, 5) + " * (" + scale + ")";
-  return ctx.emit(requantize(acc, zero_point(ctx, 7, 0, out_rank), type), "matmul",
-                  matmul_batched(ctx, 3));
+  return ctx.emit(
+      py::Expr::raw(requantize(acc, zero_point(ctx, 7, 0, out_rank), type), {py::Ns::kTorch}),
+      "matmul", matmul_batched(ctx, 3));
 }
 
 // The geometry of the Conv-like node with data input x and weight input w.
@@ -222,7 +231,8 @@ Status conv_integer(Context& ctx) {
   ASSIGN_OR_RETURN(ConvGeometry g, conv_geometry(ctx, 0, 1));
   const std::string acc =
       conv_call(g, shifted(ctx, 0, 2, 1, "x"), shifted(ctx, 1, 3, 0, "weight"), "");
-  return ctx.emit(acc + ".to(torch.int32)", "conv", ctx.batched(0));
+  return ctx.emit(py::Expr::raw(acc + ".to(torch.int32)", {py::Ns::kTorch, py::Ns::kF}), "conv",
+                  ctx.batched(0));
 }
 
 // QLinearConv: the integer convolution plus the int32 bias (whose scale is x_scale * w_scale),
@@ -239,8 +249,10 @@ Status qlinear_conv(Context& ctx) {
   const std::string scale = along_axis(ctx, 1, 0, rank, "x_scale") + " * " +
                             along_axis(ctx, 4, 1, rank, "w_scale") + " / " +
                             along_axis(ctx, 6, 0, rank, "y_scale");
-  return ctx.emit(requantize(acc + " * (" + scale + ")", zero_point(ctx, 7, 1, rank), type), "conv",
-                  ctx.batched(0));
+  return ctx.emit(
+      py::Expr::raw(requantize(acc + " * (" + scale + ")", zero_point(ctx, 7, 1, rank), type),
+                    {py::Ns::kTorch, py::Ns::kF}),
+      "conv", ctx.batched(0));
 }
 
 }  // namespace

@@ -23,17 +23,17 @@ using common::Tensor;
 namespace {
 
 const ActivationInfo kActivations[] = {
-    {"sigmoid", 0, 0, 0, "torch.sigmoid($)"},
-    {"tanh", 0, 0, 0, "torch.tanh($)"},
-    {"relu", 0, 0, 0, "torch.relu($)"},
-    {"affine", 2, 1, 0, "(A * ($) + B)"},
-    {"leakyrelu", 1, 0.01f, 0, "F.leaky_relu($, A)"},
-    {"thresholdedrelu", 1, 1, 0, "F.threshold($, A, 0.0)"},
-    {"scaledtanh", 2, 1, 1, "(A * torch.tanh(B * ($)))"},
-    {"hardsigmoid", 2, 0.2f, 0.5f, "(A * ($) + B).clamp(0, 1)"},
-    {"elu", 1, 1, 0, "F.elu($, A)"},
-    {"softsign", 0, 0, 0, "F.softsign($)"},
-    {"softplus", 0, 0, 0, "F.softplus($)"},
+    {"sigmoid", 0, 0, 0, "torch.sigmoid($)", py::Namespaces{py::Ns::kTorch}},
+    {"tanh", 0, 0, 0, "torch.tanh($)", py::Namespaces{py::Ns::kTorch}},
+    {"relu", 0, 0, 0, "torch.relu($)", py::Namespaces{py::Ns::kTorch}},
+    {"affine", 2, 1, 0, "(A * ($) + B)", py::Namespaces{}},
+    {"leakyrelu", 1, 0.01f, 0, "F.leaky_relu($, A)", py::Namespaces{py::Ns::kF}},
+    {"thresholdedrelu", 1, 1, 0, "F.threshold($, A, 0.0)", py::Namespaces{py::Ns::kF}},
+    {"scaledtanh", 2, 1, 1, "(A * torch.tanh(B * ($)))", py::Namespaces{py::Ns::kTorch}},
+    {"hardsigmoid", 2, 0.2f, 0.5f, "(A * ($) + B).clamp(0, 1)", py::Namespaces{}},
+    {"elu", 1, 1, 0, "F.elu($, A)", py::Namespaces{py::Ns::kF}},
+    {"softsign", 0, 0, 0, "F.softsign($)", py::Namespaces{py::Ns::kF}},
+    {"softplus", 0, 0, 0, "F.softplus($)", py::Namespaces{py::Ns::kF}},
 };
 
 common::Result<std::vector<Activation>> activations(Context& ctx, const Spec& s) {
@@ -135,16 +135,20 @@ bool layer_computes(const Spec& s) {
   return standard && (s.gates == 4 || s.linear_before_reset);
 }
 
-std::string layer_ctor(const Spec& s) {
-  std::string ctor = s.gates == 4 ? "nn.LSTM(" : s.gates == 3 ? "nn.GRU(" : "nn.RNN(";
-  ctor += std::to_string(s.input) + ", " + std::to_string(s.hidden);
-  if (s.gates == 1 && s.acts[0].info->name == "relu") ctor += ", nonlinearity=\"relu\"";
-  if (!s.b) ctor += ", bias=False";
-  if (s.batch_first) ctor += ", batch_first=True";
-  if (s.dirs == 2) ctor += ", bidirectional=True";
-  auto dtype = torch_dtype(s.dtype);
-  if (s.dtype != DType::kFloat && dtype.ok()) ctor += ", dtype=" + *dtype;
-  return ctor + ")";
+py::Expr layer_ctor(const Spec& s) {
+  std::vector<py::Keyword> kw;
+  if (s.gates == 1 && s.acts[0].info->name == "relu") {
+    kw.push_back({"nonlinearity", py::str_lit("relu")});
+  }
+  if (!s.b) kw.push_back({"bias", py::lit("False")});
+  if (s.batch_first) kw.push_back({"batch_first", py::lit("True")});
+  if (s.dirs == 2) kw.push_back({"bidirectional", py::lit("True")});
+  auto dtype = dtype_expr(s.dtype);
+  if (s.dtype != DType::kFloat && dtype.ok()) kw.push_back({"dtype", *dtype});
+  return py::call(py::nn(s.gates == 4   ? "LSTM"
+                         : s.gates == 3 ? "GRU"
+                                        : "RNN"),
+                  {py::lit(s.input), py::lit(s.hidden)}, std::move(kw));
 }
 
 std::vector<Param> layer_params(const Spec& s) {
@@ -177,6 +181,8 @@ Status lower_layer(Context& ctx, const Spec& s) {
   std::string call =
       "self." + attr + "(" + ctx.in(kX) + (s.reverse_only ? ".flip(" + time + ")" : "");
   std::string h0 = initial_state(ctx, s, kH0), c0 = s.gates == 4 ? initial_state(ctx, s, kC0) : "";
+  py::Namespaces uses;  // torch.zeros_like for the one LSTM state not given
+  if (s.gates == 4 && h0.empty() != c0.empty()) uses.add(py::Ns::kTorch);
   if (s.gates == 4 && (!h0.empty() || !c0.empty())) {
     if (h0.empty()) h0 = "torch.zeros_like(" + c0 + ")";
     if (c0.empty()) c0 = "torch.zeros_like(" + h0 + ")";
@@ -195,15 +201,17 @@ Status lower_layer(Context& ctx, const Spec& s) {
     if (!s.batch_first) y_post += ".transpose(1, 2)";
   }
   const std::string state_post = s.batch_first ? ".transpose(0, 1)" : "";
-  if (ctx.num_outputs() == 1) return emit_outputs(ctx, s, call + "[0]" + y_post);
-  if (s.gates != 4 && !ctx.output_used(0) && state_post.empty()) return emit_outputs(ctx, s, call);
+  if (ctx.num_outputs() == 1) return emit_outputs(ctx, s, call + "[0]" + y_post, uses);
+  if (s.gates != 4 && !ctx.output_used(0) && state_post.empty()) {
+    return emit_outputs(ctx, s, call, uses);
+  }
   if (s.gates != 4) {
-    return emit_outputs(ctx, s,
-                        "(lambda y, h: (y" + y_post + ", h" + state_post + "))(*" + call + ")");
+    return emit_outputs(
+        ctx, s, "(lambda y, h: (y" + y_post + ", h" + state_post + "))(*" + call + ")", uses);
   }
   std::string parts = "y" + y_post + ", state[0]" + state_post;
   if (ctx.num_outputs() > 2) parts += ", state[1]" + state_post;
-  return emit_outputs(ctx, s, "(lambda y, state: (" + parts + "))(*" + call + ")");
+  return emit_outputs(ctx, s, "(lambda y, state: (" + parts + "))(*" + call + ")", uses);
 }
 
 Status recurrent(Context& ctx) {
@@ -233,9 +241,10 @@ std::vector<int> output_axes(const Spec& s) {
   return s.batch_first ? std::vector<int>{0, 0, 0} : std::vector<int>{2, 1, 1};
 }
 
-Status emit_outputs(Context& ctx, const Spec& s, std::string expr) {
-  if (ctx.num_outputs() == 1) return ctx.emit_at(std::move(expr), "y", output_axes(s)[0]);
-  ctx.emit_tuple_axes(std::move(expr), "y", output_axes(s));
+Status emit_outputs(Context& ctx, const Spec& s, std::string expr, py::Namespaces uses) {
+  if (ctx.num_outputs() == 1)
+    return ctx.emit_at(py::Expr::raw(std::move(expr), uses), "y", output_axes(s)[0]);
+  ctx.emit_tuple_axes(py::Expr::raw(std::move(expr), uses), "y", output_axes(s));
   return {};
 }
 

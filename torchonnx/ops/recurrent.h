@@ -22,6 +22,7 @@ struct ActivationInfo {
   int params;                ///< 0, 1 (alpha) or 2 (alpha, beta)
   float alpha, beta;         ///< ONNX defaults
   std::string_view pattern;  ///< $: argument, A: alpha, B: beta
+  py::Namespaces uses;       ///< the modules the pattern calls
 };
 
 /// One activation as configured (alpha and beta consumed in order, else the defaults).
@@ -54,8 +55,9 @@ std::vector<double> blocks(const common::Tensor& t, const Spec& s, int64_t d, in
 /// The batch dim of each output (Y, Y_h, Y_c): dim 0 with layout 1, dims 2, 1, 1 with layout 0;
 /// all -1 without a dynamic batch.
 std::vector<int> output_axes(const Spec& s);
-/// Emits `expr` for the node's outputs (one value, or a tuple when there are several).
-common::Status emit_outputs(Context& ctx, const Spec& s, std::string expr);
+/// Emits `expr` for the node's outputs (one value, or a tuple when there are several); `uses`:
+/// the modules `expr` names.
+common::Status emit_outputs(Context& ctx, const Spec& s, std::string expr, py::Namespaces uses);
 /// Whether input i is a constant of zeros whose dim 1 scales with the batch (probe_batch_axes).
 bool batch_sized_zeros(const Context& ctx, size_t i);
 /// The initial state input i as [dirs, batch, hidden] (PyTorch's layout), or "" when absent or

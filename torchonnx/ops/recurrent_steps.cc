@@ -22,6 +22,13 @@ namespace torchonnx::recurrent {
 
 namespace {
 
+// The modules the loop's lines use: torch.where and torch.stack, and the activations' own.
+py::Namespaces steps_uses(const Spec& s) {
+  py::Namespaces uses{py::Ns::kTorch};
+  for (const Activation& a : s.acts) uses.add(a.info->uses);
+  return uses;
+}
+
 using common::DType;
 using common::Status;
 using common::Tensor;
@@ -216,9 +223,10 @@ Status lower_steps(Context& ctx, const Spec& s) {
   if (s.gates == 4) args.push_back(c0.empty() ? zeros : c0);
   const std::string doc = s.op + " over " + std::to_string(s.steps) + " time step" +
                           (s.steps == 1 ? "" : "s") + ", directions on dim 1.";
-  const std::string fn = ctx.method(lower_case(s.op) + "_steps", params, doc, std::move(lines));
+  const std::string fn =
+      ctx.method(lower_case(s.op) + "_steps", params, doc, std::move(lines), steps_uses(s));
   const std::string expr = fn + "(" + join(args) + ")";
-  return emit_outputs(ctx, s, expr);
+  return emit_outputs(ctx, s, expr, {});  // a method call on names
 }
 
 }  // namespace torchonnx::recurrent

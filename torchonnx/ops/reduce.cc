@@ -15,33 +15,43 @@ using common::DType;
 using common::Status;
 using common::Tensor;
 
+// What x goes through before the reduction.
+enum class Pre : uint8_t { kNone, kAbs, kSquare };
+
 struct Reduction {
-  std::string_view pre;   ///< applied to x first ("$.abs()")
+  Pre pre;
   std::string_view fn;    ///< method taking (dims, keepdim=)
-  std::string_view post;  ///< applied to the result ("torch.sqrt($)")
+  std::string_view post;  ///< torch.<post> applied to the result ("sqrt"), or ""
   std::string_view hint;
 };
 
 const std::map<std::string_view, Reduction>& reductions() {
   static const std::map<std::string_view, Reduction> table = {
-      {"ReduceSum", {"$", "sum", "$", "sum"}},
-      {"ReduceMean", {"$", "mean", "$", "mean"}},
-      {"ReduceMax", {"$", "amax", "$", "max"}},
-      {"ReduceMin", {"$", "amin", "$", "min"}},
-      {"ReduceProd", {"$", "prod", "$", "prod"}},
-      {"ReduceL1", {"$.abs()", "sum", "$", "l1"}},
-      {"ReduceL2", {"($ * $)", "sum", "torch.sqrt($)", "l2"}},
-      {"ReduceSumSquare", {"($ * $)", "sum", "$", "sum_square"}},
-      {"ReduceLogSum", {"$", "sum", "torch.log($)", "log_sum"}},
-      {"ReduceLogSumExp", {"$", "logsumexp", "$", "log_sum_exp"}},
+      {"ReduceSum", {Pre::kNone, "sum", "", "sum"}},
+      {"ReduceMean", {Pre::kNone, "mean", "", "mean"}},
+      {"ReduceMax", {Pre::kNone, "amax", "", "max"}},
+      {"ReduceMin", {Pre::kNone, "amin", "", "min"}},
+      {"ReduceProd", {Pre::kNone, "prod", "", "prod"}},
+      {"ReduceL1", {Pre::kAbs, "sum", "", "l1"}},
+      {"ReduceL2", {Pre::kSquare, "sum", "sqrt", "l2"}},
+      {"ReduceSumSquare", {Pre::kSquare, "sum", "", "sum_square"}},
+      {"ReduceLogSum", {Pre::kNone, "sum", "log", "log_sum"}},
+      {"ReduceLogSumExp", {Pre::kNone, "logsumexp", "", "log_sum_exp"}},
   };
   return table;
 }
 
-std::string subst(std::string_view pattern, const std::string& x) {
-  std::string out;
-  for (char c : pattern) c == '$' ? void(out += x) : void(out += c);
-  return out;
+py::Expr pre(Pre p, const py::Expr& x) {
+  if (p == Pre::kAbs) return x.method("abs");
+  if (p == Pre::kSquare) return py::paren(py::binary("*", x, x));
+  return x;
+}
+
+// `x.<fn>(dims, keepdim=True)` (the keyword when `keep`).
+py::Expr reduced(const py::Expr& x, std::string fn, py::Expr dims, bool keep) {
+  std::vector<py::Keyword> kd;
+  if (keep) kd.push_back({"keepdim", py::lit("True")});
+  return x.method(std::move(fn), {std::move(dims)}, std::move(kd));
 }
 
 bool empty_axis(const common::Dims& dims, const std::vector<int64_t>& axes) {
@@ -90,27 +100,28 @@ Status reduce(Context& ctx) {
   std::sort(axes.begin(), axes.end());
   axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
   const bool keep = ctx.node().attr_int("keepdims", 1) != 0;
-  const std::string kd = keep ? ", keepdim=True" : "";
-  std::string expr = subst(r.pre, ctx.in(0));
+  py::Expr expr = pre(r.pre, py::Expr::name(ctx.in(0)));
   if (extreme && empty_axis(ctx.shape(0), axes)) {
     // torch's amax/amin reject an empty dim; ONNX gives the identity (-inf for max, or the type's
     // lowest value). sum keeps the batch and gives the output's shape.
     const std::string value = identity_value(ctx.dtype(0), r.fn == "amax");
     if (value.empty()) return ctx.error("no empty-set value for this element type");
-    ASSIGN_OR_RETURN(std::string dtype, torch_dtype(ctx.dtype(0)));
-    expr = "torch.full_like(" + expr + ".sum(" + int_or_tuple(axes, false) + kd + "), " + value +
-           ", dtype=" + dtype + ")";
+    ASSIGN_OR_RETURN(py::Expr dtype, dtype_expr(ctx.dtype(0)));
+    py::Expr sum = reduced(expr, "sum", py::lit(int_or_tuple(axes, false)), keep);
+    expr = py::call(py::torch("full_like"), {sum, py::lit(value)}, {{"dtype", dtype}});
   } else if (r.fn == "prod") {
     // prod reduces one dim at a time; go from the last so the remaining indices stay valid.
     for (auto it = axes.rbegin(); it != axes.rend(); ++it) {
-      expr += ".prod(" + std::to_string(*it) + kd + ")";
+      expr = reduced(expr, "prod", py::lit(*it), keep);
     }
   } else if (rank == 0) {
-    expr = "torch." + std::string(r.fn) + "(" + expr + (r.fn == "logsumexp" ? ", ()" : "") + ")";
+    std::vector<py::Expr> args{expr};
+    if (r.fn == "logsumexp") args.push_back(py::tuple({}));
+    expr = py::call(py::torch(std::string(r.fn)), std::move(args));
   } else {
-    expr += "." + std::string(r.fn) + "(" + int_or_tuple(axes, false) + kd + ")";
+    expr = reduced(expr, std::string(r.fn), py::lit(int_or_tuple(axes, false)), keep);
   }
-  expr = subst(r.post, expr);
+  if (!r.post.empty()) expr = py::call(py::torch(std::string(r.post)), {expr});
   // torch sums integer types into int64.
   const DType t = ctx.dtype(0);
   if (common::is_integer(t) && t != DType::kInt64 && !extreme) {
@@ -132,12 +143,12 @@ Status cumsum(Context& ctx) {
   ASSIGN_OR_RETURN(const int64_t axis, axis_at(ctx, a->int_at(0), ctx.rank(0)));
   const bool exclusive = ctx.node().attr_int("exclusive", 0) != 0;
   const bool reverse = ctx.node().attr_int("reverse", 0) != 0;
-  const std::string ax = std::to_string(axis);
-  std::string x = ctx.in(0);
-  std::string src = reverse ? x + ".flip(" + ax + ")" : x;
-  std::string expr = "torch.cumsum(" + src + ", " + ax + ")";
-  if (exclusive) expr += " - " + src;
-  if (reverse) expr = "(" + expr + ").flip(" + ax + ")";
+  const py::Expr ax = py::lit(axis);
+  const py::Expr x = py::Expr::name(ctx.in(0));
+  const py::Expr src = reverse ? x.method("flip", {ax}) : x;
+  py::Expr expr = py::call(py::torch("cumsum"), {src, ax});
+  if (exclusive) expr = py::binary("-", expr, src);
+  if (reverse) expr = py::paren(expr).method("flip", {ax});
   const DType t = ctx.dtype(0);
   if (common::is_integer(t) && t != DType::kInt64) expr = cast_to_output(ctx, expr, DType::kInt64);
   const int in_axis = ctx.batch_axis(0);
@@ -149,10 +160,13 @@ Status arg_extreme(Context& ctx) {
   ASSIGN_OR_RETURN(const int64_t axis, axis_at(ctx, ctx.node().attr_int("axis", 0), ctx.rank(0)));
   const bool keep = ctx.node().attr_int("keepdims", 1) != 0;
   const bool last = ctx.node().attr_int("select_last_index", 0) != 0;
-  const std::string fn = ctx.node().op_type == "ArgMax" ? "torch.argmax(" : "torch.argmin(";
-  const std::string x = last ? ctx.in(0) + ".flip(" + std::to_string(axis) + ")" : ctx.in(0);
-  std::string expr = fn + x + ", " + std::to_string(axis) + (keep ? ", keepdim=True)" : ")");
-  if (last) expr = std::to_string(ctx.shape(0)[axis] - 1) + " - " + expr;
+  const std::string fn = ctx.node().op_type == "ArgMax" ? "argmax" : "argmin";
+  const py::Expr in = py::Expr::name(ctx.in(0));
+  const py::Expr x = last ? in.method("flip", {py::lit(axis)}) : in;
+  std::vector<py::Keyword> kd;
+  if (keep) kd.push_back({"keepdim", py::lit("True")});
+  py::Expr expr = py::call(py::torch(fn), {x, py::lit(axis)}, std::move(kd));
+  if (last) expr = py::binary("-", py::lit(ctx.shape(0)[axis] - 1), expr);
   return ctx.emit(expr, "argmax", ctx.batched(0) && axis != 0);
 }
 
@@ -165,8 +179,10 @@ Status topk(Context& ctx) {
   }
   ASSIGN_OR_RETURN(const int64_t axis, axis_at(ctx, ctx.node().attr_int("axis", -1), ctx.rank(0)));
   const bool largest = ctx.node().attr_int("largest", 1) != 0;
-  std::string expr = "torch.topk(" + ctx.in(0) + ", " + std::to_string(k) + ", " +
-                     std::to_string(axis) + (largest ? "" : ", largest=False") + ")";
+  std::vector<py::Keyword> kw;
+  if (!largest) kw.push_back({"largest", py::lit("False")});
+  py::Expr expr =
+      py::call(py::torch("topk"), {py::Expr::name(ctx.in(0)), py::lit(k), py::lit(axis)}, kw);
   ctx.emit_tuple(expr, "topk", ctx.batched(0) && axis != 0);
   return {};
 }

@@ -3,6 +3,7 @@
 // for tf_crop_and_resize a constant mask of the outputs that take the extrapolation value.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "common/resize_filter.h"
@@ -168,8 +169,8 @@ void matrix_row(const ResizeSpec& s, int64_t i, int64_t axis, int64_t in, int64_
 }
 
 // Resizes along one axis of `x` (an expression of rank `rank`).
-std::string resize_axis(Context& ctx, const ResizeSpec& s, const std::string& x, int64_t axis,
-                        int64_t rank, DType dtype) {
+py::Expr resize_axis(Context& ctx, const ResizeSpec& s, const py::Expr& x, int64_t axis,
+                     int64_t rank, DType dtype) {
   const int64_t in = ctx.shape(0)[axis], out = ctx.out_shape()[axis];
   const double scale = s.scales[axis];
   if (s.mode == "nearest") {
@@ -178,8 +179,8 @@ std::string resize_axis(Context& ctx, const ResizeSpec& s, const std::string& x,
       const int64_t j = nearest_index(s.nearest_mode, source_coord(s, i, axis, in, out, scale));
       idx.push_back(std::clamp<int64_t>(j, 0, in - 1));
     }
-    const std::string buf = ctx.buffer(Tensor::from_int64(idx, {out}), "resize_index");
-    return x + ".index_select(" + std::to_string(axis) + ", " + buf + ")";
+    const py::Expr buf = py::Expr::name(ctx.buffer(Tensor::from_int64(idx, {out}), "resize_index"));
+    return x.method("index_select", {py::lit(axis), buf});
   }
   std::vector<double> m(out * in, 0.0);
   for (int64_t i = 0; i < out; ++i) matrix_row(s, i, axis, in, out, scale, m);
@@ -188,34 +189,37 @@ std::string resize_axis(Context& ctx, const ResizeSpec& s, const std::string& x,
     for (int64_t i = 0; i < out; ++i) {
       for (int64_t j = 0; j < in; ++j) mt[j * out + i] = m[i * in + j];
     }
-    return "torch.matmul(" + x + ", " +
-           ctx.buffer(Tensor::from_double(mt, {in, out}, dtype), "resize_matrix") + ")";
+    const py::Expr mat =
+        py::Expr::name(ctx.buffer(Tensor::from_double(mt, {in, out}, dtype), "resize_matrix"));
+    return py::call(py::torch("matmul"), {x, mat});
   }
-  const std::string mat = ctx.buffer(Tensor::from_double(m, {out, in}, dtype), "resize_matrix");
-  if (axis == rank - 2) return "torch.matmul(" + mat + ", " + x + ")";
-  const std::string a = std::to_string(axis);
-  return "torch.matmul(" + mat + ", " + x + ".movedim(" + a + ", -2)).movedim(-2, " + a + ")";
+  const py::Expr mat =
+      py::Expr::name(ctx.buffer(Tensor::from_double(m, {out, in}, dtype), "resize_matrix"));
+  if (axis == rank - 2) return py::call(py::torch("matmul"), {mat, x});
+  const py::Expr a = py::lit(axis);
+  return py::call(py::torch("matmul"), {mat, x.method("movedim", {a, py::lit(-2)})})
+      .method("movedim", {py::lit(-2), a});
 }
 
 // F.interpolate when PyTorch computes the same sample positions as ONNX.
-bool try_interpolate(Context& ctx, const ResizeSpec& s, std::string* expr) {
+bool try_interpolate(Context& ctx, const ResizeSpec& s, py::Expr* expr) {
   const Dims& in = ctx.shape(0);
   const Dims& out = ctx.out_shape();
   const size_t rank = in.size();
   if (rank < 3 || rank > 5 || in[0] != out[0] || in[1] != out[1]) return false;
-  std::vector<std::string> sizes, factors;
+  std::vector<py::Expr> sizes, factors;
   bool integer_scales = true;
   for (size_t d = 2; d < rank; ++d) {
-    sizes.push_back(std::to_string(out[d]));
-    factors.push_back(py_float(s.scales[d], false));
+    sizes.push_back(py::lit(out[d]));
+    factors.push_back(py::lit(py_float(s.scales[d], false)));
     const int64_t ratio = out[d] / in[d];
     integer_scales = integer_scales && out[d] % in[d] == 0 && s.scales[d] == double(ratio);
   }
-  const std::string x = ctx.in(0);
+  const py::Expr x = py::Expr::name(ctx.in(0));
   if (s.mode == "nearest" && s.transform == "asymmetric" && s.nearest_mode == "floor" &&
       integer_scales) {
-    *expr = "F.interpolate(" + x + ", scale_factor=(" + join(factors) + (rank == 3 ? ",)" : ")") +
-            ", mode=\"nearest\")";
+    *expr = py::call(py::fn("interpolate"), {x},
+                     {{"scale_factor", py::tuple(factors)}, {"mode", py::str_lit("nearest")}});
     return true;
   }
   if (s.mode != "linear" || s.antialias) return false;
@@ -225,13 +229,11 @@ bool try_interpolate(Context& ctx, const ResizeSpec& s, std::string* expr) {
   bool half = s.transform == "half_pixel" || s.transform == "pytorch_half_pixel";
   for (size_t d = 2; d < rank && s.transform == "pytorch_half_pixel"; ++d)
     half = half && out[d] > 1;
-  const std::string size = "size=(" + join(sizes) + (rank == 3 ? ",)" : ")");
-  if (half && exact_ratio) {
-    *expr = "F.interpolate(" + x + ", " + size + ", mode=\"" + mode + "\", align_corners=False)";
-    return true;
-  }
-  if (s.transform == "align_corners" && exact_ratio) {
-    *expr = "F.interpolate(" + x + ", " + size + ", mode=\"" + mode + "\", align_corners=True)";
+  if (exact_ratio && (half || s.transform == "align_corners")) {
+    *expr = py::call(py::fn("interpolate"), {x},
+                     {{"size", py::tuple(sizes)},
+                      {"mode", py::str_lit(mode)},
+                      {"align_corners", py::lit(half ? "False" : "True")}});
     return true;
   }
   return false;
@@ -246,8 +248,8 @@ bool identity_axis(const ResizeSpec& s, int64_t axis, int64_t in, int64_t out) {
 
 // tf_crop_and_resize: outputs whose source position lies outside the input on some resized axis
 // take the extrapolation value (through a constant mask); `expr` unchanged when there are none.
-std::string extrapolate(Context& ctx, const ResizeSpec& s, const std::vector<bool>& resized,
-                        std::string expr) {
+std::optional<py::Expr> extrapolate(Context& ctx, const ResizeSpec& s,
+                                    const std::vector<bool>& resized, const py::Expr& expr) {
   const Dims& in = ctx.shape(0);
   const Dims& out = ctx.out_shape();
   Dims dims;
@@ -263,38 +265,46 @@ std::string extrapolate(Context& ctx, const ResizeSpec& s, const std::vector<boo
     }
     inside = std::move(next);
   }
-  if (std::all_of(inside.begin(), inside.end(), [](int64_t v) { return v != 0; })) return expr;
+  if (std::all_of(inside.begin(), inside.end(), [](int64_t v) { return v != 0; })) {
+    return std::nullopt;
+  }
   const std::string mask =
       ctx.buffer(Tensor::from_int64(inside, dims, DType::kBool), "resize_inside");
   const std::string value = common::is_floating(ctx.dtype(0))
                                 ? py_float(s.extrapolation)
                                 : std::to_string(static_cast<int64_t>(s.extrapolation));
-  return "torch.where(" + mask + ", " + expr + ", " + value + ")";
+  return py::call(py::torch("where"), {py::Expr::name(mask), expr, py::lit(value)});
 }
 
 Status resize(Context& ctx) {
   ASSIGN_OR_RETURN(ResizeSpec s, resize_spec(ctx));
   const Dims& in = ctx.shape(0);
   const Dims& out = ctx.out_shape();
-  std::string expr;
+  py::Expr expr;
   if (try_interpolate(ctx, s, &expr)) return ctx.emit(expr, "resize", ctx.batched(0));
   const DType dtype = ctx.dtype(0);
   if (s.mode != "nearest" && dtype != DType::kFloat && dtype != DType::kDouble) {
     return ctx.error("linear and cubic resize need a float input");
   }
-  expr = ctx.in(0);
+  expr = py::Expr::name(ctx.in(0));
+  bool changed = false;
   bool batched = ctx.batched(0);
   const int64_t rank = static_cast<int64_t>(in.size());
   std::vector<bool> resized(rank, false);
   for (int64_t d = 0; d < rank; ++d) {
     if (identity_axis(s, d, in[d], out[d])) continue;
     expr = resize_axis(ctx, s, expr, d, rank, dtype);
-    resized[d] = true;
+    resized[d] = changed = true;
     batched = batched && d != 0;
   }
-  if (s.transform == "tf_crop_and_resize") expr = extrapolate(ctx, s, resized, expr);
-  if (expr == ctx.in(0)) {
-    ctx.alias(0, Operand{expr, batched});
+  if (s.transform == "tf_crop_and_resize") {
+    if (std::optional<py::Expr> masked = extrapolate(ctx, s, resized, expr)) {
+      expr = *masked;
+      changed = true;
+    }
+  }
+  if (!changed) {
+    ctx.alias(0, Operand{ctx.in(0), batched});
     return {};
   }
   return ctx.emit(expr, "resize", batched);

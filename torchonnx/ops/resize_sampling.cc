@@ -56,16 +56,22 @@ Status grid_sample(Context& ctx) {
     return ctx.error("F.grid_sample samples 2-D inputs, and 3-D ones without cubic mode");
   }
   std::string grid = ctx.in(1);
+  // F.grid_sample; torch.<dtype> for a cast grid, torch.round for a rounded one.
+  py::Namespaces uses{py::Ns::kF};
   if (ctx.dtype(1) != ctx.dtype(0)) {
+    uses.add(py::Ns::kTorch);
     ASSIGN_OR_RETURN(std::string dtype, torch_dtype(ctx.dtype(0)));
     grid += ".to(" + dtype + ")";
   }
   const bool align = n.attr_int("align_corners", 0) != 0;
-  if (rank == 5 && mode == "nearest") grid = round_grid(ctx, grid, align);
+  if (rank == 5 && mode == "nearest") {
+    grid = round_grid(ctx, grid, align);
+    uses.add(py::Ns::kTorch);
+  }
   const std::string expr = "F.grid_sample(" + ctx.in(0) + ", " + grid + ", mode=\"" + mode +
                            "\", padding_mode=\"" + padding +
                            "\", align_corners=" + (align ? "True" : "False") + ")";
-  return ctx.emit(expr, "sampled", ctx.batched(0));
+  return ctx.emit(py::Expr::raw(expr, uses), "sampled", ctx.batched(0));
 }
 
 // AffineGrid: F.affine_grid, whose definition ONNX adopted; the batch size is theta's.
@@ -77,8 +83,9 @@ Status affine_grid(Context& ctx) {
   std::vector<std::string> dims{ctx.batched(0) ? theta + ".shape[0]" : std::to_string(size[0])};
   for (size_t d = 1; d < size.size(); ++d) dims.push_back(std::to_string(size[d]));
   const bool align = ctx.node().attr_int("align_corners", 0) != 0;
-  return ctx.emit("F.affine_grid(" + theta + ", (" + join(dims) +
-                      "), align_corners=" + (align ? "True" : "False") + ")",
+  return ctx.emit(py::Expr::raw("F.affine_grid(" + theta + ", (" + join(dims) +
+                                    "), align_corners=" + (align ? "True" : "False") + ")",
+                                {py::Ns::kF}),
                   "grid", ctx.batched(0));
 }
 
@@ -147,7 +154,8 @@ Status roi_align(Context& ctx) {
       ctx.buffer(Tensor::from_double(rows, {count, 1, out_h, height}, dtype), "roi_rows");
   const std::string b =
       ctx.buffer(Tensor::from_double(cols, {count, 1, width, out_w}, dtype), "roi_cols");
-  return ctx.emit(a + " @ " + ctx.in(0) + "[" + ctx.in(2) + "] @ " + b, "roi", false);
+  return ctx.emit(py::Expr::raw(a + " @ " + ctx.in(0) + "[" + ctx.in(2) + "] @ " + b, {}), "roi",
+                  false);
 }
 
 }  // namespace

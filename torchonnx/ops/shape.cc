@@ -41,6 +41,15 @@ int reshaped_batch_axis(const Context& ctx) {
   return in_axis == 0 && keeps_batch(ctx) ? 0 : -1;
 }
 
+// `dims` as call arguments, -1 for dim `axis` (none when negative).
+std::vector<py::Expr> dims_at(Dims dims, int axis) {
+  if (axis >= 0 && axis < static_cast<int>(dims.size())) dims[axis] = -1;
+  return py::ints(dims);
+}
+
+// `<x>.shape[0]`, the batch size of a batched input.
+py::Expr batch_size(const std::string& x) { return py::Expr::name(x).attr("shape")[py::lit(0)]; }
+
 Status reshape_to_output(Context& ctx, std::string_view hint) {
   const Dims& out = ctx.out_shape();
   const int axis = reshaped_batch_axis(ctx);
@@ -48,8 +57,8 @@ Status reshape_to_output(Context& ctx, std::string_view hint) {
     ctx.alias(0, ctx.operand(0));
     return {};
   }
-  const std::string args = out.empty() ? "()" : shape_args_at(out, axis);
-  return ctx.emit_at(ctx.in(0) + ".reshape(" + args + ")", hint, axis);
+  std::vector<py::Expr> args = out.empty() ? std::vector{py::tuple({})} : dims_at(out, axis);
+  return ctx.emit_at(py::Expr::name(ctx.in(0)).method("reshape", std::move(args)), hint, axis);
 }
 
 Status reshape(Context& ctx) { return reshape_to_output(ctx, "reshape"); }
@@ -64,7 +73,8 @@ Status flatten(Context& ctx) {
       return {};
     }
     if (ctx.batch_axis(0) <= 0)
-      return ctx.emit(ctx.in(0) + ".flatten(1)", "flatten", ctx.batched(0));
+      return ctx.emit(py::Expr::name(ctx.in(0)).method("flatten", {py::lit(1)}), "flatten",
+                      ctx.batched(0));
   }
   return reshape_to_output(ctx, "flatten");
 }
@@ -139,9 +149,9 @@ Status squeeze_like(Context& ctx) {
     const int batch_axis = in_axis < 0 || (!unsqueeze && in_axis == at) ? -1
                            : in_axis < at                               ? in_axis
                                           : in_axis + (unsqueeze ? 1 : -1);
-    const std::string fn = unsqueeze ? ".unsqueeze(" : ".squeeze(";
-    return ctx.emit_at(ctx.in(0) + fn + std::to_string(axis) + ")",
-                       unsqueeze ? "unsqueeze" : "squeeze", batch_axis);
+    const std::string fn = unsqueeze ? "unsqueeze" : "squeeze";
+    return ctx.emit_at(py::Expr::name(ctx.in(0)).method(fn, {py::lit(static_cast<int64_t>(axis))}),
+                       fn, batch_axis);
   }
   return reshape_to_output(ctx, unsqueeze ? "unsqueeze" : "squeeze");
 }
@@ -165,7 +175,14 @@ Status transpose(Context& ctx) {
   for (size_t d = 0; d < perm.size() && in_axis >= 0; ++d) {
     if (perm[d] == in_axis) axis = static_cast<int>(d);
   }
-  return ctx.emit_at(ctx.in(0) + ".permute" + py_tuple(perm), "permute", axis);
+  return ctx.emit_at(py::Expr::name(ctx.in(0)).method("permute", py::ints(perm)), "permute", axis);
+}
+
+// `x.expand(<batch_ref>.shape[0], -1, ...)` to `rank` dims.
+py::Expr expanded(const py::Expr& x, const std::string& batch_ref, int64_t rank) {
+  std::vector<py::Expr> dims{batch_size(batch_ref)};
+  for (int64_t d = 1; d < rank; ++d) dims.push_back(py::lit(-1));
+  return x.method("expand", std::move(dims));
 }
 
 // Inputs that are not batched but have size 1 in dim 0 are expanded to the batch.
@@ -176,26 +193,23 @@ Status stack(Context& ctx, int64_t axis) {
     all = all && ctx.batched(i);
     none = none && !ctx.batched(i);
   }
-  std::vector<std::string> parts;
-  for (size_t i = 0; i < ctx.num_inputs(); ++i) parts.push_back(ctx.in(i));
-  const std::string ax = std::to_string(axis);
+  std::vector<py::Expr> parts;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) parts.push_back(py::Expr::name(ctx.in(i)));
+  const py::Expr ax = py::lit(axis);
   if (all || none) {
-    return ctx.emit("torch.stack([" + join(parts) + "], " + ax + ")", "stack", all && axis != 0);
+    return ctx.emit(py::call(py::torch("stack"), {py::list(std::move(parts)), ax}), "stack",
+                    all && axis != 0);
   }
   std::string batch_ref;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-    if (ctx.batched(i)) batch_ref = ctx.in(i) + ".shape[0]";
+    if (ctx.batched(i)) batch_ref = ctx.in(i);
   }
   const int64_t rank = ctx.out_shape().size();
   for (size_t i = 0; i < parts.size(); ++i) {
-    parts[i] += ".unsqueeze(" + ax + ")";
-    if (!ctx.batched(i) && axis != 0) {
-      std::vector<std::string> dims{batch_ref};
-      for (int64_t d = 1; d < rank; ++d) dims.push_back("-1");
-      parts[i] += ".expand(" + join(dims) + ")";
-    }
+    parts[i] = parts[i].method("unsqueeze", {ax});
+    if (!ctx.batched(i) && axis != 0) parts[i] = expanded(parts[i], batch_ref, rank);
   }
-  return ctx.emit("torch.cat([" + join(parts) + "], " + ax + ")", "cat", axis != 0);
+  return ctx.emit(py::call(py::torch("cat"), {py::list(std::move(parts)), ax}), "cat", axis != 0);
 }
 
 Status concat(Context& ctx) {
@@ -205,32 +219,32 @@ Status concat(Context& ctx) {
   // Inputs that all carry the batch in the same dim other than dim 0 and `axis` join as they are.
   const int first = ctx.batch_axis(0);
   bool same = first > 0 && first != axis;
-  std::vector<std::string> all;
+  std::vector<py::Expr> all;
   for (size_t i = 0; i < ctx.num_inputs() && same; ++i) {
     same = ctx.batch_axis(i) == first;
-    all.push_back(ctx.in(i));
+    all.push_back(py::Expr::name(ctx.in(i)));
   }
-  if (same)
-    return ctx.emit_at("torch.cat([" + join(all) + "], " + std::to_string(axis) + ")", "cat",
+  if (same) {
+    return ctx.emit_at(py::call(py::torch("cat"), {py::list(std::move(all)), py::lit(axis)}), "cat",
                        first);
+  }
   const bool batched = ctx.any_batched() && axis != 0;
   std::string batch_ref;
   for (size_t i = 0; i < ctx.num_inputs() && batched; ++i) {
-    if (ctx.batched(i)) batch_ref = ctx.in(i) + ".shape[0]";
+    if (ctx.batched(i)) batch_ref = ctx.in(i);
   }
-  std::vector<std::string> parts;
+  std::vector<py::Expr> parts;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
     if (ctx.has_input(i) && product(ctx.shape(i).begin(), ctx.shape(i).end()) == 0) continue;
-    std::string part = ctx.in(i);
+    py::Expr part = py::Expr::name(ctx.in(i));
     if (batched && !ctx.batched(i) && ctx.rank(i) == rank && ctx.shape(i)[0] == 1) {
-      std::vector<std::string> dims{batch_ref};
-      for (int64_t d = 1; d < rank; ++d) dims.push_back("-1");
-      part += ".expand(" + join(dims) + ")";
+      part = expanded(part, batch_ref, rank);
     }
     parts.push_back(part);
   }
   if (parts.size() == 1) return ctx.emit(parts[0], "cat", batched);
-  return ctx.emit("torch.cat([" + join(parts) + "], " + std::to_string(axis) + ")", "cat", batched);
+  return ctx.emit(py::call(py::torch("cat"), {py::list(std::move(parts)), py::lit(axis)}), "cat",
+                  batched);
 }
 
 Status split(Context& ctx) {
@@ -247,9 +261,9 @@ Status split(Context& ctx) {
   // Each part is a view of the input (and of what the input is a view of): indexing it later
   // indexes that base directly.
   const View view = ctx.input_view(0);
-  ctx.emit_tuple_at(
-      "torch.split(" + view_expr(view) + ", " + py_list(sizes) + ", " + std::to_string(axis) + ")",
-      "split", in_axis == axis ? -1 : in_axis);
+  ctx.emit_tuple_at(py::call(py::torch("split"), {py::Expr::name(view_expr(view)),
+                                                  py::list(py::ints(sizes)), py::lit(axis)}),
+                    "split", in_axis == axis ? -1 : in_axis);
   int64_t offset = 0;
   for (size_t i = 0; i < sizes.size(); ++i) {
     View part = view;
@@ -269,13 +283,14 @@ Status expand(Context& ctx) {
   // A size-1 dim 0 expanded to a larger size is not a batch dim any more.
   const bool batched = ctx.batched(0) && ctx.rank(0) == static_cast<int64_t>(out.size()) &&
                        ctx.shape(0)[0] == out[0];
-  return ctx.emit(ctx.in(0) + ".expand(" + shape_args(out, batched) + ")", "expand", batched);
+  return ctx.emit(py::Expr::name(ctx.in(0)).method("expand", dims_at(out, batched ? 0 : -1)),
+                  "expand", batched);
 }
 
 Status tile(Context& ctx) {
   ASSIGN_OR_RETURN(std::vector<int64_t> reps, ints_from(ctx, 1, ""));
   const bool batched = ctx.batched(0) && !reps.empty() && reps[0] == 1;
-  return ctx.emit(ctx.in(0) + ".repeat" + py_tuple(reps), "tile", batched);
+  return ctx.emit(py::Expr::raw(ctx.in(0) + ".repeat" + py_tuple(reps), {}), "tile", batched);
 }
 
 // DepthToSpace (DCR or CRD) and SpaceToDepth as reshape-permute-reshape.
@@ -285,21 +300,21 @@ Status depth_space(Context& ctx) {
   const int64_t b = ctx.node().attr_int("blocksize", 1);
   const int64_t n = s[0], c = s[1], h = s[2], w = s[3];
   const bool batched = ctx.batched(0);
-  const std::string nb = batched ? "-1" : std::to_string(n);
-  auto str = [](int64_t v) { return std::to_string(v); };
-  std::string expr;
+  const int64_t nb = batched ? -1 : n;
+  Dims blocks;
+  std::vector<int64_t> perm;
   if (ctx.node().op_type == "SpaceToDepth") {
-    expr = ctx.in(0) + ".reshape(" + nb + ", " + str(c) + ", " + str(h / b) + ", " + str(b) + ", " +
-           str(w / b) + ", " + str(b) + ").permute(0, 3, 5, 1, 2, 4).reshape(" +
-           shape_args(ctx.out_shape(), batched) + ")";
+    blocks = {nb, c, h / b, b, w / b, b};
+    perm = {0, 3, 5, 1, 2, 4};
   } else {
     const bool crd = ctx.node().attr_string("mode", "DCR") == "CRD";
-    const std::string dims = crd ? str(c / (b * b)) + ", " + str(b) + ", " + str(b)
-                                 : str(b) + ", " + str(b) + ", " + str(c / (b * b));
-    const std::string perm = crd ? "(0, 1, 4, 2, 5, 3)" : "(0, 3, 4, 1, 5, 2)";
-    expr = ctx.in(0) + ".reshape(" + nb + ", " + dims + ", " + str(h) + ", " + str(w) +
-           ").permute" + perm + ".reshape(" + shape_args(ctx.out_shape(), batched) + ")";
+    blocks = crd ? Dims{nb, c / (b * b), b, b, h, w} : Dims{nb, b, b, c / (b * b), h, w};
+    perm = crd ? std::vector<int64_t>{0, 1, 4, 2, 5, 3} : std::vector<int64_t>{0, 3, 4, 1, 5, 2};
   }
+  py::Expr expr = py::Expr::name(ctx.in(0))
+                      .method("reshape", py::ints(blocks))
+                      .method("permute", py::ints(perm))
+                      .method("reshape", dims_at(ctx.out_shape(), batched ? 0 : -1));
   return ctx.emit(expr, "space", batched);
 }
 

@@ -75,7 +75,7 @@ Status dft(Context& ctx) {
   const bool onesided = ctx.node().attr_int("onesided", 0) != 0;
   ASSIGN_OR_RETURN(std::string expr, fft(ctx, signal(ctx.in(0), complex), complex, axis, rank - 1,
                                          n, shape[axis], inverse, onesided));
-  return ctx.emit(expr, "dft", ctx.batched(0) && axis != 0);
+  return ctx.emit(py::Expr::raw(expr, {py::Ns::kTorch}), "dft", ctx.batched(0) && axis != 0);
 }
 
 // STFT-17: frames of the signal (Tensor.unfold, no padding), times the window, transformed.
@@ -101,7 +101,7 @@ Status stft(Context& ctx) {
   if (ctx.has_input(2)) frames += " * " + ctx.in(2);
   ASSIGN_OR_RETURN(std::string expr,
                    fft(ctx, frames, complex, -1, 3, length, length, false, onesided));
-  return ctx.emit(expr, "stft", ctx.batched(0));
+  return ctx.emit(py::Expr::raw(expr, {py::Ns::kTorch}), "stft", ctx.batched(0));
 }
 
 // Output element type from `output_datatype` (default float).

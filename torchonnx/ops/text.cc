@@ -44,10 +44,10 @@ Status tfidf_vectorizer(Context& ctx) {
     return ctx.error("input too long for the n-gram position tables");
   }
   const int64_t outputs = *std::max_element(slots.begin(), slots.end()) + 1;
-  const std::string x = ctx.in(0) + (ctx.dtype(0) == DType::kInt64 ? "" : ".to(torch.int64)");
-  std::vector<std::string> counts;  // per n: [..., pool n-grams of length n]
-  std::vector<double> mapping;      // rows: the pool n-grams counted, in `counts` order
-  int64_t ngram = 0;                // index of the first n-gram of length n in ngram_indexes
+  const py::Expr x = as_long(ctx, 0, py::Expr::name(ctx.in(0)));
+  std::vector<py::Expr> counts;  // per n: [..., pool n-grams of length n]
+  std::vector<double> mapping;   // rows: the pool n-grams counted, in `counts` order
+  int64_t ngram = 0;             // index of the first n-gram of length n in ngram_indexes
   for (int64_t n = 1; n <= static_cast<int64_t>(starts.size()); ++n) {
     const int64_t begin = starts[n - 1];
     const int64_t end =
@@ -69,11 +69,14 @@ Status tfidf_vectorizer(Context& ctx) {
     }
     if (positions.empty()) continue;
     const int64_t windows = static_cast<int64_t>(positions.size()) / n;
-    const std::string pos = ctx.buffer(Tensor::from_int64(positions, {windows, n}), "positions");
+    const py::Expr pos =
+        py::Expr::name(ctx.buffer(Tensor::from_int64(positions, {windows, n}), "positions"));
     const std::vector<int64_t> wanted(pool.begin() + begin, pool.begin() + end);
-    const std::string table = ctx.buffer(Tensor::from_int64(wanted, {grams, n}), "pool");
-    counts.push_back(ctx.local(
-        "(" + x + "[..., " + pos + "].unsqueeze(-2) == " + table + ").all(-1).sum(-2)", "counts"));
+    const py::Expr table =
+        py::Expr::name(ctx.buffer(Tensor::from_int64(wanted, {grams, n}), "pool"));
+    py::Expr grams_at = x.index({py::lit("..."), pos}).method("unsqueeze", {py::lit(-2)});
+    py::Expr found = py::binary("==", grams_at, table).method("all", {py::lit(-1)});
+    counts.push_back(py::Expr::name(ctx.local(found.method("sum", {py::lit(-2)}), "counts")));
     if (grams * outputs > (int64_t{1} << 26)) return ctx.error("n-gram table too large");
     for (int64_t g = 0; g < grams; ++g) {
       if (first + g >= static_cast<int64_t>(slots.size())) {
@@ -87,14 +90,18 @@ Status tfidf_vectorizer(Context& ctx) {
   }
   std::vector<int64_t> out_dims = ctx.out_shape();
   if (counts.empty())
-    return ctx.emit(x + ".new_zeros" + py_tuple(out_dims) + ".float()", "tfidf",
-                    ctx.batched(0) && ctx.rank(0) == 2);
+    // py_tuple spells a one-dim size `(n,)`, which a call's argument list cannot hold.
+    return ctx.emit(
+        py::Expr::raw(x.str() + ".new_zeros" + py_tuple(out_dims) + ".float()", x.uses()), "tfidf",
+        ctx.batched(0) && ctx.rank(0) == 2);
   const int64_t rows = static_cast<int64_t>(mapping.size()) / outputs;
-  const std::string to_slots =
-      ctx.buffer(Tensor::from_double(mapping, {rows, outputs}, DType::kFloat), "slots");
-  std::string all = counts.size() == 1 ? counts[0] : "torch.cat([" + join(counts) + "], -1)";
-  all = mode == "IDF" ? "(" + all + " > 0).float()" : all + ".float()";
-  return ctx.emit(all + " @ " + to_slots, "tfidf", ctx.batched(0) && ctx.rank(0) == 2);
+  const py::Expr to_slots = py::Expr::name(
+      ctx.buffer(Tensor::from_double(mapping, {rows, outputs}, DType::kFloat), "slots"));
+  py::Expr all = counts.size() == 1
+                     ? counts[0]
+                     : py::call(py::torch("cat"), {py::list(std::move(counts)), py::lit(-1)});
+  all = mode == "IDF" ? py::binary(">", all, py::lit(0)).method("float") : all.method("float");
+  return ctx.emit(py::binary("@", all, to_slots), "tfidf", ctx.batched(0) && ctx.rank(0) == 2);
 }
 
 }  // namespace

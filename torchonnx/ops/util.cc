@@ -66,6 +66,12 @@ std::string cast_to_output(const Context& ctx, std::string expr, common::DType f
   return dtype.ok() ? "(" + expr + ").to(" + *dtype + ")" : expr;
 }
 
+py::Expr cast_to_output(const Context& ctx, py::Expr expr, common::DType from, size_t i) {
+  if (from == ctx.out_dtype(i)) return expr;
+  auto dtype = dtype_expr(ctx.out_dtype(i));
+  return dtype.ok() ? py::paren(std::move(expr)).method("to", {*dtype}) : expr;
+}
+
 std::string index_suffix(std::vector<std::string> parts) {
   while (!parts.empty() && parts.back() == ":") parts.pop_back();
   if (parts.empty()) return "";
@@ -100,7 +106,10 @@ void view_select(View& view, int64_t axis, int64_t index) {
   }
 }
 
-std::string view_expr(const View& view) {
+namespace {
+
+// Per dim of the view's base, the index text that keeps the view's elements.
+std::vector<std::string> view_parts(const View& view) {
   std::vector<std::string> parts;
   for (size_t d = 0; d < view.ranges.size(); ++d) {
     const View::Range& r = view.ranges[d];
@@ -113,7 +122,26 @@ std::string view_expr(const View& view) {
           slice_text(r.start, r.start + (r.len - 1) * r.step + 1, r.step, view.dims[d]));
     }
   }
-  return view.base + index_suffix(std::move(parts));
+  return parts;
+}
+
+}  // namespace
+
+std::string view_expr(const View& view) { return view.base + index_suffix(view_parts(view)); }
+
+py::Expr view_of(const View& view) {
+  std::vector<py::Expr> parts;
+  for (const std::string& p : view_parts(view)) parts.push_back(py::lit(p));
+  return subscript(py::Expr::name(view.base), std::move(parts));
+}
+
+py::Expr subscript(py::Expr x, std::vector<py::Expr> parts) {
+  while (!parts.empty() && parts.back().str() == ":") parts.pop_back();
+  return parts.empty() ? x : x.index(std::move(parts));
+}
+
+py::Expr as_long(const Context& ctx, size_t i, py::Expr expr) {
+  return ctx.dtype(i) == common::DType::kInt64 ? expr : expr.method("to", {py::torch("int64")});
 }
 
 std::string slice_text(int64_t start, int64_t stop, int64_t step, int64_t dim) {

@@ -28,6 +28,7 @@ common::Result<std::vector<int64_t>> axes_at(const Context& ctx, std::vector<int
                                              int64_t rank);
 /// `expr` cast to output i's element type when `from` differs (PyTorch promotes some results).
 std::string cast_to_output(const Context& ctx, std::string expr, common::DType from, size_t i = 0);
+py::Expr cast_to_output(const Context& ctx, py::Expr expr, common::DType from, size_t i = 0);
 /// An indexing suffix "[:, :, a:b]" selecting `parts[d]` on each dim; trailing ":" dropped;
 /// empty when every part is ":".
 std::string index_suffix(std::vector<std::string> parts);
@@ -38,6 +39,10 @@ void view_slice(View& view, int64_t axis, int64_t start, int64_t step, int64_t l
 void view_select(View& view, int64_t axis, int64_t index);
 /// The view as a subscript of its base ("x[:, 3:9, 2]"; the base alone when it keeps everything).
 std::string view_expr(const View& view);
+/// `view_expr` as an expression.
+py::Expr view_of(const View& view);
+/// `x[parts...]` with trailing `:` parts dropped; x itself when every part is `:`.
+py::Expr subscript(py::Expr x, std::vector<py::Expr> parts);
 /// Python slice text "a:b:s" with defaults omitted for a dim of size `dim`.
 std::string slice_text(int64_t start, int64_t stop, int64_t step, int64_t dim);
 /// Ints as a Python argument: "3" when `values` has one element and `scalar_ok`, else a tuple.
@@ -56,6 +61,11 @@ std::vector<double> doubles(const common::Tensor& t);
 
 /// Input i's expression `expr` as int64 indices (a cast unless it already is int64).
 std::string as_long(const Context& ctx, size_t i, const std::string& expr);
+py::Expr as_long(const Context& ctx, size_t i, py::Expr expr);
+/// What `as_long(ctx, i, ...)` uses: torch when it converts.
+inline py::Namespaces long_uses(const Context& ctx, size_t i) {
+  return ctx.dtype(i) == common::DType::kInt64 ? py::Namespaces{} : py::Namespaces{py::Ns::kTorch};
+}
 /// Constant indices as an int64 tensor, negative ones wrapped by `dim`.
 common::Tensor wrapped_indices(const common::Tensor& t, int64_t dim);
 
