@@ -49,6 +49,10 @@ Expr Expr::attr(std::string member) const {
   return e;
 }
 
+Expr Expr::method(std::string name, std::vector<Expr> args) const {
+  return method(std::move(name), std::move(args), {});
+}
+
 Expr Expr::method(std::string name, std::vector<Expr> args, std::vector<Keyword> keywords) const {
   return call(attr(std::move(name)), std::move(args), std::move(keywords));
 }

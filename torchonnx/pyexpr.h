@@ -76,9 +76,10 @@ class Expr {
 
   /// `<this>.<member>` (an attribute read).
   Expr attr(std::string member) const;
-  /// `<this>.<method>(args..., key=value, ...)`.
-  Expr method(std::string name, std::vector<Expr> args = {},
-              std::vector<Keyword> keywords = {}) const;
+  /// `<this>.<method>(args..., key=value, ...)`. (Two overloads, not a default argument: a
+  /// defaulted vector of the still incomplete Keyword is an error for clang.)
+  Expr method(std::string name, std::vector<Expr> args = {}) const;
+  Expr method(std::string name, std::vector<Expr> args, std::vector<Keyword> keywords) const;
   /// `<this>[index]`.
   Expr operator[](Expr index) const;
   /// `<this>[i0, i1, ...]` (slices such as `1:3` and `...` as atoms).
