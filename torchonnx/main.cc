@@ -197,7 +197,7 @@ int run(const Args& args) {
   common::ordered_parallel(
       args.inputs.size(), static_cast<size_t>(args.jobs),
       [&](size_t i) { return convert_guarded(args, options, args.inputs[i], stem_of[i]); },
-      [&](size_t, Outcome outcome) {
+      [&](size_t, const Outcome& outcome) {
         std::cout << outcome.out << std::flush;
         std::cerr << outcome.err << std::flush;
         ok = outcome.ok && ok;

@@ -148,7 +148,7 @@ void Expr::print(std::string& out) const {
   }
 }
 
-Expr ns(Ns module, std::string member) {
+Expr ns(Ns module, const std::string& member) {
   Expr e = Expr::name(std::string(module_name(module)) + "." + member);
   e.uses_.add(module);
   return e;

@@ -96,7 +96,7 @@ class Expr {
   friend Expr call(Expr callee, std::vector<Expr> args, std::vector<Keyword> keywords);
   friend Expr binary(std::string_view op, Expr lhs, Expr rhs);
   friend Expr unary(std::string_view op, Expr operand);
-  friend Expr ns(Ns module, std::string member);
+  friend Expr ns(Ns module, const std::string& member);
   friend Expr tuple(std::vector<Expr> items);
   friend Expr list(std::vector<Expr> items);
   friend Expr paren(Expr inner);
@@ -124,10 +124,10 @@ struct Keyword {
 };
 
 /// A member of a module: `torch.where`, `F.relu`, `nn.Conv2d`, `torch.float32`.
-Expr ns(Ns module, std::string member);
-inline Expr torch(std::string member) { return ns(Ns::kTorch, std::move(member)); }
-inline Expr fn(std::string member) { return ns(Ns::kF, std::move(member)); }
-inline Expr nn(std::string member) { return ns(Ns::kNn, std::move(member)); }
+Expr ns(Ns module, const std::string& member);
+inline Expr torch(const std::string& member) { return ns(Ns::kTorch, member); }
+inline Expr fn(const std::string& member) { return ns(Ns::kF, member); }
+inline Expr nn(const std::string& member) { return ns(Ns::kNn, member); }
 /// `callee(args..., key=value, ...)`.
 Expr call(Expr callee, std::vector<Expr> args, std::vector<Keyword> keywords = {});
 /// `lhs <op> rhs` with the operands parenthesized as Python's precedence needs.

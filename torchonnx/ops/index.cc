@@ -26,7 +26,7 @@ std::string index_at(const std::string& x, int64_t axis, const std::string& what
 }
 
 // `x[:, :, what]`: dim `axis` indexed with `what`.
-py::Expr index_at(py::Expr x, int64_t axis, py::Expr what) {
+py::Expr index_at(const py::Expr& x, int64_t axis, py::Expr what) {
   std::vector<py::Expr> parts(axis, py::lit(":"));
   parts.push_back(std::move(what));
   return x.index(std::move(parts));
@@ -156,6 +156,7 @@ Status slice(Context& ctx) {
     py::Expr flipped =
         py::Expr::name(ctx.in(0)).method("flip", {py::lit(int_or_tuple(flips, flips.size() == 1))});
     std::vector<py::Expr> index;
+    index.reserve(parts.size());
     for (const std::string& part : parts) index.push_back(py::lit(part));
     return ctx.emit_at(subscript(flipped, std::move(index)), "slice", batch_axis);
   }

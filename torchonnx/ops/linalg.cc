@@ -271,10 +271,10 @@ Status emit_linear(Context& ctx, LinearForm lead) {
 }
 
 // `x.t()` when `transpose`.
-py::Expr transposed(py::Expr x, bool transpose) { return transpose ? x.method("t") : x; }
+py::Expr transposed(const py::Expr& x, bool transpose) { return transpose ? x.method("t") : x; }
 
 // `x * beta`, or x when beta is 1.
-py::Expr times(py::Expr x, double beta) {
+py::Expr times(const py::Expr& x, double beta) {
   return beta == 1.0 ? x : py::binary("*", x, py::lit(py_float(beta)));
 }
 

@@ -135,12 +135,12 @@ py::Expr view_of(const View& view) {
   return subscript(py::Expr::name(view.base), std::move(parts));
 }
 
-py::Expr subscript(py::Expr x, std::vector<py::Expr> parts) {
+py::Expr subscript(const py::Expr& x, std::vector<py::Expr> parts) {
   while (!parts.empty() && parts.back().str() == ":") parts.pop_back();
   return parts.empty() ? x : x.index(std::move(parts));
 }
 
-py::Expr as_long(const Context& ctx, size_t i, py::Expr expr) {
+py::Expr as_long(const Context& ctx, size_t i, const py::Expr& expr) {
   return ctx.dtype(i) == common::DType::kInt64 ? expr : expr.method("to", {py::torch("int64")});
 }
 

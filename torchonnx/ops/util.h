@@ -42,7 +42,7 @@ std::string view_expr(const View& view);
 /// `view_expr` as an expression.
 py::Expr view_of(const View& view);
 /// `x[parts...]` with trailing `:` parts dropped; x itself when every part is `:`.
-py::Expr subscript(py::Expr x, std::vector<py::Expr> parts);
+py::Expr subscript(const py::Expr& x, std::vector<py::Expr> parts);
 /// Python slice text "a:b:s" with defaults omitted for a dim of size `dim`.
 std::string slice_text(int64_t start, int64_t stop, int64_t step, int64_t dim);
 /// Ints as a Python argument: "3" when `values` has one element and `scalar_ok`, else a tuple.
@@ -61,7 +61,7 @@ std::vector<double> doubles(const common::Tensor& t);
 
 /// Input i's expression `expr` as int64 indices (a cast unless it already is int64).
 std::string as_long(const Context& ctx, size_t i, const std::string& expr);
-py::Expr as_long(const Context& ctx, size_t i, py::Expr expr);
+py::Expr as_long(const Context& ctx, size_t i, const py::Expr& expr);
 /// What `as_long(ctx, i, ...)` uses: torch when it converts.
 inline py::Namespaces long_uses(const Context& ctx, size_t i) {
   return ctx.dtype(i) == common::DType::kInt64 ? py::Namespaces{} : py::Namespaces{py::Ns::kTorch};
