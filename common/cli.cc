@@ -86,6 +86,12 @@ void keep_freed_memory() {
 #endif
 }
 
+void one_heap_for_all_threads() {
+#if defined(__GLIBC__)
+  mallopt(M_ARENA_MAX, 1);
+#endif
+}
+
 std::string port_text(const Graph& graph, const std::string& name) {
   const Value* v = graph.find(name);
   std::string out = name + ": " + std::string(dtype_name(v ? v->dtype : DType::kUndefined));

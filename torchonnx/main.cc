@@ -194,6 +194,7 @@ int run(const Args& args) {
     stem_of.push_back(stems.make(input, args.class_name));
   bool ok = true;
   std::string markdown;
+  if (args.jobs > 1) common::one_heap_for_all_threads();
   common::ordered_parallel(
       args.inputs.size(), static_cast<size_t>(args.jobs),
       [&](size_t i) { return convert_guarded(args, options, args.inputs[i], stem_of[i]); },
