@@ -21,6 +21,11 @@ void add_gather_interval(const Gather& g, const Interval& x, Interval& out) {
     out.hi.array() += 0.0;
   }
   g.for_each([&](int64_t i, int64_t j, double v) {
+    if (v == 1.0) {  // a copy (Gather, Slice, Reshape): its ends exactly, where the centre and
+      out.lo[i] += x.lo[j];  // radius form can round an end inward (an index cast to an integer
+      out.hi[i] += x.hi[j];  // just below the next one would be taken for it)
+      return;
+    }
     const double c = (x.lo[j] + x.hi[j]) * 0.5, r = (x.hi[j] - x.lo[j]) * 0.5;
     const double yc = 0.0 + v * c, yr = 0.0 + std::abs(v) * r;
     out.lo[i] += yc - yr;
@@ -70,6 +75,16 @@ Interval affine_interval(const LinearTerm& term, const Interval& x) {
   Vec c = (x.lo + x.hi) * 0.5;
   Vec r = (x.hi - x.lo) * 0.5;
   Vec yc, yr;
+  if (r.isZero()) {  // a one-point box (or the inputs of this term fixed): |W| 0 is 0
+    if (term.dense) {
+      yc = dense_apply(term, c);
+    } else if (term.gather) {
+      yc = gather_apply(*term.gather, c);
+    } else {
+      yc = term.sparse() * c;
+    }
+    return {yc, yc};
+  }
   if (term.dense) {
     yc = dense_apply(term, c);
     yr = dense_apply(term, r, true);

@@ -165,7 +165,10 @@ common::Result<Verdict> CaseSearch::run() {
   next_attack_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double>(kAttackEvery));
   if (relu_splits_) return relu_search();
-  if (!small()) {
+  if (bounder_ == nullptr) {
+    ASSIGN_OR_RETURN(integer_dims_, find_integer_dims());
+  }
+  if (!small() || !integer_dims_.empty()) {  // integer splits do not depend on the ratio
     Search only{0, {Open{case_.box, whole_}}};
     return depth_first(only, split_.max_boxes);
   }

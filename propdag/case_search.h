@@ -72,6 +72,7 @@ class CaseSearch {
   struct Open {
     Interval box;
     std::optional<Bounds> bounds;
+    bool ibp_tried = false;  // integer dims: IBP left this single-cell box open (integer_step)
   };
   using Halves = std::pair<Open, Open>;
 
@@ -180,6 +181,24 @@ class CaseSearch {
   static bool splittable(const Interval& box, Eigen::Index dim);
   static std::pair<Interval, Interval> halves(const Interval& box, Eigen::Index dim);
 
+  // integer_split.cc
+
+  // The free dimensions of the case's box that change the output of some op rounding to
+  // integers (BoundOp::rounds_to_integers) when only they vary, the others at the box's centre:
+  // inputs used as indices, positions, counts. Small inputs only; one IBP run per dimension.
+  common::Result<std::vector<Eigen::Index>> find_integer_dims() const;
+  // Where the box is split at an integer: the integer dimension with the most cells [k, k + 1)
+  // in it, and the integer m nearest its middle; nothing when the box lies in one cell of each.
+  std::optional<std::pair<Eigen::Index, double>> integer_cut(const Interval& box) const;
+  enum class Step { kNext, kBound, kFalsified, kOutOfTime };
+  // One step of depth_first for the top open box when the case has integer dimensions: a box
+  // over several cells is split at an integer without being bounded (kNext), into [lo, m) and
+  // [m, hi] (as doubles: [lo, prev(m)] and [m, hi]); a box within one cell is bounded by IBP
+  // first and dropped when that proves it, its centre is checked for a counterexample, and a box
+  // whose bounds equal those at its centre is dropped as one that no split can prove
+  // (unprovable_); otherwise kBound: depth_first bounds it as usual.
+  common::Result<Step> integer_step(std::vector<Open>& open);
+
   // relu_split.cc
 
   // Splits the case's box by the signs of ReLU inputs, depth first.
@@ -198,6 +217,11 @@ class CaseSearch {
   bool carry_nodes_;        // boxes keep their nodes' bounds, which narrow those of their halves
   bool relu_splits_;        // open cases are split by the signs of ReLU inputs (relu_search)
   BoxBounder* bounder_;     // where bounds are computed (nullptr: linear_bounds, one box a call)
+  // integer_split.cc: the case's integer dimensions (find_integer_dims; set by run() on small
+  // inputs without a BoxBounder or ReLU splits), and whether a box was dropped as unprovable
+  // (the search then ends open, having looked at every box for a counterexample).
+  std::vector<Eigen::Index> integer_dims_;
+  bool unprovable_ = false;
   int64_t boxes_ = 0;
   std::optional<Bounds> whole_;  // the whole box's bounds (from bound_together, or start()'s)
   Vec counterexample_;

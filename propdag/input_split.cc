@@ -22,6 +22,15 @@ common::Result<Verdict> CaseSearch::depth_first(Search& search, int64_t slice) {
     }
     std::vector<Open> picked;  // this round's boxes: bounded, not proved
     while (!open.empty() && static_cast<int64_t>(picked.size()) < splits_per_round()) {
+      if (!integer_dims_.empty()) {
+        ASSIGN_OR_RETURN(Step step, integer_step(open));
+        if (step == Step::kFalsified) return Verdict::kFalsified;
+        if (step == Step::kOutOfTime) return Verdict::kOpen;
+        if (step == Step::kNext) {
+          search.started = true;
+          continue;
+        }
+      }
       if (!open.back().bounds) RETURN_IF_ERROR(bound_top(open));
       Open next = std::move(open.back());
       open.pop_back();
@@ -55,7 +64,7 @@ common::Result<Verdict> CaseSearch::depth_first(Search& search, int64_t slice) {
       open.push_back(std::move(halves.first));
     }
   }
-  return Verdict::kProved;
+  return unprovable_ ? Verdict::kOpen : Verdict::kProved;
 }
 
 int64_t CaseSearch::splits_per_round() const {

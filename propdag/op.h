@@ -149,6 +149,10 @@ class BoundOp {
   /// split the domain where an element of the input is >= 0 from where it is <= 0 (NeuronSplit),
   /// and on each side the relaxation of that element is exact.
   virtual bool linear_on_each_side_of_zero() const { return false; }
+  /// True for elementwise ops whose output is its input rounded to an integer (Cast to an integer
+  /// type, Floor): the output is constant between consecutive integers of the input, so a verifier
+  /// may split an input that reaches such an op at integers (see verify.h).
+  virtual bool rounds_to_integers() const { return false; }
   /// Stored coefficients a backward step multiplies by, per row (cost model).
   virtual int64_t weight_entries() const { return 0; }
   /// Those of weight_entries() that are stored densely (a dense product runs faster per entry).

@@ -76,6 +76,8 @@ class ScalarMapOp : public BoundOp {
     return out;
   }
 
+  bool rounds_to_integers() const override { return fn_ == Fn::kTrunc; }
+
   Relaxation relax(const std::vector<const Interval*>& in, const Interval& out) const override {
     Relaxation r;
     r.kind = Relaxation::Kind::kElementwise;

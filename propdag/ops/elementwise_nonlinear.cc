@@ -50,6 +50,7 @@ class ScalarOp : public BoundOp {
  public:
   enum class Fn { kSin, kCos, kFloor, kPow };
   ScalarOp(Fn fn, int64_t power = 1) : fn_(fn), power_(power) {}
+  bool rounds_to_integers() const override { return fn_ == Fn::kFloor; }
 
   Interval interval(const std::vector<const Interval*>& in) const override {
     Interval out{in[0]->lo, in[0]->hi};

@@ -222,3 +222,29 @@ def test_timeout_holds_for_a_property_with_many_cases():
     rc, out, err = sampling.propdag("verify", model, spec, "--stats")
     assert rc == 0 and out.split("\n")[0] == "unknown", err
     assert json.loads(err.strip().splitlines()[-1])["boxes"] == 1
+
+
+CCTSDB = os.path.join(sampling.BENCH, "cctsdb_yolo_2023")
+CCTSDB_MODEL = os.path.join(CCTSDB, "onnx/patch-1.onnx")
+CCTSDB_SPEC = os.path.join(CCTSDB, "vnnlib/spec_onnx_patch-1_idx_01937_0.vnnlib")
+
+
+@pytest.mark.skipif(not sampling.ortref.available(), reason="no onnxruntime")
+@pytest.mark.skipif(not (sampling.on_disk(CCTSDB_MODEL) and sampling.on_disk(CCTSDB_SPEC)),
+                    reason="no cctsdb_yolo benchmark")
+def test_integer_positions_are_searched_cell_by_cell():
+    """cctsdb_yolo's patch-1 places a patch at two positions (X_12288, X_12289 in [0, 62]) that
+    the model casts to integers; on this property only the position (0, 17) of the 3,969 violates
+    it (found by onnxruntime over all of them). Sampling and descent miss it, and halving never
+    isolates an integer; splitting at integers reaches the cell and its centre, which onnxruntime
+    confirms here."""
+    model, spec = sampling.on_disk(CCTSDB_MODEL), sampling.on_disk(CCTSDB_SPEC)
+    rc, out, err = sampling.propdag("verify", model, spec, "--method", "crown", "--split",
+                                    "1000000", "--timeout", "120", "--stats")
+    assert rc == 0, err
+    assert out.split("\n")[0] == "falsified", out
+    x = counterexample_of(out)
+    assert (int(x[12288]), int(x[12289])) == (0, 17)
+    y = sampling.evaluate(model, x[None, :].astype(np.float32))[0][0]
+    assert meets_property(asserts_of(spec), x, y, SLACK)
+    print(err.strip().split("\n")[-1])

@@ -1,0 +1,110 @@
+// CaseSearch's splitting at integers. When an input of the case's box reaches an op that rounds
+// to integers (Cast to an integer type, Floor: an index, a position, a count), the model is a
+// different function on each unit cell [k, k + 1) of that input, and bounds over a box holding
+// several cells take the hull of all of them: halving at the middle never gets a box inside one
+// cell (the halves of [0, 62] keep 31 as an end). So such a box is split at an integer m into
+// [lo, m) and [m, hi], as doubles [lo, prev(m)] and [m, hi]: together they hold every double of
+// [lo, hi] (so every float32 input), and a box within one cell sees one rounded value (for
+// Floor everywhere, for a Cast's truncation on nonnegative values).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "propdag/case_search.h"
+
+namespace propdag::internal {
+namespace {
+
+// Unit cells [k, k + 1) that [lo, hi] meets: floor(hi) - floor(lo) + 1 (infinite ends: none).
+double cells(double lo, double hi) {
+  if (!std::isfinite(lo) || !std::isfinite(hi) || hi < lo) return 0;
+  return std::floor(hi) - std::floor(lo) + 1;
+}
+
+}  // namespace
+
+common::Result<std::vector<Eigen::Index>> CaseSearch::find_integer_dims() const {
+  std::vector<int> rounding;
+  for (int node = 0; node < model_.dag().size(); ++node)
+    if (model_.op(node) != nullptr && model_.op(node)->rounds_to_integers())
+      rounding.push_back(node);
+  std::vector<Eigen::Index> dims;
+  if (rounding.empty() || !small()) return dims;
+  const Vec centre = (case_.box.lo + case_.box.hi) * 0.5;
+  for (Eigen::Index d = 0; d < case_.box.size(); ++d) {
+    if (cells(case_.box.lo[d], case_.box.hi[d]) < 2) continue;
+    Interval probe{centre, centre};
+    probe.lo[d] = case_.box.lo[d];
+    probe.hi[d] = case_.box.hi[d];
+    ASSIGN_OR_RETURN(std::vector<Interval> ibp, ibp_all(model_, probe));
+    for (int node : rounding) {
+      const Interval& b = ibp[node];
+      if ((b.hi - b.lo).cwiseAbs().maxCoeff() > 0) {
+        dims.push_back(d);
+        break;
+      }
+    }
+  }
+  return dims;
+}
+
+std::optional<std::pair<Eigen::Index, double>> CaseSearch::integer_cut(const Interval& box) const {
+  std::optional<std::pair<Eigen::Index, double>> cut;
+  double most = 1;
+  for (Eigen::Index d : integer_dims_) {
+    const double lo = box.lo[d], hi = box.hi[d], n = cells(lo, hi);
+    if (!(n > most)) continue;
+    most = n;
+    // The integer nearest the middle among those in (lo, hi].
+    const double m = std::clamp(std::round(0.5 * (lo + hi)), std::floor(lo) + 1, std::floor(hi));
+    cut = {d, m};
+  }
+  return cut;
+}
+
+common::Result<CaseSearch::Step> CaseSearch::integer_step(std::vector<Open>& open) {
+  Open& top = open.back();
+  if (auto cut = integer_cut(top.box)) {
+    const auto [d, m] = *cut;
+    Open low{top.box, std::nullopt}, high{top.box, std::nullopt};
+    low.box.hi[d] = std::nextafter(m, -std::numeric_limits<double>::infinity());
+    high.box.lo[d] = m;
+    open.pop_back();
+    open.push_back(std::move(high));
+    open.push_back(std::move(low));  // the lower cells first
+    return Step::kNext;
+  }
+  if (top.bounds || top.ibp_tried) return Step::kBound;
+  if (out_of_time() || boxes_ + 1 > split_.max_boxes) return Step::kOutOfTime;
+  Options ibp = options_;
+  ibp.method = Method::kIbp;
+  ++boxes_;
+  Bounds b;
+  ASSIGN_OR_RETURN(b.y, linear_bounds(model_, top.box, objective_, ibp));
+  if (proved(b)) {
+    open.pop_back();
+    return Step::kNext;
+  }
+  const Vec centre = (top.box.lo + top.box.hi) * 0.5;
+  ASSIGN_OR_RETURN(Interval at, linear_bounds(model_, {centre, centre}, objective_, ibp));
+  double worst = -std::numeric_limits<double>::infinity();
+  for (Eigen::Index r = 0; r < static_cast<Eigen::Index>(case_.unsafe.size()); ++r)
+    if (!(at.hi[r] - case_.unsafe[r].rhs <= worst)) worst = at.hi[r] - case_.unsafe[r].rhs;
+  if (worst <= 0) return found(centre) ? Step::kFalsified : Step::kNext;
+  // Bounds over the box that equal those at its centre: every part of it that holds the centre
+  // keeps them (interval rules are monotone), so no split proves it.
+  const bool flat =
+      (b.y.lo.array() == at.lo.array()).all() && (b.y.hi.array() == at.hi.array()).all();
+  if (flat) {
+    unprovable_ = true;
+    open.pop_back();
+    return Step::kNext;
+  }
+  top.ibp_tried = true;
+  return Step::kBound;
+}
+
+}  // namespace propdag::internal
