@@ -117,12 +117,14 @@ TEST(Gather, LargeBroadcastAddIbpByHand) {
   }
 }
 
+// 1,024 output rows over nodes of 1,024 elements, in passes of 64 rows (chunk_entries 2^16).
 TEST(Gather, BroadcastAddCrownAndAlphaByHand) {
-  const int64_t side = 64;
+  const int64_t side = 32;
   Model m = test::build(square(side));
   for (Method method : {Method::kCrown, Method::kAlpha}) {
     Options o;
     o.method = method;
+    o.chunk_entries = 1 << 16;
     auto b = output_bounds(m, ramp_box(side), o);
     ASSERT_TRUE(b.ok()) << b.error().str();
     const Interval& w = b->front();
