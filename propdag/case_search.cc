@@ -165,9 +165,7 @@ common::Result<Verdict> CaseSearch::run() {
   next_attack_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double>(kAttackEvery));
   if (relu_splits_) return relu_search();
-  if (bounder_ == nullptr) {
-    ASSIGN_OR_RETURN(integer_dims_, find_integer_dims());
-  }
+  ASSIGN_OR_RETURN(integer_dims_, find_integer_dims());
   if (!small() || !integer_dims_.empty()) {  // integer splits do not depend on the ratio
     Search only{0, {Open{case_.box, whole_}}};
     return depth_first(only, split_.max_boxes);
@@ -317,10 +315,11 @@ common::Result<bool> CaseSearch::find_counterexample(const Interval& box, const 
   return hit;
 }
 
-common::Result<double> CaseSearch::violation(const Vec& x) {
+common::Result<double> CaseSearch::violation(const Vec& x, Interval* at) {
   Options point = options_;
   point.method = Method::kIbp;  // exact on a one-point box, up to rounding
   ASSIGN_OR_RETURN(Interval y, linear_bounds(model_, {x, x}, objective_, point));
+  if (at != nullptr) *at = y;
   double worst = -std::numeric_limits<double>::infinity();
   for (Eigen::Index r = 0; r < static_cast<Eigen::Index>(case_.unsafe.size()); ++r) {
     const double v = y.hi[r] - case_.unsafe[r].rhs;

@@ -131,7 +131,8 @@ class CaseSearch {
                                            bool centre = true);
   // By how much x misses being a counterexample: max_r (c_r . y(x) - rhs_r) over the case's
   // constraints (the first rows of the objective), <= 0 for one.
-  common::Result<double> violation(const Vec& x);
+  // With `at`, also the objective's bounds there (IBP on the one-point box).
+  common::Result<double> violation(const Vec& x, Interval* at = nullptr);
   common::Result<bool> counterexample_at(const Vec& x);
   // Records x, whose violation is <= 0, as the counterexample.
   bool found(Vec x);
@@ -185,7 +186,8 @@ class CaseSearch {
 
   // The free dimensions of the case's box that change the output of some op rounding to
   // integers (BoundOp::rounds_to_integers) when only they vary, the others at the box's centre:
-  // inputs used as indices, positions, counts. Small inputs only; one IBP run per dimension.
+  // inputs used as indices, positions, counts. Small inputs without a BoxBounder only; one IBP
+  // run per dimension.
   common::Result<std::vector<Eigen::Index>> find_integer_dims() const;
   // Where the box is split at an integer: the integer dimension with the most cells [k, k + 1)
   // in it, and the integer m nearest its middle; nothing when the box lies in one cell of each.

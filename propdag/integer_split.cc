@@ -32,7 +32,7 @@ common::Result<std::vector<Eigen::Index>> CaseSearch::find_integer_dims() const 
     if (model_.op(node) != nullptr && model_.op(node)->rounds_to_integers())
       rounding.push_back(node);
   std::vector<Eigen::Index> dims;
-  if (rounding.empty() || !small()) return dims;
+  if (rounding.empty() || !small() || bounder_ != nullptr) return dims;
   const Vec centre = (case_.box.lo + case_.box.hi) * 0.5;
   for (Eigen::Index d = 0; d < case_.box.size(); ++d) {
     if (cells(case_.box.lo[d], case_.box.hi[d]) < 2) continue;
@@ -89,10 +89,8 @@ common::Result<CaseSearch::Step> CaseSearch::integer_step(std::vector<Open>& ope
     return Step::kNext;
   }
   const Vec centre = (top.box.lo + top.box.hi) * 0.5;
-  ASSIGN_OR_RETURN(Interval at, linear_bounds(model_, {centre, centre}, objective_, ibp));
-  double worst = -std::numeric_limits<double>::infinity();
-  for (Eigen::Index r = 0; r < static_cast<Eigen::Index>(case_.unsafe.size()); ++r)
-    if (!(at.hi[r] - case_.unsafe[r].rhs <= worst)) worst = at.hi[r] - case_.unsafe[r].rhs;
+  Interval at;
+  ASSIGN_OR_RETURN(double worst, violation(centre, &at));
   if (worst <= 0) return found(centre) ? Step::kFalsified : Step::kNext;
   // Bounds over the box that equal those at its centre: every part of it that holds the centre
   // keeps them (interval rules are monotone), so no split proves it.
