@@ -42,6 +42,10 @@ echo "built ${tests[*]} in $(($(date +%s) - start)) s"
 export SUITE_TEST_SAMPLE="${SUITE_TEST_SAMPLE:-8}"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:detect_stack_use_after_return=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+# Left out here, run by the regular build: ACAS Xu prop_2 searched twice to the same 3,131 boxes
+# (84 s at -O1 under ASan, 6 s in release); the search code it runs is covered here by the smaller
+# VerifyTest cases.
+declare -A skip=([propdag_test]="VerifyTest.BoxBounderCarriesNodeBoundsAsTheSearchDoes")
 
 # run_one NAME: runs one binary, prints its line, exits with its status.
 run_one() {
@@ -49,7 +53,7 @@ run_one() {
   bin="$(find "$build" -name "$t" -type f -perm -u+x | head -1)"
   log="$build/$t.log"
   t0=$(date +%s)
-  "$bin" --gtest_brief=1 >"$log" 2>&1
+  "$bin" --gtest_brief=1 ${skip[$t]:+"--gtest_filter=-${skip[$t]}"} >"$log" 2>&1
   rc=$?
   summary="$(grep -E '^\[  (PASSED|FAILED)  \]' "$log" | tr '\n' ' ')"
   findings="$(grep -cE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$log")"

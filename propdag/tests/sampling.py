@@ -5,6 +5,7 @@ root on sys.path: ctest runs the tests from there with `python3 -m pytest`."""
 
 import atexit
 import csv
+import functools
 import gzip
 import json
 import os
@@ -39,8 +40,8 @@ def _input_count(model):
 
 
 def _unlisted(bench, listed, specs):
-    """Models of a benchmark that instances.csv does not list, each with the first listed property
-    whose input count matches (or none)."""
+    """Models of a benchmark that instances.csv does not list, each with a function giving its
+    property (_matching_spec)."""
     folder = os.path.join(BENCH, bench, "onnx")
     if not os.path.isdir(folder):
         return []
@@ -49,10 +50,14 @@ def _unlisted(bench, listed, specs):
         model = os.path.normpath(os.path.join(folder, name))
         if model in listed or not (name.endswith(".onnx") or name.endswith(".onnx.gz")):
             continue
-        count = _input_count(model)
-        match = next((s for s in specs if vnnlib.read(s).num_inputs == count), None)
-        out.append((bench, model, match or synthetic_box(count)))
+        out.append((bench, model, functools.partial(_matching_spec, model, specs)))
     return out
+
+
+def _matching_spec(model, specs):
+    count = _input_count(model)
+    match = next((s for s in specs if vnnlib.read(s).num_inputs == count), None)
+    return match or synthetic_box(count)
 
 
 _boxes = []  # the folder of synthetic_box's files, made on first use, removed at exit
@@ -72,10 +77,11 @@ def synthetic_box(count, lo=0.0, hi=1.0):
     return path
 
 
-def instances():
+def instances(lazy=False):
     """[(benchmark, model path, property)]: the first property listed for each model in
     instances.csv; models not listed get the first listed property of their benchmark with the
-    same number of inputs (None when there is none)."""
+    same number of inputs, else a box [0, 1]^n. Finding that property parses the model (2.8 s for
+    a 64-neuron tllverifybench model): with lazy=True it is left to spec(), for the entries used."""
     out = []
     if not os.path.isdir(BENCH):
         return out
@@ -95,7 +101,12 @@ def instances():
                     out.append((bench, model, spec))
         specs = list(dict.fromkeys(s for b, _, s in out if b == bench))
         out += _unlisted(bench, seen, specs)
-    return out
+    return out if lazy else [(b, m, spec(s)) for b, m, s in out]
+
+
+def spec(entry):
+    """The property path of an entry of instances(lazy=True)."""
+    return entry() if callable(entry) else entry
 
 
 def propdag(*args):
