@@ -31,6 +31,14 @@ if [[ ! -f "$build/compile_commands.json" ]]; then
   echo "tidy.sh: $build/compile_commands.json missing; run scripts/build.sh first" >&2
   exit 2
 fi
+# A unity build's database names CMake's Unity/unity_N_cxx.cxx files: clang-tidy gets one with
+# an entry per source instead (scripts/tidy_select.py --expand-unity).
+db="$build"
+if grep -q '/Unity/unity_' "$build/compile_commands.json"; then
+  db="$build/tidy-db"
+  /usr/bin/python3 "$here/scripts/tidy_select.py" --expand-unity "$build/compile_commands.json" \
+    "$db/compile_commands.json"
+fi
 format="$(command -v clang-format-14 || command -v clang-format || true)"
 if [[ -n "$format" ]]; then
   unformatted=()
@@ -75,7 +83,7 @@ else
   deps="$(mktemp "${TMPDIR:-/tmp}/tidy_deps_XXXXXX")"
   [[ -n "$clean" ]] && ninja -C "$build" -t deps >"$deps" 2>/dev/null || :
   mapfile -t files < <(/usr/bin/python3 "$here/scripts/tidy_select.py" \
-    "$build/compile_commands.json" "$here" "$build" "$deps" ${clean:+--changed "${changed[@]}"})
+    "$db/compile_commands.json" "$here" "$build" "$deps" ${clean:+--changed "${changed[@]}"})
   rm -f "$deps"
   if [[ -n "$clean" ]]; then
     echo "tidy.sh: ${#files[@]} sources changed since lint-clean ${clean:0:12} (TIDY_ALL=1: all)"
@@ -91,7 +99,7 @@ trap 'rm -rf "$log"' EXIT
 # the file's position in the list) and, when it finds anything, a .failed marker.
 printf '%s\n' "${files[@]}" | nl -ba -w1 -s' ' |
   xargs -P "${JOBS:-$(nproc)}" -L1 sh -c \
-    '"$0" -p "$1" --quiet "$4" >"$2/$3.log" 2>&1 || : >"$2/$3.failed"' "$tidy" "$build" "$log"
+    '"$0" -p "$1" --quiet "$4" >"$2/$3.log" 2>&1 || : >"$2/$3.failed"' "$tidy" "$db" "$log"
 for marker in "$log"/*.failed; do
   [[ -e "$marker" ]] || continue
   grep -E ': (warning|error):' "${marker%.failed}.log" || cat "${marker%.failed}.log"

@@ -1,6 +1,12 @@
 """The sources scripts/tidy.sh hands to clang-tidy, one per line.
 
     tidy_select.py COMPILE_COMMANDS ROOT BUILD DEPS [--changed FILE...]
+    tidy_select.py --expand-unity COMPILE_COMMANDS OUT_JSON
+
+A unity build (scripts/build.sh's default) compiles CMake's Unity/unity_N_cxx.cxx files, each
+including up to 8 sources; --expand-unity writes a compile database with one entry per included
+source (the unity file's command, the source in its place) for clang-tidy, and reading DEPS, a
+unity object's headers count as dependencies of every source it includes.
 
 Without --changed: every project source in compile_commands.json (under ROOT, not under BUILD),
 except those compiled against LibTorch (clang 14 cannot parse its headers in C++20 mode).
@@ -28,21 +34,52 @@ def project_sources(compile_commands, root, build):
     return sorted(f for f in seen if f.startswith(root) and not f.startswith(build))
 
 
+def is_unity(path):
+    return "/Unity/unity_" in path and path.endswith(".cxx")
+
+
+def unity_sources(path):
+    """The sources a CMake unity file includes (absolute paths, in its #include lines)."""
+    out = []
+    for line in open(path, errors="replace"):
+        if line.startswith('#include "'):
+            out.append(os.path.realpath(line.split('"')[1]))
+    return out
+
+
+def expand_unity(compile_commands, out_json):
+    entries = []
+    for e in json.load(open(compile_commands)):
+        unity = os.path.join(e["directory"], e["file"])
+        if not is_unity(unity):
+            entries.append(e)
+            continue
+        for source in unity_sources(unity):
+            command = " ".join(source if w == e["file"] else w for w in e["command"].split(" "))
+            entries.append(dict(e, file=source, command=command))
+    os.makedirs(os.path.dirname(out_json), exist_ok=True)
+    with open(out_json, "w") as f:
+        json.dump(entries, f, indent=1)
+
+
 def dependents(deps_file, build, sources):
     """{dependency path: set of sources whose object records it}."""
-    out, current = {}, None
+    out, owners = {}, None
     for line in open(deps_file, errors="replace"):
         if not line.strip():
-            current = None
+            owners = None
         elif not line[0].isspace():
-            current = []
-        elif current is not None:
+            owners = []
+        elif owners is not None:
             path = os.path.realpath(os.path.join(build, line.strip()))
-            current.append(path)
-            if len(current) == 1 and path not in sources:
-                current = None  # an object of something other than a project source
-                continue
-            out.setdefault(path, set()).add(current[0])
+            if not owners:  # the object's first dependency: its source
+                owners = [path] if path in sources else [
+                    s for s in (unity_sources(path) if is_unity(path) else []) if s in sources]
+                if not owners:
+                    owners = None  # an object of something other than a project source
+                    continue
+            for source in owners:
+                out.setdefault(path, set()).add(source)
     return out
 
 
@@ -65,6 +102,9 @@ def emit(paths):
 
 
 def main(argv):
+    if argv and argv[0] == "--expand-unity":
+        expand_unity(*argv[1:3])
+        return
     compile_commands, root, build, deps_file = argv[:4]
     root, build = (os.path.realpath(p) + "/" for p in (root, build))
     sources = project_sources(compile_commands, root, build)
