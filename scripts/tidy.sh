@@ -7,7 +7,7 @@
 #   FILE...        clang-tidy exactly these files.
 #   no FILE        the sources the build compiles that differ from the commit named in
 #                  scripts/tidy-clean (committed changes and the working tree), and every source
-#                  whose object depends on a changed header (ninja's recorded header deps).
+#                  that includes a changed header, directly or through project headers.
 #   TIDY_ALL=1     every source the build compiles (the whole-tree pass: ~21 minutes on 2 cores).
 #   --record       after a clean whole-tree pass, write HEAD into scripts/tidy-clean.
 # Where scripts/tidy-clean's commit is not in this clone (a shallow clone), every source is checked.
@@ -80,11 +80,8 @@ else
       git -C "$here" ls-files --others --exclude-standard
     } | sort -u | sed "s|^|$here/|")
   fi
-  deps="$(mktemp "${TMPDIR:-/tmp}/tidy_deps_XXXXXX")"
-  [[ -n "$clean" ]] && ninja -C "$build" -t deps >"$deps" 2>/dev/null || :
   mapfile -t files < <(/usr/bin/python3 "$here/scripts/tidy_select.py" \
-    "$db/compile_commands.json" "$here" "$build" "$deps" ${clean:+--changed "${changed[@]}"})
-  rm -f "$deps"
+    "$db/compile_commands.json" "$here" "$build" ${clean:+--changed "${changed[@]}"})
   if [[ -n "$clean" ]]; then
     echo "tidy.sh: ${#files[@]} sources changed since lint-clean ${clean:0:12} (TIDY_ALL=1: all)"
   fi
