@@ -4,8 +4,9 @@ point printed for a `falsified` one does (up to float32 rounding). ACAS Xu has i
 tests (acasxu_verify_test.py); here the other architectures get the same check, with the bounds
 carried into split boxes (small inputs: the look-ahead's halves; large inputs: the halves along
 the steepest dimension), and once more on the first instance of each with ReLU splits under alpha
-(`--branch relu`: parts of the box cut out by the signs of ReLU inputs, with beta multipliers). The property's conditions
-are evaluated here from the VNN-LIB text, independently of propdag's reader."""
+(`--branch relu`: parts of the box cut out by the signs of ReLU inputs, with beta multipliers).
+The property's conditions are evaluated here from the VNN-LIB text, independently of propdag's
+reader."""
 
 import csv
 import json
