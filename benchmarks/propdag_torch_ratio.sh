@@ -4,6 +4,8 @@
 # CROWN and alpha ("MODEL alpha"; "MODEL f32": the torch engine in float32 at the largest K),
 # per second of wall time, measured in one run of propdag_torch_bench, and load + one CROWN
 # bound per model. The torch engine uses $OMP_NUM_THREADS threads (LibTorch's default: its count of physical cores; 1 on the 2-core VM, so set 2 there).
+# With --benchmark_repetitions=N each rate is the median of N runs (the VM's rates vary by up to
+# 1.5x from run to run; --benchmark_enable_random_interleaving=true spreads that drift evenly).
 #   benchmarks/propdag_torch_ratio.sh [BUILD_DIR] [--device=cpu|cuda] [--benchmark_filter=...]
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,7 +22,13 @@ import sys
 runs = json.load(open(sys.argv[1]))["benchmarks"]
 rate = {}
 load = {}
+# With --benchmark_repetitions, each benchmark's median stands for it.
+medians = {r["run_name"] for r in runs if r.get("aggregate_name") == "median"}
 for r in runs:
+    if r.get("run_name") in medians and r.get("aggregate_name") != "median":
+        continue
+    if r.get("run_type") == "aggregate" and r.get("aggregate_name") != "median":
+        continue
     if r.get("error_occurred"):
         print("%s: %s" % (r["name"], r.get("error_message", "error")))
         continue

@@ -130,7 +130,7 @@ bool Crown::refine(int node, const std::vector<Eigen::Index>& rows) {
   const auto count = static_cast<Eigen::Index>(rows.size());
   Mat unit_rows = Mat::Zero(count, model_.numel(node));  // the rows of the identity
   for (Eigen::Index i = 0; i < count; ++i) unit_rows(i, rows[i]) = 1;
-  const Interval crown = backward(node, unit_rows);
+  const Interval crown = backward(node, unit_rows, nullptr, &rows);
   Interval refined = node_bounds_[node];  // rows left out keep their bounds
   for (Eigen::Index i = 0; i < count; ++i)
     refined.lo[rows[i]] = crown.lo[i], refined.hi[rows[i]] = crown.hi[i];
@@ -139,7 +139,8 @@ bool Crown::refine(int node, const std::vector<Eigen::Index>& rows) {
   return true;
 }
 
-Interval Crown::backward(int target, const Mat& c, Mat* lower_coef) {
+Interval Crown::backward(int target, const Mat& c, Mat* lower_coef,
+                         const std::vector<Eigen::Index>* unit) {
   const Dag& dag = model_.dag();
   std::vector<int> order = dag.backward_order(target);
   double widest = 0;
@@ -152,8 +153,10 @@ Interval Crown::backward(int target, const Mat& c, Mat* lower_coef) {
     Eigen::Index chunk_rows = std::min(chunk, rows - first_row);
     Backward pass{std::vector<Mat>(dag.size()), std::vector<Mat>(dag.size()), Vec::Zero(chunk_rows),
                   Vec::Zero(chunk_rows)};
-    pass.lam[target] = c.middleRows(first_row, chunk_rows);
-    pass.om[target] = pass.lam[target];
+    if (unit == nullptr || !first_step(target, *unit, first_row, pass)) {
+      pass.lam[target] = c.middleRows(first_row, chunk_rows);
+      pass.om[target] = pass.lam[target];
+    }
     lower_coef_ = lower_coef;
     coef_row0_ = first_row;
     for (int n : order) step(n, pass);
@@ -163,6 +166,36 @@ Interval Crown::backward(int target, const Mat& c, Mat* lower_coef) {
   }
   nan_as_unbounded(out);
   return out;
+}
+
+bool Crown::first_step(int target, const std::vector<Eigen::Index>& unit, Eigen::Index first_row,
+                       Backward& pass) const {
+  if (model_.op(target) == nullptr) return false;
+  const Relaxation relax = relax_at(target);
+  if (relax.kind != Relaxation::Kind::kAffine) return false;
+  const Eigen::Index rows = pass.lb.size();
+  const DagNode& dag_node = model_.dag().node(target);
+  for (const LinearTerm& t : *relax.terms) {
+    Mat lam;
+    if (t.dense) {  // the weights' rows
+      lam.resize(rows, t.wf.size() == 0 ? t.w.cols() : t.wf.cols());
+      for (Eigen::Index i = 0; i < rows; ++i)
+        if (t.wf.size() == 0)
+          lam.row(i) = t.w.row(unit[first_row + i]);
+        else
+          lam.row(i) = t.wf.row(unit[first_row + i]).cast<double>();
+    } else {
+      Mat id = Mat::Zero(rows, model_.numel(target));
+      for (Eigen::Index i = 0; i < rows; ++i) id(i, unit[first_row + i]) = 1;
+      lam = times(id, t);
+    }
+    Mat om = lam;
+    accumulate(pass.lam[dag_node.inputs[t.slot]], std::move(lam));
+    accumulate(pass.om[dag_node.inputs[t.slot]], std::move(om));
+  }
+  for (Eigen::Index i = 0; i < rows; ++i) pass.lb[i] = (*relax.bias)[unit[first_row + i]];
+  pass.ub = pass.lb;
+  return true;
 }
 
 void Crown::concretize(int node, Backward& pass) {

@@ -130,7 +130,10 @@ class Crown {
   /// lower-bound pass with CROWN's slopes; adds to `scores` (one entry per Dag node).
   void add_split_scores(int target, const Mat& c, std::vector<Vec>& scores) const;
   /// Bounds of c * target; adds the lower bound's input coefficients to `lower_coef` if given.
-  Interval backward(int target, const Mat& c, Mat* lower_coef = nullptr);
+  /// `unit` (optional): c's rows are the identity's rows at these indices, so that an affine
+  /// target's first step takes its weights' rows instead of multiplying by them.
+  Interval backward(int target, const Mat& c, Mat* lower_coef = nullptr,
+                    const std::vector<Eigen::Index>* unit = nullptr);
   const Interval& bounds(int node) const { return node_bounds_[node]; }
   /// Lower bounds of c * target as backward() finds them, but with the tunable lower slopes of
   /// the relaxations (Relaxation::lo_min/lo_max) chosen per row by Options::alpha_steps steps of
@@ -182,6 +185,10 @@ class Crown {
   void step(int node, Backward& pass);
   // A graph input's step: its coefficients times the box, into pass.lb and pass.ub.
   void concretize(int node, Backward& pass);
+  // backward()'s step through an affine target for the identity's rows unit[first_row + i]
+  // (pass.lb's size of them): false, nothing done, where the target is not affine.
+  bool first_step(int target, const std::vector<Eigen::Index>& unit, Eigen::Index first_row,
+                  Backward& pass) const;
 
   const Model& model_;
   Options options_;

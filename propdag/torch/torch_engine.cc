@@ -3,6 +3,7 @@
 // torch_passes.cc.
 #include <ATen/Context.h>
 #include <ATen/TensorOperators.h>
+#include <ATen/ops/arange.h>
 #include <ATen/ops/eye.h>
 #include <ATen/ops/zeros.h>
 
@@ -149,7 +150,8 @@ Result<std::vector<Boxes>> TorchEngine::compute_outputs(const Boxes& input, cons
       out.push_back(to_boxes(b[o]));
       continue;
     }
-    ASSIGN_OR_RETURN(TBox r, backward(o, at::eye(n, opts_), x, b, opt, nullptr, &lines));
+    const at::Tensor all = at::arange(n, opts_.dtype(at::kLong));
+    ASSIGN_OR_RETURN(TBox r, backward(o, at::eye(n, opts_), x, b, opt, nullptr, &lines, &all));
     ASSIGN_OR_RETURN(r, internal::tuned_outputs({m_, kernels_, offset_, x, b}, o, r, opt));
     internal::nan_as_unbounded(r);
     if (opt.intersect_ibp) intersect(r, b[o].lo, b[o].hi);

@@ -123,10 +123,14 @@ class TorchEngine : public Engine {
 
   // Bounds of c * target ([K, rows]) for the objective c: [rows, numel(target)], the same for
   // every box, or [K, rows, numel(target)], one per box. The lower bounds' input coefficients
-  // are added to `coef` ([K, rows, inputs]) when it is given.
+  // are added to `coef` ([K, rows, inputs]) when it is given. `unit` (optional): c is the
+  // identity's rows at these indices ([rows]; [K] for one row per box), so that an affine
+  // target's first step takes its weights' rows instead of multiplying by them (c's entries are
+  // then not read: callers pass an expanded zero of its shape).
   Result<TBox> backward(int target, const at::Tensor& c, const TBox& x, const std::vector<TBox>& b,
                         const Options& opt, at::Tensor* coef = nullptr,
-                        std::vector<TLines>* lines = nullptr) const;
+                        std::vector<TLines>* lines = nullptr,
+                        const at::Tensor* unit = nullptr) const;
 
   static void concretize(const TBox& in, const at::Tensor& lam, const at::Tensor& om, TBackward& w);
 

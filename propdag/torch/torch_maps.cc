@@ -23,6 +23,13 @@
 #include "propdag/torch/torch_ops.h"
 
 namespace propdag::torch_engine::internal {
+
+at::Tensor LinearMap::adjoint_rows(const at::Tensor& rows, int64_t out,
+                                   const at::TensorOptions& opts) const {
+  at::Tensor id = at::zeros({rows.size(0), out}, opts);
+  return adjoint(id.scatter_(1, rows.unsqueeze(1), 1.0));
+}
+
 namespace {
 
 // ---- Linear maps ----
@@ -35,6 +42,10 @@ class DenseMap : public LinearMap {
     return at::matmul(x, abs ? abs_wt_ : wt_);
   }
   at::Tensor adjoint(const at::Tensor& y) const override { return at::matmul(y, w_); }
+  at::Tensor adjoint_rows(const at::Tensor& rows, int64_t,
+                          const at::TensorOptions&) const override {
+    return w_.index_select(0, rows);
+  }
   const char* kind() const override { return "dense"; }
 
  private:

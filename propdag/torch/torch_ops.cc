@@ -74,14 +74,18 @@ class AffineKernel : public Kernel {
   common::Status step(int node, const std::vector<TBox>&, TBackward& w) const override {
     const at::Tensor &lam = w.lam[node], &om = w.om[node];
     const int64_t k = lam.size(0), rows = lam.size(1);
+    // Until a nonlinear step the two sides are one tensor (a pass's start): map it once.
+    const bool same = lam.is_same(om);
     for (const Term& t : terms_) {
-      at::Tensor l = t.map->adjoint(lam.reshape({k * rows, lam.size(2)}));
-      at::Tensor o = t.map->adjoint(om.reshape({k * rows, om.size(2)}));
-      accumulate(w.lam[inputs_[t.slot]], l.reshape({k, rows, -1}));
-      accumulate(w.om[inputs_[t.slot]], o.reshape({k, rows, -1}));
+      at::Tensor l = t.map->adjoint(lam.reshape({k * rows, lam.size(2)})).reshape({k, rows, -1});
+      at::Tensor o =
+          same ? l : t.map->adjoint(om.reshape({k * rows, om.size(2)})).reshape({k, rows, -1});
+      accumulate(w.lam[inputs_[t.slot]], l);
+      accumulate(w.om[inputs_[t.slot]], o);
     }
-    w.lb.add_(at::matmul(lam, bias_));
-    w.ub.add_(at::matmul(om, bias_));
+    const at::Tensor lb = at::matmul(lam, bias_);
+    w.lb.add_(lb);
+    w.ub.add_(same ? lb : at::matmul(om, bias_));
     return {};
   }
 

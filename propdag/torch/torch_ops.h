@@ -41,6 +41,10 @@ class LinearMap {
   virtual ~LinearMap() = default;
   virtual at::Tensor apply(const at::Tensor& x, bool abs) const = 0;
   virtual at::Tensor adjoint(const at::Tensor& y) const = 0;
+  /// adjoint() of the rows `rows` ([M] indices) of the identity of size `out` on `opts`: [M, in].
+  /// A dense map takes its weights' rows; the others map the identity's rows.
+  virtual at::Tensor adjoint_rows(const at::Tensor& rows, int64_t out,
+                                  const at::TensorOptions& opts) const;
   /// "dense", "conv", "conv_transpose", "gather", "identity" or "sparse".
   virtual const char* kind() const = 0;
 };

@@ -64,9 +64,12 @@ Status TorchEngine::refine(int n, RefineRows kind, const TBox& x, const Options&
   const int64_t pairs = want.sum().item<int64_t>();
   if (pairs_ok_[n] && 4 * pairs < 3 * k * rows.size(0))
     return refine_pairs(n, want, x, opt, b, lines);
-  at::Tensor id = at::zeros({rows.size(0), numel}, opts_);  // those rows of the identity
-  id.scatter_(1, rows.unsqueeze(1), 1.0);
-  ASSIGN_OR_RETURN(TBox c, backward(n, id, x, b, opt, nullptr, &lines));
+  // Those rows of the identity; an affine node's pass takes its weights' rows instead.
+  const at::Tensor id =
+      kernels_[n]->affine() != nullptr
+          ? at::zeros({1, 1}, opts_).expand({rows.size(0), numel})
+          : at::zeros({rows.size(0), numel}, opts_).scatter_(1, rows.unsqueeze(1), 1.0);
+  ASSIGN_OR_RETURN(TBox c, backward(n, id, x, b, opt, nullptr, &lines, &rows));
   const TBox old{b[n].lo.index_select(1, rows), b[n].hi.index_select(1, rows)};
   TBox tight = old;
   intersect(tight, c.lo, c.hi);
@@ -86,6 +89,7 @@ Status TorchEngine::refine_pairs(int n, const at::Tensor& want, const TBox& x, c
   }
   double widest = 0;
   for (int m : order) widest = std::max<double>(widest, static_cast<double>(m_.numel(m)));
+  const bool affine = kernels_[n]->affine() != nullptr;
   const at::Tensor at_pair = want.nonzero();  // [P, 2]: box, row
   const int64_t total = at_pair.size(0), numel = m_.numel(n);
   const auto chunk =
@@ -108,9 +112,10 @@ Status TorchEngine::refine_pairs(int n, const at::Tensor& want, const TBox& x, c
                at::Tensor(),
                l.input};
     }
-    at::Tensor c = at::zeros({pk, 1, numel}, opts_);
-    c.scatter_(2, row.view({pk, 1, 1}), 1.0);
-    ASSIGN_OR_RETURN(TBox r, backward(n, c, xs, bs, opt, nullptr, &ls));
+    // Each pair's row of the identity; an affine node's pass takes its weights' rows instead.
+    at::Tensor c = affine ? at::zeros({1, 1, 1}, opts_).expand({pk, 1, numel})
+                          : at::zeros({pk, 1, numel}, opts_).scatter_(2, row.view({pk, 1, 1}), 1.0);
+    ASSIGN_OR_RETURN(TBox r, backward(n, c, xs, bs, opt, nullptr, &ls, &row));
     const at::Tensor flat = box * numel + row;  // the pairs in b[n] seen as one vector
     const at::Tensor lo = b[n].lo.reshape(-1), hi = b[n].hi.reshape(-1);
     TBox tight{lo.index_select(0, flat), hi.index_select(0, flat)};
@@ -123,13 +128,15 @@ Status TorchEngine::refine_pairs(int n, const at::Tensor& want, const TBox& x, c
 
 Result<TBox> TorchEngine::backward(int target, const at::Tensor& c, const TBox& x,
                                    const std::vector<TBox>& b, const Options& opt, at::Tensor* coef,
-                                   std::vector<TLines>* lines) const {
+                                   std::vector<TLines>* lines, const at::Tensor* unit) const {
   const Dag& dag = m_.dag();
   std::vector<int> order = dag.backward_order(target);
   double widest = 0;
   for (int n : order) widest = std::max<double>(widest, static_cast<double>(m_.numel(n)));
   const bool per_box = c.dim() == 3;
   const int64_t k = x.lo.size(0), rows = c.size(per_box ? 1 : 0);
+  const TAffine* first = kernels_[target] != nullptr ? kernels_[target]->affine() : nullptr;
+  if (per_box && rows != 1) unit = nullptr;
   const auto chunk = std::max<int64_t>(
       1, static_cast<int64_t>(opt.chunk_entries / (widest * static_cast<double>(k))));
   std::vector<at::Tensor> lo, hi;
@@ -139,9 +146,22 @@ Result<TBox> TorchEngine::backward(int target, const at::Tensor& c, const TBox& 
                 at::zeros({k, rk}, opts_), at::zeros({k, rk}, opts_), lines};
     // [1, rows, n]: the same for every box until a nonlinear op's lines make it differ
     // (every step broadcasts a batch of 1 against the boxes).
-    w.lam[target] =
-        per_box ? c.narrow(1, r0, rk).contiguous() : c.narrow(0, r0, rk).unsqueeze(0).contiguous();
-    w.om[target] = w.lam[target];
+    if (unit != nullptr && first != nullptr) {  // the target's step on rows of the identity
+      const at::Tensor idx = per_box ? *unit : unit->narrow(0, r0, rk);
+      for (const auto& [in, map] : first->terms) {
+        at::Tensor l = map->adjoint_rows(idx, m_.numel(target), opts_);
+        l = per_box ? l.view({k, 1, -1}) : l.unsqueeze(0);
+        accumulate(w.lam[in], l);
+        accumulate(w.om[in], l);
+      }
+      const at::Tensor bias = first->bias.index_select(0, idx);
+      w.lb = w.lb + (per_box ? bias.view({k, 1}) : bias.unsqueeze(0));
+      w.ub = w.lb.clone();  // the steps add to each in place
+    } else {
+      w.lam[target] = per_box ? c.narrow(1, r0, rk).contiguous()
+                              : c.narrow(0, r0, rk).unsqueeze(0).contiguous();
+      w.om[target] = w.lam[target];
+    }
     for (int n : order) {
       if (!w.lam[n].defined()) continue;
       if (m_.op(n) == nullptr) {
