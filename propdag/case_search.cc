@@ -73,7 +73,7 @@ CaseSearch::CaseSearch(const Model& model, const SpecCase& c, const Options& opt
       bounder_(bounder) {}
 
 bool CaseSearch::shares_bounds() const {
-  return bounder_ == nullptr && options_.method != Method::kAlpha && !relu_splits_;
+  return options_.method != Method::kAlpha && !relu_splits_;
 }
 
 common::Status CaseSearch::bound_together(const std::vector<CaseSearch*>& cases) {
@@ -97,15 +97,29 @@ common::Status CaseSearch::bound_together(const std::vector<CaseSearch*>& cases)
     offsets.push_back(offsets.back() + rows);
   }
   Bounds b;
-  BoundsIn in;
-  in.budget_rows = most;
   BoundsOut got;
-  got.want.lower_coef = first.options_.method != Method::kIbp;
-  got.want.node_bounds = first.carry_nodes_;
-  ASSIGN_OR_RETURN(
-      b.y, linear_bounds(first.model_, first.case_.box, objective, first.options_, in, &got));
-  b.coef = std::move(got.lower_coef);
-  b.nodes = std::move(got.node_bounds);
+  if (first.bounder_ != nullptr) {  // one box through the BoxBounder (no joint margins there)
+    Options options = first.options_;
+    options.budget_rows = most;
+    std::vector<Mat> coef;
+    std::vector<std::vector<Interval>> nodes(1);
+    ASSIGN_OR_RETURN(std::vector<Interval> y,
+                     first.bounder_->bound({first.case_.box}, objective, options,
+                                           options.method != Method::kIbp ? &coef : nullptr,
+                                           first.carry_nodes_ ? &nodes : nullptr));
+    b.y = std::move(y.front());
+    if (!coef.empty()) b.coef = std::move(coef.front());
+    if (first.carry_nodes_ && !nodes.empty()) b.nodes = std::move(nodes.front());
+  } else {
+    BoundsIn in;
+    in.budget_rows = most;
+    got.want.lower_coef = first.options_.method != Method::kIbp;
+    got.want.node_bounds = first.carry_nodes_;
+    ASSIGN_OR_RETURN(
+        b.y, linear_bounds(first.model_, first.case_.box, objective, first.options_, in, &got));
+    b.coef = std::move(got.lower_coef);
+    b.nodes = std::move(got.node_bounds);
+  }
   for (size_t i = 0; i < cases.size(); ++i) {
     const Eigen::Index at = offsets[i], rows = offsets[i + 1] - offsets[i];
     Bounds mine;

@@ -40,9 +40,9 @@ class CaseSearch {
   // ReLU splits: alpha tunes its slopes for the rows it is given, and ReLU splits score them).
   bool shares_bounds() const;
   // The whole-box bounds of several cases over the same box (shares_bounds() for each, the same
-  // model and options) in one linear_bounds call over all their objective rows: the intermediate
-  // bounds, most of CROWN's work, are computed once instead of once per case. Counted as one
-  // bound computation, of the first case.
+  // model, options and BoxBounder) in one linear_bounds or BoxBounder call over all their
+  // objective rows: the intermediate bounds, most of CROWN's work, are computed once instead of
+  // once per case. Counted as one bound computation, of the first case.
   // start() uses them instead of computing its own (when given before it).
   static common::Status bound_together(const std::vector<CaseSearch*>& cases);
 

@@ -72,6 +72,10 @@ struct Options {
   double chunk_entries = 2e6;
   /// Intersect the final CROWN bounds with IBP's (intermediate bounds always are).
   bool intersect_ibp = true;
+  /// BoundsIn::budget_rows for a call that has no BoundsIn (a BoxBounder, the torch engine): the
+  /// rows by which an output's final pass is judged against refine_budget (0: all the
+  /// objective's rows). BoundsIn::budget_rows, when set, takes precedence.
+  Eigen::Index budget_rows = 0;
   /// kAlpha: projected gradient (Adam) steps that tune, per objective row, the lower-line slope of
   /// every ReLU / LeakyReLU whose input interval crosses zero and the tangent points of the
   /// Sigmoid / Tanh lines (within their families), from CROWN's choice; the best bound seen is

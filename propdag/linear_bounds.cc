@@ -21,9 +21,11 @@ Interval box_of(const Mat& c, const Interval& y) {
   return {mid - rad, mid + rad};
 }
 
-// The rows of a final pass that the budget judges (BoundsIn::budget_rows).
-Eigen::Index judged_rows(Eigen::Index rows, const BoundsIn& in) {
-  return in.budget_rows > 0 ? std::min(rows, in.budget_rows) : rows;
+// The rows of a final pass that the budget judges (BoundsIn::budget_rows, else
+// Options::budget_rows).
+Eigen::Index judged_rows(Eigen::Index rows, const BoundsIn& in, const Options& options) {
+  const Eigen::Index judged = in.budget_rows > 0 ? in.budget_rows : options.budget_rows;
+  return judged > 0 ? std::min(rows, judged) : rows;
 }
 
 // Where linear_bounds works on an output that may also be given as an input (the tuned slopes,
@@ -62,10 +64,11 @@ common::Result<Interval> bound_part(const Parts& call, size_t o, const Mat& c) {
                                     " has the wrong size");
   Crown* crown = call.crown;
   const bool ibp = call.ibp != nullptr;
-  const bool affordable =
-      ibp || internal::output_affordable(
-                 call.options,
-                 crown->row_cost(node) * static_cast<double>(judged_rows(call.rows, call.in)), 1);
+  const bool affordable = ibp || internal::output_affordable(
+                                     call.options,
+                                     crown->row_cost(node) * static_cast<double>(judged_rows(
+                                                                 call.rows, call.in, call.options)),
+                                     1);
   Interval part;
   if (affordable && !ibp && call.options.method == Method::kAlpha) {
     part.hi = crown->backward(node, c).hi;
@@ -148,7 +151,7 @@ common::Result<Interval> linear_bounds(const Model& model, const Interval& input
     std::vector<double> out_rows;
     out_rows.reserve(c.size());
     for (const Mat& m : c)
-      out_rows.push_back(m.size() == 0 ? 0 : static_cast<double>(judged_rows(rows, in)));
+      out_rows.push_back(m.size() == 0 ? 0 : static_cast<double>(judged_rows(rows, in, options)));
     crown->set_output_rows(std::move(out_rows));
     RETURN_IF_ERROR(crown->forward(input, in.node_bounds, in.splits));
     if (want.node_bounds) got.node_bounds = crown->all_bounds();

@@ -64,6 +64,27 @@ TEST(TorchVerify, FalsifiesAtTheCentre) {
   EXPECT_EQ(r.counterexample[0], 0.0);
 }
 
+// Three cases over one box (y = x - x, which CROWN bounds to [0, 0]; unsafe y >= 0.5, y <= -0.5,
+// y >= 1): their whole-box bounds come from one bound computation over all their rows, through
+// the BoxBounder as on the Eigen engine, instead of one per case (ml4acopf's 216-case
+// properties: one computation instead of 216).
+TEST(TorchVerify, CasesOverOneBoxShareOneBoundComputation) {
+  Model m = test::build(kZero);
+  const Spec three =
+      zero_spec("(assert (or (and (>= Y_0 0.5)) (and (<= Y_0 -0.5)) (and (>= Y_0 1))))");
+  ASSERT_EQ(three.cases.size(), 3U);
+  auto eigen = verify(m, three, {Method::kCrown}, {1, 0});
+  ASSERT_TRUE(eigen.ok()) << eigen.error().str();
+  EXPECT_TRUE(eigen->verified);
+  EXPECT_EQ(eigen->boxes, 1);
+  for (int batch : {1, 64}) {
+    VerifyResult r = torch_verify(m, three, {Method::kCrown}, {1, 0}, batch);
+    EXPECT_TRUE(r.verified) << batch;
+    EXPECT_EQ(r.cases_proved, 3) << batch;
+    EXPECT_EQ(r.boxes, 1) << batch;
+  }
+}
+
 // Two ACAS Xu instances, CROWN, 20,000 bound computations at most (no time limit, so the result
 // does not depend on the machine's load): 1_2 prop_1 holds and 2_1 prop_2 is violated
 // (published_2024_results.csv: every tool agrees). Both engines decide both, and the torch

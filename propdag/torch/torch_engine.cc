@@ -169,6 +169,8 @@ Result<Boxes> TorchEngine::compute_linear(const Boxes& input, const std::vector<
   ASSIGN_OR_RETURN(TBox x, boxes(input, opt));
   Eigen::Index rows = 0;
   for (const Mat& m : c) rows = std::max(rows, m.rows());
+  // The rows the budget judges a final pass by (Options::budget_rows).
+  const Eigen::Index judged = opt.budget_rows > 0 ? std::min(rows, opt.budget_rows) : rows;
   const bool use_ibp = opt.method == Method::kIbp;
   std::vector<TBox> b(dag.size());
   std::vector<TLines> lines;
@@ -178,7 +180,7 @@ Result<Boxes> TorchEngine::compute_linear(const Boxes& input, const std::vector<
     if (nodes != nullptr) nodes->clear();
   } else {
     std::vector<double> out_rows;
-    for (const Mat& m : c) out_rows.push_back(m.size() == 0 ? 0 : static_cast<double>(rows));
+    for (const Mat& m : c) out_rows.push_back(m.size() == 0 ? 0 : static_cast<double>(judged));
     RETURN_IF_ERROR(forward(x, opt, out_rows, b, lines, nodes));
     if (nodes != nullptr) *nodes = b;
   }
@@ -194,7 +196,7 @@ Result<Boxes> TorchEngine::compute_linear(const Boxes& input, const std::vector<
     at::Tensor ct = internal::to_tensor(c[o], opts_);
     const bool affordable =
         use_ibp || propdag::internal::output_affordable(
-                       opt, row_cost_[node] * static_cast<double>(rows), input.count());
+                       opt, row_cost_[node] * static_cast<double>(judged), input.count());
     TBox part;
     if (affordable && !use_ibp) {
       ASSIGN_OR_RETURN(at::Tensor tuned,
