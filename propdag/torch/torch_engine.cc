@@ -150,8 +150,11 @@ Result<std::vector<Boxes>> TorchEngine::compute_outputs(const Boxes& input, cons
       out.push_back(to_boxes(b[o]));
       continue;
     }
+    // The identity's rows; an affine output's pass takes its weights' rows instead.
     const at::Tensor all = at::arange(n, opts_.dtype(at::kLong));
-    ASSIGN_OR_RETURN(TBox r, backward(o, at::eye(n, opts_), x, b, opt, nullptr, &lines, &all));
+    const at::Tensor id = kernels_[o]->affine() != nullptr ? at::zeros({1, 1}, opts_).expand({n, n})
+                                                           : at::eye(n, opts_);
+    ASSIGN_OR_RETURN(TBox r, backward(o, id, x, b, opt, nullptr, &lines, &all));
     ASSIGN_OR_RETURN(r, internal::tuned_outputs({m_, kernels_, offset_, x, b}, o, r, opt));
     internal::nan_as_unbounded(r);
     if (opt.intersect_ibp) intersect(r, b[o].lo, b[o].hi);
