@@ -18,11 +18,11 @@ py::Expr attr_float(const Context& ctx, std::string_view name, float fallback) {
 py::Expr input(Context& ctx) { return py::Expr::name(ctx.in(0)); }
 
 // `<ns>.<fn>(x, args...)` on the input, the batch where the input has it.
-Status apply(Context& ctx, py::Ns ns, std::string fn, std::string_view hint,
+Status apply(Context& ctx, py::Ns ns, const std::string& fn, std::string_view hint,
              std::vector<py::Expr> args = {}, std::vector<py::Keyword> keywords = {}) {
   args.insert(args.begin(), input(ctx));
-  return ctx.emit_at(py::call(py::ns(ns, std::move(fn)), std::move(args), std::move(keywords)),
-                     hint, ctx.batch_axis(0));
+  return ctx.emit_at(py::call(py::ns(ns, fn), std::move(args), std::move(keywords)), hint,
+                     ctx.batch_axis(0));
 }
 
 // The tensor method: the cheapest call of the three spellings (F.relu, torch.relu, .relu()) in

@@ -36,21 +36,21 @@ void add_dtype(std::vector<py::Keyword>& kw, DType dtype) {
 py::Expr ints_arg(const std::vector<int64_t>& values) { return py::lit(int_or_tuple(values)); }
 
 // The constructor of a layer of `cls` (nn.<cls>) with channels, kernel and `kw`.
-py::Expr layer_ctor(std::string cls, int64_t in, int64_t out, const std::vector<int64_t>& kernel,
-                    std::vector<py::Keyword> kw, bool has_bias, DType dtype) {
+py::Expr layer_ctor(const std::string& cls, int64_t in, int64_t out,
+                    const std::vector<int64_t>& kernel, std::vector<py::Keyword> kw, bool has_bias,
+                    DType dtype) {
   if (!has_bias) kw.push_back({"bias", py::lit("False")});
   add_dtype(kw, dtype);
-  return py::call(py::nn(std::move(cls)), {py::lit(in), py::lit(out), ints_arg(kernel)},
-                  std::move(kw));
+  return py::call(py::nn(cls), {py::lit(in), py::lit(out), ints_arg(kernel)}, std::move(kw));
 }
 
 // `F.<fn>(x, self.<attr>.weight[, self.<attr>.bias], kw...)`.
-py::Expr layer_call(std::string fn, py::Expr x, const std::string& attr, bool has_bias,
+py::Expr layer_call(const std::string& fn, py::Expr x, const std::string& attr, bool has_bias,
                     std::vector<py::Keyword> kw) {
   const py::Expr layer = py::Expr::name("self").attr(attr);
   std::vector<py::Expr> args{std::move(x), layer.attr("weight")};
   if (has_bias) args.push_back(layer.attr("bias"));
-  return py::call(py::fn(std::move(fn)), std::move(args), std::move(kw));
+  return py::call(py::fn(fn), std::move(args), std::move(kw));
 }
 
 // Folds BatchNormalization(y) with constant statistics into a per-output-channel affine map.

@@ -45,8 +45,8 @@ common::Result<LossArgs> loss_args(Context& ctx) {
 }
 
 // `F.<fn>(x, target, keywords...)`.
-py::Expr loss_call(std::string fn, py::Expr x, const LossArgs& args) {
-  return py::call(py::fn(std::move(fn)), {std::move(x), args.target}, args.keywords);
+py::Expr loss_call(const std::string& fn, py::Expr x, const LossArgs& args) {
+  return py::call(py::fn(fn), {std::move(x), args.target}, args.keywords);
 }
 
 // The loss keeps the batch dim only when it is not reduced.
