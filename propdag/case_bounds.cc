@@ -1,0 +1,197 @@
+// CaseSearch's bound computations: a box's bounds (the Eigen engine's linear_bounds, or the
+// BoxBounder's batches), the whole-box bounds several cases share, and the margins read from
+// them (per constraint, and of a positive combination of the constraints).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "propdag/case_search.h"
+
+namespace propdag::internal {
+
+bool CaseSearch::shares_bounds() const {
+  return options_.method != Method::kAlpha && !relu_splits_;
+}
+
+common::Status CaseSearch::bound_together(const std::vector<CaseSearch*>& cases) {
+  if (cases.empty()) return {};
+  const CaseSearch& first = *cases.front();
+  std::vector<Mat> objective(first.objective_.size());
+  std::vector<Eigen::Index> offsets = {0};
+  Eigen::Index most = 0;
+  for (const CaseSearch* c : cases) {
+    const Eigen::Index rows = c->objective_.empty() ? 0 : c->objective_.front().rows();
+    most = std::max(most, rows);
+    for (size_t o = 0; o < objective.size(); ++o) {
+      const Mat& part = c->objective_[o];
+      Mat& all = objective[o];
+      const Eigen::Index cols = part.cols() > 0 ? part.cols() : all.cols();
+      Mat grown = Mat::Zero(offsets.back() + rows, cols);
+      if (all.size() > 0) grown.topRows(all.rows()) = all;
+      if (part.size() > 0) grown.bottomRows(rows) = part;
+      all = std::move(grown);
+    }
+    offsets.push_back(offsets.back() + rows);
+  }
+  Bounds b;
+  BoundsOut got;
+  if (first.bounder_ != nullptr) {  // one box through the BoxBounder (no joint margins there)
+    Options options = first.options_;
+    options.budget_rows = most;
+    std::vector<Mat> coef;
+    std::vector<std::vector<Interval>> nodes(1);
+    ASSIGN_OR_RETURN(std::vector<Interval> y,
+                     first.bounder_->bound({first.case_.box}, objective, options,
+                                           options.method != Method::kIbp ? &coef : nullptr,
+                                           first.carry_nodes_ ? &nodes : nullptr));
+    b.y = std::move(y.front());
+    if (!coef.empty()) b.coef = std::move(coef.front());
+    if (first.carry_nodes_ && !nodes.empty()) b.nodes = std::move(nodes.front());
+  } else {
+    BoundsIn in;
+    in.budget_rows = most;
+    got.want.lower_coef = first.options_.method != Method::kIbp;
+    got.want.node_bounds = first.carry_nodes_;
+    ASSIGN_OR_RETURN(
+        b.y, linear_bounds(first.model_, first.case_.box, objective, first.options_, in, &got));
+    b.coef = std::move(got.lower_coef);
+    b.nodes = std::move(got.node_bounds);
+  }
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Eigen::Index at = offsets[i], rows = offsets[i + 1] - offsets[i];
+    Bounds mine;
+    mine.y = {b.y.lo.segment(at, rows), b.y.hi.segment(at, rows)};
+    if (b.coef.rows() > 0) mine.coef = b.coef.middleRows(at, rows);
+    if (got.lower_bias.size() == b.y.lo.size())
+      mine.joint =
+          cases[i]->joint_margin(mine.coef, got.lower_bias.segment(at, rows), first.case_.box);
+    mine.nodes = b.nodes;
+    cases[i]->whole_ = std::move(mine);
+  }
+  ++cases.front()->boxes_;  // one bound computation served them all
+  return {};
+}
+
+common::Result<CaseSearch::Bounds> CaseSearch::bound(const Interval& box, const Bounds* from,
+                                                     const std::vector<NeuronSplit>* splits) {
+  if (bounder_ != nullptr) {
+    ASSIGN_OR_RETURN(std::vector<Bounds> all, bound_all({box}, {from}));
+    return std::move(all.front());
+  }
+  ++boxes_;
+  const bool alpha = options_.method == Method::kAlpha;
+  BoundsIn in;
+  in.goal = &rhs_;
+  in.splits = splits;
+  if (from != nullptr) {  // what the part this one was split from reached
+    if (alpha) in.slopes = &from->slopes;
+    if (carry_nodes_) in.node_bounds = &from->nodes;
+    if (relu_splits_ && alpha) in.split_multipliers = &from->multipliers;
+  }
+  BoundsOut got;
+  got.want.lower_coef = options_.method != Method::kIbp;
+  got.want.slopes = alpha;
+  got.want.node_bounds = carry_nodes_;
+  got.want.split_scores = relu_splits_;
+  got.want.split_multipliers = relu_splits_ && alpha;
+  Bounds b;
+  ASSIGN_OR_RETURN(b.y, linear_bounds(model_, box, objective_, options_, in, &got));
+  b.joint = joint_margin(got.lower_coef, got.lower_bias, box);
+  b.coef = std::move(got.lower_coef);
+  b.slopes = std::move(got.slopes);
+  b.nodes = std::move(got.node_bounds);
+  b.scores = std::move(got.split_scores);
+  b.multipliers = std::move(got.split_multipliers);
+  if (from != nullptr) {  // what holds on the part this one was split from holds on it too
+    b.y.lo = b.y.lo.cwiseMax(from->y.lo);
+    b.y.hi = b.y.hi.cwiseMin(from->y.hi);
+  }
+  return b;
+}
+
+common::Result<std::vector<CaseSearch::Bounds>> CaseSearch::bound_all(
+    const std::vector<Interval>& boxes, const std::vector<const Bounds*>& from) {
+  std::vector<Bounds> out;
+  out.reserve(boxes.size());
+  if (bounder_ == nullptr) {
+    for (size_t i = 0; i < boxes.size(); ++i) {
+      ASSIGN_OR_RETURN(Bounds b, bound(boxes[i], from[i]));
+      out.push_back(std::move(b));
+    }
+    return out;
+  }
+  const auto batch = static_cast<size_t>(per_call());
+  for (size_t at = 0; at < boxes.size(); at += batch) {
+    const size_t end = std::min(boxes.size(), at + batch);
+    const std::vector<Interval> chunk(boxes.begin() + static_cast<std::ptrdiff_t>(at),
+                                      boxes.begin() + static_cast<std::ptrdiff_t>(end));
+    std::vector<Mat> coef;
+    std::vector<std::vector<Interval>> nodes(end - at);
+    for (size_t i = at; carry_nodes_ && i < end; ++i)
+      if (from[i] != nullptr) nodes[i - at] = from[i]->nodes;
+    ASSIGN_OR_RETURN(std::vector<Interval> y,
+                     bounder_->bound(chunk, objective_, options_,
+                                     options_.method != Method::kIbp ? &coef : nullptr,
+                                     carry_nodes_ ? &nodes : nullptr));
+    for (size_t i = at; i < end; ++i) {
+      Bounds b;
+      b.y = std::move(y[i - at]);
+      if (i - at < coef.size()) b.coef = std::move(coef[i - at]);
+      if (i - at < nodes.size()) b.nodes = std::move(nodes[i - at]);
+      if (from[i] != nullptr) {  // what holds on the box this one was split from holds here
+        b.y.lo = b.y.lo.cwiseMax(from[i]->y.lo);
+        b.y.hi = b.y.hi.cwiseMin(from[i]->y.hi);
+      }
+      out.push_back(std::move(b));
+    }
+    boxes_ += static_cast<int64_t>(end - at);
+  }
+  return out;
+}
+
+int64_t CaseSearch::per_call() const {
+  return bounder_ != nullptr ? std::max(1, bounder_->batch()) : 1;
+}
+
+std::pair<double, Eigen::Index> CaseSearch::margin_row(const Bounds& b) const {
+  double best = -std::numeric_limits<double>::infinity();
+  Eigen::Index row = 0;
+  for (Eigen::Index r = 0; r < b.y.lo.size(); ++r) {
+    if (b.y.lo[r] - rhs_[r] > best) best = b.y.lo[r] - rhs_[r], row = r;
+  }
+  return {best, row};
+}
+
+double CaseSearch::joint_margin(const Mat& coef, const Vec& bias, const Interval& box) const {
+  constexpr int kSteps = 50;
+  constexpr double kRate = 1.0;
+  double best = -std::numeric_limits<double>::infinity();
+  std::vector<Eigen::Index> rows;  // constraints with a finite linear lower bound take part
+  for (Eigen::Index r = 0; r < bias.size() && r < rhs_.size(); ++r)
+    if (std::isfinite(bias[r])) rows.push_back(r);
+  if (rows.size() < 2 || coef.rows() != bias.size() || coef.cols() != box.size()) return best;
+  const auto k = static_cast<Eigen::Index>(rows.size());
+  Mat a(k, coef.cols());
+  Vec slack(k);
+  for (Eigen::Index i = 0; i < k; ++i)
+    a.row(i) = coef.row(rows[i]), slack[i] = bias[rows[i]] - rhs_[rows[i]];
+  // Exponentiated-gradient ascent over the simplex. At each lambda the box's corner that
+  // minimizes the combination gives its exact minimum (the bound) and a supergradient.
+  Vec lambda = Vec::Constant(k, 1.0 / static_cast<double>(k));
+  for (int step = 0; step < kSteps && !(best > 0); ++step) {
+    const Vec w = a.transpose() * lambda;
+    const Vec corner = (w.array() >= 0).select(box.lo, box.hi);
+    const Vec g = a * corner + slack;
+    best = std::max(best, lambda.dot(g));
+    const double scale = g.cwiseAbs().maxCoeff();
+    if (!(scale > 0) || !std::isfinite(scale)) break;
+    const double rate = kRate / (scale * std::sqrt(step + 1.0));
+    lambda = (lambda.array() * (rate * g.array()).exp()).matrix();
+    lambda /= lambda.sum();
+  }
+  return best;
+}
+
+}  // namespace propdag::internal
