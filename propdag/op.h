@@ -15,6 +15,8 @@
 namespace propdag {
 
 struct Curve;
+struct Lines;
+struct Planes;
 
 using Vec = Eigen::VectorXd;
 using Mat = Eigen::MatrixXd;
@@ -133,6 +135,46 @@ struct Relaxation {
   SpMat lo_map, up_map, lo_map1, up_map1;
 };
 
+/// An elementwise op of input 0 alone whose interval and relaxation are, element by element,
+/// functions of that element's bounds: an engine that bounds many boxes at once (the torch
+/// engine) evaluates it per element over all of them rather than box by box. relax() gives the
+/// same lines, gathered per box.
+class ScalarRule {
+ public:
+  virtual ~ScalarRule() = default;
+  /// The output's range over [l, u].
+  virtual std::pair<double, double> range(double l, double u) const = 0;
+  /// Whether relax() gives lines (else the output interval, for every box).
+  virtual bool has_lines() const = 0;
+  /// The lines on [l, u], whose output is within [lo, hi] (the node's bounds). When the lines
+  /// carry no `curve`, any lower slope in [lo_min, lo_max] is valid with the same lo_bias.
+  virtual Lines lines(double l, double u, double lo, double hi) const = 0;
+};
+
+/// An elementwise product or quotient of input 0 (or a constant) and input 1, with broadcasting:
+/// output element i reads element x_index()[i] of input 0 and y_index()[i] of input 1. Its
+/// relaxation per element is a pair of planes in those two elements, which an engine that
+/// bounds many boxes at once evaluates per element over all of them.
+class PairRule {
+ public:
+  virtual ~PairRule() = default;
+  virtual const std::vector<int64_t>& x_index() const = 0;
+  virtual const std::vector<int64_t>& y_index() const = 0;
+  /// Whether the planes have terms in input 0 (a variable there), in input 1 (not for a square,
+  /// x * x, whose lines are on input 0 alone).
+  virtual bool uses_x() const = 0;
+  virtual bool uses_y() const = 0;
+  /// The range of output element i for its inputs in [lx, ux] and [ly, uy] (lx, ux unused when
+  /// input 0 is a constant).
+  virtual std::pair<double, double> range(int64_t i, double lx, double ux, double ly,
+                                          double uy) const = 0;
+  /// The planes of every output element for one box's input bounds (`in` as for relax(),
+  /// `planes` sized to the output); false where relax() gives only the output interval for the
+  /// box. The planes are the entries of relax()'s maps and biases, so both give equal bounds.
+  virtual bool planes(const std::vector<const Interval*>& in,
+                      std::vector<Planes>& planes) const = 0;
+};
+
 /// One output of one ONNX node. Input slots are the node's input positions; `in[slot]` is null
 /// for a constant input.
 class BoundOp {
@@ -157,6 +199,9 @@ class BoundOp {
   virtual int64_t weight_entries() const { return 0; }
   /// Those of weight_entries() that are stored densely (a dense product runs faster per entry).
   virtual int64_t dense_weight_entries() const { return 0; }
+  /// The op's rule element by element, where it has one of these forms (null otherwise).
+  virtual const ScalarRule* scalar_rule() const { return nullptr; }
+  virtual const PairRule* pair_rule() const { return nullptr; }
 };
 
 /// An affine op: out = sum_k W_k in[slot_k] + bias. Interval and relaxation both follow.

@@ -2,6 +2,7 @@
 // which Sign in elementwise_nonlinear.cc uses too) and Softmax (interval).
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "propdag/ops/util.h"
 #include "propdag/relax.h"
@@ -12,7 +13,7 @@ namespace {
 using common::Result;
 
 // A monotone non-decreasing elementwise function with its relaxation on [l, u].
-class ElementwiseOp : public BoundOp {
+class ElementwiseOp : public BoundOp, public ScalarRule {
  public:
   using Fn = double (*)(double, double);
   using RelaxFn = Lines (*)(double, double, double);
@@ -51,6 +52,12 @@ class ElementwiseOp : public BoundOp {
   }
 
   bool linear_on_each_side_of_zero() const override { return kink_at_zero_; }
+  const ScalarRule* scalar_rule() const override { return this; }
+  std::pair<double, double> range(double l, double u) const override {
+    return {f_(l, param_), f_(u, param_)};
+  }
+  bool has_lines() const override { return true; }
+  Lines lines(double l, double u, double, double) const override { return lines_(l, u, param_); }
 
  private:
   Fn f_;

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <tuple>
 
 #include "common/eval/eval.h"
 #include "propdag/ops/util.h"
@@ -46,11 +47,12 @@ std::pair<double, double> power_range(double l, double u, int64_t p) {
 }
 
 // One scalar function per element of input 0.
-class ScalarOp : public BoundOp {
+class ScalarOp : public BoundOp, public ScalarRule {
  public:
   enum class Fn { kSin, kCos, kFloor, kPow };
   ScalarOp(Fn fn, int64_t power = 1) : fn_(fn), power_(power) {}
   bool rounds_to_integers() const override { return fn_ == Fn::kFloor; }
+  const ScalarRule* scalar_rule() const override { return this; }
 
   Interval interval(const std::vector<const Interval*>& in) const override {
     Interval out{in[0]->lo, in[0]->hi};
@@ -62,24 +64,20 @@ class ScalarOp : public BoundOp {
   }
 
   Relaxation relax(const std::vector<const Interval*>& in, const Interval& out) const override {
-    const bool sine = fn_ == Fn::kSin || fn_ == Fn::kCos;
-    if (!sine && (fn_ != Fn::kPow || power_ % 2 != 0)) return {};  // the output interval
+    if (!has_lines()) return {};  // the output interval
     Relaxation r;
     r.kind = Relaxation::Kind::kElementwise;
     Eigen::Index n = in[0]->size();
     r.lo_slope.resize(n), r.lo_bias.resize(n), r.up_slope.resize(n), r.up_bias.resize(n);
     for (Eigen::Index i = 0; i < n; ++i) {
-      const double lo = in[0]->lo[i], hi = in[0]->hi[i];
-      Lines l = sine ? sine_lines(lo, hi, fn_ == Fn::kCos, out.lo[i], out.hi[i])
-                     : even_power_lines(lo, hi, out.lo[i], out.hi[i]);
+      Lines l = lines(in[0]->lo[i], in[0]->hi[i], out.lo[i], out.hi[i]);
       r.lo_slope[i] = l.lo_slope, r.lo_bias[i] = l.lo_bias;
       r.up_slope[i] = l.up_slope, r.up_bias[i] = l.up_bias;
     }
     return r;
   }
 
- private:
-  std::pair<double, double> range(double l, double u) const {
+  std::pair<double, double> range(double l, double u) const override {
     switch (fn_) {
       case Fn::kSin:
         return sine_range(l, u, 0);
@@ -92,7 +90,18 @@ class ScalarOp : public BoundOp {
     }
     return {-kInf, kInf};
   }
+  // Sin, Cos and even powers have lines; Floor and odd powers the output interval.
+  bool has_lines() const override {
+    return fn_ == Fn::kSin || fn_ == Fn::kCos || (fn_ == Fn::kPow && power_ % 2 == 0);
+  }
+  Lines lines(double l, double u, double lo, double hi) const override {
+    Lines x = fn_ == Fn::kPow ? even_power_lines(l, u, lo, hi)
+                              : sine_lines(l, u, fn_ == Fn::kCos, lo, hi);
+    x.lo_min = x.lo_max = x.lo_slope;  // fixed
+    return x;
+  }
 
+ private:
   // x^p with even p is convex: the chord lies above it on [l, u], the tangent at the midpoint
   // below. Both are widened by a relative margin so that rounding never makes them cross.
   Lines even_power_lines(double l, double u, double lo, double hi) const {
@@ -144,23 +153,14 @@ std::pair<double, double> product_range(double al, double au, double bl, double 
 bool finite(const Interval& b) { return b.lo.allFinite() && b.hi.allFinite(); }
 
 // A kLinear relaxation summed entry by entry from planes of products or quotients of x_a and y_b
-// (x = in[0], y = in[1]); a square's lines go on x alone.
+// (x = in[0], y = in[1]); a < 0 or b < 0: the planes have no term in x or in y.
 class PlaneSum {
  public:
   explicit PlaneSum(int64_t rows) : lo_bias_(Vec::Zero(rows)), up_bias_(Vec::Zero(rows)) {}
   void add(int64_t row, int64_t a, int64_t b, const Planes& p) {
-    lo_[0].emplace_back(row, a, p.lo_x), up_[0].emplace_back(row, a, p.up_x);
-    lo_[1].emplace_back(row, b, p.lo_y), up_[1].emplace_back(row, b, p.up_y);
+    if (a >= 0) lo_[0].emplace_back(row, a, p.lo_x), up_[0].emplace_back(row, a, p.up_x);
+    if (b >= 0) lo_[1].emplace_back(row, b, p.lo_y), up_[1].emplace_back(row, b, p.up_y);
     lo_bias_[row] += p.lo_bias, up_bias_[row] += p.up_bias;
-  }
-  // Planes whose x is the constant c: its terms join the bias.
-  void add_constant(int64_t row, double c, int64_t b, const Planes& p) {
-    lo_[1].emplace_back(row, b, p.lo_y), up_[1].emplace_back(row, b, p.up_y);
-    lo_bias_[row] += p.lo_bias + p.lo_x * c, up_bias_[row] += p.up_bias + p.up_x * c;
-  }
-  void add(int64_t row, int64_t a, const Lines& l) {
-    lo_[0].emplace_back(row, a, l.lo_slope), up_[0].emplace_back(row, a, l.up_slope);
-    lo_bias_[row] += l.lo_bias, up_bias_[row] += l.up_bias;
   }
   Relaxation finish(int64_t cols0, int64_t cols1) {
     Relaxation r;
@@ -189,10 +189,13 @@ Lines square_lines(double l, double u) {
   return {2 * m, -m * m - slack, l + u, -l * u + slack};
 }
 
+// Lines in x as planes without a y term.
+Planes planes_of(const Lines& l) { return {l.lo_slope, 0, l.lo_bias, l.up_slope, 0, l.up_bias}; }
+
 // out = in0 * in1 or in0 / in1, broadcast, in1 variable; in0 variable too, or a constant
 // (`numerator`, broadcast to the output) divided by in1. x * x is a square, not a product of
 // independent factors.
-class BilinearOp : public BoundOp {
+class BilinearOp : public BoundOp, public PairRule {
  public:
   BilinearOp(std::vector<int64_t> a, std::vector<int64_t> b, bool divide, bool square,
              std::vector<double> numerator)
@@ -202,57 +205,64 @@ class BilinearOp : public BoundOp {
         square_(square),
         numerator_(std::move(numerator)) {}
 
+  const PairRule* pair_rule() const override { return this; }
+  const std::vector<int64_t>& x_index() const override { return a_; }
+  const std::vector<int64_t>& y_index() const override { return b_; }
+  bool uses_x() const override { return numerator_.empty(); }
+  bool uses_y() const override { return !square_; }
+
   Interval interval(const std::vector<const Interval*>& in) const override {
     Eigen::Index n = static_cast<Eigen::Index>(a_.size());
     Interval out{Vec(n), Vec(n)};
+    const bool konst = !numerator_.empty();
     for (Eigen::Index i = 0; i < n; ++i) {
-      const bool konst = !numerator_.empty();
-      double al = konst ? numerator_[i] : in[0]->lo[a_[i]];
-      double au = konst ? numerator_[i] : in[0]->hi[a_[i]];
-      double bl = in[1]->lo[b_[i]], bu = in[1]->hi[b_[i]];
-      std::pair<double, double> r;
-      if (divide_) {
-        if (square_) {
-          r = {1.0, 1.0};  // x / x (x = 0 gives NaN, which no bound covers)
-        } else if (bl <= 0 && bu >= 0) {
-          r = al == 0 && au == 0 ? std::pair{0.0, 0.0} : std::pair{-kInf, kInf};
-        } else {
-          r = product_range(al, au, 1.0 / bu, 1.0 / bl);
-        }
-      } else if (square_) {
-        r = power_range(al, au, 2);
-      } else {
-        r = product_range(al, au, bl, bu);
-      }
-      out.lo[i] = r.first, out.hi[i] = r.second;
+      std::tie(out.lo[i], out.hi[i]) =
+          range(i, konst ? 0 : in[0]->lo[a_[i]], konst ? 0 : in[0]->hi[a_[i]], in[1]->lo[b_[i]],
+                in[1]->hi[b_[i]]);
     }
     return out;
+  }
+  std::pair<double, double> range(int64_t i, double al, double au, double bl,
+                                  double bu) const override {
+    if (!numerator_.empty()) al = au = numerator_[i];
+    if (divide_) {
+      if (square_) return {1.0, 1.0};  // x / x (x = 0 gives NaN, which no bound covers)
+      if (bl <= 0 && bu >= 0)
+        return al == 0 && au == 0 ? std::pair{0.0, 0.0} : std::pair{-kInf, kInf};
+      return product_range(al, au, 1.0 / bu, 1.0 / bl);
+    }
+    return square_ ? power_range(al, au, 2) : product_range(al, au, bl, bu);
   }
   // McCormick planes per element (quotients: with 1 / y's lines, relax.h), a square's lines for
   // x * x; x / x is 1. A constant numerator's terms go to the bias. Unbounded inputs, or a
   // divisor whose interval holds 0, keep the output interval.
-  Relaxation relax(const std::vector<const Interval*>& in, const Interval&) const override {
+  bool planes(const std::vector<const Interval*>& in, std::vector<Planes>& out) const override {
     const bool konst = !numerator_.empty();
-    if ((!konst && !finite(*in[0])) || !finite(*in[1])) return {};
+    if ((!konst && !finite(*in[0])) || !finite(*in[1])) return false;
     if (divide_ && !square_ && ((in[1]->lo.array() <= 0) && (in[1]->hi.array() >= 0)).any())
-      return {};
-    const auto n = static_cast<int64_t>(a_.size());
-    PlaneSum sum(n);
-    for (int64_t i = 0; i < n; ++i) {
+      return false;
+    for (size_t i = 0; i < a_.size(); ++i) {
       const double lx = konst ? numerator_[i] : in[0]->lo[a_[i]];
       const double ux = konst ? numerator_[i] : in[0]->hi[a_[i]];
       const double ly = in[1]->lo[b_[i]], uy = in[1]->hi[b_[i]];
-      if (square_ && divide_)
-        sum.add(i, a_[i], constant_lines(1, 1));
-      else if (square_)
-        sum.add(i, a_[i], square_lines(lx, ux));
-      else if (konst)
-        sum.add_constant(i, lx, b_[i], quotient_planes(lx, ux, ly, uy));
-      else
-        sum.add(i, a_[i], b_[i],
-                divide_ ? quotient_planes(lx, ux, ly, uy) : product_planes(lx, ux, ly, uy));
+      if (square_) {
+        out[i] = planes_of(divide_ ? constant_lines(1, 1) : square_lines(lx, ux));
+      } else if (konst) {  // the constant's terms join the bias
+        const Planes p = quotient_planes(lx, ux, ly, uy);
+        out[i] = {0, p.lo_y, p.lo_bias + p.lo_x * lx, 0, p.up_y, p.up_bias + p.up_x * lx};
+      } else {
+        out[i] = divide_ ? quotient_planes(lx, ux, ly, uy) : product_planes(lx, ux, ly, uy);
+      }
     }
-    return sum.finish(konst ? 0 : in[0]->size(), in[1]->size());
+    return true;
+  }
+  Relaxation relax(const std::vector<const Interval*>& in, const Interval&) const override {
+    std::vector<Planes> p(a_.size());
+    if (!planes(in, p)) return {};
+    const auto n = static_cast<int64_t>(a_.size());
+    PlaneSum sum(n);
+    for (int64_t i = 0; i < n; ++i) sum.add(i, uses_x() ? a_[i] : -1, uses_y() ? b_[i] : -1, p[i]);
+    return sum.finish(uses_x() ? in[0]->size() : 0, in[1]->size());
   }
 
  private:

@@ -41,7 +41,7 @@ Status TorchEngine::prepare() {
     if (kinds_[n] != RefineRows::kStraddling) continue;
     const std::vector<int> order = dag.backward_order(n);
     pairs_ok_[n] = std::none_of(order.begin(), order.end(), [&](int m) {
-      return kernels_[m] != nullptr && kernels_[m]->per_box();
+      return kernels_[m] != nullptr && !kernels_[m]->steps_by_lines();
     });
   }
   return {};

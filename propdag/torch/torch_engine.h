@@ -54,7 +54,8 @@ class Engine {
   /// empty when every node has a tensor rule.
   virtual std::vector<std::string> per_box_ops() const = 0;
   /// How many linear maps and kernels of each kind the model became: "dense", "conv",
-  /// "conv_transpose", "gather", "identity", "sparse" (maps) and "relu", "per_box" (kernels).
+  /// "conv_transpose", "gather", "identity", "sparse" (maps) and "relu", "scalar", "product",
+  /// "per_box" (kernels).
   virtual std::map<std::string, int> kinds() const = 0;
 };
 

@@ -117,7 +117,7 @@ class TorchEngine : public Engine {
   // union would make most of the pass's work): one pass whose batch is the (box, row) pairs, each
   // with its box's input and node bounds and one identity row, so that every product has the
   // pairs as one large dimension and no box computes a row it does not refine. Used only where
-  // every node of the pass has a batched kernel (pairs_ok_): a per-box rule would run per pair.
+  // every node of the pass steps through its lines alone (pairs_ok_, Kernel::steps_by_lines).
   Status refine_pairs(int n, const at::Tensor& want, const TBox& x, const Options& opt,
                       std::vector<TBox>& b, std::vector<TLines>& lines) const;
 

@@ -43,8 +43,8 @@ TEST(TorchEngine, Network1MatchesHandWorkedBounds) {
   EXPECT_DOUBLE_EQ((*b)[0].hi(0, 0), 4.0);
 }
 
-// A conv net with asymmetric pads, strides, dilation and groups, a LeakyRelu, a Sigmoid (the
-// per-box path), BatchNorm-like Mul/Add by constants, Flatten and Gemm.
+// A conv net with asymmetric pads, strides, dilation and groups, a LeakyRelu, a Sigmoid (a scalar
+// kernel), BatchNorm-like Mul/Add by constants, Flatten and Gemm.
 constexpr const char* kConvNet = R"(
   <ir_version: 8, opset_import: ["" : 15]>
   g (float[1,2,7,6] x) => (float[1,3] y)
@@ -68,12 +68,13 @@ constexpr const char* kConvNet = R"(
 TEST(TorchEngine, ConvNetEqualsEigen) {
   Model model = test::build(kConvNet);
   std::unique_ptr<Engine> engine = engine_for(model);
-  EXPECT_EQ(engine->per_box_ops(), std::vector<std::string>{"Sigmoid"});
+  EXPECT_EQ(engine->per_box_ops(), std::vector<std::string>{});
   // Both Conv layers run as convolutions (their geometry matched the op rule's matrices).
   std::map<std::string, int> kinds = engine->kinds();
   EXPECT_EQ(kinds["conv"], 2);
   EXPECT_EQ(kinds["sparse"], 0);
   EXPECT_EQ(kinds["relu"], 2);
+  EXPECT_EQ(kinds["scalar"], 1);
   std::mt19937 rng(3);
   std::uniform_real_distribution<double> u(-1, 1);
   for (int trial = 0; trial < 4; ++trial) {

@@ -31,6 +31,23 @@ void accumulate(at::Tensor& into, at::Tensor add) {
     into = into + add;  // not in place: coefficient tensors may share storage
 }
 
+common::Status LinesKernel::step(int node, const std::vector<TBox>& b, TBackward& w) const {
+  TLines* cached = w.lines != nullptr ? &(*w.lines)[node] : nullptr;
+  if (cached == nullptr || !cached->lo_slope.defined()) {
+    ASSIGN_OR_RETURN(TLines l, lines(node, b));
+    if (cached == nullptr) {
+      elementwise_step(l.lo_slope, l.lo_bias, l.up_slope, l.up_bias, l.input, w.lam[node],
+                       w.om[node], w);
+      return {};
+    }
+    *cached = std::move(l);
+  }
+  const TLines& l = *cached;
+  elementwise_step(l.lo_slope, l.lo_bias, l.up_slope, l.up_bias, l.input, w.lam[node], w.om[node],
+                   w);
+  return {};
+}
+
 namespace {
 
 using common::Result;
@@ -96,27 +113,6 @@ class AffineKernel : public Kernel {
   TAffine parts_;
 };
 
-// A kernel whose backward step is crown.cc's step through its lines.
-class LinesKernel : public Kernel {
- public:
-  common::Status step(int node, const std::vector<TBox>& b, TBackward& w) const override {
-    TLines* cached = w.lines != nullptr ? &(*w.lines)[node] : nullptr;
-    if (cached == nullptr || !cached->lo_slope.defined()) {
-      ASSIGN_OR_RETURN(TLines l, lines(node, b));
-      if (cached == nullptr) {
-        elementwise_step(l.lo_slope, l.lo_bias, l.up_slope, l.up_bias, l.input, w.lam[node],
-                         w.om[node], w);
-        return {};
-      }
-      *cached = std::move(l);
-    }
-    const TLines& l = *cached;
-    elementwise_step(l.lo_slope, l.lo_bias, l.up_slope, l.up_bias, l.input, w.lam[node], w.om[node],
-                     w);
-    return {};
-  }
-};
-
 // ReLU / LeakyReLU max(x, a x), with relax.cc's leaky_relu_lines elementwise on tensors.
 class LeakyReluKernel : public LinesKernel {
  public:
@@ -159,6 +155,7 @@ class PerBoxKernel : public LinesKernel {
   PerBoxKernel(const BoundOp* op, std::vector<int> inputs, at::TensorOptions opts)
       : op_(op), inputs_(std::move(inputs)), opts_(opts) {}
   bool per_box() const override { return true; }
+  bool steps_by_lines() const override { return false; }
   void kinds(std::vector<std::string>& kinds) const override { kinds.emplace_back("per_box"); }
   Result<TBox> interval(const std::vector<const TBox*>& in) const override {
     std::vector<Mat> lo, hi;
@@ -324,6 +321,7 @@ Result<std::unique_ptr<Kernel>> make_kernel(const Model& model, int node,
     double a = gn.op_type == "Relu" ? 0.0 : gn.attr_float("alpha", 0.01f);
     return std::unique_ptr<Kernel>(new LeakyReluKernel(d.inputs[0], a));
   }
+  if (std::unique_ptr<Kernel> k = elementwise_kernel(*op, d.inputs, opts)) return k;
   return std::unique_ptr<Kernel>(new PerBoxKernel(op, d.inputs, opts));
 }
 

@@ -1,6 +1,7 @@
 // The torch engine's per-node arithmetic: linear maps (dense, gather, sparse, convolution;
 // torch_maps.cc), node kernels (affine, ReLU-like, and the generic per-box path through the
-// Eigen op rule; torch_ops.cc) and their elementwise backward step (torch_lines.cc).
+// Eigen op rule; torch_ops.cc), kernels of scalar functions and products evaluated element by
+// element (torch_elementwise.cc) and their elementwise backward step (torch_lines.cc).
 // Internal to propdag/torch: it includes ATen and is not installed.
 #pragma once
 
@@ -79,8 +80,18 @@ class Kernel {
   virtual common::Result<TLines> lines(int node, const std::vector<TBox>& b) const = 0;
   /// Whether the node runs per box through the Eigen op rule.
   virtual bool per_box() const { return false; }
+  /// Whether step() needs nothing but the lines cached in TBackward::lines (not the bounds `b`),
+  /// so that a pass may take the lines' rows of single boxes (refine_pairs).
+  virtual bool steps_by_lines() const { return true; }
   /// Adds what it computes with (its maps' kinds, "relu" or "per_box") to `kinds`.
   virtual void kinds(std::vector<std::string>& kinds) const = 0;
+};
+
+/// A kernel whose backward step is crown.cc's step through its lines, cached in
+/// TBackward::lines when it has them.
+class LinesKernel : public Kernel {
+ public:
+  common::Status step(int node, const std::vector<TBox>& b, TBackward& w) const override;
 };
 
 /// The map of one affine term of Dag node `node` (torch_maps.cc): dense weights as a dense
@@ -88,6 +99,10 @@ class Kernel {
 /// term's matrix; else a gather where each row takes at most one input, else a sparse product.
 std::unique_ptr<LinearMap> term_map(const Model& model, int node, const LinearTerm& t, bool single,
                                     const at::TensorOptions& opts);
+/// The kernel of a node whose op has a ScalarRule or a PairRule (op.h), evaluated element by
+/// element over all boxes (torch_elementwise.cc); null for other ops.
+std::unique_ptr<Kernel> elementwise_kernel(const BoundOp& op, const std::vector<int>& inputs,
+                                           const at::TensorOptions& opts);
 /// The kernel of Dag node `node` (not a graph input) on `opts`' device and dtype.
 common::Result<std::unique_ptr<Kernel>> make_kernel(const Model& model, int node,
                                                     const at::TensorOptions& opts);

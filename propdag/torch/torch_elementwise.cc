@@ -1,0 +1,240 @@
+// Kernels of ops with a ScalarRule or a PairRule (op.h): Sin, Cos, powers, Sigmoid, Tanh, Sign,
+// and products and quotients of two variables. Their intervals, lines and planes are computed
+// element by element over all K boxes in one loop, in double on the CPU with the Eigen rules' own
+// scalar functions (so both engines relax alike); the backward steps are tensor operations on
+// the engine's device.
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
+#include <ATen/ops/zeros_like.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "propdag/relax.h"
+#include "propdag/torch/torch_ops.h"
+
+namespace propdag::torch_engine::internal {
+namespace {
+
+using common::Result;
+
+// `t` as a contiguous float64 tensor on the CPU (no copy when it is one).
+at::Tensor host(const at::Tensor& t) {
+  return t.to(at::TensorOptions().dtype(at::kDouble).device(at::kCPU)).contiguous();
+}
+
+at::Tensor host_empty(const at::Tensor& like) {
+  return at::empty(like.sizes(), at::TensorOptions().dtype(at::kDouble));
+}
+
+// A scalar function of each element of its input.
+class ScalarKernel : public LinesKernel {
+ public:
+  ScalarKernel(const ScalarRule& rule, int in, at::TensorOptions opts)
+      : rule_(rule), in_(in), opts_(opts) {}
+  void kinds(std::vector<std::string>& kinds) const override { kinds.emplace_back("scalar"); }
+
+  Result<TBox> interval(const std::vector<const TBox*>& in) const override {
+    const at::Tensor l = host(in[0]->lo), u = host(in[0]->hi);
+    at::Tensor lo = host_empty(l), hi = host_empty(l);
+    const double *lp = l.data_ptr<double>(), *up = u.data_ptr<double>();
+    double *op = lo.data_ptr<double>(), *hp = hi.data_ptr<double>();
+    for (int64_t i = 0, n = l.numel(); i < n; ++i)
+      std::tie(op[i], hp[i]) = rule_.range(lp[i], up[i]);
+    return TBox{lo.to(opts_), hi.to(opts_)};
+  }
+
+  // The rule's lines, or constant bounds (slope 0, nothing passed on) where it has none. A lower
+  // slope may move within [lo_min, lo_max] where the lines give a range; a tangent of a curve
+  // stays fixed.
+  Result<TLines> lines(int node, const std::vector<TBox>& b) const override {
+    if (!rule_.has_lines()) {
+      const at::Tensor zero = at::zeros_like(b[node].lo);
+      return TLines{zero, b[node].lo, zero, b[node].hi, zero, zero, -1};
+    }
+    const at::Tensor l = host(b[in_].lo), u = host(b[in_].hi);
+    const at::Tensor lo = host(b[node].lo), hi = host(b[node].hi);
+    at::Tensor out[6];
+    double* o[6];
+    for (int j = 0; j < 6; ++j) out[j] = host_empty(l), o[j] = out[j].data_ptr<double>();
+    const double *lp = l.data_ptr<double>(), *up = u.data_ptr<double>();
+    const double *lop = lo.data_ptr<double>(), *hip = hi.data_ptr<double>();
+    for (int64_t i = 0, n = l.numel(); i < n; ++i) {
+      const Lines x = rule_.lines(lp[i], up[i], lop[i], hip[i]);
+      o[0][i] = x.lo_slope, o[1][i] = x.lo_bias, o[2][i] = x.up_slope, o[3][i] = x.up_bias;
+      const bool range = x.curve == nullptr;
+      o[4][i] = range ? x.lo_min : x.lo_slope;
+      o[5][i] = range ? x.lo_max : x.lo_slope;
+    }
+    return TLines{out[0].to(opts_),
+                  out[1].to(opts_),
+                  out[2].to(opts_),
+                  out[3].to(opts_),
+                  out[4].to(opts_),
+                  out[5].to(opts_),
+                  in_};
+  }
+
+ private:
+  const ScalarRule& rule_;
+  int in_;
+  at::TensorOptions opts_;
+};
+
+// out_i in planes of x = input 0's element x_index[i] and y = input 1's y_index[i].
+class PairKernel : public Kernel {
+ public:
+  PairKernel(const PairRule& rule, std::vector<int> inputs, at::TensorOptions opts)
+      : rule_(rule), inputs_(std::move(inputs)), opts_(opts) {
+    for (int s : {0, 1}) {
+      const std::vector<int64_t>& idx = s ? rule_.y_index() : rule_.x_index();
+      index_[s] = at::empty({static_cast<int64_t>(idx.size())}, at::TensorOptions(at::kLong));
+      std::copy(idx.begin(), idx.end(), index_[s].data_ptr<int64_t>());
+      index_[s] = index_[s].to(opts.device());
+      sequential_[s] = true;
+      for (size_t i = 0; sequential_[s] && i < idx.size(); ++i)
+        sequential_[s] = idx[i] == static_cast<int64_t>(i);
+    }
+  }
+  bool steps_by_lines() const override { return false; }
+  void kinds(std::vector<std::string>& kinds) const override { kinds.emplace_back("product"); }
+
+  Result<TBox> interval(const std::vector<const TBox*>& in) const override {
+    const int64_t n = static_cast<int64_t>(rule_.y_index().size());
+    const Bounds x = bounds_of(in[0]), y = bounds_of(in[1]);
+    const int64_t k = y.k;
+    at::Tensor lo = at::empty({k, n}, at::TensorOptions().dtype(at::kDouble)),
+               hi = at::empty_like(lo);
+    double *op = lo.data_ptr<double>(), *hp = hi.data_ptr<double>();
+    const std::vector<int64_t>&xi = rule_.x_index(), &yi = rule_.y_index();
+    for (int64_t b = 0; b < k; ++b)
+      for (int64_t i = 0; i < n; ++i) {
+        const double lx = x.lo ? x.lo[b * x.n + xi[i]] : 0, ux = x.lo ? x.hi[b * x.n + xi[i]] : 0;
+        std::tie(op[b * n + i], hp[b * n + i]) =
+            rule_.range(i, lx, ux, y.lo[b * y.n + yi[i]], y.hi[b * y.n + yi[i]]);
+      }
+    return TBox{lo.to(opts_), hi.to(opts_)};
+  }
+
+  // Constant bounds (for the passes that take lines only: alpha's, which keeps CROWN's bound
+  // where its own is looser).
+  Result<TLines> lines(int node, const std::vector<TBox>& b) const override {
+    const at::Tensor zero = at::zeros_like(b[node].lo);
+    return TLines{zero, b[node].lo, zero, b[node].hi, zero, zero, -1};
+  }
+
+  // crown.cc's step through each box's planes (its output bounds where it has none): the
+  // coefficient on out_i times the lower or the upper plane by its sign, gathered onto the
+  // elements of x and y that output i reads.
+  common::Status step(int node, const std::vector<TBox>& b, TBackward& w) const override {
+    ASSIGN_OR_RETURN(Planar p, planar(node, b));
+    const at::Tensor &lam = w.lam[node], &om = w.om[node];
+    const at::Tensor lp = lam.clamp_min(0), ln = lam.clamp_max(0);
+    const at::Tensor op = om.clamp_min(0), on = om.clamp_max(0);
+    auto row = [](const at::Tensor& t) { return t.unsqueeze(1); };
+    w.lb.add_((lp * row(p.lo_bias) + ln * row(p.up_bias)).sum(-1));
+    w.ub.add_((op * row(p.up_bias) + on * row(p.lo_bias)).sum(-1));
+    const bool use[2] = {rule_.uses_x(), rule_.uses_y()};
+    for (int s : {0, 1}) {
+      if (!use[s] || s >= static_cast<int>(inputs_.size()) || inputs_[s] < 0) continue;
+      const at::Tensor &lo = p.lo[s], &up = p.up[s];
+      const int64_t size = b[inputs_[s]].lo.size(1);
+      accumulate(w.lam[inputs_[s]], gather_onto(lp * row(lo) + ln * row(up), s, size));
+      accumulate(w.om[inputs_[s]], gather_onto(op * row(up) + on * row(lo), s, size));
+    }
+    return {};
+  }
+
+ private:
+  struct Bounds {
+    at::Tensor lo_t, hi_t;
+    const double *lo = nullptr, *hi = nullptr;
+    int64_t k = 0, n = 0;
+  };
+  static Bounds bounds_of(const TBox* t) {
+    Bounds b;
+    if (t == nullptr) return b;
+    b.lo_t = host(t->lo), b.hi_t = host(t->hi);
+    b.lo = b.lo_t.data_ptr<double>(), b.hi = b.hi_t.data_ptr<double>();
+    b.k = b.lo_t.size(0), b.n = b.lo_t.size(1);
+    return b;
+  }
+
+  // The planes of K boxes, [K, n] each: slopes on x (slot 0) and y (slot 1), biases.
+  struct Planar {
+    at::Tensor lo[2], up[2], lo_bias, up_bias;
+  };
+  Result<Planar> planar(int node, const std::vector<TBox>& b) const {
+    const int64_t n = static_cast<int64_t>(rule_.y_index().size());
+    const TBox* in[2] = {nullptr, nullptr};
+    for (int s : {0, 1})
+      if (s < static_cast<int>(inputs_.size()) && inputs_[s] >= 0) in[s] = &b[inputs_[s]];
+    const Bounds x = bounds_of(in[0]), y = bounds_of(in[1]);
+    const at::Tensor out_lo = host(b[node].lo), out_hi = host(b[node].hi);
+    const int64_t k = out_lo.size(0);
+    at::Tensor t[6];
+    double* o[6];
+    for (int j = 0; j < 6; ++j)
+      t[j] = at::empty({k, n}, at::TensorOptions().dtype(at::kDouble)),
+      o[j] = t[j].data_ptr<double>();
+    std::vector<Planes> planes(static_cast<size_t>(n));
+    Interval row[2];
+    for (int64_t i = 0; i < k; ++i) {
+      std::vector<const Interval*> ptr(inputs_.size(), nullptr);
+      for (int s : {0, 1}) {
+        const Bounds& v = s ? y : x;
+        if (v.lo == nullptr || s >= static_cast<int>(ptr.size())) continue;
+        row[s].lo = Eigen::Map<const Vec>(v.lo + i * v.n, v.n);
+        row[s].hi = Eigen::Map<const Vec>(v.hi + i * v.n, v.n);
+        ptr[static_cast<size_t>(s)] = &row[s];
+      }
+      const bool has = rule_.planes(ptr, planes);
+      for (int64_t j = 0; j < n; ++j) {
+        const int64_t at = i * n + j;
+        const Planes& p = planes[static_cast<size_t>(j)];
+        if (!has) {  // the output interval
+          o[0][at] = o[1][at] = o[3][at] = o[4][at] = 0;
+          o[2][at] = out_lo.data_ptr<double>()[at], o[5][at] = out_hi.data_ptr<double>()[at];
+          continue;
+        }
+        o[0][at] = p.lo_x, o[1][at] = p.lo_y, o[2][at] = p.lo_bias;
+        o[3][at] = p.up_x, o[4][at] = p.up_y, o[5][at] = p.up_bias;
+      }
+    }
+    Planar p;
+    p.lo[0] = t[0].to(opts_), p.lo[1] = t[1].to(opts_), p.lo_bias = t[2].to(opts_);
+    p.up[0] = t[3].to(opts_), p.up[1] = t[4].to(opts_), p.up_bias = t[5].to(opts_);
+    return p;
+  }
+
+  // [K, rows, n] coefficients on the outputs as coefficients on input slot s ([K, rows, size]):
+  // each output's added onto the element it reads.
+  at::Tensor gather_onto(const at::Tensor& c, int s, int64_t size) const {
+    if (sequential_[s] && size == c.size(2)) return c;
+    return at::zeros({c.size(0), c.size(1), size}, c.options()).index_add_(2, index_[s], c);
+  }
+
+  const PairRule& rule_;
+  std::vector<int> inputs_;
+  at::TensorOptions opts_;
+  at::Tensor index_[2];
+  bool sequential_[2] = {false, false};  // index i reads element i
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> elementwise_kernel(const BoundOp& op, const std::vector<int>& inputs,
+                                           const at::TensorOptions& opts) {
+  if (const ScalarRule* s = op.scalar_rule())
+    return std::unique_ptr<Kernel>(new ScalarKernel(*s, inputs[0], opts));
+  if (const PairRule* p = op.pair_rule())
+    return std::unique_ptr<Kernel>(new PairKernel(*p, inputs, opts));
+  return nullptr;
+}
+
+}  // namespace propdag::torch_engine::internal
