@@ -39,12 +39,15 @@ class Tuner {
   // The lines of every non-affine node and the starting slopes (CROWN's) where they may move.
   common::Status prepare() {
     const size_t size = in_.model.dag().size();
-    lines_.resize(size), alpha_.resize(size), lo_min_.resize(size), lo_max_.resize(size);
+    lines_.resize(size), planes_.resize(size);
+    alpha_.resize(size), lo_min_.resize(size), lo_max_.resize(size);
     zero_lo_bias_.assign(size, 0);
     const int64_t k = in_.x.lo.size(0), rows = c_.size(0);
     for (int n : order_) {
       const Kernel* kernel = in_.kernels[n].get();
       if (kernel == nullptr || kernel->affine() != nullptr) continue;
+      ASSIGN_OR_RETURN(const bool planar, kernel->planes(n, in_.b, planes_[n]));
+      if (planar) continue;
       ASSIGN_OR_RETURN(lines_[n], kernel->lines(n, in_.b));
       const TLines& l = lines_[n];
       zero_lo_bias_[n] = !l.lo_bias.ne(0).any().item<bool>();  // ReLU-like lines
@@ -128,8 +131,17 @@ class Tuner {
         p.lb = p.lb + at::matmul(lam, a->bias);
         continue;
       }
-      const TLines& l = lines_[n];
       const at::Tensor lp = lam.clamp_min(0), ln = lam.clamp_max(0);
+      if (const TPlanes& q = planes_[n]; q.lo_bias.defined()) {  // a product's fixed planes
+        p.lb = p.lb + (lp * q.lo_bias.unsqueeze(1) + ln * q.up_bias.unsqueeze(1)).sum(-1);
+        for (int s : {0, 1})
+          if (q.input[s] >= 0)
+            accumulate(p.lam[q.input[s]],
+                       planes_onto(q, s, lp * q.lo[s].unsqueeze(1) + ln * q.up[s].unsqueeze(1),
+                                   in_.model.numel(q.input[s])));
+        continue;
+      }
+      const TLines& l = lines_[n];
       const at::Tensor up = ln * l.up_bias.unsqueeze(1);
       p.lb = p.lb + (zero_lo_bias_[n] ? up : up + lp * l.lo_bias.unsqueeze(1)).sum(-1);
       if (l.input >= 0)
@@ -161,6 +173,17 @@ class Tuner {
         g[n] = gn;
         continue;
       }
+      if (const TPlanes& q = planes_[n]; q.lo_bias.defined()) {
+        at::Tensor lo = q.lo_bias.unsqueeze(1), up = q.up_bias.unsqueeze(1);
+        for (int s : {0, 1}) {
+          if (q.input[s] < 0 || !g[q.input[s]].defined()) continue;
+          const at::Tensor t = planes_take(q, s, g[q.input[s]]);
+          lo = lo + t * q.lo[s].unsqueeze(1);
+          up = up + t * q.up[s].unsqueeze(1);
+        }
+        g[n] = at::where(lam >= 0, lo, up);
+        continue;
+      }
       const TLines& l = lines_[n];
       const at::Tensor gi = l.input >= 0 ? g[l.input] : at::zeros_like(lam);
       const at::Tensor lower = gi * slope(n, alpha_);
@@ -176,6 +199,7 @@ class Tuner {
   int target_;
   at::Tensor c_;
   std::vector<TLines> lines_;
+  std::vector<TPlanes> planes_;  // products' planes (lines_ for the other kernels)
   std::vector<at::Tensor> alpha_, lo_min_, lo_max_;
   std::vector<char> zero_lo_bias_;  // per node: its lower lines pass through the origin
   bool tunable_ = false;

@@ -121,31 +121,36 @@ class PairKernel : public Kernel {
     return TBox{lo.to(opts_), hi.to(opts_)};
   }
 
-  // Constant bounds (for the passes that take lines only: alpha's, which keeps CROWN's bound
-  // where its own is looser).
+  // Constant bounds: the planes are not lines of one input (a pass that needs lines skips
+  // products: steps_by_lines, Kernel::planes).
   Result<TLines> lines(int node, const std::vector<TBox>& b) const override {
     const at::Tensor zero = at::zeros_like(b[node].lo);
     return TLines{zero, b[node].lo, zero, b[node].hi, zero, zero, -1};
   }
 
+  Result<bool> planes(int node, const std::vector<TBox>& b, TPlanes& out) const override {
+    ASSIGN_OR_RETURN(out, planar(node, b));
+    return true;
+  }
+
   // crown.cc's step through each box's planes (its output bounds where it has none): the
-  // coefficient on out_i times the lower or the upper plane by its sign, gathered onto the
-  // elements of x and y that output i reads.
+  // coefficient on out_i times the lower or the upper plane by its sign, added onto the elements
+  // of x and y that output i reads.
   common::Status step(int node, const std::vector<TBox>& b, TBackward& w) const override {
-    ASSIGN_OR_RETURN(Planar p, planar(node, b));
+    ASSIGN_OR_RETURN(TPlanes p, planar(node, b));
     const at::Tensor &lam = w.lam[node], &om = w.om[node];
     const at::Tensor lp = lam.clamp_min(0), ln = lam.clamp_max(0);
     const at::Tensor op = om.clamp_min(0), on = om.clamp_max(0);
     auto row = [](const at::Tensor& t) { return t.unsqueeze(1); };
     w.lb.add_((lp * row(p.lo_bias) + ln * row(p.up_bias)).sum(-1));
     w.ub.add_((op * row(p.up_bias) + on * row(p.lo_bias)).sum(-1));
-    const bool use[2] = {rule_.uses_x(), rule_.uses_y()};
     for (int s : {0, 1}) {
-      if (!use[s] || s >= static_cast<int>(inputs_.size()) || inputs_[s] < 0) continue;
+      const int in = p.input[s];
+      if (in < 0) continue;
       const at::Tensor &lo = p.lo[s], &up = p.up[s];
-      const int64_t size = b[inputs_[s]].lo.size(1);
-      accumulate(w.lam[inputs_[s]], gather_onto(lp * row(lo) + ln * row(up), s, size));
-      accumulate(w.om[inputs_[s]], gather_onto(op * row(up) + on * row(lo), s, size));
+      const int64_t size = b[in].lo.size(1);
+      accumulate(w.lam[in], planes_onto(p, s, lp * row(lo) + ln * row(up), size));
+      accumulate(w.om[in], planes_onto(p, s, op * row(up) + on * row(lo), size));
     }
     return {};
   }
@@ -165,11 +170,8 @@ class PairKernel : public Kernel {
     return b;
   }
 
-  // The planes of K boxes, [K, n] each: slopes on x (slot 0) and y (slot 1), biases.
-  struct Planar {
-    at::Tensor lo[2], up[2], lo_bias, up_bias;
-  };
-  Result<Planar> planar(int node, const std::vector<TBox>& b) const {
+  // The planes of K boxes.
+  Result<TPlanes> planar(int node, const std::vector<TBox>& b) const {
     const int64_t n = static_cast<int64_t>(rule_.y_index().size());
     const TBox* in[2] = {nullptr, nullptr};
     for (int s : {0, 1})
@@ -206,17 +208,16 @@ class PairKernel : public Kernel {
         o[3][at] = p.up_x, o[4][at] = p.up_y, o[5][at] = p.up_bias;
       }
     }
-    Planar p;
+    TPlanes p;
     p.lo[0] = t[0].to(opts_), p.lo[1] = t[1].to(opts_), p.lo_bias = t[2].to(opts_);
     p.up[0] = t[3].to(opts_), p.up[1] = t[4].to(opts_), p.up_bias = t[5].to(opts_);
+    const bool use[2] = {rule_.uses_x(), rule_.uses_y()};
+    for (int s : {0, 1}) {
+      if (!use[s] || in[s] == nullptr) continue;
+      p.input[s] = inputs_[static_cast<size_t>(s)];
+      if (!sequential_[s] || in[s]->lo.size(1) != n) p.index[s] = index_[s];
+    }
     return p;
-  }
-
-  // [K, rows, n] coefficients on the outputs as coefficients on input slot s ([K, rows, size]):
-  // each output's added onto the element it reads.
-  at::Tensor gather_onto(const at::Tensor& c, int s, int64_t size) const {
-    if (sequential_[s] && size == c.size(2)) return c;
-    return at::zeros({c.size(0), c.size(1), size}, c.options()).index_add_(2, index_[s], c);
   }
 
   const PairRule& rule_;
@@ -227,6 +228,15 @@ class PairKernel : public Kernel {
 };
 
 }  // namespace
+
+at::Tensor planes_onto(const TPlanes& p, int s, const at::Tensor& c, int64_t size) {
+  if (!p.index[s].defined()) return c;
+  return at::zeros({c.size(0), c.size(1), size}, c.options()).index_add_(2, p.index[s], c);
+}
+
+at::Tensor planes_take(const TPlanes& p, int s, const at::Tensor& g) {
+  return p.index[s].defined() ? g.index_select(2, p.index[s]) : g;
+}
 
 std::unique_ptr<Kernel> elementwise_kernel(const BoundOp& op, const std::vector<int>& inputs,
                                            const at::TensorOptions& opts) {

@@ -59,6 +59,19 @@ struct TLines {
   int input = -1;
 };
 
+/// The planes of a product of two variables on K boxes, [K, n] each: lo[0] x + lo[1] y + lo_bias
+/// <= out <= up[0] x + up[1] y + up_bias, output element i reading element index[s][i] of node
+/// input[s] (s = 0: x, 1: y; input -1: no term; index undefined: element i).
+struct TPlanes {
+  at::Tensor lo[2], up[2], index[2], lo_bias, up_bias;
+  int input[2] = {-1, -1};
+};
+/// Coefficients c [K, rows, n] on a product's output as coefficients on its input s ([K, rows,
+/// size]): each added onto the element it reads.
+at::Tensor planes_onto(const TPlanes& p, int s, const at::Tensor& c, int64_t size);
+/// Coefficients g [K, rows, size] on input s, read at each output element's source: [K, rows, n].
+at::Tensor planes_take(const TPlanes& p, int s, const at::Tensor& g);
+
 /// An affine kernel's terms (input node, map) and its bias.
 struct TAffine {
   std::vector<std::pair<int, const LinearMap*>> terms;
@@ -78,6 +91,10 @@ class Kernel {
   virtual const TAffine* affine() const { return nullptr; }
   /// The relaxation of a non-affine kernel on the boxes' bounds `b` (every node's).
   virtual common::Result<TLines> lines(int node, const std::vector<TBox>& b) const = 0;
+  /// A product's planes on the boxes' bounds `b` (false for other kernels, whose lines() hold).
+  virtual common::Result<bool> planes(int, const std::vector<TBox>&, TPlanes&) const {
+    return false;
+  }
   /// Whether the node runs per box through the Eigen op rule.
   virtual bool per_box() const { return false; }
   /// Whether step() needs nothing but the lines cached in TBackward::lines (not the bounds `b`),
