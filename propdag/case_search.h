@@ -186,7 +186,7 @@ class CaseSearch {
 
   // The free dimensions of the case's box that change the output of some op rounding to
   // integers (BoundOp::rounds_to_integers) when only they vary, the others at the box's centre:
-  // inputs used as indices, positions, counts. Small inputs without a BoxBounder only; one IBP
+  // inputs used as indices, positions, counts. Small inputs only; one IBP
   // run per dimension.
   common::Result<std::vector<Eigen::Index>> find_integer_dims() const;
   // Where the box is split at an integer: the integer dimension with the most cells [k, k + 1)
@@ -220,7 +220,7 @@ class CaseSearch {
   bool relu_splits_;        // open cases are split by the signs of ReLU inputs (relu_search)
   BoxBounder* bounder_;     // where bounds are computed (nullptr: linear_bounds, one box a call)
   // integer_split.cc: the case's integer dimensions (find_integer_dims; set by run() on small
-  // inputs without a BoxBounder or ReLU splits), and whether a box was dropped as unprovable
+  // inputs without ReLU splits), and whether a box was dropped as unprovable
   // (the search then ends open, having looked at every box for a counterexample).
   std::vector<Eigen::Index> integer_dims_;
   bool unprovable_ = false;

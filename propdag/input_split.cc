@@ -74,8 +74,11 @@ int64_t CaseSearch::splits_per_round() const {
 
 common::Status CaseSearch::bound_top(std::vector<Open>& open) {
   std::vector<Open*> todo;
+  // With integer dimensions, only boxes within one cell of each: the others are split at an
+  // integer unbounded (integer_step).
   for (size_t i = open.size(); i-- > 0 && static_cast<int64_t>(todo.size()) < per_call();)
-    if (!open[i].bounds) todo.push_back(&open[i]);
+    if (!open[i].bounds && (integer_dims_.empty() || !integer_cut(open[i].box)))
+      todo.push_back(&open[i]);
   std::vector<Interval> boxes;
   boxes.reserve(todo.size());
   for (const Open* o : todo) boxes.push_back(o->box);

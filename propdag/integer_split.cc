@@ -32,7 +32,7 @@ common::Result<std::vector<Eigen::Index>> CaseSearch::find_integer_dims() const 
     if (model_.op(node) != nullptr && model_.op(node)->rounds_to_integers())
       rounding.push_back(node);
   std::vector<Eigen::Index> dims;
-  if (rounding.empty() || !small() || bounder_ != nullptr) return dims;
+  if (rounding.empty() || !small()) return dims;
   const Vec centre = (case_.box.lo + case_.box.hi) * 0.5;
   for (Eigen::Index d = 0; d < case_.box.size(); ++d) {
     if (cells(case_.box.lo[d], case_.box.hi[d]) < 2) continue;

@@ -13,30 +13,10 @@ namespace {
 
 using test::build;
 
-// y = (floor(x) - 3) (floor(x) - 3) + c, the two factors computed apart. Over x in [0, 9], IBP
-// takes each factor in [-3, 6] and their product in [-18, 36]: y >= c - 18. Within one cell
-// [k, k + 1), floor(x) = k and IBP is exact: y = (k - 3)^2 + c.
-std::string floor_net(double c) {
-  return R"(
-    <ir_version: 8, opset_import: ["" : 15]>
-    g (float[1,1] x) => (float[1,1] y) <float[1] three = {3}, float[1] c = {)" +
-         std::to_string(c) + R"(}> {
-      f = Floor(x)
-      d = Sub(f, three)
-      e = Sub(f, three)
-      s = Mul(d, e)
-      y = Add(s, c)
-    })";
-}
+using test::floor_net;
 
 Spec spec(double hi, const std::string& output_constraint) {
-  auto s = parse_vnnlib(
-      "(declare-const X_0 Real)\n(declare-const Y_0 Real)\n"
-      "(assert (>= X_0 0))\n(assert (<= X_0 " +
-          std::to_string(hi) + "))\n" + output_constraint,
-      "p.vnnlib");
-  EXPECT_TRUE(s.ok()) << s.error().str();
-  return *s;
+  return test::floor_spec(hi, output_constraint);
 }
 
 // Unsafe: y <= 0.25 with c = 0.5; min over the integers k in [0, 9] of (k - 3)^2 + 0.5 is 0.5,

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "propdag/test_util.h"
@@ -51,6 +52,25 @@ TEST(TorchVerify, SplitsLikeTheEigenSearch) {
   auto eigen = verify(m, unsafe_one, {Method::kIbp}, {6, 0});
   ASSERT_TRUE(eigen.ok());
   EXPECT_EQ(eigen->boxes, short_budget.boxes);
+}
+
+// Inputs that reach a Floor are split at integers with the torch engine too, as
+// integer_split_test.cc works out for the Eigen engine: y = (floor(x) - 3)^2 + c over [0, 9] is
+// proved cell by cell (1 + 10 bound computations) for unsafe y <= 0.25 with c = 0.5; with
+// c = -0.5 the cell [3, 4) violates it, and its centre is the counterexample. Halving alone
+// proves nothing (a box holding an integer inside sees two floor values).
+TEST(TorchVerify, SplitsAtIntegersLikeTheEigenSearch) {
+  const Spec s = test::floor_spec(9, "(assert (<= Y_0 0.25))\n");
+  for (int batch : {1, 64}) {
+    VerifyResult r =
+        torch_verify(test::build(test::floor_net(0.5)), s, {Method::kCrown}, {1000, 0}, batch);
+    EXPECT_TRUE(r.verified) << batch;
+    EXPECT_EQ(r.boxes, 11) << batch;
+    r = torch_verify(test::build(test::floor_net(-0.5)), s, {Method::kCrown}, {1000, 0}, batch);
+    ASSERT_TRUE(r.falsified) << batch;
+    ASSERT_EQ(r.counterexample.size(), 1);
+    EXPECT_EQ(std::floor(r.counterexample[0]), 3) << batch;
+  }
 }
 
 // Unsafe y <= 0.5: the whole box is open, and its centre x = 0 (y = 0) is a counterexample.
