@@ -4,6 +4,7 @@
 // divisor straddles 0 in some boxes of a batch and not in others.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <random>
@@ -104,6 +105,21 @@ TEST(TorchElementwise, KernelsEqualTheEigenRulesBoxByBox) {
   // Both kinds of box are in the batch.
   EXPECT_GT(straddling, 0);
   EXPECT_LT(straddling, k);
+  // float32: the kernels compute in double and hand back the engine's dtype; y1's CROWN bounds
+  // within float32 rounding of float64's.
+  {
+    Options crown;
+    auto f64 = engine->output_bounds(all, crown);
+    auto f32 = engine_for(model, true)->output_bounds(all, crown);
+    ASSERT_TRUE(f64.ok() && f32.ok());
+    for (int b = 0; b < k; ++b)
+      for (Eigen::Index o = 0; o < 3; ++o) {
+        const double scale =
+            std::max({1.0, std::abs((*f64)[0].lo(b, o)), std::abs((*f64)[0].hi(b, o))});
+        EXPECT_NEAR((*f32)[0].lo(b, o), (*f64)[0].lo(b, o), 1e-4 * scale) << b << " " << o;
+        EXPECT_NEAR((*f32)[0].hi(b, o), (*f64)[0].hi(b, o), 1e-4 * scale) << b << " " << o;
+      }
+  }
   // Linear bounds of combinations of y1 over the batch (y2 skipped).
   Options opt;
   const Mat c = (Mat(2, 3) << 1, -2, 0.5, 0, 1, 1).finished();
