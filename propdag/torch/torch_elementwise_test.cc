@@ -18,7 +18,6 @@ namespace propdag::torch_engine {
 namespace {
 
 using torch_test::engine_for;
-using torch_test::one;
 
 // y1 mixes every kernel's output; y2 = (cos(x) / t) * sin(h) is unbounded in the boxes where t
 // straddles 0, where its product has no planes (its factor's bounds are infinite).
