@@ -12,24 +12,28 @@ Eigen::Index block(Eigen::Index len) {
   return std::max<Eigen::Index>(1, (Eigen::Index{1} << 22) / std::max<Eigen::Index>(1, len));
 }
 
-// out += affine_interval(gather, x), element by element with the same operations, without its
-// four vectors of the output's size. A row without an entry adds 0 (a -0 bias turns +0, as
-// adding affine_interval's 0 does).
+// out += the image of x under the gather, element by element, without affine_interval's four
+// vectors of the output's size. A row without an entry adds 0 (a -0 bias turns +0, as adding
+// affine_interval's 0 does).
 void add_gather_interval(const Gather& g, const Interval& x, Interval& out) {
   if (g.entries() < g.rows) {
     out.lo.array() += 0.0;
     out.hi.array() += 0.0;
   }
+  // Each end from the input's end the entry's sign selects: the centre and radius form can round
+  // an end inward (an index cast to an integer just below the next one would be taken for it) or
+  // lose a small end next to a huge one ([-2.3, 7e21] gave a lower bound of 0).
   g.for_each([&](int64_t i, int64_t j, double v) {
-    if (v == 1.0) {  // a copy (Gather, Slice, Reshape): its ends exactly, where the centre and
-      out.lo[i] += x.lo[j];  // radius form can round an end inward (an index cast to an integer
-      out.hi[i] += x.hi[j];  // just below the next one would be taken for it)
+    if (v == 1.0) {  // a copy (Gather, Slice, Reshape, Concat)
+      out.lo[i] += x.lo[j];
+      out.hi[i] += x.hi[j];
       return;
     }
-    const double c = (x.lo[j] + x.hi[j]) * 0.5, r = (x.hi[j] - x.lo[j]) * 0.5;
-    const double yc = 0.0 + v * c, yr = 0.0 + std::abs(v) * r;
-    out.lo[i] += yc - yr;
-    out.hi[i] += yc + yr;
+    // Both products, then the smaller below: a product added straight to an end may be fused
+    // into one multiply-add on one side and not on the other (a point's ends then differ).
+    const double a = v * x.lo[j], b = v * x.hi[j];
+    out.lo[i] += std::min(a, b);
+    out.hi[i] += std::max(a, b);
   });
 }
 

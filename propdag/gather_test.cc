@@ -137,5 +137,22 @@ TEST(Gather, BroadcastAddCrownAndAlphaByHand) {
   }
 }
 
+TEST(Gather, IntervalKeepsASmallEndBesideAHugeOne) {
+  Model m = test::build(test::kFarEnds);
+  Options o;
+  o.method = Method::kIbp;
+  auto b = output_bounds(m, test::far_ends_box(), o);
+  ASSERT_TRUE(b.ok()) << b.error().str();
+  const Interval &y = (*b)[0], &z = (*b)[1];
+  for (Eigen::Index i : {0, 1}) {
+    EXPECT_EQ(y.lo[i], -2.0);
+    EXPECT_EQ(y.hi[i], 1e22);
+    EXPECT_EQ(y.lo[2 + i], -1.0);
+    EXPECT_EQ(y.hi[2 + i], 1.0);
+    EXPECT_EQ(z.lo[i], 0.0);
+    EXPECT_EQ(z.hi[i], 1.0);
+  }
+}
+
 }  // namespace
 }  // namespace propdag

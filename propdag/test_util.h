@@ -61,6 +61,20 @@ inline Spec floor_spec(double hi, const std::string& output_constraint) {
   return *s;
 }
 
+// Copies and scalings of inputs whose box [-2, 1e22] has one small and one huge end: a Concat
+// (gather entries 1) of x and sin(x), and relu(-0.5 x) (entries -0.5). IBP: y in [-2, 1e22] for
+// x's copies, [-1, 1] for the sines; z in [0, 1]. From the centre 5e21 - 1 and the radius
+// 5e21 + 1 the small end rounds away: -2 and 1 became 0.
+inline constexpr const char* kFarEnds = R"(
+  <ir_version: 8, opset_import: ["" : 15]>
+  g (float[1,2] x) => (float[1,4] y, float[1,2] z) <float[1] h = {-0.5}> {
+    a = Sin(x)
+    y = Concat <axis = 1> (x, a)
+    s = Mul(x, h)
+    z = Relu(s)
+  })";
+inline Interval far_ends_box() { return {Vec{{-2, -2}}, Vec{{1e22, 1e22}}}; }
+
 // Network 1: x1, x2 in [-1, 1]
 //
 //   x1 ──┬─(+1)─► h1 ─ relu ─► r1 ─(+1)─┐

@@ -151,6 +151,22 @@ TEST(TorchEngine, VariableSliceMatchesHandWorkedBounds) {
   expect_equal_bounds(model, point, "slices, one window");
 }
 
+// Gather maps take each end from an input end (affine.cc's add_gather_interval): from centre
+// and radius, the concatenated copy of x in [-2, 1e22] had the lower bound 0.
+TEST(TorchEngine, GatherKeepsASmallEndBesideAHugeOne) {
+  Model model = test::build(test::kFarEnds);
+  Options ibp;
+  ibp.method = Method::kIbp;
+  auto b = engine_for(model)->output_bounds(one(test::far_ends_box()), ibp);
+  ASSERT_TRUE(b.ok()) << b.error().str();
+  for (Eigen::Index i : {0, 1}) {
+    EXPECT_EQ((*b)[0].lo(0, i), -2.0);
+    EXPECT_EQ((*b)[0].hi(0, i), 1e22);
+    EXPECT_EQ((*b)[1].lo(0, i), 0.0);
+    EXPECT_EQ((*b)[1].hi(0, i), 1.0);
+  }
+}
+
 TEST(TorchEngine, BatchEqualsSeparateCalls) {
   Model model = test::build(kConvNet);
   std::unique_ptr<Engine> engine = engine_for(model);

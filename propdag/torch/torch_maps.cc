@@ -83,6 +83,25 @@ class GatherMap : public LinearMap {
     return out.narrow(1, 0, in_);
   }
   const char* kind() const override { return identity_ ? "identity" : "gather"; }
+  // The centre and radius form loses a small end next to a huge one (c - r = 0 for [-2.3, 7e21]):
+  // each end is taken from the input's end the entry's sign selects.
+  bool ends(const at::Tensor& lo, const at::Tensor& hi, at::Tensor& out_lo,
+            at::Tensor& out_hi) const override {
+    if (identity_) {
+      out_lo = lo, out_hi = hi;
+      return true;
+    }
+    at::Tensor l = at::cat({lo, at::zeros({lo.size(0), 1}, lo.options())}, 1).index_select(1, src_);
+    at::Tensor h = at::cat({hi, at::zeros({hi.size(0), 1}, hi.options())}, 1).index_select(1, src_);
+    if (ones_) {
+      out_lo = l, out_hi = h;
+      return true;
+    }
+    const at::Tensor pos = scale_ >= 0;
+    out_lo = at::where(pos, l * scale_, h * scale_);
+    out_hi = at::where(pos, h * scale_, l * scale_);
+    return true;
+  }
 
  private:
   int64_t in_;

@@ -77,6 +77,12 @@ class AffineKernel : public Kernel {
     at::Tensor lo, hi;
     for (const Term& t : terms_) {
       const TBox& x = *in[t.slot];
+      at::Tensor l, h;
+      if (t.map->ends(x.lo, x.hi, l, h)) {
+        accumulate(lo, l);
+        accumulate(hi, h);
+        continue;
+      }
       at::Tensor c = (x.lo + x.hi) * 0.5, r = (x.hi - x.lo) * 0.5;
       at::Tensor yc = t.map->apply(c, false), yr = t.map->apply(r, true);
       accumulate(lo, yc - yr);

@@ -48,6 +48,12 @@ class LinearMap {
                                   const at::TensorOptions& opts) const;
   /// "dense", "conv", "conv_transpose", "gather", "identity" or "sparse".
   virtual const char* kind() const = 0;
+  /// For maps with at most one entry per row (gathers): the image of the box [lo, hi] ([M, in])
+  /// from its ends, each output end one product of an input end and the entry (affine.cc's
+  /// add_gather_interval); false for the others, whose image comes from centre and radius.
+  virtual bool ends(const at::Tensor&, const at::Tensor&, at::Tensor&, at::Tensor&) const {
+    return false;
+  }
 };
 
 /// An elementwise relaxation of K boxes, [K, n] each: lo_slope x + lo_bias <= y <= up_slope x +
