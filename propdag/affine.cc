@@ -37,19 +37,41 @@ void add_gather_interval(const Gather& g, const Interval& x, Interval& out) {
   });
 }
 
-}  // namespace
-
-Vec dense_apply(const LinearTerm& t, const Vec& x, bool abs) {
-  if (t.wf.size() == 0) return abs ? Vec(t.w.cwiseAbs() * x) : Vec(t.w * x);
-  Vec y(t.wf.rows());
-  const Eigen::Index b = block(t.wf.cols());
-  for (Eigen::Index r = 0; r < t.wf.rows(); r += b) {
-    const Eigen::Index n = std::min(b, t.wf.rows() - r);
-    Mat wide = t.wf.middleRows(r, n).cast<double>();
-    y.segment(r, n) = abs ? Vec(wide.cwiseAbs() * x) : Vec(wide * x);
+// out += the image of x under a dense weight (double or float), each end from the input ends
+// the entry's sign selects, as for gathers: from the centre and radius, a small end next to a
+// huge one rounds away. One pass over the weight, column by column.
+template <typename M>
+void add_dense_interval(const M& w, const Interval& x, Interval& out) {
+  const Eigen::Index rows = w.rows();
+  double* lo = out.lo.data();
+  double* hi = out.hi.data();
+  for (Eigen::Index j = 0; j < w.cols(); ++j) {
+    const auto* col = w.col(j).data();
+    const double l = x.lo[j], u = x.hi[j];
+    for (Eigen::Index i = 0; i < rows; ++i) {
+      const double v = col[i];
+      const double a = v * l, b = v * u;
+      lo[i] += std::min(a, b);
+      hi[i] += std::max(a, b);
+    }
   }
-  return y;
 }
+
+// The same for a sparse weight (row-major), row by row.
+void add_sparse_interval(const SpMat& s, const Interval& x, Interval& out) {
+  for (Eigen::Index i = 0; i < s.outerSize(); ++i) {
+    double lo = 0.0, hi = 0.0;
+    for (SpMat::InnerIterator it(s, i); it; ++it) {
+      const double a = it.value() * x.lo[it.col()], b = it.value() * x.hi[it.col()];
+      lo += std::min(a, b);
+      hi += std::max(a, b);
+    }
+    out.lo[i] += lo;
+    out.hi[i] += hi;
+  }
+}
+
+}  // namespace
 
 Mat dense_left(const Mat& a, const LinearTerm& t) {
   if (t.wf.size() == 0) return a * t.w;
@@ -75,44 +97,18 @@ Mat dense_left_transposed(const Mat& a, const LinearTerm& t) {
 
 Mat dense_matrix(const LinearTerm& t) { return t.wf.size() == 0 ? t.w : Mat(t.wf.cast<double>()); }
 
-Interval affine_interval(const LinearTerm& term, const Interval& x) {
-  Vec c = (x.lo + x.hi) * 0.5;
-  Vec r = (x.hi - x.lo) * 0.5;
-  Vec yc, yr;
-  if (r.isZero()) {  // a one-point box (or the inputs of this term fixed): |W| 0 is 0
-    if (term.dense) {
-      yc = dense_apply(term, c);
-    } else if (term.gather) {
-      yc = gather_apply(*term.gather, c);
-    } else {
-      yc = term.sparse() * c;
-    }
-    return {yc, yc};
-  }
-  if (term.dense) {
-    yc = dense_apply(term, c);
-    yr = dense_apply(term, r, true);
-  } else if (term.gather) {
-    yc = gather_apply(*term.gather, c);
-    yr = gather_apply(*term.gather, r, true);
-  } else {
-    const SpMat& s = term.sparse();
-    yc = s * c;
-    yr = s.cwiseAbs() * r;
-  }
-  return {yc - yr, yc + yr};
-}
-
 Interval AffineOp::interval(const std::vector<const Interval*>& in) const {
   Interval out{bias_, bias_};
   for (const LinearTerm& t : terms_) {
     if (t.gather) {
       add_gather_interval(*t.gather, *in[t.slot], out);
-      continue;
+    } else if (!t.dense) {
+      add_sparse_interval(t.sparse(), *in[t.slot], out);
+    } else if (t.wf.size() == 0) {
+      add_dense_interval(t.w, *in[t.slot], out);
+    } else {
+      add_dense_interval(t.wf, *in[t.slot], out);
     }
-    Interval part = affine_interval(t, *in[t.slot]);
-    out.lo += part.lo;
-    out.hi += part.hi;
   }
   return out;
 }

@@ -84,13 +84,6 @@ void IndexMap::fill(int64_t begin, int64_t n, int64_t* out) const {
   }
 }
 
-Eigen::VectorXd gather_apply(const Gather& g, const Eigen::VectorXd& x, bool abs) {
-  // Eigen's row-major product sums each row from 0: 0 + v x (a -0 comes out as +0).
-  Eigen::VectorXd y = Eigen::VectorXd::Zero(g.rows);
-  g.for_each([&](int64_t i, int64_t j, double v) { y[i] = 0.0 + (abs ? std::abs(v) : v) * x[j]; });
-  return y;
-}
-
 Eigen::MatrixXd gather_left(const Eigen::MatrixXd& a, const Gather& g) {
   // Row i of W adds v times column i of a to column j, rows in ascending order, as Eigen's
   // dense-times-row-major-sparse product does.

@@ -64,9 +64,8 @@ struct Gather {
   }
 };
 
-/// W x (|W| x with `abs`), a W and a W^T, each as Eigen's row-major sparse products compute
-/// them (the same sums in the same order, so the same bits).
-Eigen::VectorXd gather_apply(const Gather& g, const Eigen::VectorXd& x, bool abs = false);
+/// a W and a W^T, each as Eigen's row-major sparse products compute them (the same sums in the
+/// same order, so the same bits).
 Eigen::MatrixXd gather_left(const Eigen::MatrixXd& a, const Gather& g);
 Eigen::MatrixXd gather_left_transposed(const Eigen::MatrixXd& a, const Gather& g);
 /// The map as a sparse matrix.

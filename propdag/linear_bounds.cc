@@ -15,10 +15,11 @@ namespace {
 using internal::Crown;
 using internal::intersect;
 
+// The range of c y over the box y, each end from the ends of y the coefficient's sign selects
+// (from the centre and radius, a small end next to a huge one rounds away).
 Interval box_of(const Mat& c, const Interval& y) {
-  Vec center = (y.lo + y.hi) * 0.5, radius = (y.hi - y.lo) * 0.5;
-  Vec mid = c * center, rad = c.cwiseAbs() * radius;
-  return {mid - rad, mid + rad};
+  const Mat pos = c.cwiseMax(0.0), neg = c.cwiseMin(0.0);
+  return {pos * y.lo + neg * y.hi, pos * y.hi + neg * y.lo};
 }
 
 // The rows of a final pass that the budget judges (BoundsIn::budget_rows, else

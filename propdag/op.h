@@ -222,15 +222,11 @@ class AffineOp : public BoundOp {
   Vec bias_;
 };
 
-/// Interval of W x over a box, W dense or sparse (center-radius form).
-Interval affine_interval(const LinearTerm& term, const Interval& x);
-
 /// Dense terms with at least this many entries are stored as float when the weight is float data
 /// (exact, since the rule reads float32 values into doubles without arithmetic).
 constexpr int64_t kFloatWeightEntries = int64_t{1} << 20;
-/// For a dense term with weight W: W x (|W| x with `abs`), a W, and a W^T. Float weights are
-/// widened a block of rows at a time, so no double copy of the whole matrix is made.
-Vec dense_apply(const LinearTerm& t, const Vec& x, bool abs = false);
+/// For a dense term with weight W: a W and a W^T. Float weights are widened a block of rows at
+/// a time, so no double copy of the whole matrix is made.
 Mat dense_left(const Mat& a, const LinearTerm& t);
 Mat dense_left_transposed(const Mat& a, const LinearTerm& t);
 /// The dense weight as a double matrix (a copy for float storage).

@@ -73,7 +73,39 @@ inline constexpr const char* kFarEnds = R"(
     s = Mul(x, h)
     z = Relu(s)
   })";
-inline Interval far_ends_box() { return {Vec{{-2, -2}}, Vec{{1e22, 1e22}}}; }
+inline Interval far_ends_box(Eigen::Index n = 2) {
+  return {Vec::Constant(n, -2.0), Vec::Constant(n, 1e22)};
+}
+
+// A dense product and a convolution of x in the same box [-2, 1e22] (3 elements), each output
+// with one small end: y = x W, W = [[1, -1], [0.25, -0.25], [0.5, -0.5]]: y0 in [-3.5, 1.75e22],
+// y1 in [-1.75e22, 3.5]; c = Conv(x as [1, 1, 1, 3], kernels (1, 0.5) and (-1, -0.25)): channel
+// 0 in [-3, 1.5e22], channel 1 in [-1.25e22, 2.5]. From centre and radius each small end rounds
+// to 0 (or to a multiple of the huge end's last digit).
+inline constexpr const char* kFarEndsAffine = R"(
+  <ir_version: 8, opset_import: ["" : 15]>
+  g (float[1,3] x) => (float[1,2] y, float[1,2,1,2] c)
+  <float[3,2] w = {1, -1, 0.25, -0.25, 0.5, -0.5}, float[2,1,1,2] k = {1, 0.5, -1, -0.25},
+   int64[4] s = {1, 1, 1, 3}> {
+    y = MatMul(x, w)
+    t = Reshape(x, s)
+    c = Conv(t, k)
+  })";
+// Checks those bounds: y's ends (y_lo, y_hi) and c's, flat. The small ends are exact sums of
+// products of -2; the huge ones within rounding.
+inline void expect_far_ends_affine(const Vec& y_lo, const Vec& y_hi, const Vec& c_lo,
+                                   const Vec& c_hi) {
+  EXPECT_EQ(y_lo[0], -3.5);
+  EXPECT_DOUBLE_EQ(y_hi[0], 1.75e22);
+  EXPECT_DOUBLE_EQ(y_lo[1], -1.75e22);
+  EXPECT_EQ(y_hi[1], 3.5);
+  for (Eigen::Index i : {0, 1}) {
+    EXPECT_EQ(c_lo[i], -3.0);
+    EXPECT_DOUBLE_EQ(c_hi[i], 1.5e22);
+    EXPECT_DOUBLE_EQ(c_lo[2 + i], -1.25e22);
+    EXPECT_EQ(c_hi[2 + i], 2.5);
+  }
+}
 
 // Network 1: x1, x2 in [-1, 1]
 //

@@ -168,7 +168,7 @@ class Tuner {
         for (const auto& [node, map] : a->terms) {
           const at::Tensor& gi = g[node];
           const int64_t k = gi.size(0), rows = gi.size(1);
-          gn = gn + map->apply(gi.reshape({k * rows, gi.size(2)}), false).reshape({k, rows, -1});
+          gn = gn + map->apply(gi.reshape({k * rows, gi.size(2)})).reshape({k, rows, -1});
         }
         g[n] = gn;
         continue;

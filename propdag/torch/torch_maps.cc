@@ -1,7 +1,8 @@
 #include <ATen/Dispatch.h>
 #include <ATen/TensorOperators.h>
-#include <ATen/ops/abs.h>
 #include <ATen/ops/cat.h>
+#include <ATen/ops/clamp_max.h>
+#include <ATen/ops/clamp_min.h>
 #include <ATen/ops/constant_pad_nd.h>
 #include <ATen/ops/conv2d.h>
 #include <ATen/ops/conv_transpose2d.h>
@@ -9,6 +10,7 @@
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/matmul.h>
 #include <ATen/ops/mm.h>
+#include <ATen/ops/nonzero.h>
 #include <ATen/ops/ones_like.h>
 #include <ATen/ops/sparse_coo_tensor.h>
 #include <ATen/ops/sum.h>
@@ -37,9 +39,13 @@ namespace {
 class DenseMap : public LinearMap {
  public:
   DenseMap(const Mat& w, const at::TensorOptions& opts)
-      : w_(to_tensor(w, opts)), wt_(w_.t().contiguous()), abs_wt_(wt_.abs()) {}
-  at::Tensor apply(const at::Tensor& x, bool abs) const override {
-    return at::matmul(x, abs ? abs_wt_ : wt_);
+      : w_(to_tensor(w, opts)), pos_t_(w_.t().contiguous()), neg_t_(pos_t_.clamp_max(0.0)) {
+    pos_t_.clamp_min_(0.0);
+  }
+  at::Tensor apply(const at::Tensor& x) const override { return at::matmul(x, w_.t()); }
+  TBox ends(const at::Tensor& lo, const at::Tensor& hi) const override {
+    return {at::matmul(lo, pos_t_) + at::matmul(hi, neg_t_),
+            at::matmul(hi, pos_t_) + at::matmul(lo, neg_t_)};
   }
   at::Tensor adjoint(const at::Tensor& y) const override { return at::matmul(y, w_); }
   at::Tensor adjoint_rows(const at::Tensor& rows, int64_t,
@@ -49,7 +55,7 @@ class DenseMap : public LinearMap {
   const char* kind() const override { return "dense"; }
 
  private:
-  at::Tensor w_, wt_, abs_wt_;
+  at::Tensor w_, pos_t_, neg_t_;
 };
 
 // Each output element copies at most one input element times a scale (Reshape, Flatten,
@@ -68,13 +74,12 @@ class GatherMap : public LinearMap {
     }
     src_ = at::from_blob(src.data(), {out}, at::kLong).to(opts.device(), false, true).clone();
     scale_ = at::from_blob(scale.data(), {out}, at::kDouble).to(opts, false, true).clone();
-    abs_scale_ = scale_.abs();
   }
-  at::Tensor apply(const at::Tensor& x, bool abs) const override {
+  at::Tensor apply(const at::Tensor& x) const override {
     if (identity_) return x;
     at::Tensor padded = at::cat({x, at::zeros({x.size(0), 1}, x.options())}, 1);
     at::Tensor y = padded.index_select(1, src_);
-    return ones_ ? y : y * (abs ? abs_scale_ : scale_);
+    return ones_ ? y : y * scale_;
   }
   at::Tensor adjoint(const at::Tensor& y) const override {
     if (identity_) return y;
@@ -83,30 +88,19 @@ class GatherMap : public LinearMap {
     return out.narrow(1, 0, in_);
   }
   const char* kind() const override { return identity_ ? "identity" : "gather"; }
-  // The centre and radius form loses a small end next to a huge one (c - r = 0 for [-2.3, 7e21]):
-  // each end is taken from the input's end the entry's sign selects.
-  bool ends(const at::Tensor& lo, const at::Tensor& hi, at::Tensor& out_lo,
-            at::Tensor& out_hi) const override {
-    if (identity_) {
-      out_lo = lo, out_hi = hi;
-      return true;
-    }
+  TBox ends(const at::Tensor& lo, const at::Tensor& hi) const override {
+    if (identity_) return {lo, hi};
     at::Tensor l = at::cat({lo, at::zeros({lo.size(0), 1}, lo.options())}, 1).index_select(1, src_);
     at::Tensor h = at::cat({hi, at::zeros({hi.size(0), 1}, hi.options())}, 1).index_select(1, src_);
-    if (ones_) {
-      out_lo = l, out_hi = h;
-      return true;
-    }
+    if (ones_) return {l, h};
     const at::Tensor pos = scale_ >= 0;
-    out_lo = at::where(pos, l * scale_, h * scale_);
-    out_hi = at::where(pos, h * scale_, l * scale_);
-    return true;
+    return {at::where(pos, l * scale_, h * scale_), at::where(pos, h * scale_, l * scale_)};
   }
 
  private:
   int64_t in_;
   bool identity_ = false, ones_ = false;
-  at::Tensor src_, scale_, abs_scale_;
+  at::Tensor src_, scale_;
 };
 
 // Any other sparse matrix (AveragePool, Pad, ConvTranspose, ReduceSum, ...).
@@ -126,17 +120,28 @@ class SparseMap : public LinearMap {
     at::Tensor v = at::from_blob(vals.data(), {nnz}, at::kDouble).clone();
     at::Tensor w = at::sparse_coo_tensor(i, v, {s.rows(), s.cols()}).coalesce();
     w_ = w.to(opts);
-    abs_w_ = at::sparse_coo_tensor(i, v.abs(), {s.rows(), s.cols()}).coalesce().to(opts);
     wt_ = w.t().coalesce().to(opts);
+    // The positive and the negative entries, each matrix without the other's.
+    const auto part = [&](const at::Tensor& keep) {
+      const at::Tensor idx = keep.nonzero().squeeze(1);
+      return at::sparse_coo_tensor(i.index_select(1, idx), v.index_select(0, idx),
+                                   {s.rows(), s.cols()})
+          .coalesce()
+          .to(opts);
+    };
+    pos_ = part(v > 0);
+    neg_ = part(v < 0);
   }
-  at::Tensor apply(const at::Tensor& x, bool abs) const override {
-    return at::mm(abs ? abs_w_ : w_, x.t()).t();
+  at::Tensor apply(const at::Tensor& x) const override { return at::mm(w_, x.t()).t(); }
+  TBox ends(const at::Tensor& lo, const at::Tensor& hi) const override {
+    const at::Tensor l = lo.t(), h = hi.t();
+    return {(at::mm(pos_, l) + at::mm(neg_, h)).t(), (at::mm(pos_, h) + at::mm(neg_, l)).t()};
   }
   at::Tensor adjoint(const at::Tensor& y) const override { return at::mm(wt_, y.t()).t(); }
   const char* kind() const override { return "sparse"; }
 
  private:
-  at::Tensor w_, abs_w_, wt_;
+  at::Tensor w_, wt_, pos_, neg_;
 };
 
 // A Conv layer as a 2-D convolution (1-D ones with a height of 1); the adjoint is the
@@ -150,7 +155,7 @@ struct ConvGeometry {
 class ConvTransposeMap : public LinearMap {
  public:
   ConvTransposeMap(at::Tensor weight, const ConvGeometry& g) : w_(std::move(weight)), g_(g) {
-    abs_w_ = w_.abs();
+    pos_ = w_.clamp_min(0.0), neg_ = w_.clamp_max(0.0);
     const int64_t kh = w_.size(2), kw = w_.size(3);
     oph_ = g.oh - ((g.h - 1) * g.sh - 2 * g.ph + g.dh * (kh - 1) + 1);
     opw_ = g.ow - ((g.w - 1) * g.sw - 2 * g.pw + g.dw * (kw - 1) + 1);
@@ -159,11 +164,9 @@ class ConvTransposeMap : public LinearMap {
     return oph_ >= 0 && opw_ >= 0 && oph_ < std::max(g_.sh, g_.dh) &&
            opw_ < std::max(g_.sw, g_.dw) && g_.ph == g_.ph_end && g_.pw == g_.pw_end;
   }
-  at::Tensor apply(const at::Tensor& x, bool abs) const override {
-    at::Tensor in = x.reshape({x.size(0), g_.c, g_.h, g_.w});
-    return at::conv_transpose2d(in, abs ? abs_w_ : w_, {}, {g_.sh, g_.sw}, {g_.ph, g_.pw},
-                                {oph_, opw_}, g_.group, {g_.dh, g_.dw})
-        .reshape({x.size(0), -1});
+  at::Tensor apply(const at::Tensor& x) const override { return run(x, w_); }
+  TBox ends(const at::Tensor& lo, const at::Tensor& hi) const override {
+    return {run(lo, pos_) + run(hi, neg_), run(hi, pos_) + run(lo, neg_)};
   }
   at::Tensor adjoint(const at::Tensor& y) const override {
     at::Tensor out = y.reshape({y.size(0), g_.oc, g_.oh, g_.ow});
@@ -173,7 +176,14 @@ class ConvTransposeMap : public LinearMap {
   const char* kind() const override { return "conv_transpose"; }
 
  private:
-  at::Tensor w_, abs_w_;
+  at::Tensor run(const at::Tensor& x, const at::Tensor& w) const {
+    at::Tensor in = x.reshape({x.size(0), g_.c, g_.h, g_.w});
+    return at::conv_transpose2d(in, w, {}, {g_.sh, g_.sw}, {g_.ph, g_.pw}, {oph_, opw_}, g_.group,
+                                {g_.dh, g_.dw})
+        .reshape({x.size(0), -1});
+  }
+
+  at::Tensor w_, pos_, neg_;
   ConvGeometry g_;
   int64_t oph_ = 0, opw_ = 0;
 };
@@ -181,19 +191,12 @@ class ConvTransposeMap : public LinearMap {
 class ConvMap : public LinearMap {
  public:
   ConvMap(at::Tensor weight, const ConvGeometry& g) : w_(std::move(weight)), g_(g) {
-    abs_w_ = w_.abs();
+    pos_ = w_.clamp_min(0.0), neg_ = w_.clamp_max(0.0);
     symmetric_ = g.ph == g.ph_end && g.pw == g.pw_end;
   }
-  at::Tensor apply(const at::Tensor& x, bool abs) const override {
-    at::Tensor in = x.reshape({x.size(0), g_.c, g_.h, g_.w});
-    std::vector<int64_t> pad{g_.ph, g_.pw};
-    if (!symmetric_) {
-      in = at::constant_pad_nd(in, {g_.pw, g_.pw_end, g_.ph, g_.ph_end}, 0);
-      pad = {0, 0};
-    }
-    at::Tensor y =
-        at::conv2d(in, abs ? abs_w_ : w_, {}, {g_.sh, g_.sw}, pad, {g_.dh, g_.dw}, g_.group);
-    return y.reshape({x.size(0), -1});
+  at::Tensor apply(const at::Tensor& x) const override { return run(x, w_); }
+  TBox ends(const at::Tensor& lo, const at::Tensor& hi) const override {
+    return {run(lo, pos_) + run(hi, neg_), run(hi, pos_) + run(lo, neg_)};
   }
   at::Tensor adjoint(const at::Tensor& y) const override {
     at::Tensor out = y.reshape({y.size(0), g_.oc, g_.oh, g_.ow});
@@ -211,7 +214,18 @@ class ConvMap : public LinearMap {
   const char* kind() const override { return "conv"; }
 
  private:
-  at::Tensor w_, abs_w_;
+  at::Tensor run(const at::Tensor& x, const at::Tensor& w) const {
+    at::Tensor in = x.reshape({x.size(0), g_.c, g_.h, g_.w});
+    std::vector<int64_t> pad{g_.ph, g_.pw};
+    if (!symmetric_) {
+      in = at::constant_pad_nd(in, {g_.pw, g_.pw_end, g_.ph, g_.ph_end}, 0);
+      pad = {0, 0};
+    }
+    at::Tensor y = at::conv2d(in, w, {}, {g_.sh, g_.sw}, pad, {g_.dh, g_.dw}, g_.group);
+    return y.reshape({x.size(0), -1});
+  }
+
+  at::Tensor w_, pos_, neg_;
   ConvGeometry g_;
   bool symmetric_ = true;
 };
@@ -270,7 +284,7 @@ bool same_map(const LinearMap& map, const SpMat& s, const at::TensorOptions& opt
   for (auto& v : x) v = u(rng);
   for (auto& v : y) v = u(rng);
   Vec fx = s * x, fy = s.transpose() * y;
-  Mat mx = to_mat(map.apply(to_tensor(x, opts).unsqueeze(0), false));
+  Mat mx = to_mat(map.apply(to_tensor(x, opts).unsqueeze(0)));
   Mat my = to_mat(map.adjoint(to_tensor(y, opts).unsqueeze(0)));
   if (mx.cols() != fx.size() || my.cols() != fy.size()) return false;
   const double eps = opts.dtype() == at::kFloat ? 1e-4 : 1e-9;
@@ -288,7 +302,7 @@ bool same_rows(const LinearMap& map, const LinearTerm& t, const at::TensorOption
   Vec x(t.cols), y(t.rows);
   for (auto& v : x) v = u(rng);
   for (auto& v : y) v = u(rng);
-  Mat mx = to_mat(map.apply(to_tensor(x, opts).unsqueeze(0), false));
+  Mat mx = to_mat(map.apply(to_tensor(x, opts).unsqueeze(0)));
   Mat my = to_mat(map.adjoint(to_tensor(y, opts).unsqueeze(0)));
   if (mx.cols() != t.rows || my.cols() != t.cols) return false;
   const double eps = opts.dtype() == at::kFloat ? 1e-4 : 1e-9;

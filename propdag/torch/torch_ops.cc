@@ -1,8 +1,9 @@
 #include "propdag/torch/torch_ops.h"
 
 #include <ATen/TensorOperators.h>
-#include <ATen/ops/abs.h>
 #include <ATen/ops/cat.h>
+#include <ATen/ops/clamp_max.h>
+#include <ATen/ops/clamp_min.h>
 #include <ATen/ops/constant_pad_nd.h>
 #include <ATen/ops/conv2d.h>
 #include <ATen/ops/conv_transpose2d.h>
@@ -76,17 +77,9 @@ class AffineKernel : public Kernel {
   Result<TBox> interval(const std::vector<const TBox*>& in) const override {
     at::Tensor lo, hi;
     for (const Term& t : terms_) {
-      const TBox& x = *in[t.slot];
-      at::Tensor l, h;
-      if (t.map->ends(x.lo, x.hi, l, h)) {
-        accumulate(lo, l);
-        accumulate(hi, h);
-        continue;
-      }
-      at::Tensor c = (x.lo + x.hi) * 0.5, r = (x.hi - x.lo) * 0.5;
-      at::Tensor yc = t.map->apply(c, false), yr = t.map->apply(r, true);
-      accumulate(lo, yc - yr);
-      accumulate(hi, yc + yr);
+      TBox part = t.map->ends(in[t.slot]->lo, in[t.slot]->hi);
+      accumulate(lo, part.lo);
+      accumulate(hi, part.hi);
     }
     if (!lo.defined()) {  // no variable term left (cannot happen for a Dag node, kept safe)
       const int64_t k = in.empty() || in[0] == nullptr ? 1 : in[0]->lo.size(0);
@@ -344,9 +337,9 @@ void intersect(TBox& a, const at::Tensor& lo, const at::Tensor& hi) {
 }
 
 TBox box_of(const at::Tensor& c, const TBox& y) {
-  at::Tensor center = (y.lo + y.hi) * 0.5, radius = (y.hi - y.lo) * 0.5;
-  at::Tensor mid = at::matmul(center, c.t()), rad = at::matmul(radius, c.abs().t());
-  return {mid - rad, mid + rad};
+  const at::Tensor pos = c.clamp_min(0.0).t(), neg = c.clamp_max(0.0).t();
+  return {at::matmul(y.lo, pos) + at::matmul(y.hi, neg),
+          at::matmul(y.hi, pos) + at::matmul(y.lo, neg)};
 }
 
 }  // namespace propdag::torch_engine::internal

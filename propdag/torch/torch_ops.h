@@ -40,7 +40,7 @@ struct TBackward {
 class LinearMap {
  public:
   virtual ~LinearMap() = default;
-  virtual at::Tensor apply(const at::Tensor& x, bool abs) const = 0;
+  virtual at::Tensor apply(const at::Tensor& x) const = 0;
   virtual at::Tensor adjoint(const at::Tensor& y) const = 0;
   /// adjoint() of the rows `rows` ([M] indices) of the identity of size `out` on `opts`: [M, in].
   /// A dense map takes its weights' rows; the others map the identity's rows.
@@ -48,12 +48,10 @@ class LinearMap {
                                   const at::TensorOptions& opts) const;
   /// "dense", "conv", "conv_transpose", "gather", "identity" or "sparse".
   virtual const char* kind() const = 0;
-  /// For maps with at most one entry per row (gathers): the image of the box [lo, hi] ([M, in])
-  /// from its ends, each output end one product of an input end and the entry (affine.cc's
-  /// add_gather_interval); false for the others, whose image comes from centre and radius.
-  virtual bool ends(const at::Tensor&, const at::Tensor&, at::Tensor&, at::Tensor&) const {
-    return false;
-  }
+  /// The image of the box [lo, hi] ([M, in]) from its ends: each output end sums the products
+  /// of the entries with the input ends their signs select, as affine.cc's intervals do (from
+  /// the centre and radius, a small end next to a huge one rounds away).
+  virtual TBox ends(const at::Tensor& lo, const at::Tensor& hi) const = 0;
 };
 
 /// An elementwise relaxation of K boxes, [K, n] each: lo_slope x + lo_bias <= y <= up_slope x +
