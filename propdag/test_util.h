@@ -107,6 +107,16 @@ inline void expect_far_ends_affine(const Vec& y_lo, const Vec& y_hi, const Vec& 
   }
 }
 
+// A Softmax after a linear layer: y = softmax(x W), z = y summed (1 everywhere).
+inline constexpr const char* kSoftmaxNet = R"(
+  <ir_version: 8, opset_import: ["" : 15]>
+  g (float[1,2] x) => (float[1,1] z, float[1,3] y)
+  <float[2,3] w = {1, -1, 0.5, 0.5, 1, -1}, float[3,1] ones = {1, 1, 1}> {
+    h = MatMul(x, w)
+    y = Softmax <axis = -1> (h)
+    z = MatMul(y, ones)
+  })";
+
 // Network 1: x1, x2 in [-1, 1]
 //
 //   x1 ──┬─(+1)─► h1 ─ relu ─► r1 ─(+1)─┐

@@ -1,8 +1,10 @@
 // Activations: Relu, LeakyRelu, Sigmoid, Tanh (elementwise and monotone: monotone_elementwise,
-// which Sign in elementwise_nonlinear.cc uses too) and Softmax (interval).
+// which Sign in elementwise_nonlinear.cc uses too) and Softmax (lines through its decomposition).
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <utility>
+#include <vector>
 
 #include "propdag/ops/util.h"
 #include "propdag/relax.h"
@@ -101,9 +103,19 @@ Result<OpOutputs> tanh_rule(const OpContext& ctx) {
   return monotone_elementwise(ctx, tanh_fn, tanh_relax, 0);
 }
 
-// Softmax over `axis`: out_i in [e^{l_i} / (e^{l_i} + sum_{j!=i} e^{u_j}),
-//                                e^{u_i} / (e^{u_i} + sum_{j!=i} e^{l_j})], relaxed to that
-//                                interval.
+// Softmax over `axis`. Interval: out_i in [e^{l_i} / (e^{l_i} + sum_{j!=i} e^{u_j}),
+// e^{u_i} / (e^{u_i} + sum_{j!=i} e^{l_j})]. Relaxation: per group of `len` inputs, lines through
+// out_i = e_i r with e_j = exp(x_j - c) (c the group's largest upper bound: softmax ignores a
+// shift), s = sum_j e_j and r = 1 / s, as auto_LiRPA bounds the decomposed softmax:
+//   e_j: tangent at t_j = min((l_j + u_j) / 2, l_j + 0.99) below, the chord above;
+//   s: the sums of those lines;
+//   r in [1 / S_hi, 1 / S_lo] (S the sums of e's ends): below, the tangent parallel to the chord
+//     (at q = sqrt(S_lo S_hi)) applied to s's upper line; above, the chord applied to s's lower
+//     line (1 / s decreases);
+//   e_i r: McCormick's planes r_lo e + e_lo r - e_lo r_lo below and r_hi e + e_lo r - e_lo r_hi
+//     above, with e's and r's lower (upper) lines (all coefficients are nonnegative).
+// Each bias is widened by 1e-12 of its terms' magnitude. A group whose bounds are not finite or
+// whose S_lo underflows keeps its output interval.
 class SoftmaxOp : public BoundOp {
  public:
   SoftmaxOp(int64_t outer, int64_t len, int64_t inner) : outer_(outer), len_(len), inner_(inner) {}
@@ -113,9 +125,21 @@ class SoftmaxOp : public BoundOp {
       for (int64_t k = 0; k < inner_; ++k) row(*in[0], out, o * len_ * inner_ + k);
     return out;
   }
-  Relaxation relax(const std::vector<const Interval*>&, const Interval&) const override {
-    return {};
+  Relaxation relax(const std::vector<const Interval*>& in, const Interval& out) const override {
+    Relaxation r;
+    r.kind = Relaxation::Kind::kLinear;
+    const Eigen::Index n = out.size();
+    r.lo_bias = out.lo, r.up_bias = out.hi;
+    std::vector<Eigen::Triplet<double>> lo, up;
+    lo.reserve(n * len_), up.reserve(n * len_);
+    for (int64_t o = 0; o < outer_; ++o)
+      for (int64_t k = 0; k < inner_; ++k) group(*in[0], o * len_ * inner_ + k, r, lo, up);
+    r.lo_map.resize(n, n), r.up_map.resize(n, n);
+    r.lo_map.setFromTriplets(lo.begin(), lo.end());
+    r.up_map.setFromTriplets(up.begin(), up.end());
+    return r;
   }
+  int64_t weight_entries() const override { return outer_ * inner_ * len_ * len_; }
 
  private:
   // out_i = 1 / (1 + sum_{j != i} exp(x_j - x_i)): the lower bound takes x_j at its upper and x_i
@@ -133,6 +157,66 @@ class SoftmaxOp : public BoundOp {
       out.hi[base + i * inner_] = 1.0 / (1.0 + to_hi);
     }
   }
+
+  // The lines of one group (elements base + j * inner_), into r's biases and the triplets.
+  void group(const Interval& x, int64_t base, Relaxation& r,
+             std::vector<Eigen::Triplet<double>>& lo,
+             std::vector<Eigen::Triplet<double>>& up) const {
+    const auto at = [&](int64_t j) { return base + j * inner_; };
+    double c = -std::numeric_limits<double>::infinity();
+    for (int64_t j = 0; j < len_; ++j) {
+      if (!std::isfinite(x.lo[at(j)]) || !std::isfinite(x.hi[at(j)])) return;
+      c = std::max(c, x.hi[at(j)]);
+    }
+    // e_j's ends (e_lo, e_hi), its tangent (ta x + tb) and chord (ka x + kb).
+    std::vector<double> e_lo(len_), e_hi(len_), ta(len_), tb(len_), ka(len_), kb(len_), m(len_);
+    // Sums over j: e's ends, the lines' biases, and |coefficient| max(|l|, |u|) + |bias|.
+    double s_lo = 0, s_hi = 0, sum_tb = 0, sum_kb = 0, mag_t = 0, mag_k = 0;
+    for (int64_t j = 0; j < len_; ++j) {
+      const double l = x.lo[at(j)], u = x.hi[at(j)];
+      e_lo[j] = std::exp(l - c), e_hi[j] = std::exp(u - c);
+      const double t = std::min((l + u) / 2, l + 0.99), et = std::exp(t - c);
+      ta[j] = et, tb[j] = et * (1 - t);
+      ka[j] = u > l ? (e_hi[j] - e_lo[j]) / (u - l) : 0.0;
+      kb[j] = e_lo[j] - ka[j] * l;
+      m[j] = std::max(std::abs(l), std::abs(u));
+      s_lo += e_lo[j], s_hi += e_hi[j], sum_tb += tb[j], sum_kb += kb[j];
+      mag_t += ta[j] * m[j] + std::abs(tb[j]), mag_k += ka[j] * m[j] + std::abs(kb[j]);
+    }
+    if (!(s_lo > 1e-300)) return;
+    const double q = std::sqrt(s_lo * s_hi), r_lo = 1 / s_hi, r_hi = 1 / s_lo;
+    // r >= 2 / q - s_up(x) / q^2;  r <= 1 / s_lo + 1 / s_hi - s_low(x) / (s_lo s_hi).
+    const double rl_bias = 2 / q - sum_kb / (q * q), ru_bias = r_hi + r_lo - sum_tb * r_lo * r_hi;
+    for (int64_t i = 0; i < len_; ++i) {
+      const double el = e_lo[i];
+      std::vector<double> a(len_), b(len_);
+      double a_mid = 0, b_mid = 0;  // the lines at the box's centre, less their biases
+      for (int64_t j = 0; j < len_; ++j) {
+        a[j] = -el * ka[j] / (q * q), b[j] = -el * ta[j] * r_lo * r_hi;
+        if (j == i) a[j] += r_lo * ta[i], b[j] += r_hi * ka[i];
+        const double mid = (x.lo[at(j)] + x.hi[at(j)]) / 2;
+        a_mid += a[j] * mid, b_mid += b[j] * mid;
+      }
+      // The magnitudes of the terms each row sums, for its rounding.
+      const double lo_mag =
+          r_lo * (ta[i] * m[i] + std::abs(tb[i])) + el * (2 / q + mag_k / (q * q) + r_lo);
+      const double up_mag =
+          r_hi * (ka[i] * m[i] + std::abs(kb[i])) + el * (2 * r_hi + r_lo + mag_t * r_lo * r_hi);
+      const double lo_bias = r_lo * tb[i] + el * rl_bias - el * r_lo - 1e-12 * (1 + lo_mag);
+      const double up_bias = r_hi * kb[i] + el * ru_bias - el * r_hi + 1e-12 * (1 + up_mag);
+      // A line is kept where it beats the output interval at the centre (on wide boxes the
+      // chords of exp and 1 / s are far looser than the interval).
+      if (a_mid + lo_bias > r.lo_bias[at(i)]) {
+        for (int64_t j = 0; j < len_; ++j) lo.emplace_back(at(i), at(j), a[j]);
+        r.lo_bias[at(i)] = lo_bias;
+      }
+      if (b_mid + up_bias < r.up_bias[at(i)]) {
+        for (int64_t j = 0; j < len_; ++j) up.emplace_back(at(i), at(j), b[j]);
+        r.up_bias[at(i)] = up_bias;
+      }
+    }
+  }
+
   int64_t outer_, len_, inner_;
 };
 

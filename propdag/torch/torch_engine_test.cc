@@ -182,6 +182,16 @@ TEST(TorchEngine, DenseAndConvKeepASmallEndBesideAHugeOne) {
                                c.lo.row(0).transpose(), c.hi.row(0).transpose());
 }
 
+// Softmax runs box by box through the Eigen rule's lines (a relaxation over whole groups): the
+// same bounds, on narrow and wide boxes, where its lines and its interval are kept.
+TEST(TorchEngine, SoftmaxLinesEqualEigen) {
+  Model model = test::build(test::kSoftmaxNet);
+  EXPECT_EQ(engine_for(model)->per_box_ops(), std::vector<std::string>{"Softmax"});
+  for (double r : {0.05, 0.5, 3.0})
+    expect_equal_bounds(model, {Vec{{-r, 0.3 - r}}, Vec{{r, 0.3 + r}}},
+                        "softmax net, radius " + std::to_string(r));
+}
+
 TEST(TorchEngine, BatchEqualsSeparateCalls) {
   Model model = test::build(kConvNet);
   std::unique_ptr<Engine> engine = engine_for(model);
