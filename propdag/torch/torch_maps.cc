@@ -38,10 +38,11 @@ namespace {
 
 class DenseMap : public LinearMap {
  public:
+  // Not clamped in place: the transpose of a weight with one row or column is w_'s own storage.
   DenseMap(const Mat& w, const at::TensorOptions& opts)
-      : w_(to_tensor(w, opts)), pos_t_(w_.t().contiguous()), neg_t_(pos_t_.clamp_max(0.0)) {
-    pos_t_.clamp_min_(0.0);
-  }
+      : w_(to_tensor(w, opts)),
+        pos_t_(w_.t().clamp_min(0.0).contiguous()),
+        neg_t_(w_.t().clamp_max(0.0).contiguous()) {}
   at::Tensor apply(const at::Tensor& x) const override { return at::matmul(x, w_.t()); }
   TBox ends(const at::Tensor& lo, const at::Tensor& hi) const override {
     return {at::matmul(lo, pos_t_) + at::matmul(hi, neg_t_),
