@@ -14,20 +14,14 @@ the summed output widths of IBP and CROWN of each and the ratio propdag CROWN / 
 """
 
 import argparse
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-if (__name__ == "__main__" and importlib.util.find_spec("vnncomp") is None
-        and ROOT not in os.environ.get("PYTHONPATH", "").split(os.pathsep)):
-    # Run by path: again, with the repository on PYTHONPATH (for vnncomp.imports).
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))
-    os.execv(sys.executable, sys.orig_argv)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)  # for vnncomp.imports
 
 import numpy as np  # noqa: E402
 
