@@ -127,6 +127,8 @@ class SoftmaxOp : public BoundOp {
   }
   Relaxation relax(const std::vector<const Interval*>& in, const Interval& out) const override {
     Relaxation r;
+    // At one point the output interval is exact (and the point search differentiates it).
+    if (in[0]->lo == in[0]->hi) return r;
     r.kind = Relaxation::Kind::kLinear;
     const Eigen::Index n = out.size();
     r.lo_bias = out.lo, r.up_bias = out.hi;
