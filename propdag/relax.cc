@@ -79,7 +79,10 @@ Lines leaky_relu_lines(double l, double u, double alpha) {
   if (l >= 0) return {1, 0, 1, 0, 1, 1};
   if (u <= 0) return {alpha, 0, alpha, 0, alpha, alpha};
   double k = (u - alpha * l) / (u - l);
-  double lower = u > -l ? 1.0 : alpha;
+  // Slope 1 where u > -l by more than 1e-9 of the width: bounds symmetric but for rounding (a
+  // TLL network's on [0, 1]) take alpha whatever the order their sums were rounded in, so that
+  // engines which sum in other orders choose the same line.
+  double lower = u + l > 1e-9 * (u - l) ? 1.0 : alpha;
   return {lower, 0, k, u - k * u, alpha, 1};
 }
 

@@ -28,6 +28,11 @@ TEST(RelaxTest, ReluLinesByHand) {
   EXPECT_DOUBLE_EQ(b.up_slope, 0.25);
   EXPECT_DOUBLE_EQ(b.up_bias, 0.75);
   EXPECT_EQ(b.lo_slope, 0);
+  // Within 1e-9 of the width u > -l counts as the tie (alpha's line): engines that round a
+  // symmetric interval's ends differently still choose alike. Past it, slope 1.
+  EXPECT_EQ(leaky_relu_lines(-1, 1 + 1e-12, 0).lo_slope, 0);
+  EXPECT_EQ(leaky_relu_lines(-1 - 1e-12, 1, 0).lo_slope, 0);
+  EXPECT_EQ(leaky_relu_lines(-1, 1 + 1e-6, 0).lo_slope, 1);
   // LeakyReLU alpha 0.1 on [-2, 2]: chord from (-2, -0.2) to (2, 2): slope 2.2/4 = 0.55,
   // intercept 2 - 1.1 = 0.9; tie u = -l picks the alpha line.
   Lines c = leaky_relu_lines(-2, 2, 0.1);

@@ -126,7 +126,7 @@ class LeakyReluKernel : public LinesKernel {
     at::Tensor pos = l >= 0, neg = u <= 0, fixed = pos.logical_or(neg);
     at::Tensor one = at::ones_like(l), a = one * a_;
     at::Tensor k = (u - l * a_) / (u - l);
-    at::Tensor lower = at::where(u > -l, one, a);
+    at::Tensor lower = at::where(u + l > (u - l) * 1e-9, one, a);  // as leaky_relu_lines
     at::Tensor lo_slope = at::where(pos, one, at::where(neg, a, lower));
     at::Tensor up_slope = at::where(pos, one, at::where(neg, a, k));
     at::Tensor up_bias = at::where(fixed, at::zeros_like(l), u - k * u);
