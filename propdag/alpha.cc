@@ -83,7 +83,7 @@ Crown::LowerPass Crown::lower_pass(const std::vector<int>& order,
     if (op == nullptr) {
       Vec lo = input_box_.lo.segment(input_offset_[n], model_.numel(n));
       Vec hi = input_box_.hi.segment(input_offset_[n], model_.numel(n));
-      pass.lb += lam * ((lo + hi) * 0.5) - lam.cwiseAbs() * ((hi - lo) * 0.5);
+      pass.lb += lam.cwiseMax(0.0) * lo + lam.cwiseMin(0.0) * hi;  // as Crown::concretize
       continue;
     }
     const DagNode& dag_node = model_.dag().node(n);

@@ -201,12 +201,13 @@ bool Crown::first_step(int target, const std::vector<Eigen::Index>& unit, Eigen:
 void Crown::concretize(int node, Backward& pass) {
   Vec lo = input_box_.lo.segment(input_offset_[node], model_.numel(node));
   Vec hi = input_box_.hi.segment(input_offset_[node], model_.numel(node));
-  Vec center = (lo + hi) * 0.5, radius = (hi - lo) * 0.5;
-  pass.lb += pass.lam[node] * center - pass.lam[node].cwiseAbs() * radius;
+  // Each coefficient takes the end its sign selects: from the centre and radius, a small end next
+  // to a huge one rounds away (x in [-2, 1e22] gave x >= 0).
+  const Mat& lam = pass.lam[node];
+  pass.lb += lam.cwiseMax(0.0) * lo + lam.cwiseMin(0.0) * hi;
   if (lower_coef_ != nullptr)
-    lower_coef_->block(coef_row0_, input_offset_[node], pass.lam[node].rows(),
-                       pass.lam[node].cols()) += pass.lam[node];
-  pass.ub += pass.om[node] * center + pass.om[node].cwiseAbs() * radius;
+    lower_coef_->block(coef_row0_, input_offset_[node], lam.rows(), lam.cols()) += lam;
+  pass.ub += pass.om[node].cwiseMax(0.0) * hi + pass.om[node].cwiseMin(0.0) * lo;
 }
 
 Relaxation Crown::relax_at(int node) const {

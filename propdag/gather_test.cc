@@ -151,14 +151,18 @@ TEST(Gather, IntervalKeepsASmallEndBesideAHugeOne) {
   }
 }
 
-// Dense and convolution (sparse) terms take their ends the same way.
+// Dense and convolution (sparse) terms take their ends the same way, and so does CROWN's (and
+// alpha's) concretization over the input box: from the centre and radius, y0 >= 0.
 TEST(Affine, DenseAndConvIntervalsKeepASmallEndBesideAHugeOne) {
   Model m = test::build(test::kFarEndsAffine);
-  Options o;
-  o.method = Method::kIbp;
-  auto b = output_bounds(m, test::far_ends_box(3), o);
-  ASSERT_TRUE(b.ok()) << b.error().str();
-  test::expect_far_ends_affine((*b)[0].lo, (*b)[0].hi, (*b)[1].lo, (*b)[1].hi);
+  for (Method method : {Method::kIbp, Method::kCrown, Method::kAlpha}) {
+    SCOPED_TRACE(static_cast<int>(method));
+    Options o;
+    o.method = method;
+    auto b = output_bounds(m, test::far_ends_box(3), o);
+    ASSERT_TRUE(b.ok()) << b.error().str();
+    test::expect_far_ends_affine((*b)[0].lo, (*b)[0].hi, (*b)[1].lo, (*b)[1].hi);
+  }
 }
 
 }  // namespace

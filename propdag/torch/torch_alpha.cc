@@ -4,7 +4,6 @@
 #include "propdag/torch/torch_alpha.h"
 
 #include <ATen/TensorOperators.h>
-#include <ATen/ops/abs.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/clamp.h>
 #include <ATen/ops/eye.h>
@@ -118,9 +117,9 @@ class Tuner {
       if (!lam.defined()) continue;
       if (in_.model.op(n) == nullptr) {
         const TBox x = input_part(n);
-        const at::Tensor center = ((x.lo + x.hi) * 0.5).unsqueeze(-1);
-        const at::Tensor radius = ((x.hi - x.lo) * 0.5).unsqueeze(-1);
-        p.lb = p.lb + (at::matmul(lam, center) - at::matmul(lam.abs(), radius)).squeeze(-1);
+        p.lb = p.lb + (at::matmul(lam.clamp_min(0), x.lo.unsqueeze(-1)) +
+                       at::matmul(lam.clamp_max(0), x.hi.unsqueeze(-1)))
+                          .squeeze(-1);
         continue;
       }
       if (const TAffine* a = in_.kernels[n]->affine()) {

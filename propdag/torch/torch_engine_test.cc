@@ -167,19 +167,23 @@ TEST(TorchEngine, GatherKeepsASmallEndBesideAHugeOne) {
   }
 }
 
-// So do dense maps and convolutions (DenseMap, ConvMap: each end from products with W+ and W-).
+// So do dense maps and convolutions (DenseMap, ConvMap: each end from products with W+ and W-),
+// and CROWN's and alpha's concretization over the box (TorchEngine::concretize, the Tuner).
 TEST(TorchEngine, DenseAndConvKeepASmallEndBesideAHugeOne) {
   Model model = test::build(test::kFarEndsAffine);
   std::unique_ptr<Engine> engine = engine_for(model);
   EXPECT_EQ(engine->kinds()["dense"], 1);
   EXPECT_EQ(engine->kinds()["conv"], 1);
-  Options ibp;
-  ibp.method = Method::kIbp;
-  auto b = engine->output_bounds(one(test::far_ends_box(3)), ibp);
-  ASSERT_TRUE(b.ok()) << b.error().str();
-  const Boxes &y = (*b)[0], &c = (*b)[1];
-  test::expect_far_ends_affine(y.lo.row(0).transpose(), y.hi.row(0).transpose(),
-                               c.lo.row(0).transpose(), c.hi.row(0).transpose());
+  for (Method method : {Method::kIbp, Method::kCrown, Method::kAlpha}) {  // concretize too
+    SCOPED_TRACE(static_cast<int>(method));
+    Options o;
+    o.method = method;
+    auto b = engine->output_bounds(one(test::far_ends_box(3)), o);
+    ASSERT_TRUE(b.ok()) << b.error().str();
+    const Boxes &y = (*b)[0], &c = (*b)[1];
+    test::expect_far_ends_affine(y.lo.row(0).transpose(), y.hi.row(0).transpose(),
+                                 c.lo.row(0).transpose(), c.hi.row(0).transpose());
+  }
 }
 
 // Softmax runs box by box through the Eigen rule's lines (a relaxation over whole groups): the

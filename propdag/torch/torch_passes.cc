@@ -1,8 +1,9 @@
 // The batched engine's CROWN passes: crown.cc's forward (IBP refined by backward passes where an
 // input of a nonlinear op is affordable, per box or per (box, row) pair) and its backward pass.
 #include <ATen/TensorOperators.h>
-#include <ATen/ops/abs.h>
 #include <ATen/ops/cat.h>
+#include <ATen/ops/clamp_max.h>
+#include <ATen/ops/clamp_min.h>
 #include <ATen/ops/matmul.h>
 #include <ATen/ops/ones.h>
 #include <ATen/ops/where.h>
@@ -184,9 +185,9 @@ Result<TBox> TorchEngine::backward(int target, const at::Tensor& c, const TBox& 
 
 void TorchEngine::concretize(const TBox& in, const at::Tensor& lam, const at::Tensor& om,
                              TBackward& w) {
-  at::Tensor center = ((in.lo + in.hi) * 0.5).unsqueeze(-1);
-  at::Tensor radius = ((in.hi - in.lo) * 0.5).unsqueeze(-1);
-  w.lb = w.lb + (at::matmul(lam, center) - at::matmul(lam.abs(), radius)).squeeze(-1);
-  w.ub = w.ub + (at::matmul(om, center) + at::matmul(om.abs(), radius)).squeeze(-1);
+  // Each coefficient takes the end its sign selects, as Crown::concretize.
+  const at::Tensor lo = in.lo.unsqueeze(-1), hi = in.hi.unsqueeze(-1);
+  w.lb = w.lb + (at::matmul(lam.clamp_min(0), lo) + at::matmul(lam.clamp_max(0), hi)).squeeze(-1);
+  w.ub = w.ub + (at::matmul(om.clamp_min(0), hi) + at::matmul(om.clamp_max(0), lo)).squeeze(-1);
 }
 }  // namespace propdag::torch_engine::internal
