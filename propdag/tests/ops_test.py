@@ -115,6 +115,23 @@ CASES = {
         [("roi", np.array([], np.float32)), ("s", np.array([1, 1, 2, 3], np.float32))],
         dict(mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
         opset=11),
+    "resize_nearest_half_pixel_default": case(
+        "Resize", [("x", [1, 2, 2, 3]), ("roi", None), ("s", None)],
+        [("roi", np.array([], np.float32)), ("s", np.array([1, 1, 2, 2], np.float32))],
+        dict(mode="nearest")),
+    "resize_nearest_half_pixel_fraction_ceil": case(
+        "Resize", [("x", [1, 1, 4, 5]), ("roi", None), ("s", None)],
+        [("roi", np.array([], np.float32)), ("s", np.array([1, 1, 1.5, 0.6], np.float32))],
+        dict(mode="nearest", nearest_mode="round_prefer_ceil")),
+    "resize_nearest_align_corners_sizes": case(
+        "Resize", [("x", [1, 2, 3, 4]), ("", None), ("", None), ("z", None)],
+        [("z", np.array([1, 2, 5, 3], np.int64))],
+        dict(mode="nearest", coordinate_transformation_mode="align_corners",
+             nearest_mode="ceil")),
+    "resize_nearest_pytorch_half_pixel_down": case(
+        "Resize", [("x", [1, 1, 6, 4]), ("", None), ("", None), ("z", None)],
+        [("z", np.array([1, 1, 3, 1], np.int64))],
+        dict(mode="nearest", coordinate_transformation_mode="pytorch_half_pixel")),
     "scatter_nd_constant_indices": case("ScatterND", [("x", [4, 3]), ("i", None), ("u", [2, 3])],
                                         [("i", np.array([[3], [1]], np.int64))]),
     "reduce_mean_axes_attribute": case("ReduceMean", [("x", [2, 3, 4])], [],
