@@ -10,7 +10,14 @@ torch engine (PROPDAG_TORCH=1, set by CMake when it is built) takes every third 
 CROWN or alpha. When onnxruntime is there, each network's NumPy function is first checked against
 it at the box's point nearest 0, so a fault of the generator is told apart from one of propdag.
 
-CI runs PROPDAG_NETS networks (default 150) from PROPDAG_SEED (default 0); the longer sweep is
+`propdag verify` is fuzzed the same way (test_verify_on_random_networks): the property "output 0
+<= t" with t on either side of the smallest sampled value, under input splitting with CROWN and
+IBP, ReLU splitting with alpha, and the torch engine's batches on every fourth network. A
+`verified` must hold at every sampled point, a `falsified` point must reach t in float64, and
+both verdicts must occur.
+
+CI runs PROPDAG_NETS networks for the bounds (default 150) and PROPDAG_VERIFY_NETS for verify
+(default 60) from PROPDAG_SEED (default 0); the longer sweep is
 benchmarks/propdag_random_nets.sh."""
 
 import os
@@ -122,3 +129,74 @@ def test_random_networks():
                 print(message)
     print(f"{NETS} random networks from seed {SEED}: {len(failures)} failing")
     assert not failures, "\n".join(failures[:20])
+
+
+VERIFY_NETS = int(os.environ.get("PROPDAG_VERIFY_NETS", "60"))
+# Settings of `propdag verify` that take different paths: input splitting with CROWN, ReLU
+# splitting with alpha and beta, and (with the torch engine) batches of boxes.
+VERIFY_RUNS = [("--method", "crown", "--split", "300"),
+               ("--method", "alpha", "--split", "100", "--branch", "relu"),
+               ("--method", "ibp", "--split", "300")]
+VERIFY_TORCH = ("--method", "crown", "--split", "300", "--engine", "torch", "--batch", "16")
+
+
+def verify_case(seed, folder, counts):
+    """`propdag verify` on a random network and the property "output 0 <= t" (its unsafe set),
+    with t near the smallest sampled value of output 0, on either side of it. A `verified` must
+    hold at every sampled point; a `falsified` point must reach the unsafe set in float64."""
+    model, forward, n, ops, magnitude = random_nets.random_net(seed)
+    rng = np.random.default_rng(seed + 2_000_000)
+    lo, hi, kind = random_nets.random_box(rng, n)
+    if kind == "far":  # such boxes are not split to a decision; the bounds test covers them
+        hi = np.minimum(hi, lo + 2.0)
+    x = points_of(lo, hi, rng)
+    with np.errstate(over="ignore", invalid="ignore"):
+        y0, size = forward(x)[:, 0], magnitude(x)
+    if not np.isfinite(y0).all():
+        return None
+    low = float(y0.min())
+    t = low + rng.uniform(-0.1, 0.05) * (1.0 + float(y0.max() - low))
+    path, spec = os.path.join(folder, f"v{seed}.onnx"), os.path.join(folder, f"v{seed}.vnnlib")
+    onnx.save(model, path)
+    outputs = forward(x[:1]).shape[1]
+    spec_file(spec, lo, hi)
+    with open(spec, "a") as f:
+        f.write("".join(f"(declare-const Y_{i} Real)\n" for i in range(outputs)))
+        f.write(f"(assert (<= Y_0 {t!r}))\n")
+    runs = list(VERIFY_RUNS)
+    if TORCH and seed % 4 == 0:
+        runs.append(VERIFY_TORCH)
+    name = f"seed {seed} ({kind} box, t {t:.6g}, sampled minimum {low:.6g}; {' '.join(ops)})"
+    for args in runs:
+        rc, out, err = sampling.propdag("verify", path, spec, "--timeout", "20", *args)
+        verdict = out.split("\n")[0]
+        counts[verdict] = counts.get(verdict, 0) + 1
+        if rc != 0:
+            return f"{name}: {' '.join(args)}: exit {rc}: {err.strip()}"
+        tol = REL * (1.0 + abs(t) + size.max())
+        if verdict == "verified" and low <= t - tol:
+            return f"{name}: {' '.join(args)}: verified, but a sampled point reaches {low:.9g}"
+        if verdict == "falsified":
+            point = np.array([float(line.strip("()").split()[1]) for line in out.split("\n")[1:]
+                              if line.startswith("(X_")])
+            if point.size != n or (point < lo).any() or (point > hi).any():
+                return f"{name}: {' '.join(args)}: the point printed is not in the box"
+            got = forward(point[None, :])[0, 0]
+            if got > t + REL * (1.0 + abs(t) + magnitude(point[None, :]).max()):
+                return f"{name}: {' '.join(args)}: falsified at a point where output 0 is {got!r}"
+    return None
+
+
+@pytest.mark.skipif(not os.path.exists(sampling.PROPDAG), reason="propdag not built")
+def test_verify_on_random_networks():
+    failures, counts = [], {}
+    with tempfile.TemporaryDirectory() as folder:
+        for seed in range(SEED, SEED + VERIFY_NETS):
+            message = verify_case(seed, folder, counts)
+            if message:
+                failures.append(message)
+                print(message)
+    print(f"verify on {VERIFY_NETS} random networks from seed {SEED}: {len(failures)} failing;"
+          f" verdicts {counts}")
+    assert not failures, "\n".join(failures[:20])
+    assert counts.get("verified", 0) > 0 and counts.get("falsified", 0) > 0, counts
