@@ -2,8 +2,9 @@
 as an ONNX graph for propdag and as a float64 NumPy function of a batch of points, from the same
 float32 weights. The ops are those of the VNN-COMP models that propdag bounds: affine maps
 (MatMul, Gemm, Conv, ConvTranspose, BatchNormalization, ReduceSum / ReduceMean, Slice,
-Transpose, Concat, Pad, Resize), pooling, ReLU-like and smooth activations, Softmax, and
-elementwise Max / Min, products and quotients of two variables."""
+Transpose, Concat, Pad, Resize, Gather, Split, Expand, Squeeze / Unsqueeze), pooling, ReLU-like
+and smooth activations, Softmax, and elementwise Max / Min, products and quotients of two
+variables."""
 
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
@@ -120,6 +121,35 @@ class Net:
         hi = int(self.rng.integers(lo + 1, n + 1))
         return self.node("Slice", [name, self.const([lo], np.int64), self.const([hi], np.int64),
                                    self.const([1], np.int64)], [hi - lo], lambda p: f(p)[:, lo:hi])
+
+    def shuffle(self, v):
+        """A copy of some of v's elements, by Gather, Split, Expand or Unsqueeze / Squeeze."""
+        name, (n,), f = v
+        kind = self.rng.choice(["Gather", "Split", "Expand", "Squeeze"])
+        if kind == "Gather":
+            idx = self.rng.integers(0, n, size=int(self.rng.integers(1, 2 * n + 1)))
+            return self.node("Gather", [name, self.const(idx, np.int64)], [len(idx)],
+                             lambda p: f(p)[:, idx], axis=1)
+        if kind == "Split" and n >= 2:
+            k = int(self.rng.integers(1, n))
+            out = self._name("split")
+            self.nodes.append(helper.make_node("Split", [name, self.const([k, n - k], np.int64)],
+                                               [out + "_a", out + "_b"], axis=1))
+            self.ops.append("Split")
+            fn = lambda p: f(p)[:, k:]  # noqa: E731
+            self.values.append(fn)
+            return (out + "_b", [n - k], fn)
+        if kind == "Expand":
+            u = self.node("Unsqueeze", [name, self.const([1], np.int64)], [1, n],
+                          lambda p: f(p)[:, None, :])
+            e = self.node("Expand", [u[0], self.const([1, 2, n], np.int64)], [2, n],
+                          lambda p: np.repeat(u[2](p), 2, axis=1))
+            return self.node("Reshape", [e[0], self.const([1, 2 * n], np.int64)], [2 * n],
+                             lambda p: e[2](p).reshape(-1, 2 * n))
+        u = self.node("Unsqueeze", [name, self.const([2], np.int64)], [n, 1],
+                      lambda p: f(p)[:, :, None])
+        return self.node("Squeeze", [u[0], self.const([2], np.int64)], [n],
+                         lambda p: u[2](p)[:, :, 0])
 
     # ---- elementwise ops of one vector ----
     def activation(self, v):
@@ -312,8 +342,10 @@ def random_net(seed):
             v = net.batchnorm(v)
         elif r < 0.92:
             v = net.reduce(v)
-        elif r < 0.96:
+        elif r < 0.94:
             v = net.transpose(v)
+        elif r < 0.97:
+            v = net.shuffle(v)
         else:
             v = net.slice(v)
         seen.append(v)
