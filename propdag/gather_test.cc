@@ -165,5 +165,19 @@ TEST(Affine, DenseAndConvIntervalsKeepASmallEndBesideAHugeOne) {
   }
 }
 
+// alpha's own lower pass concretizes the same way (its ReLU is tuned, so the pass runs).
+TEST(Affine, CrownAndAlphaKeepASmallEndThroughAReLU) {
+  Model m = test::build(test::kFarEndsRelu);
+  for (Method method : {Method::kCrown, Method::kAlpha}) {
+    SCOPED_TRACE(static_cast<int>(method));
+    Options o;
+    o.method = method;
+    auto b = output_bounds(m, test::far_ends_box(1), o);
+    ASSERT_TRUE(b.ok()) << b.error().str();
+    EXPECT_LE((*b)[0].lo[0], -2.0);
+    EXPECT_GE((*b)[0].lo[0], -2.0 - 1e-9);
+  }
+}
+
 }  // namespace
 }  // namespace propdag

@@ -83,7 +83,11 @@ Lines leaky_relu_lines(double l, double u, double alpha) {
   // TLL network's on [0, 1]) take alpha whatever the order their sums were rounded in, so that
   // engines which sum in other orders choose the same line.
   double lower = u + l > 1e-9 * (u - l) ? 1.0 : alpha;
-  return {lower, 0, k, u - k * u, alpha, 1};
+  // The upper line's bias from both ends, the larger: through (u, u) alone it rounds to 0 when
+  // |l| is tiny beside u (l = -2, u = 1e22: k rounds to 1 and the line y = x misses (l, 0)),
+  // through (l, a l) alone when u is tiny beside |l|.
+  const double at_u = u - k * u, at_l = (alpha - k) * l;
+  return {lower, 0, k, at_l > at_u ? at_l : at_u, alpha, 1};
 }
 
 Lines curve_lines(const Curve& c, double l, double u) {

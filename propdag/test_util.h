@@ -107,6 +107,17 @@ inline void expect_far_ends_affine(const Vec& y_lo, const Vec& y_hi, const Vec& 
   }
 }
 
+// y = x - 0.5 Relu(x) on x in [-2, 1e22]: y's minimum is -2, at x = -2. CROWN (and alpha, whose
+// ReLU straddles 0) bound it by 0.5 x - 1 from the ReLU's upper line; concretized from the
+// centre and radius that gave -1.
+inline constexpr const char* kFarEndsRelu = R"(
+  <ir_version: 8, opset_import: ["" : 15]>
+  g (float[1,1] x) => (float[1,1] y) <float[1] h = {-0.5}> {
+    r = Relu(x)
+    s = Mul(r, h)
+    y = Add(x, s)
+  })";
+
 // A Softmax after a linear layer: y = softmax(x W), z = y summed (1 everywhere).
 inline constexpr const char* kSoftmaxNet = R"(
   <ir_version: 8, opset_import: ["" : 15]>

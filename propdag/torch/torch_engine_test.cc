@@ -186,6 +186,20 @@ TEST(TorchEngine, DenseAndConvKeepASmallEndBesideAHugeOne) {
   }
 }
 
+// Through a ReLU, where alpha's Tuner runs its own pass.
+TEST(TorchEngine, CrownAndAlphaKeepASmallEndThroughAReLU) {
+  Model model = test::build(test::kFarEndsRelu);
+  for (Method method : {Method::kCrown, Method::kAlpha}) {
+    SCOPED_TRACE(static_cast<int>(method));
+    Options o;
+    o.method = method;
+    auto b = engine_for(model)->output_bounds(one(test::far_ends_box(1)), o);
+    ASSERT_TRUE(b.ok()) << b.error().str();
+    EXPECT_LE((*b)[0].lo(0, 0), -2.0);
+    EXPECT_GE((*b)[0].lo(0, 0), -2.0 - 1e-9);
+  }
+}
+
 // Softmax runs box by box through the Eigen rule's lines (a relaxation over whole groups): the
 // same bounds, on narrow and wide boxes, where its lines and its interval are kept.
 TEST(TorchEngine, SoftmaxLinesEqualEigen) {

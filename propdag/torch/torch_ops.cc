@@ -129,7 +129,8 @@ class LeakyReluKernel : public LinesKernel {
     at::Tensor lower = at::where(u + l > (u - l) * 1e-9, one, a);  // as leaky_relu_lines
     at::Tensor lo_slope = at::where(pos, one, at::where(neg, a, lower));
     at::Tensor up_slope = at::where(pos, one, at::where(neg, a, k));
-    at::Tensor up_bias = at::where(fixed, at::zeros_like(l), u - k * u);
+    at::Tensor up_bias =  // from both ends, the larger, as leaky_relu_lines
+        at::where(fixed, at::zeros_like(l), at::maximum(u - k * u, (a - k) * l));
     return TLines{lo_slope,
                   at::zeros_like(l),
                   up_slope,
