@@ -322,7 +322,9 @@ def random_net(seed):
             v = net.linear(v, int(rng.integers(4, 12)))
     else:
         net = Net(rng, [int(rng.integers(2, 7))])
-        v = net.linear(net.x, int(rng.integers(3, 10)))
+        # Mostly a linear layer first; else the input itself goes on, so that an activation may
+        # see a box's own ends (one tiny beside one huge).
+        v = net.linear(net.x, int(rng.integers(3, 10))) if rng.random() < 0.7 else net.x
     seen = [v]
     for _ in range(int(rng.integers(2, 7))):
         r = rng.random()
