@@ -3,8 +3,9 @@ as an ONNX graph for propdag and as a float64 NumPy function of a batch of point
 float32 weights. The ops are those of the VNN-COMP models that propdag bounds: affine maps
 (MatMul, Gemm, Conv, ConvTranspose, BatchNormalization, ReduceSum / ReduceMean, Slice,
 Transpose, Concat, Pad, Resize, Gather, Split, Expand, Squeeze / Unsqueeze), pooling, ReLU-like
-and smooth activations, Softmax, and elementwise Max / Min, products and quotients of two
-variables."""
+and smooth activations, residual blocks v + c g(v), Softmax, and elementwise Max / Min, products
+and quotients of two variables. Half the networks make every node an output, so that a fault
+inside the graph is not hidden by the ops after it."""
 
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
@@ -40,6 +41,7 @@ class Net:
         self.x = ("x", list(shape), lambda p: p.reshape((-1, *shape)))
         self.ops = []  # op types in order, for reports
         self.values = []  # every node's function, for the size of the intermediate values
+        self.nodes_out = []  # every node's value, which may all be outputs
 
     def _name(self, stem):
         self.count += 1
@@ -55,6 +57,7 @@ class Net:
         self.nodes.append(helper.make_node(op, inputs, [out], **attrs))
         self.ops.append(op)
         self.values.append(fn)
+        self.nodes_out.append((out, list(shape), fn))
         return (out, list(shape), fn)
 
     def weights(self, *shape, fan_in=None):
@@ -203,6 +206,15 @@ class Net:
         d = self.node("Add", [s[0], self.const(0.5)], shape, lambda p: s[2](p) + 0.5)
         return self.node("Div", [name, d[0]], shape, lambda p: f(p) / d[2](p))
 
+    def residual(self, v):
+        """v + c * g(v) for an activation g and a constant c of either sign (a residual block)."""
+        name, shape, f = v
+        g = self.image_activation(v) if self.rng.random() < 0.5 else self.activation(v)
+        c = self.weights(*shape, fan_in=1)
+        cd = c.astype(np.float64)
+        m = self.node("Mul", [g[0], self.const(c)], shape, lambda p: g[2](p) * cd)
+        return self.node("Add", [name, m[0]], shape, lambda p: f(p) + m[2](p))
+
     def concat(self, v, u):
         name, (n,), f = v
         other, (m,), g = u
@@ -325,12 +337,16 @@ def random_net(seed):
         # Mostly a linear layer first; else the input itself goes on, so that an activation may
         # see a box's own ends (one tiny beside one huge).
         v = net.linear(net.x, int(rng.integers(3, 10))) if rng.random() < 0.7 else net.x
+        if v is net.x and rng.random() < 0.5:
+            v = net.residual(v)
     seen = [v]
     for _ in range(int(rng.integers(2, 7))):
         r = rng.random()
         n = v[1][0]
-        if r < 0.35:
+        if r < 0.27:
             v = net.activation(v)
+        elif r < 0.35:
+            v = net.residual(v)
         elif r < 0.55:
             v = net.linear(v, int(rng.integers(2, 10)))
         elif r < 0.7:
@@ -352,7 +368,9 @@ def random_net(seed):
             v = net.slice(v)
         seen.append(v)
     outputs = [v]
-    if rng.random() < 0.3 and seen[-2] is not v and seen[-2][1] != []:
+    if rng.random() < 0.5:  # every node an output: a fault inside is not hidden by later ops
+        outputs = [o for o in net.nodes_out if o[0] != v[0]] + [v]
+    elif rng.random() < 0.3 and seen[-2] is not v and seen[-2][1] != []:
         outputs.insert(0, seen[-2])
     fns = [o[2] for o in outputs]
     sizes = [int(np.prod(o[1])) for o in outputs]
@@ -377,4 +395,6 @@ def random_box(rng, n):
     if kind == "far":  # some ends far from the others: a small end beside a huge one
         far = rng.random(n) < 0.5
         hi[far] = 10.0 ** rng.uniform(3, 22, far.sum())
+        if rng.random() < 0.5:  # beyond float64's 16 digits: the small end rounds away from sums
+            hi[far] = 10.0 ** rng.uniform(17, 22, far.sum())
     return lo, hi, str(kind)
