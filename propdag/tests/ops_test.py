@@ -179,11 +179,7 @@ def build(name, spec, folder):
 
 
 def spec_file(folder, lo, hi):
-    path = os.path.join(folder, "box.vnnlib")
-    with open(path, "w") as f:
-        for i, (a, b) in enumerate(zip(lo, hi)):
-            f.write(f"(declare-const X_{i} Real)\n(assert (>= X_{i} {a!r}))\n(assert (<= X_{i} {b!r}))\n")
-    return path
+    return sampling.box_spec(os.path.join(folder, "box.vnnlib"), lo, hi)
 
 
 @pytest.mark.skipif(not sampling.ortref.available(), reason="no onnxruntime")

@@ -37,12 +37,6 @@ POINTS = 400
 REL = 1e-9
 
 
-def spec_file(path, lo, hi):
-    with open(path, "w") as f:
-        for i, (a, b) in enumerate(zip(lo, hi)):
-            f.write(f"(declare-const X_{i} Real)\n(assert (>= X_{i} {a!r}))\n(assert (<= X_{i} {b!r}))\n")
-
-
 def points_of(lo, hi, rng):
     n = lo.size
     bits = ((np.arange(2 ** n)[:, None] >> np.arange(n)[None, :]) & 1 if n <= 8
@@ -89,7 +83,7 @@ def check(seed, folder):
         return f"{name}: {message}"
     path, spec = os.path.join(folder, f"n{seed}.onnx"), os.path.join(folder, f"n{seed}.vnnlib")
     onnx.save(model, path)
-    spec_file(spec, lo, hi)
+    sampling.box_spec(spec, lo, hi)
     x = points_of(lo, hi, rng)
     with np.errstate(over="ignore", invalid="ignore"):
         y, size = forward(x), magnitude(x)
@@ -159,7 +153,7 @@ def verify_case(seed, folder, counts):
     path, spec = os.path.join(folder, f"v{seed}.onnx"), os.path.join(folder, f"v{seed}.vnnlib")
     onnx.save(model, path)
     outputs = forward(x[:1]).shape[1]
-    spec_file(spec, lo, hi)
+    sampling.box_spec(spec, lo, hi)
     with open(spec, "a") as f:
         f.write("".join(f"(declare-const Y_{i} Real)\n" for i in range(outputs)))
         f.write(f"(assert (<= Y_0 {t!r}))\n")

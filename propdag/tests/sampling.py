@@ -70,10 +70,15 @@ def synthetic_box(count, lo=0.0, hi=1.0):
         atexit.register(shutil.rmtree, _boxes[0], True)
     path = os.path.join(_boxes[0], f"box_{count}_{lo}_{hi}.vnnlib")
     if not os.path.exists(path):
-        with open(path, "w") as f:
-            for i in range(count):
-                f.write(f"(declare-const X_{i} Real)\n(assert (>= X_{i} {lo}))\n"
-                        f"(assert (<= X_{i} {hi}))\n")
+        box_spec(path, [float(lo)] * count, [float(hi)] * count)
+    return path
+
+
+def box_spec(path, lo, hi):
+    """Writes a property file holding only the box [lo, hi] (exact decimal ends) to `path`."""
+    with open(path, "w") as f:
+        for i, (a, b) in enumerate(zip(lo, hi)):
+            f.write(f"(declare-const X_{i} Real)\n(assert (>= X_{i} {a!r}))\n(assert (<= X_{i} {b!r}))\n")
     return path
 
 
