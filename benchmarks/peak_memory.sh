@@ -6,9 +6,10 @@
 # MODEL defaults to the largest model of the VNN-COMP 2024 benchmarks (tllverifybench N=M=64,
 # 269,561,725 bytes = 257 MiB decompressed; the benchmarks hold no property for it, so propdag
 # bounds it over the box [-1, 1]^n unless VNNLIB is given). Runs shapeonnx, slimonnx,
-# torchonnx (into a temporary folder) and `propdag bounds` with IBP and CROWN, one after
-# another, each under /usr/bin/time; prints per tool its peak resident set (MiB), the ratio to the
-# decompressed model size, and the wall time. The target is a ratio of at most 2. Exit 1 when a
+# torchonnx (into a temporary folder) and `propdag bounds` with IBP and CROWN (again with
+# `--engine torch` when the LibTorch engine is built), one after another, each under
+# /usr/bin/time; prints per tool its peak resident set (MiB), the ratio to the decompressed model
+# size, and the wall time. The target is a ratio of at most 2. Exit 1 when a
 # tool fails.
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -52,4 +53,10 @@ measure "propdag bounds --method ibp" "$build/propdag/propdag" bounds "$model" "
   --method ibp
 measure "propdag bounds --method crown" "$build/propdag/propdag" bounds "$model" "${box[@]}" \
   --method crown
+if [[ -e "$build/propdag/libpropdag_torch.so" ]]; then  # the LibTorch engine, when built
+  for m in ibp crown; do
+    measure "propdag bounds --method $m --engine torch" "$build/propdag/propdag" bounds "$model" \
+      "${box[@]}" --method "$m" --engine torch
+  done
+fi
 exit "$failed"
