@@ -115,14 +115,25 @@ Result<propdag::Options> options(propdag::Method method, const Args& a, const pr
 }
 
 // The --stats line on what CROWN cut short (engine.h's BoundsReport), after the existing lines.
-void print_report(const Args& a, const propdag::Options& o, const propdag::BoundsReport& r) {
+// With the torch engine, "per_box_ops" names the op types it bounds one box at a time (through
+// the Eigen rules), which make a batch cost about K single calls there.
+void print_report(const Args& a, const propdag::Options& o, const propdag::BoundsReport& r,
+                  const propdag::torch_engine::Engine* engine) {
+  std::string per_box;
+  if (engine != nullptr) {
+    per_box = ", \"per_box_ops\": [";
+    const std::vector<std::string> ops = engine->per_box_ops();
+    for (size_t i = 0; i < ops.size(); ++i)
+      per_box += (i ? ", " : "") + common::json_string(ops[i]);
+    per_box += "]";
+  }
   char budget[32] = "null";  // infinity: full CROWN
   if (std::isfinite(o.refine_budget)) std::snprintf(budget, sizeof budget, "%g", o.refine_budget);
   std::fprintf(stderr,
                "{\"crown\": {\"engine\": \"%s\", \"refine_budget\": %s, \"budget_from\": \"%s\", "
                "\"boxes\": %lld, \"refined\": %lld, \"ibp_budget\": %lld, \"ibp_deadline\": %lld, "
                "\"ibp_option\": %lld, \"elements_ibp\": %lld, \"outputs_forward\": %lld, "
-               "\"largest_skipped\": %g, \"cost\": %g, \"cut_short\": %s}}\n",
+               "\"largest_skipped\": %g, \"cost\": %g, \"cut_short\": %s%s}}\n",
                a.engine.c_str(), budget,
                a.refine_budget >= 0 ? "option"
                : a.verify           ? "verify"
@@ -131,7 +142,7 @@ void print_report(const Args& a, const propdag::Options& o, const propdag::Bound
                static_cast<long long>(r.ibp_budget), static_cast<long long>(r.ibp_deadline),
                static_cast<long long>(r.ibp_option), static_cast<long long>(r.elements_ibp),
                static_cast<long long>(r.outputs_forward), r.largest_skipped, r.cost,
-               r.cut_short() ? "true" : "false");
+               r.cut_short() ? "true" : "false", per_box.c_str());
 }
 
 Result<std::unique_ptr<propdag::torch_engine::Engine>> torch_engine(const Args& a,
@@ -141,9 +152,9 @@ Result<std::unique_ptr<propdag::torch_engine::Engine>> torch_engine(const Args& 
 
 // The box cut into `a.batch` equal slices along its widest dimension, bounded in one call of the
 // torch engine; the bounds printed hold over the whole box (the hull of the slices' bounds).
-common::Status torch_bounds(const Args& a, const propdag::Model& model, const Interval& box,
+common::Status torch_bounds(const Args& a, propdag::torch_engine::Engine& engine,
+                            const propdag::Model& model, const Interval& box,
                             const propdag::Options& options) {
-  ASSIGN_OR_RETURN(auto engine, torch_engine(a, model));
   const Eigen::Index k = std::max(a.batch, 1);
   propdag::torch_engine::Boxes in{box.lo.transpose().replicate(k, 1),
                                   box.hi.transpose().replicate(k, 1)};
@@ -157,7 +168,7 @@ common::Status torch_bounds(const Args& a, const propdag::Model& model, const In
                         : box.lo[dim] + width * static_cast<double>(i + 1) / static_cast<double>(k);
   }
   double start = common::now_ms();
-  ASSIGN_OR_RETURN(auto parts, engine->output_bounds(in, options));
+  ASSIGN_OR_RETURN(auto parts, engine.output_bounds(in, options));
   std::vector<Interval> bounds;
   bounds.reserve(parts.size());
   for (const auto& p : parts)
@@ -180,14 +191,16 @@ common::Status run_bounds(const Args& a) {
   propdag::BoundsReport report;
   ASSIGN_OR_RETURN(propdag::Options o, options(method, a, model, &box));
   o.report = &report;
+  std::unique_ptr<propdag::torch_engine::Engine> engine;
   if (a.engine == "torch") {
-    RETURN_IF_ERROR(torch_bounds(a, model, box, o));
+    ASSIGN_OR_RETURN(engine, torch_engine(a, model));
+    RETURN_IF_ERROR(torch_bounds(a, *engine, model, box, o));
   } else {
     double start = common::now_ms();
     ASSIGN_OR_RETURN(std::vector<Interval> bounds, propdag::output_bounds(model, box, o));
     print_bounds(model, bounds, a.json, common::now_ms() - start);
   }
-  if (a.stats && method != propdag::Method::kIbp) print_report(a, o, report);
+  if (a.stats && method != propdag::Method::kIbp) print_report(a, o, report, engine.get());
   return {};
 }
 
@@ -241,7 +254,7 @@ common::Status run_verify(const Args& a) {
     ASSIGN_OR_RETURN(r, propdag::verify(model, spec, o, split));
   }
   // The crown line comes first: scripts read the last line as the verdict's statistics.
-  if (a.stats && method != propdag::Method::kIbp) print_report(a, o, report);
+  if (a.stats && method != propdag::Method::kIbp) print_report(a, o, report, engine.get());
   if (a.stats)
     std::fprintf(stderr,
                  "{\"model\": %s, \"spec\": %s, \"cases\": %d, \"cases_proved\": %d, "

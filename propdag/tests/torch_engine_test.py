@@ -78,6 +78,28 @@ def test_verify_acasxu_same_verdicts():
         assert {ev, tv} != {"verified", "falsified"}, (ev, tv)
 
 
+VIT = ("vit_2023/onnx/pgd_2_3_16.onnx", "vit_2023/vnnlib/pgd_2_3_16_2439.vnnlib")
+
+
+def stats_line(err):
+    return json.loads(next(line for line in err.splitlines() if line.startswith('{"crown"')))["crown"]
+
+
+def test_stats_name_the_ops_bounded_box_by_box():
+    """--stats names the op types the torch engine bounds one box at a time (here the ViT's
+    Softmax and its products of two variables); none on ACAS Xu; no such key for the Eigen engine."""
+    for case, expected in ((VIT, ["MatMul", "Softmax"]), (ACAS, [])):
+        model, spec = shared(case[0]), shared(case[1])
+        for verb in (["bounds", model, "--vnnlib", spec], ["verify", model, spec]):
+            r = run(*verb, "--method", "crown", "--refine-budget", "0", "--stats", "--engine",
+                    "torch")
+            assert r.returncode == 0, r.stderr
+            assert stats_line(r.stderr)["per_box_ops"] == expected, r.stderr
+    model, spec = shared(VIT[0]), shared(VIT[1])
+    r = run("bounds", model, "--vnnlib", spec, "--refine-budget", "0", "--stats")
+    assert r.returncode == 0 and "per_box_ops" not in stats_line(r.stderr), r.stderr
+
+
 def test_errors_one_line_exit_2():
     model, spec = shared(ACAS[0]), shared(ACAS[1])
     r = run("bounds", model, "--vnnlib", spec, "--engine", "torch", "--device", "cuda")
