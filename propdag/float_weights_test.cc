@@ -2,8 +2,6 @@
 // bounds that the same weights held as double give.
 #include <gtest/gtest.h>
 
-#include <random>
-
 #include "propdag/engine.h"
 #include "propdag/test_util.h"
 
@@ -12,30 +10,7 @@ namespace {
 
 // x (16384) -> MatMul w1 (16384 x 320: 5.2M entries, more than one 2^22-entry block of widening)
 // -> Relu -> MatMul w2 (320 x 4), with w1 and w2 given as `dtype` tensors of the same float values.
-Model wide_net(common::DType dtype) {
-  auto g = common::testing::parse_text(R"(
-    <ir_version: 8, opset_import: ["" : 15]>
-    g (float[1,16384] x) => (float[1,4] y) <float[1] w1 = {1}, float[1] w2 = {1}> {
-      h = MatMul(x, w1)
-      r = Relu(h)
-      y = MatMul(r, w2)
-    })");
-  EXPECT_TRUE(g.ok()) << g.error().str();
-  std::mt19937 rng(7);
-  std::normal_distribution<float> normal(0.0f, 0.05f);
-  for (auto [name, rows, cols] : {std::tuple{"w1", 16384, 320}, std::tuple{"w2", 320, 4}}) {
-    std::vector<double> v(size_t(rows) * cols);
-    for (double& e : v) e = normal(rng);  // float values, exact in either dtype
-    common::Tensor t = common::Tensor::from_double(v, {rows, cols}, dtype);
-    g->initializers[name] = t;
-    g->values[name].shape = t.dims;
-    g->values[name].dtype = dtype;
-    if (g->values[name].known) g->values[name].known = t;
-  }
-  auto m = Model::build(std::move(*g));
-  EXPECT_TRUE(m.ok()) << m.error().str();
-  return std::move(*m);
-}
+Model wide_net(common::DType dtype) { return test::two_layer_net(16384, 320, 4, dtype, 7); }
 
 const LinearTerm& first_term(const Model& m) {
   for (int n = 0; n < m.dag().size(); ++n)

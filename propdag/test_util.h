@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -238,6 +240,33 @@ inline Model build(const std::string& text) {
   auto m = Model::build(std::move(g).value());
   EXPECT_TRUE(m.ok()) << m.error().str();
   return std::move(m).value();
+}
+
+/// x (in) -> MatMul w1 (in x hidden) -> Relu -> MatMul w2 (hidden x out) => (y, h): random normal
+/// weights (float values, exact in either dtype, from `seed`) given as `dtype` tensors, for tests
+/// of how large dense weights are held.
+inline Model two_layer_net(int64_t in, int64_t hidden, int64_t out, common::DType dtype,
+                           unsigned seed) {
+  const std::string d = std::to_string(in), k = std::to_string(hidden), o = std::to_string(out);
+  auto g = common::testing::parse_text(
+      "<ir_version: 8, opset_import: [\"\" : 15]>\ng (float[1," + d + "] x) => (float[1," + o +
+      "] y, float[1," + k + "] h) <float[1] w1 = {1}, float[1] w2 = {1}> {\n" +
+      "  h = MatMul(x, w1)\n  r = Relu(h)\n  y = MatMul(r, w2)\n}");
+  EXPECT_TRUE(g.ok()) << g.error().str();
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 0.05f);
+  for (auto [name, rows, cols] : {std::tuple{"w1", in, hidden}, std::tuple{"w2", hidden, out}}) {
+    std::vector<double> v(static_cast<size_t>(rows * cols));
+    for (double& e : v) e = normal(rng);
+    common::Tensor t = common::Tensor::from_double(v, {rows, cols}, dtype);
+    g->initializers[name] = t;
+    g->values[name].shape = t.dims;
+    g->values[name].dtype = dtype;
+    if (g->values[name].known) g->values[name].known = t;
+  }
+  auto m = Model::build(std::move(*g));
+  EXPECT_TRUE(m.ok()) << m.error().str();
+  return std::move(*m);
 }
 
 inline Interval box(std::vector<double> lo, std::vector<double> hi) {

@@ -14,10 +14,8 @@
 #include <ostream>
 #include <random>
 #include <string>
-#include <tuple>
 #include <vector>
 
-#include "common/testing.h"
 #include "propdag/engine.h"
 #include "propdag/test_util.h"
 #include "propdag/torch/torch_test_util.h"
@@ -194,31 +192,11 @@ TEST(TorchEngine, DenseAndConvKeepASmallEndBesideAHugeOne) {
 // MatMul w2 (1024 x 2), w1 from float data (held as float by the model) and from double data.
 TEST(TorchEngine, LargeDenseWeightEqualsEigen) {
   for (common::DType dtype : {common::DType::kFloat, common::DType::kDouble}) {
-    auto g = common::testing::parse_text(R"(
-      <ir_version: 8, opset_import: ["" : 15]>
-      g (float[1,4096] x) => (float[1,2] y, float[1,1024] h) <float[1] w1 = {1}, float[1] w2 = {1}> {
-        h = MatMul(x, w1)
-        r = Relu(h)
-        y = MatMul(r, w2)
-      })");
-    ASSERT_TRUE(g.ok()) << g.error().str();
-    std::mt19937 rng(11);
-    std::normal_distribution<float> normal(0.0f, 0.05f);
-    for (auto [name, rows, cols] : {std::tuple{"w1", 4096, 1024}, std::tuple{"w2", 1024, 2}}) {
-      std::vector<double> v(size_t(rows) * cols);
-      for (double& e : v) e = normal(rng);
-      common::Tensor t = common::Tensor::from_double(v, {rows, cols}, dtype);
-      g->initializers[name] = t;
-      g->values[name].shape = t.dims;
-      g->values[name].dtype = dtype;
-      if (g->values[name].known) g->values[name].known = t;
-    }
-    auto model = Model::build(std::move(*g));
-    ASSERT_TRUE(model.ok()) << model.error().str();
-    EXPECT_EQ(engine_for(*model)->kinds()["dense"], 2);
+    Model model = test::two_layer_net(4096, 1024, 2, dtype, 11);
+    EXPECT_EQ(engine_for(model)->kinds()["dense"], 2);
     Interval box{Vec::Constant(4096, -0.02), Vec::Constant(4096, 0.03)};
     box.lo[7] = -2.0, box.hi[7] = 1e22;  // and a small end beside a huge one
-    expect_equal_bounds(*model, box, dtype == common::DType::kFloat ? "float w1" : "double w1");
+    expect_equal_bounds(model, box, dtype == common::DType::kFloat ? "float w1" : "double w1");
   }
 }
 
