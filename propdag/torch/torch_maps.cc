@@ -7,7 +7,6 @@
 #include <ATen/ops/conv2d.h>
 #include <ATen/ops/conv_transpose2d.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/empty_like.h>
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/matmul.h>
 #include <ATen/ops/mm.h>
@@ -36,60 +35,6 @@ at::Tensor LinearMap::adjoint_rows(const at::Tensor& rows, int64_t out,
 namespace {
 
 // ---- Linear maps ----
-
-// Weights of this many entries or more keep no copies of W+ and W- beside W: ends() clamps W a
-// block of rows at a time (on tllverifybench N=M=64, 257 MiB of float weights, the three float64
-// copies made `bounds --engine torch` peak at 2.5 GB).
-constexpr int64_t kSignedCopiesBelow = int64_t{1} << 22;
-// Entries per block of ends() over a large weight.
-constexpr int64_t kEndsBlock = int64_t{1} << 20;
-
-// W [out, in] on `opts`, copied once from the term's column-major double or float storage.
-at::Tensor dense_weight(const LinearTerm& t, const at::TensorOptions& opts) {
-  const bool f = t.wf.size() != 0;
-  const int64_t out = f ? t.wf.rows() : t.w.rows(), in = f ? t.wf.cols() : t.w.cols();
-  void* data = f ? static_cast<void*>(const_cast<float*>(t.wf.data()))
-                 : static_cast<void*>(const_cast<double*>(t.w.data()));
-  // Column-major data of W is the row-major data of W^T.
-  at::Tensor wt = at::from_blob(data, {in, out}, f ? at::kFloat : at::kDouble);
-  return at::empty({out, in}, opts).copy_(wt.t());
-}
-
-class DenseMap : public LinearMap {
- public:
-  // Not clamped in place: the transpose of a weight with one row or column is w_'s own storage.
-  DenseMap(const LinearTerm& t, const at::TensorOptions& opts) : w_(dense_weight(t, opts)) {
-    if (w_.numel() < kSignedCopiesBelow) {
-      pos_t_ = w_.t().clamp_min(0.0).contiguous();
-      neg_t_ = w_.t().clamp_max(0.0).contiguous();
-    }
-  }
-  at::Tensor apply(const at::Tensor& x) const override { return at::matmul(x, w_.t()); }
-  TBox ends(const at::Tensor& lo, const at::Tensor& hi) const override {
-    if (pos_t_.defined())
-      return {at::matmul(lo, pos_t_) + at::matmul(hi, neg_t_),
-              at::matmul(hi, pos_t_) + at::matmul(lo, neg_t_)};
-    const int64_t out = w_.size(0), block = std::max<int64_t>(1, kEndsBlock / w_.size(1));
-    at::Tensor l = at::empty({lo.size(0), out}, lo.options()), h = at::empty_like(l);
-    for (int64_t j = 0; j < out; j += block) {
-      const int64_t n = std::min(block, out - j);
-      const at::Tensor w = w_.narrow(0, j, n);
-      const at::Tensor p = w.clamp_min(0.0).t(), q = w.clamp_max(0.0).t();
-      l.narrow(1, j, n).copy_(at::matmul(lo, p) + at::matmul(hi, q));
-      h.narrow(1, j, n).copy_(at::matmul(hi, p) + at::matmul(lo, q));
-    }
-    return {l, h};
-  }
-  at::Tensor adjoint(const at::Tensor& y) const override { return at::matmul(y, w_); }
-  at::Tensor adjoint_rows(const at::Tensor& rows, int64_t,
-                          const at::TensorOptions&) const override {
-    return w_.index_select(0, rows);
-  }
-  const char* kind() const override { return "dense"; }
-
- private:
-  at::Tensor w_, pos_t_, neg_t_;  // W+ and W- transposed: undefined for large weights
-};
 
 // Each output element copies at most one input element times a scale (Reshape, Flatten,
 // Transpose, Slice, Concat parts, elementwise Mul by a constant, BatchNorm, ...).
@@ -386,7 +331,7 @@ std::unique_ptr<LinearMap> gather_map(const Gather& g, const at::TensorOptions& 
 
 std::unique_ptr<LinearMap> term_map(const Model& model, int node, const LinearTerm& t, bool single,
                                     const at::TensorOptions& opts) {
-  if (t.dense) return std::make_unique<DenseMap>(t, opts);
+  if (t.dense) return dense_map(t, opts);
   if (t.gather) return gather_map(*t.gather, opts);
   if (single) {
     std::unique_ptr<LinearMap> conv = conv_map(model, node, opts);

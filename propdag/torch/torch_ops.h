@@ -115,6 +115,11 @@ class LinesKernel : public Kernel {
   common::Status step(int node, const std::vector<TBox>& b, TBackward& w) const override;
 };
 
+/// The map of a dense affine term (torch_dense.cc): on the CPU, a weight of 2^22 entries or more
+/// is read from the model's own storage (float or double; the model outlives the engine), a
+/// block at a time converted to the engine's dtype; other weights are copied to the device
+/// once, with their positive and negative parts for IBP.
+std::unique_ptr<LinearMap> dense_map(const LinearTerm& t, const at::TensorOptions& opts);
 /// The map of one affine term of Dag node `node` (torch_maps.cc): dense weights as a dense
 /// product; for a node's only term, a convolution when the node is one and the map equals the
 /// term's matrix; else a gather where each row takes at most one input, else a sparse product.
