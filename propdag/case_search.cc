@@ -80,7 +80,8 @@ common::Result<Verdict> CaseSearch::start() {
   } else {
     ASSIGN_OR_RETURN(b, bound(case_.box));
   }
-  if (proved(b)) return Verdict::kProved;
+  // Where shapes vary, bounds prove nothing alone: the search goes on to evaluate the cells.
+  if ((evaluator_ == nullptr || split_.max_boxes <= 1) && proved(b)) return Verdict::kProved;
   if (split_.max_boxes > 1 && !out_of_time()) {
     ASSIGN_OR_RETURN(bool hit, find_counterexample(case_.box, b));
     if (hit) return Verdict::kFalsified;
@@ -117,6 +118,9 @@ common::Result<Verdict> CaseSearch::run() {
                                     std::chrono::duration<double>(kAttackEvery));
   if (relu_splits_) return relu_search();
   ASSIGN_OR_RETURN(integer_dims_, find_integer_dims());
+  if (evaluator_ != nullptr) {
+    ASSIGN_OR_RETURN(cell_dims_, find_cell_dims());
+  }
   if (!small() || !integer_dims_.empty()) {  // integer splits do not depend on the ratio
     Search only{0, {Open{case_.box, whole_}}};
     return depth_first(only, split_.max_boxes);
@@ -165,6 +169,10 @@ common::Result<bool> CaseSearch::counterexample_at(const Vec& x) {
 }
 
 bool CaseSearch::found(Vec x) {
+  if (evaluator_ != nullptr) {  // shapes may vary: the run at x must meet the case
+    common::Result<Vec> y = evaluator_->outputs(x);
+    if (!y.ok() || judge(*y) != Judged::kViolated) return false;
+  }
   counterexample_ = std::move(x);
   return true;
 }

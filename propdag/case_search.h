@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "propdag/engine.h"
+#include "propdag/point_eval.h"
 #include "propdag/verify.h"
 
 namespace propdag::internal {
@@ -52,6 +53,14 @@ class CaseSearch {
 
   int64_t boxes() const { return boxes_; }
   const Vec& counterexample() const { return counterexample_; }
+
+  // For a model whose shapes depend on input values (Model::value_dependent_shape): points are
+  // judged by evaluating the run there (`evaluator`, shared by the cases of a property). A box
+  // on which the model is constant (integer_split.cc: cells) is then decided by one evaluation,
+  // and a point counts as a counterexample only if the run there meets the case.
+  void set_point_evaluator(PointEvaluator* evaluator) { evaluator_ = evaluator; }
+  // Whether some box was proved by bounds (which describe the static-shape runs only).
+  bool proved_by_bounds() const { return proved_by_bounds_; }
 
  private:
   // Bounds of the case's constraints over a box, and per constraint the input coefficients of
@@ -111,7 +120,11 @@ class CaseSearch {
   std::pair<double, Eigen::Index> margin_row(const Bounds& b) const;
   // Whether the bounds prove the box (or part) safe: some constraint misses (margin > 0), or a
   // positive combination of them does (Bounds::joint > 0).
-  bool proved(const Bounds& b) const { return margin(b) > 0 || b.joint > 0; }
+  bool proved(const Bounds& b) {
+    const bool p = margin(b) > 0 || b.joint > 0;
+    proved_by_bounds_ = proved_by_bounds_ || p;
+    return p;
+  }
   // max over lambda >= 0, sum lambda = 1 of min over `box` of sum_r lambda_r (a_r . x + bias_r -
   // rhs_r), with a_r = coef.row(r), approximately (any lambda gives a valid bound): positive
   // when no point of the box meets every constraint of the case, even where each one alone is
@@ -200,6 +213,19 @@ class CaseSearch {
   // whose bounds equal those at its centre is dropped as one that no split can prove
   // (unprovable_); otherwise kBound: depth_first bounds it as usual.
   common::Result<Step> integer_step(std::vector<Open>& open);
+  // With a point evaluator: the integer dimensions through which the model's outputs are
+  // constant on each cell [k, k + 1), k >= 0 (the others fixed): when only that dimension varies
+  // within the first cell of the case's box, the nodes whose IBP bounds vary with it, followed
+  // from the inputs up to the ops rounding to integers, are no output, and their other
+  // successors vary too or are affine (fixed coefficients, which read it with a 0). One IBP run
+  // per integer dimension.
+  common::Result<std::vector<Eigen::Index>> find_cell_dims() const;
+  // Whether `box` is a cell: each dimension a point, or a cell dimension within one cell.
+  bool is_cell(const Interval& box) const;
+  // The case at outputs y of an evaluated run: kHolds when some constraint misses by more than
+  // float32 rounding (1e-5 relative), kViolated when all are met, else kClose.
+  enum class Judged { kHolds, kViolated, kClose };
+  Judged judge(const Vec& y) const;
 
   // relu_split.cc
 
@@ -224,6 +250,9 @@ class CaseSearch {
   // (the search then ends open, having looked at every box for a counterexample).
   std::vector<Eigen::Index> integer_dims_;
   bool unprovable_ = false;
+  PointEvaluator* evaluator_ = nullptr;
+  std::vector<Eigen::Index> cell_dims_;  // find_cell_dims(), with an evaluator
+  bool proved_by_bounds_ = false;
   int64_t boxes_ = 0;
   std::optional<Bounds> whole_;  // the whole box's bounds (from bound_together, or start()'s)
   Vec counterexample_;

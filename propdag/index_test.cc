@@ -98,9 +98,10 @@ TEST(ScatterNdTest, HullOverPlaces) {
   }
 }
 
-// The bounds prove y_0 >= 1 > 0 on the box, but a window's length may vary with p in other
-// models of this kind: verify proves nothing for a model with a variable Slice, and finds no
-// counterexample where there is none.
+// The bounds prove y_0 >= 1 > 0 on the box (p in [1, 2.5]), but they cover the static-shape runs
+// only: on the cell s = 2, k = x[4 : 7] has 2 elements, not its static 3, so that cell's run
+// has other outputs than the property's Y_i, and verify proves nothing (bounds alone never do
+// for a model with a variable Slice); nor does it find a counterexample where there is none.
 TEST(VariableSliceTest, VerifyNeverProvesWhereAShapeMayVary) {
   Model m = test::build(test::kSlices);
   EXPECT_EQ(m.value_dependent_shape().rfind("node '", 0), 0u) << m.value_dependent_shape();

@@ -5,7 +5,10 @@
 // cell (the halves of [0, 62] keep 31 as an end). So such a box is split at an integer m into
 // [lo, m) and [m, hi], as doubles [lo, prev(m)] and [m, hi]: together they hold every double of
 // [lo, hi] (so every float32 input), and a box within one cell sees one rounded value (for
-// Floor everywhere, for a Cast's truncation on nonnegative values).
+// Floor everywhere, for a Cast's truncation on nonnegative values). Where the model's shapes
+// depend on input values, a cell on which the model is constant is decided by evaluating the
+// run at one of its points (find_cell_dims, is_cell): bounds there describe the static-shape
+// runs only.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -14,6 +17,7 @@
 #include <vector>
 
 #include "propdag/case_search.h"
+#include "propdag/op.h"
 
 namespace propdag::internal {
 namespace {
@@ -65,8 +69,85 @@ std::optional<std::pair<Eigen::Index, double>> CaseSearch::integer_cut(const Int
   return cut;
 }
 
+common::Result<std::vector<Eigen::Index>> CaseSearch::find_cell_dims() const {
+  std::vector<Eigen::Index> dims;
+  const double below = -std::numeric_limits<double>::infinity();
+  for (Eigen::Index d : integer_dims_) {
+    // A Cast truncates toward zero: its cells are [k, k + 1) for k >= 0 only.
+    const double lo = case_.box.lo[d];
+    if (!(lo >= 0)) continue;
+    Interval probe{case_.box.lo, case_.box.lo};
+    probe.hi[d] = std::min(case_.box.hi[d], std::nextafter(std::floor(lo) + 1, below));
+    if (!(probe.hi[d] > probe.lo[d])) continue;
+    ASSIGN_OR_RETURN(std::vector<Interval> ibp, ibp_all(model_, probe));
+    const Dag& dag = model_.dag();
+    auto varies = [&](int n) {
+      const Interval& b = ibp[n];
+      return !(b.lo.array() == b.hi.array()).all();  // NaN ends vary
+    };
+    // The nodes that vary with it before any rounding (what a rounding op computes from varies
+    // only with the rounded value, and past a window the static-shape bounds of a cell whose
+    // runs have other shapes may vary for that reason alone).
+    std::vector<int> todo;
+    std::vector<bool> seen(static_cast<size_t>(dag.size()), false);
+    for (int i : dag.inputs())
+      if (varies(i)) todo.push_back(i), seen[static_cast<size_t>(i)] = true;
+    bool closed = true;
+    while (!todo.empty() && closed) {
+      const int n = todo.back();
+      todo.pop_back();
+      if (std::find(dag.outputs().begin(), dag.outputs().end(), n) != dag.outputs().end())
+        closed = false;
+      for (int s : dag.node(n).succs) {
+        const BoundOp* op = model_.op(s);
+        if (op != nullptr && op->rounds_to_integers()) continue;
+        if (varies(s)) {
+          if (!seen[static_cast<size_t>(s)]) todo.push_back(s), seen[static_cast<size_t>(s)] = true;
+        } else if (op == nullptr || dynamic_cast<const AffineOp*>(op) == nullptr) {
+          closed = false;  // fixed at this cell, but not by fixed coefficients
+        }
+      }
+    }
+    if (closed) dims.push_back(d);
+  }
+  return dims;
+}
+
+bool CaseSearch::is_cell(const Interval& box) const {
+  for (Eigen::Index d = 0; d < box.size(); ++d) {
+    if (box.lo[d] == box.hi[d]) continue;
+    if (std::find(cell_dims_.begin(), cell_dims_.end(), d) == cell_dims_.end() ||
+        !(box.lo[d] >= 0) || std::floor(box.lo[d]) != std::floor(box.hi[d]))
+      return false;
+  }
+  return true;
+}
+
+CaseSearch::Judged CaseSearch::judge(const Vec& y) const {
+  bool all = true;
+  for (const OutputConstraint& u : case_.unsafe) {
+    const double v = u.coef.dot(y) - u.rhs;
+    const double slack = 1e-5 * (1 + std::abs(u.rhs) + u.coef.cwiseAbs().dot(y.cwiseAbs()));
+    if (v > slack) return Judged::kHolds;
+    if (!(v <= 0)) all = false;
+  }
+  return all ? Judged::kViolated : Judged::kClose;
+}
+
 common::Result<CaseSearch::Step> CaseSearch::integer_step(std::vector<Open>& open) {
   Open& top = open.back();
+  if (evaluator_ != nullptr && integer_cut(top.box) == std::nullopt && is_cell(top.box)) {
+    // The model is constant on the cell: the run at one point of it decides it.
+    if (out_of_time() || boxes_ + 1 > split_.max_boxes) return Step::kOutOfTime;
+    ++boxes_;
+    const Vec x = top.box.lo;
+    open.pop_back();
+    common::Result<Vec> y = evaluator_->outputs(x);
+    const Judged j = y.ok() ? judge(*y) : Judged::kClose;
+    if (j == Judged::kViolated) return found(x) ? Step::kFalsified : Step::kNext;
+    if (j == Judged::kClose) unprovable_ = true;
+    return Step::kNext;
+  }
   if (auto cut = integer_cut(top.box)) {
     const auto [d, m] = *cut;
     Open low{top.box, std::nullopt}, high{top.box, std::nullopt};

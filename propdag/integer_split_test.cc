@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "propdag/test_util.h"
 #include "propdag/verify.h"
@@ -97,6 +99,96 @@ TEST(IntegerSplitTest, ACellNoSplitCanProveLeavesTheCaseOpen) {
   EXPECT_FALSE(r->verified);
   EXPECT_FALSE(r->falsified);
   EXPECT_EQ(r->boxes, 11);
+}
+
+// A window whose length varies with a position: w = x[s : s + 1] for s = trunc(p), one element
+// for s in {0, 1, 2} and none past the end, where ONNX's Slice clamps; y = ReduceSum(w) is x[s],
+// or 0 (the sum of nothing) for s >= 3. The bounds describe the one-element runs only (the
+// static shape), so a cell with s >= 3 is decided by evaluating its run: the model is constant
+// on each cell, p reaching it through the Cast alone. `tail` computes y from w (and p).
+Model window_net(const std::string& tail = "y = ReduceSum<keepdims = 1>(w)") {
+  return build(R"(
+    <ir_version: 8, opset_import: ["" : 15]>
+    g (float[3] x, float[1] p) => (float[1] y)
+    <int64[1] one = {1}, int64[1] zero = {0}, float[1] three = {3}> {
+      s = Cast<to = 7>(p)
+      e = Add(s, one)
+      w = Slice(x, s, e, zero)
+      )" + tail +
+               "\n    }");
+}
+
+// x = (1, 2, 3) (or `x`), p in [lo, hi].
+Spec window_spec(double lo, double hi, const std::string& output_constraint,
+                 std::vector<double> x = {1, 2, 3}) {
+  std::string text =
+      "(declare-const X_0 Real)\n(declare-const X_1 Real)\n"
+      "(declare-const X_2 Real)\n(declare-const X_3 Real)\n"
+      "(declare-const Y_0 Real)\n";
+  for (int i = 0; i < 3; ++i)
+    text += "(assert (>= X_" + std::to_string(i) + " " + std::to_string(x[i]) +
+            "))\n(assert (<= X_" + std::to_string(i) + " " + std::to_string(x[i]) + "))\n";
+  text += "(assert (>= X_3 " + std::to_string(lo) + "))\n(assert (<= X_3 " + std::to_string(hi) +
+          "))\n" + output_constraint;
+  auto s = parse_vnnlib(text, "window.vnnlib");
+  EXPECT_TRUE(s.ok()) << s.error().str();
+  return std::move(s).value();
+}
+
+TEST(IntegerSplitTest, CellsWhoseWindowVariesAreDecidedByTheirRuns) {
+  Model m = window_net();
+  ASSERT_FALSE(m.value_dependent_shape().empty());
+  // y in {1, 2, 3} on [0, 2.5]: unsafe y <= 0.5 holds nowhere, proved by the runs of the cells
+  // [0, 1), [1, 2), [2, 2.5] (the whole box, then 3 cells).
+  auto r = verify(m, window_spec(0, 2.5, "(assert (<= Y_0 0.5))\n"), {Method::kIbp}, {1000, 0});
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  EXPECT_TRUE(r->verified);
+  EXPECT_EQ(r->boxes, 4);
+  // On [0, 4.5] the cells [3, 4) and [4, 4.5] sum no element: y = 0 there, a counterexample, which
+  // the static-shape bounds (a one-element window) do not show; its run does.
+  r = verify(m, window_spec(0, 4.5, "(assert (<= Y_0 0.5))\n"), {Method::kIbp}, {1000, 0});
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  EXPECT_FALSE(r->verified);
+  ASSERT_TRUE(r->falsified);
+  EXPECT_GE(r->counterexample[3], 3.0);
+  EXPECT_TRUE(*confirm_counterexample(m, window_spec(0, 4.5, "(assert (<= Y_0 0.5))\n"),
+                                      r->counterexample));
+  // y <= 3 everywhere on [0, 4.5]: unsafe y >= 3.5 is proved cell by cell, empty windows too.
+  r = verify(m, window_spec(0, 4.5, "(assert (>= Y_0 3.5))\n"), {Method::kIbp}, {1000, 0});
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  EXPECT_TRUE(r->verified);
+  // On [3, 4.5] every window is empty: unsafe y >= 0.5 holds nowhere (the static-shape bounds,
+  // one element of x, would have it everywhere).
+  r = verify(m, window_spec(3, 4.5, "(assert (>= Y_0 0.5))\n"), {Method::kIbp}, {1000, 0});
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  EXPECT_TRUE(r->verified);
+  EXPECT_FALSE(r->falsified);
+  // A point of an empty-window cell is no counterexample of y >= 0.5 (its run gives 0), though
+  // the static-shape evaluation there would say otherwise.
+  Vec x(4);
+  x << 1, 2, 3, 3.5;
+  EXPECT_FALSE(*confirm_counterexample(m, window_spec(0, 4.5, "(assert (>= Y_0 0.5))\n"), x));
+}
+
+TEST(IntegerSplitTest, NoProofWherePReachesTheOutputBesideTheWindow) {
+  // y = x[s] + p <= 3 + 2.5 on [0, 2.5]: unsafe y >= 10 holds nowhere, and the bounds would
+  // show it, but they describe the static-shape runs only, and p reaches y unrounded (through a
+  // fixed coefficient): no cell is constant.
+  Model m = window_net("t = ReduceSum<keepdims = 1>(w)\n y = Add(t, p)");
+  auto r = verify(m, window_spec(0, 2.5, "(assert (>= Y_0 10))\n"), {Method::kIbp}, {1000, 0});
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  EXPECT_FALSE(r->verified);
+  EXPECT_FALSE(r->falsified);
+  // y = x[s] + Relu(p - 3) with x = (-1, -1, -1): on the first cell Relu(p - 3) is 0, as if p
+  // did not reach y. Unsafe y >= 0.9 is met only on [3.9, 3.99], where the window is empty
+  // (y = p - 3 there, not seen by the static-shape point searches), and not at the corner p = 3
+  // of that cell, whose run gives 0: not verified.
+  m = window_net(
+      "t = ReduceSum<keepdims = 1>(w)\n q = Sub(p, three)\n r = Relu(q)\n y = Add(t, r)");
+  r = verify(m, window_spec(0, 3.99, "(assert (>= Y_0 0.9))\n", {-1, -1, -1}), {Method::kIbp},
+             {1000, 0});
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  EXPECT_FALSE(r->verified);
 }
 
 }  // namespace

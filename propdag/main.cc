@@ -204,33 +204,6 @@ common::Status run_bounds(const Args& a) {
   return {};
 }
 
-// The result file of the VNN-COMP scripts: sat with the counterexample's inputs and outputs,
-// unsat, timeout (open when the time limit ran out) or unknown.
-Result<std::string> vnncomp_result(const propdag::Model& model, const propdag::VerifyResult& r,
-                                   bool timed_out) {
-  if (r.verified) return std::string("unsat\n");
-  if (!r.falsified) return std::string(timed_out ? "timeout\n" : "unknown\n");
-  const propdag::Vec& x = r.counterexample;
-  propdag::Options exact;
-  exact.method = propdag::Method::kIbp;  // a one-point box: the outputs, up to rounding
-  ASSIGN_OR_RETURN(std::vector<Interval> ys, propdag::output_bounds(model, {x, x}, exact));
-  std::vector<std::string> items;
-  char buf[64];
-  for (Eigen::Index i = 0; i < x.size(); ++i) {
-    std::snprintf(buf, sizeof buf, "(X_%lld %.17g)", static_cast<long long>(i), x[i]);
-    items.emplace_back(buf);
-  }
-  long long j = 0;
-  for (const Interval& y : ys)
-    for (Eigen::Index k = 0; k < y.size(); ++k) {
-      std::snprintf(buf, sizeof buf, "(Y_%lld %.17g)", j++, 0.5 * (y.lo[k] + y.hi[k]));
-      items.emplace_back(buf);
-    }
-  std::string text = "sat\n(";
-  for (size_t i = 0; i < items.size(); ++i) text += (i ? "\n " : "") + items[i];
-  return text + ")\n";
-}
-
 common::Status run_verify(const Args& a) {
   ASSIGN_OR_RETURN(propdag::Method method, propdag::parse_method(a.method));
   ASSIGN_OR_RETURN(propdag::Model model, propdag::Model::load(a.model));
@@ -274,7 +247,8 @@ common::Status run_verify(const Args& a) {
   }
   if (!a.result.empty()) {
     const bool timed_out = split.seconds > 0 && common::now_ms() - start >= 1000 * split.seconds;
-    ASSIGN_OR_RETURN(std::string text, vnncomp_result(original ? *original : model, r, timed_out));
+    ASSIGN_OR_RETURN(std::string text,
+                     propdag::vnncomp_result(original ? *original : model, r, timed_out));
     RETURN_IF_ERROR(common::write_output_atomic(a.result, text));
   }
   if (r.falsified) {

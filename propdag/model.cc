@@ -107,11 +107,26 @@ common::Result<Model> Model::build(common::Graph graph) {
     if (outs.size() <= static_cast<size_t>(d.output_index)) outs.resize(d.output_index + 1, -1);
     outs[d.output_index] = i;
   }
+  // A model whose shapes depend on input values is evaluated at points by common's evaluator
+  // (point_eval.h), which reads every initializer: where a Slice's starts or ends are computed,
+  // the releases wait until it is known whether they vary.
   const std::vector<std::vector<std::string>> release = copied_constants(m.graph_);
+  bool may_vary = false;
+  for (const common::Node& node : m.graph_.nodes)
+    for (size_t i = 1; node.op_type == "Slice" && i < 3 && i < node.inputs.size(); ++i)
+      may_vary = may_vary || !m.graph_.is_initializer(node.inputs[i]);
+  std::vector<std::string> deferred;
   for (size_t n = 0; n < m.graph_.nodes.size(); ++n) {
     RETURN_IF_ERROR(m.add_node(n, produced[n]));
-    for (const std::string& name : release[n]) m.graph_.initializers.erase(name);
+    for (const std::string& name : release[n]) {
+      if (may_vary)
+        deferred.push_back(name);
+      else
+        m.graph_.initializers.erase(name);
+    }
   }
+  if (m.value_dependent_shape_.empty())
+    for (const std::string& name : deferred) m.graph_.initializers.erase(name);
   return m;
 }
 

@@ -23,7 +23,8 @@ class Model {
   /// op's rule, whose output shape must agree with inference. Fails with node and op when an op
   /// has no rule or its inputs do not fit it. Initializers that only Gemm, MatMul, Add and Sub
   /// read are freed from graph() once their ops hold them (their values stay, with dtype and
-  /// shape): the weights are not held twice.
+  /// shape): the weights are not held twice; except in a model with value-dependent shapes,
+  /// whose graph() keeps them for evaluation at points.
   static common::Result<Model> build(common::Graph graph);
   /// load_graph + build.
   static common::Result<Model> load(std::string_view path);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
@@ -10,6 +11,7 @@
 #include "propdag/attack.h"
 #include "propdag/case_search.h"
 #include "propdag/engine.h"
+#include "propdag/point_eval.h"
 
 namespace propdag {
 
@@ -72,15 +74,23 @@ common::Result<std::optional<Vec>> attack(const Model& model, const Spec& spec,
 common::Result<bool> confirm_counterexample(const Model& model, const Spec& spec, const Vec& x) {
   RETURN_IF_ERROR(check_sizes(model, spec));
   if (x.size() != spec.num_inputs) return false;
-  Options exact;
-  exact.method = Method::kIbp;
-  ASSIGN_OR_RETURN(std::vector<Interval> ys, output_bounds(model, {x, x}, exact));
   Interval y{Vec(spec.num_outputs), Vec(spec.num_outputs)};
-  Eigen::Index at = 0;
-  for (const Interval& part : ys) {
-    y.lo.segment(at, part.size()) = part.lo;
-    y.hi.segment(at, part.size()) = part.hi;
-    at += part.size();
+  if (!model.value_dependent_shape().empty()) {
+    // The static-shape bounds are not the run's where a shape varies: evaluate the run.
+    internal::PointEvaluator run(model);
+    common::Result<Vec> v = run.outputs(x);
+    if (!v.ok()) return false;
+    y = {*v, *v};
+  } else {
+    Options exact;
+    exact.method = Method::kIbp;
+    ASSIGN_OR_RETURN(std::vector<Interval> ys, output_bounds(model, {x, x}, exact));
+    Eigen::Index at = 0;
+    for (const Interval& part : ys) {
+      y.lo.segment(at, part.size()) = part.lo;
+      y.hi.segment(at, part.size()) = part.hi;
+      at += part.size();
+    }
   }
   for (const SpecCase& c : spec.cases) {
     if (((x.array() < c.box.lo.array()) || (x.array() > c.box.hi.array())).any()) continue;
@@ -93,6 +103,38 @@ common::Result<bool> confirm_counterexample(const Model& model, const Spec& spec
     if (all) return true;
   }
   return false;
+}
+
+common::Result<std::string> vnncomp_result(const Model& model, const VerifyResult& r,
+                                           bool timed_out) {
+  if (r.verified) return std::string("unsat\n");
+  if (!r.falsified) return std::string(timed_out ? "timeout\n" : "unknown\n");
+  const Vec& x = r.counterexample;
+  std::vector<Interval> ys;
+  if (model.value_dependent_shape().empty()) {
+    Options exact;
+    exact.method = Method::kIbp;  // a one-point box: the outputs, up to rounding
+    ASSIGN_OR_RETURN(ys, output_bounds(model, {x, x}, exact));
+  } else {  // the run at x, whose shapes may not be the static ones
+    internal::PointEvaluator run(model);
+    ASSIGN_OR_RETURN(Vec y, run.outputs(x));
+    ys.push_back({y, y});
+  }
+  std::vector<std::string> items;
+  char buf[64];
+  for (Eigen::Index i = 0; i < x.size(); ++i) {
+    std::snprintf(buf, sizeof buf, "(X_%lld %.17g)", static_cast<long long>(i), x[i]);
+    items.emplace_back(buf);
+  }
+  long long j = 0;
+  for (const Interval& y : ys)
+    for (Eigen::Index k = 0; k < y.size(); ++k) {
+      std::snprintf(buf, sizeof buf, "(Y_%lld %.17g)", j++, 0.5 * (y.lo[k] + y.hi[k]));
+      items.emplace_back(buf);
+    }
+  std::string text = "sat\n(";
+  for (size_t i = 0; i < items.size(); ++i) text += (i ? "\n " : "") + items[i];
+  return text + ")\n";
 }
 
 common::Result<VerifyResult> verify(const Model& model, const Spec& spec, const Options& options,
@@ -110,9 +152,13 @@ common::Result<VerifyResult> verify(const Model& model, const Spec& spec, const 
   std::vector<std::unique_ptr<CaseSearch>> searches;
   std::vector<const Interval*> boxes;
   std::vector<const SpecCase*> cases;
+  std::unique_ptr<internal::PointEvaluator> evaluator;
+  if (!model.value_dependent_shape().empty())
+    evaluator = std::make_unique<internal::PointEvaluator>(model);
   for (const SpecCase& c : spec.cases) {
     if (c.unsafe.empty()) continue;  // no output constraint: every input is a counterexample
     searches.push_back(std::make_unique<CaseSearch>(model, c, timed, split, deadline, bounder));
+    searches.back()->set_point_evaluator(evaluator.get());
     boxes.push_back(&c.box);
     cases.push_back(&c);
   }
@@ -177,8 +223,12 @@ common::Result<VerifyResult> verify(const Model& model, const Spec& spec, const 
       break;
     }
   }
-  // Bounds hold for runs with the static shapes only: no proof where a shape may vary.
-  result.verified = result.cases_proved == result.cases && model.value_dependent_shape().empty();
+  // Bounds hold for runs with the static shapes only: where a shape may vary, only cases every
+  // box of which was decided by evaluating its run are proved.
+  bool by_bounds = false;
+  for (const auto& search : searches) by_bounds = by_bounds || search->proved_by_bounds();
+  result.verified =
+      result.cases_proved == result.cases && (model.value_dependent_shape().empty() || !by_bounds);
   return result;
 }
 

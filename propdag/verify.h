@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "common/error.h"
@@ -65,8 +66,10 @@ struct VerifyResult {
   int64_t boxes = 0;  ///< bound computations made, over all cases
   Vec counterexample;
 };
-// A model with a value-dependent shape (Model::value_dependent_shape) is never `verified`: its
-// bounds cover only the runs in which every tensor has its static shape.
+// A model with a value-dependent shape (Model::value_dependent_shape) is `verified` only when
+// every part of every case was decided by evaluating its run (README: cells on which the model is
+// constant): its bounds cover only the runs in which every tensor has its static shape. Its
+// counterexamples are confirmed by evaluating the run at the point.
 
 /// For each case of the spec, bounds every unsafe constraint c.y <= rhs over the case's box; the
 /// case is safe when some constraint's lower bound exceeds rhs. `verified` only when all are.
@@ -78,8 +81,16 @@ common::Result<VerifyResult> verify(const Model& model, const Spec& spec, const 
 
 /// Whether `x` is a counterexample of `spec` on `model` (e.g. the original of a graph that was
 /// rewritten before verification): x lies in some case's box and the model's outputs at x,
-/// evaluated in double (IBP on the one-point box), meet every unsafe constraint of that case with
-/// the upper end of c . y. The model must have the spec's input and output counts.
+/// evaluated in double (IBP on the one-point box; for a model with a value-dependent shape, the
+/// run at x, in the model's element types), meet every unsafe constraint of that case with the
+/// upper end of c . y. The model must have the spec's input and output counts.
 common::Result<bool> confirm_counterexample(const Model& model, const Spec& spec, const Vec& x);
+
+/// The result file of the VNN-COMP scripts for `r` on `model`: "unsat", "timeout" (open when the
+/// time limit ran out, `timed_out`) or "unknown", or "sat" and the counterexample's inputs and
+/// outputs ((X_i v) ... (Y_j v)), the outputs evaluated at it (for a model with a
+/// value-dependent shape, by its run there).
+common::Result<std::string> vnncomp_result(const Model& model, const VerifyResult& r,
+                                           bool timed_out);
 
 }  // namespace propdag

@@ -251,3 +251,30 @@ def test_integer_positions_are_searched_cell_by_cell():
     y = sampling.evaluate(model, x[None, :].astype(np.float32))[0][0]
     assert meets_property(asserts_of(spec), x, y, SLACK)
     print(err.strip().split("\n")[-1])
+
+
+CCTSDB_HOLDS = os.path.join(CCTSDB, "vnnlib/spec_onnx_patch-1_idx_00559_0.vnnlib")
+
+
+@pytest.mark.skipif(not sampling.ortref.available(), reason="no onnxruntime")
+@pytest.mark.skipif(not (sampling.on_disk(CCTSDB_MODEL) and sampling.on_disk(CCTSDB_HOLDS)),
+                    reason="no cctsdb_yolo benchmark")
+def test_patch_positions_are_proved_by_their_runs():
+    """patch-1 cuts its patch out of the image with a Slice at the cast positions, so most of the
+    63 x 63 positions run with an empty window, which the static-shape bounds do not describe:
+    propdag decides each position's cell by evaluating its run (the model is constant on a cell).
+    This property holds (VNN-COMP 2024's answer); onnxruntime at every position agrees."""
+    model, spec = sampling.on_disk(CCTSDB_MODEL), sampling.on_disk(CCTSDB_HOLDS)
+    rc, out, err = sampling.propdag("verify", model, spec, "--method", "crown", "--split",
+                                    "1000000", "--timeout", "120", "--stats")
+    assert rc == 0, err
+    assert out.split("\n")[0] == "verified", (out, err)
+    (lo, hi), = vnnlib.read(spec).boxes
+    assert (lo[12288], hi[12288], lo[12289], hi[12289]) == (0, 62, 0, 62)
+    points = np.repeat(lo[None, :], 63 * 63, axis=0).astype(np.float32)
+    points[:, 12288] = np.repeat(np.arange(63), 63)
+    points[:, 12289] = np.tile(np.arange(63), 63)
+    ys = sampling.evaluate(model, points)[0]
+    asserts = asserts_of(spec)
+    assert not any(meets_property(asserts, p, q) for p, q in zip(points, ys))
+    print(err.strip().split("\n")[-1])
