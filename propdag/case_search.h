@@ -216,9 +216,10 @@ class CaseSearch {
   // With a point evaluator: the integer dimensions through which the model's outputs are
   // constant on each cell [k, k + 1), k >= 0 (the others fixed): when only that dimension varies
   // within the first cell of the case's box, the nodes whose IBP bounds vary with it, followed
-  // from the inputs up to the ops rounding to integers, are no output, and their other
-  // successors vary too or are affine (fixed coefficients, which read it with a 0). One IBP run
-  // per integer dimension.
+  // from the inputs up to the ops rounding to integers, are no output and copy elements
+  // unchanged (so each rounding op rounds the input itself), and their other successors vary
+  // too or are affine (fixed coefficients, which read it with a 0). One IBP run per integer
+  // dimension.
   common::Result<std::vector<Eigen::Index>> find_cell_dims() const;
   // Whether `box` is a cell: each dimension a point, or a cell dimension within one cell.
   bool is_cell(const Interval& box) const;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "propdag/case_search.h"
+#include "propdag/gather.h"
 #include "propdag/op.h"
 
 namespace propdag::internal {
@@ -26,6 +27,30 @@ namespace {
 double cells(double lo, double hi) {
   if (!std::isfinite(lo) || !std::isfinite(hi) || hi < lo) return 0;
   return std::floor(hi) - std::floor(lo) + 1;
+}
+
+// Whether `op` copies elements unchanged: an affine op whose every term is a gather or sparse
+// map with at most one entry per row, each 1, and whose bias is 0. A rounding op fed through
+// such ops rounds the input itself, so its value is fixed on each cell [k, k + 1).
+bool copies(const BoundOp* op) {
+  const auto* affine = dynamic_cast<const AffineOp*>(op);
+  if (affine == nullptr || !affine->bias().isZero(0)) return false;
+  for (const LinearTerm& t : affine->terms()) {
+    if (t.dense || t.row_entries) return false;  // a lazy term is a convolution or a pool
+    bool ones = true;
+    if (t.gather) {
+      t.gather->for_each([&](int64_t, int64_t, double v) { ones = ones && v == 1.0; });
+    } else {
+      const SpMat& m = t.sparse();
+      for (Eigen::Index r = 0; r < m.outerSize() && ones; ++r) {
+        int count = 0;
+        for (SpMat::InnerIterator it(m, r); it; ++it)
+          ones = ones && ++count == 1 && it.value() == 1.0;
+      }
+    }
+    if (!ones) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -96,7 +121,8 @@ common::Result<std::vector<Eigen::Index>> CaseSearch::find_cell_dims() const {
     while (!todo.empty() && closed) {
       const int n = todo.back();
       todo.pop_back();
-      if (std::find(dag.outputs().begin(), dag.outputs().end(), n) != dag.outputs().end())
+      if (std::find(dag.outputs().begin(), dag.outputs().end(), n) != dag.outputs().end() ||
+          (model_.op(n) != nullptr && !copies(model_.op(n))))
         closed = false;
       for (int s : dag.node(n).succs) {
         const BoundOp* op = model_.op(s);

@@ -179,6 +179,30 @@ TEST(IntegerSplitTest, NoProofWherePReachesTheOutputBesideTheWindow) {
   ASSERT_TRUE(r.ok()) << r.error().str();
   EXPECT_FALSE(r->verified);
   EXPECT_FALSE(r->falsified);
+  // s = trunc(0.4 p): on the first cell s = 0 throughout, but on [2, 2.9] s is 0 below 2.5 and
+  // 1 from there, an empty window (x has one element): y = 0 meets unsafe y <= 0.5 there, which
+  // the run at the cell's corner p = 2 (y = 1) does not show. The Cast rounds 0.4 p, not p: no
+  // cell is constant, and nothing is proved.
+  m = build(R"(
+    <ir_version: 8, opset_import: ["" : 15]>
+    g (float[1] x, float[1] p) => (float[1] y)
+    <int64[1] one = {1}, int64[1] zero = {0}, float[1] scale = {0.4}> {
+      q = Mul(p, scale)
+      s = Cast<to = 7>(q)
+      e = Add(s, one)
+      w = Slice(x, s, e, zero)
+      y = ReduceSum<keepdims = 1>(w)
+    })");
+  auto scaled = parse_vnnlib(
+      "(declare-const X_0 Real)\n(declare-const X_1 Real)\n(declare-const Y_0 Real)\n"
+      "(assert (>= X_0 1))\n(assert (<= X_0 1))\n(assert (>= X_1 0))\n(assert (<= X_1 2.9))\n"
+      "(assert (<= Y_0 0.5))\n",
+      "scaled.vnnlib");
+  ASSERT_TRUE(scaled.ok()) << scaled.error().str();
+  r = verify(m, *scaled, {Method::kIbp}, {1000, 0});
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  EXPECT_FALSE(r->verified);
+  if (r->falsified) EXPECT_GE(r->counterexample[1], 2.5);
   // y = x[s] + Relu(p - 3) with x = (-1, -1, -1): on the first cell Relu(p - 3) is 0, as if p
   // did not reach y. Unsafe y >= 0.9 is met only on [3.9, 3.99], where the window is empty
   // (y = p - 3 there, not seen by the static-shape point searches), and not at the corner p = 3
