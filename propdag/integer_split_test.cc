@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "propdag/point_eval.h"
 #include "propdag/test_util.h"
 #include "propdag/verify.h"
 
@@ -133,6 +134,25 @@ Spec window_spec(double lo, double hi, const std::string& output_constraint,
   auto s = parse_vnnlib(text, "window.vnnlib");
   EXPECT_TRUE(s.ok()) << s.error().str();
   return std::move(s).value();
+}
+
+// The run at a point, with windows of ONNX's own length (none past x's end): x[s], or 0. One
+// evaluator remembers what the runs share; its outputs equal a fresh evaluator's at each point.
+TEST(PointEvaluatorTest, RunsTheWindowsOnnxRuns) {
+  Model m = window_net();
+  internal::PointEvaluator shared(m);
+  const std::vector<std::pair<double, double>> cases = {{0.5, 1}, {3.5, 0}, {1.5, 2}, {3.7, 0},
+                                                        {0.2, 1}, {2.0, 3}, {4.9, 0}};
+  for (const auto& [p, want] : cases) {
+    Vec x(4);
+    x << 1, 2, 3, p;
+    auto y = shared.outputs(x);
+    ASSERT_TRUE(y.ok()) << y.error().str();
+    ASSERT_EQ(y->size(), 1);
+    EXPECT_EQ((*y)[0], want) << "p = " << p;
+    internal::PointEvaluator fresh(m);
+    EXPECT_EQ(*fresh.outputs(x), *y) << "p = " << p;
+  }
 }
 
 TEST(IntegerSplitTest, CellsWhoseWindowVariesAreDecidedByTheirRuns) {

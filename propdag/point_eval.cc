@@ -53,10 +53,13 @@ common::Result<Vec> PointEvaluator::outputs(const Vec& x) {
     const int64_t n = common::num_elements(dims);
     if (at + n > x.size())
       return common::Error{"", "", "", "the point has fewer elements than the inputs"};
-    const common::Value& v = g.values.at(name);
+    auto v = g.values.find(name);
+    const common::DType dtype = v != g.values.end() && v->second.dtype != common::DType::kUndefined
+                                    ? v->second.dtype
+                                    : common::DType::kFloat;
     Value in;
     in.tensor = common::Tensor::from_double(std::vector<double>(x.data() + at, x.data() + at + n),
-                                            dims, v.dtype);
+                                            dims, dtype);
     in.hash = content_hash(in.tensor);
     values[name] = std::move(in);
     at += n;
