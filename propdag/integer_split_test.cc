@@ -122,18 +122,7 @@ Model window_net(const std::string& tail = "y = ReduceSum<keepdims = 1>(w)") {
 // x = (1, 2, 3) (or `x`), p in [lo, hi].
 Spec window_spec(double lo, double hi, const std::string& output_constraint,
                  std::vector<double> x = {1, 2, 3}) {
-  std::string text =
-      "(declare-const X_0 Real)\n(declare-const X_1 Real)\n"
-      "(declare-const X_2 Real)\n(declare-const X_3 Real)\n"
-      "(declare-const Y_0 Real)\n";
-  for (int i = 0; i < 3; ++i)
-    text += "(assert (>= X_" + std::to_string(i) + " " + std::to_string(x[i]) +
-            "))\n(assert (<= X_" + std::to_string(i) + " " + std::to_string(x[i]) + "))\n";
-  text += "(assert (>= X_3 " + std::to_string(lo) + "))\n(assert (<= X_3 " + std::to_string(hi) +
-          "))\n" + output_constraint;
-  auto s = parse_vnnlib(text, "window.vnnlib");
-  EXPECT_TRUE(s.ok()) << s.error().str();
-  return std::move(s).value();
+  return test::box_spec({x[0], x[1], x[2], lo}, {x[0], x[1], x[2], hi}, 1, output_constraint);
 }
 
 // The run at a point, with windows of ONNX's own length (none past x's end): x[s], or 0. One
@@ -213,13 +202,8 @@ TEST(IntegerSplitTest, NoProofWherePReachesTheOutputBesideTheWindow) {
       w = Slice(x, s, e, zero)
       y = ReduceSum<keepdims = 1>(w)
     })");
-  auto scaled = parse_vnnlib(
-      "(declare-const X_0 Real)\n(declare-const X_1 Real)\n(declare-const Y_0 Real)\n"
-      "(assert (>= X_0 1))\n(assert (<= X_0 1))\n(assert (>= X_1 0))\n(assert (<= X_1 2.9))\n"
-      "(assert (<= Y_0 0.5))\n",
-      "scaled.vnnlib");
-  ASSERT_TRUE(scaled.ok()) << scaled.error().str();
-  r = verify(m, *scaled, {Method::kIbp}, {1000, 0});
+  const Spec scaled = test::box_spec({1, 0}, {1, 2.9}, 1, "(assert (<= Y_0 0.5))\n");
+  r = verify(m, scaled, {Method::kIbp}, {1000, 0});
   ASSERT_TRUE(r.ok()) << r.error().str();
   EXPECT_FALSE(r->verified);
   if (r->falsified) EXPECT_GE(r->counterexample[1], 2.5);

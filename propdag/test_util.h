@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <random>
 #include <string>
 #include <tuple>
@@ -25,15 +26,28 @@ inline constexpr const char* kZero = R"(
     y = Sub(x, x)
   })";
 
+// A property of the inputs X_i in [lo_i, hi_i] and `outputs` outputs Y_j, with
+// `output_constraint` added.
+inline Spec box_spec(const std::vector<double>& lo, const std::vector<double>& hi, int outputs,
+                     const std::string& output_constraint) {
+  std::string text;
+  char buf[96];
+  for (size_t i = 0; i < lo.size(); ++i)
+    text += "(declare-const X_" + std::to_string(i) + " Real)\n";
+  for (int j = 0; j < outputs; ++j) text += "(declare-const Y_" + std::to_string(j) + " Real)\n";
+  for (size_t i = 0; i < lo.size(); ++i) {
+    std::snprintf(buf, sizeof buf, "(assert (>= X_%zu %.17g))\n(assert (<= X_%zu %.17g))\n", i,
+                  lo[i], i, hi[i]);
+    text += buf;
+  }
+  auto s = parse_vnnlib(text + output_constraint, "p.vnnlib");
+  EXPECT_TRUE(s.ok()) << s.error().str();
+  return std::move(s).value();
+}
+
 // A property of one input X_0 in [-1, 1] and one output Y_0, with `output_constraint` added.
 inline Spec one_input_spec(const std::string& output_constraint) {
-  auto s = parse_vnnlib(
-      "(declare-const X_0 Real)\n(declare-const Y_0 Real)\n"
-      "(assert (>= X_0 -1))\n(assert (<= X_0 1))\n" +
-          output_constraint,
-      "p.vnnlib");
-  EXPECT_TRUE(s.ok()) << s.error().str();
-  return *s;
+  return box_spec({-1}, {1}, 1, output_constraint);
 }
 
 // y = (floor(x) - 3) (floor(x) - 3) + c, the two factors computed apart. Over x in [0, 9], IBP
@@ -54,13 +68,7 @@ inline std::string floor_net(double c) {
 
 // A property of one input X_0 in [0, hi] and one output Y_0, with `output_constraint` added.
 inline Spec floor_spec(double hi, const std::string& output_constraint) {
-  auto s = parse_vnnlib(
-      "(declare-const X_0 Real)\n(declare-const Y_0 Real)\n"
-      "(assert (>= X_0 0))\n(assert (<= X_0 " +
-          std::to_string(hi) + "))\n" + output_constraint,
-      "p.vnnlib");
-  EXPECT_TRUE(s.ok()) << s.error().str();
-  return *s;
+  return box_spec({0}, {hi}, 1, output_constraint);
 }
 
 // Copies and scalings of inputs whose box [-2, 1e22] has one small and one huge end: a Concat

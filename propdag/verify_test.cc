@@ -145,15 +145,7 @@ Model scaled_pair(double w) {
 }
 
 // x in [-1, 1], outputs Y_0 and Y_1, and `constraints`.
-Spec pair_spec(const std::string& constraints) {
-  auto s = parse_vnnlib(
-      "(declare-const X_0 Real)\n(declare-const Y_0 Real)\n(declare-const Y_1 Real)\n"
-      "(assert (>= X_0 -1))\n(assert (<= X_0 1))\n" +
-          constraints,
-      "p.vnnlib");
-  EXPECT_TRUE(s.ok()) << s.error().str();
-  return *s;
-}
+Spec pair_spec(const std::string& constraints) { return test::box_spec({-1}, {1}, 2, constraints); }
 
 // Whether CROWN proves `s` on `m` without splitting (one bound computation), and IBP does not.
 void expect_crown_proves_at_once(const Model& m, const Spec& s) {
@@ -202,19 +194,14 @@ TEST(VerifyTest, WeightedConstraintsProveWhatTheirAverageCannot) {
 // Bound computations: 1 (whole box) + 2 (h1's sides) + 2 (h2's, under h1 >= 0) = 5.
 TEST(VerifyTest, ReluSplitsProveWhatTheWholeBoxCannot) {
   Model m = build(test::kNet1);
-  auto s = parse_vnnlib(
-      "(declare-const X_0 Real)\n(declare-const X_1 Real)\n(declare-const Y_0 Real)\n"
-      "(assert (>= X_0 -1))\n(assert (<= X_0 1))\n(assert (>= X_1 -1))\n(assert (<= X_1 1))\n"
-      "(assert (>= Y_0 2.5))\n",
-      "p.vnnlib");
-  ASSERT_TRUE(s.ok()) << s.error().str();
+  const Spec s = test::box_spec({-1, -1}, {1, 1}, 1, "(assert (>= Y_0 2.5))\n");
   SplitOptions relu{5, 0};
   relu.branching = Branching::kRelu;
   for (Method method : {Method::kCrown, Method::kAlpha}) {
-    auto whole = verify(m, *s, {method});
+    auto whole = verify(m, s, {method});
     ASSERT_TRUE(whole.ok()) << whole.error().str();
     EXPECT_FALSE(whole->verified);
-    auto split = verify(m, *s, {method}, relu);
+    auto split = verify(m, s, {method}, relu);
     ASSERT_TRUE(split.ok()) << split.error().str();
     EXPECT_TRUE(split->verified);
     EXPECT_FALSE(split->falsified);
@@ -222,7 +209,7 @@ TEST(VerifyTest, ReluSplitsProveWhatTheWholeBoxCannot) {
   }
   // One computation short: h2's sides do not fit.
   relu.max_boxes = 4;
-  auto short_budget = verify(m, *s, {Method::kCrown}, relu);
+  auto short_budget = verify(m, s, {Method::kCrown}, relu);
   ASSERT_TRUE(short_budget.ok());
   EXPECT_FALSE(short_budget->verified);
   EXPECT_EQ(short_budget->boxes, 3);
