@@ -37,8 +37,10 @@ common::Status Crown::forward(const Interval& input, const std::vector<Interval>
   }
   const bool binding = budget_binding(model_, options_, kinds, cost, out_rows);
   node_bounds_.resize(dag.size());
+  relaxations_.assign(dag.size(), nullptr);
   for (int n = 0; n < dag.size(); ++n) {  // Dag nodes are stored topologically
-    if (model_.op(n) == nullptr) {        // a graph input (a ReLU on it may be split too)
+    final_nodes_ = n;
+    if (model_.op(n) == nullptr) {  // a graph input (a ReLU on it may be split too)
       node_bounds_[n] = {input.lo.segment(input_offset_[n], model_.numel(n)),
                          input.hi.segment(input_offset_[n], model_.numel(n))};
       if (!narrow_by_splits(n, node_bounds_[n])) {
@@ -67,6 +69,7 @@ common::Status Crown::forward(const Interval& input, const std::vector<Interval>
       return {};
     }
   }
+  final_nodes_ = dag.size();
   return {};
 }
 
@@ -119,6 +122,11 @@ std::vector<double> Crown::row_costs(const std::vector<RefineRows>& kinds) const
 
 std::vector<Eigen::Index> Crown::refined_rows(int node, RefineRows kind) const {
   std::vector<Eigen::Index> rows = rows_to_refine(kind, node_bounds_[node]);
+  if (relevance_ != nullptr && !(*relevance_)[node].empty()) {
+    const std::vector<char>& keep = (*relevance_)[node];
+    rows.erase(std::remove_if(rows.begin(), rows.end(), [&](Eigen::Index r) { return !keep[r]; }),
+               rows.end());
+  }
   if (splits_at_[node].empty()) return rows;
   for (int k : splits_at_[node]) rows.push_back(splits_[k].index);
   std::sort(rows.begin(), rows.end());
@@ -171,7 +179,8 @@ Interval Crown::backward(int target, const Mat& c, Mat* lower_coef,
 bool Crown::first_step(int target, const std::vector<Eigen::Index>& unit, Eigen::Index first_row,
                        Backward& pass) const {
   if (model_.op(target) == nullptr) return false;
-  const Relaxation relax = relax_at(target);
+  const std::shared_ptr<const Relaxation> relaxation = relax_at(target);
+  const Relaxation& relax = *relaxation;
   if (relax.kind != Relaxation::Kind::kAffine) return false;
   const Eigen::Index rows = pass.lb.size();
   const DagNode& dag_node = model_.dag().node(target);
@@ -210,10 +219,14 @@ void Crown::concretize(int node, Backward& pass) {
   pass.ub += pass.om[node].cwiseMax(0.0) * hi + pass.om[node].cwiseMin(0.0) * lo;
 }
 
-Relaxation Crown::relax_at(int node) const {
+std::shared_ptr<const Relaxation> Crown::relax_at(int node) const {
+  const bool final = node < final_nodes_;
+  if (final && relaxations_[node] != nullptr) return relaxations_[node];
   std::vector<const Interval*> in;
   for (int p : model_.dag().node(node).inputs) in.push_back(p >= 0 ? &node_bounds_[p] : nullptr);
-  return model_.op(node)->relax(in, node_bounds_[node]);
+  auto relax = std::make_shared<const Relaxation>(model_.op(node)->relax(in, node_bounds_[node]));
+  if (final) relaxations_[node] = relax;
+  return relax;
 }
 
 void Crown::step(int node, Backward& pass) {
@@ -223,7 +236,8 @@ void Crown::step(int node, Backward& pass) {
     concretize(node, pass);
   } else {
     const DagNode& dag_node = model_.dag().node(node);
-    Relaxation relax = relax_at(node);
+    const std::shared_ptr<const Relaxation> relaxation = relax_at(node);
+    const Relaxation& relax = *relaxation;
     const Mat &lam = pass.lam[node], &om = pass.om[node];
     if (relax.kind == Relaxation::Kind::kAffine) {
       for (const LinearTerm& t : *relax.terms) {

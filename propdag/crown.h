@@ -4,10 +4,12 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "common/error.h"
 #include "propdag/engine.h"
+#include "propdag/relevance.h"
 
 namespace propdag::internal {
 
@@ -124,6 +126,11 @@ class Crown {
   /// Rows of each output's final pass (0: none) that forward's budget decision (budget_binding)
   /// counts on; by default every element of each output.
   void set_output_rows(std::vector<double> rows) { output_rows_ = std::move(rows); }
+  /// Refine only the rows `relevance` keeps (relevant_elements of the objective that the
+  /// backward passes after forward() start from); by default every row.
+  void set_relevance(std::shared_ptr<const Relevance> relevance) {
+    relevance_ = std::move(relevance);
+  }
   bool empty() const { return empty_; }
   const std::vector<Interval>& all_bounds() const { return node_bounds_; }
   /// BoundsOut::split_scores for one objective row `c` (1 x elements of target), from one
@@ -161,7 +168,9 @@ class Crown {
     std::vector<Mat> lam;
     Vec lb;
   };
-  Relaxation relax_at(int node) const;
+  // The op's relaxation on the current bounds; remembered for the nodes whose bounds forward()
+  // has finished (every backward pass crosses them with the same relaxation).
+  std::shared_ptr<const Relaxation> relax_at(int node) const;
   // `beta` (rows x splits, nonnegative; may be empty): the splits' multipliers.
   LowerPass lower_pass(const std::vector<int>& order, const std::vector<Relaxation>& rel,
                        const std::vector<Mat>& alpha, const Mat& beta, int target,
@@ -194,6 +203,9 @@ class Crown {
   Options options_;
   std::vector<Interval> node_bounds_;  // per Dag node, from forward()
   std::vector<double> output_rows_;
+  std::shared_ptr<const Relevance> relevance_;
+  int final_nodes_ = 0;  // nodes [0, final_nodes_) have the bounds forward() gives them
+  mutable std::vector<std::shared_ptr<const Relaxation>> relaxations_;  // per node, once final
   std::vector<NeuronSplit> splits_;
   std::vector<std::vector<int>> splits_at_;  // per Dag node: indices into splits_
   bool empty_ = false;

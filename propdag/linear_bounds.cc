@@ -154,6 +154,7 @@ common::Result<Interval> linear_bounds(const Model& model, const Interval& input
     for (const Mat& m : c)
       out_rows.push_back(m.size() == 0 ? 0 : static_cast<double>(judged_rows(rows, in, options)));
     crown->set_output_rows(std::move(out_rows));
+    if (options.objective_cone) crown->set_relevance(internal::cached_relevance(model, c));
     RETURN_IF_ERROR(crown->forward(input, in.node_bounds, in.splits));
     if (want.node_bounds) got.node_bounds = crown->all_bounds();
     if (crown->empty()) {  // no input meets the splits: every bound holds

@@ -10,6 +10,7 @@
 #include "common/onnx_io.h"
 #include "common/op_params.h"
 #include "propdag/registry.h"
+#include "propdag/relevance.h"
 
 #ifdef PROPDAG_HAVE_SHAPEONNX
 #include "shapeonnx/infer.h"
@@ -90,6 +91,7 @@ common::Result<Model> Model::build(common::Graph graph) {
   RETURN_IF_ERROR(shapeonnx::infer(graph));
 #endif
   Model m;
+  m.relevance_cache_ = std::make_shared<internal::RelevanceCache>();
   m.graph_ = std::move(graph);
   ASSIGN_OR_RETURN(m.dag_, Dag::build(m.graph_));
   m.ops_.resize(m.dag_.size());

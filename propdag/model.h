@@ -15,6 +15,9 @@
 namespace propdag {
 
 struct OpContext;
+namespace internal {
+class RelevanceCache;
+}
 
 class Model {
  public:
@@ -42,6 +45,9 @@ class Model {
   /// hold for the runs in which every tensor has its static shape only, so verify() never proves
   /// a property of it (it may still falsify one, at an evaluated point).
   const std::string& value_dependent_shape() const { return value_dependent_shape_; }
+  /// The engines' memo of which elements reach an objective (internal/relevance.h); shared by
+  /// copies of the model.
+  internal::RelevanceCache& relevance_cache() const { return *relevance_cache_; }
 
  private:
   common::Result<OpContext> context(size_t n) const;
@@ -56,6 +62,7 @@ class Model {
   std::vector<common::Dims> shapes_;
   std::string value_dependent_shape_;
   std::map<std::string, common::Tensor> folded_;  // constants computed from other constants
+  std::shared_ptr<internal::RelevanceCache> relevance_cache_;
 };
 
 }  // namespace propdag

@@ -184,7 +184,9 @@ Result<Boxes> TorchEngine::compute_linear(const Boxes& input, const std::vector<
   } else {
     std::vector<double> out_rows;
     for (const Mat& m : c) out_rows.push_back(m.size() == 0 ? 0 : static_cast<double>(judged));
-    RETURN_IF_ERROR(forward(x, opt, out_rows, b, lines, nodes));
+    std::shared_ptr<const propdag::internal::Relevance> relevance;
+    if (opt.objective_cone) relevance = propdag::internal::cached_relevance(m_, c);
+    RETURN_IF_ERROR(forward(x, opt, out_rows, b, lines, nodes, relevance.get()));
     if (nodes != nullptr) *nodes = b;
   }
   TBox total{at::zeros({input.count(), rows}, opts_), at::zeros({input.count(), rows}, opts_)};

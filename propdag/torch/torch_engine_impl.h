@@ -102,16 +102,18 @@ class TorchEngine : public Engine {
 
   // crown.cc's Crown::forward without splits; `output_rows` as Crown::set_output_rows; `prior`
   // (one entry per Dag node, undefined: nothing known) as its `prior`.
+  // With `relevance` (relevant_elements of the objective), only the rows it keeps are refined.
   Status forward(const TBox& x, const Options& opt, const std::vector<double>& output_rows,
                  std::vector<TBox>& b, std::vector<TLines>& lines,
-                 const std::vector<TBox>* prior = nullptr);
+                 const std::vector<TBox>* prior = nullptr,
+                 const propdag::internal::Relevance* relevance = nullptr);
 
   // Crown::forward's refinement of node n, box by box: each box refines its own rows of `kind`
   // (refine_kind) when it affords their pass. One backward pass bounds the union of those rows;
   // each box keeps the new bounds of its own rows only, so that its bounds are the Eigen
   // engine's.
   Status refine(int n, RefineRows kind, const TBox& x, const Options& opt, std::vector<TBox>& b,
-                std::vector<TLines>& lines) const;
+                std::vector<TLines>& lines, const std::vector<char>* keep) const;
 
   // refine() where the boxes' rows differ (each box refines its own straddling rows, and their
   // union would make most of the pass's work): one pass whose batch is the (box, row) pairs, each

@@ -341,6 +341,39 @@ TEST(TorchEngine, ReportsWhatItCutShortPerBox) {
   EXPECT_EQ(torch_report.refined, 0);
 }
 
+// An objective that weighs y0 alone, at budget 60 (relevance_test.cc): both engines refine the
+// two rows of h2 that y0 reads (52) and not the third, box by box, and agree; without the cone
+// neither refines h2 in either box (all three rows straddle 0 in both: 78 > 60).
+TEST(TorchEngine, RefinesTheObjectivesConeAsEigenDoes) {
+  Model model = test::build(test::kTwoOutputs);
+  std::unique_ptr<Engine> engine = engine_for(model);
+  Boxes all{Mat(2, 2), Mat(2, 2)};
+  all.lo << -1, -1, 0, -1;
+  all.hi << 1, 1, 1, 0.5;
+  const Mat c = (Mat(1, 2) << 1, 0).finished();
+  for (bool cone : {true, false}) {
+    Options opt;
+    opt.refine_budget = 60;
+    opt.objective_cone = cone;
+    BoundsReport eigen_report, torch_report;
+    opt.report = &torch_report;
+    auto got = engine->linear_bounds(all, {c}, opt);
+    ASSERT_TRUE(got.ok()) << got.error().str();
+    opt.report = &eigen_report;
+    for (int b = 0; b < 2; ++b) {
+      auto ref =
+          linear_bounds(model, {all.lo.row(b).transpose(), all.hi.row(b).transpose()}, {c}, opt);
+      ASSERT_TRUE(ref.ok()) << ref.error().str();
+      expect_close(ref->lo, got->lo.row(b).transpose(), 1e-12, "lo");
+      expect_close(ref->hi, got->hi.row(b).transpose(), 1e-12, "hi");
+    }
+    EXPECT_EQ(eigen_report.ibp_budget, cone ? 0 : 2) << cone;
+    EXPECT_EQ(torch_report.ibp_budget, eigen_report.ibp_budget) << cone;
+    EXPECT_EQ(torch_report.refined, eigen_report.refined) << cone;
+    EXPECT_DOUBLE_EQ(torch_report.cost, eigen_report.cost) << cone;
+  }
+}
+
 TEST(TorchEngine, CudaWithoutGpuIsOneLineError) {
   Model model = test::build(test::kNet1);
   auto e = create(model, {"cuda", false});

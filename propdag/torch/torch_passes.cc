@@ -4,6 +4,7 @@
 #include <ATen/ops/cat.h>
 #include <ATen/ops/clamp_max.h>
 #include <ATen/ops/clamp_min.h>
+#include <ATen/ops/from_blob.h>
 #include <ATen/ops/matmul.h>
 #include <ATen/ops/ones.h>
 #include <ATen/ops/where.h>
@@ -18,7 +19,8 @@ namespace propdag::torch_engine::internal {
 
 Status TorchEngine::forward(const TBox& x, const Options& opt,
                             const std::vector<double>& output_rows, std::vector<TBox>& b,
-                            std::vector<TLines>& lines, const std::vector<TBox>* prior) {
+                            std::vector<TLines>& lines, const std::vector<TBox>* prior,
+                            const propdag::internal::Relevance* relevance) {
   const Dag& dag = m_.dag();
   const bool binding = propdag::internal::budget_binding(m_, opt, kinds_, row_cost_, output_rows);
   b.assign(dag.size(), TBox{});
@@ -39,17 +41,26 @@ Status TorchEngine::forward(const TBox& x, const Options& opt,
     if (kinds_[n] == RefineRows::kNone) continue;
     const RefineRows kind =
         propdag::internal::refine_kind(m_, opt, n, kinds_[n], binding, row_cost_[n]);
-    RETURN_IF_ERROR(refine(n, kind, x, opt, b, lines));
+    const std::vector<char>* keep =
+        relevance != nullptr && !(*relevance)[n].empty() ? &(*relevance)[n] : nullptr;
+    RETURN_IF_ERROR(refine(n, kind, x, opt, b, lines, keep));
   }
   return {};
 }
 
 Status TorchEngine::refine(int n, RefineRows kind, const TBox& x, const Options& opt,
-                           std::vector<TBox>& b, std::vector<TLines>& lines) const {
+                           std::vector<TBox>& b, std::vector<TLines>& lines,
+                           const std::vector<char>* keep) const {
   const int64_t k = x.lo.size(0), numel = m_.numel(n);
   at::Tensor want = kind == RefineRows::kAll
                         ? at::ones({k, numel}, b[n].lo.options().dtype(at::kBool))
                         : ((b[n].lo >= 0).logical_or(b[n].hi <= 0)).logical_not();
+  if (keep != nullptr) {  // rows outside the objective's cone (relevance.h)
+    const at::Tensor mask = at::from_blob(const_cast<char*>(keep->data()), {1, numel},
+                                          at::TensorOptions().dtype(at::kChar))
+                                .to(want.device(), at::kBool);
+    want = want.logical_and(mask);
+  }
   const at::Tensor counts = want.sum(1).to(at::kCPU, at::kLong).contiguous();
   const int64_t* count = counts.data_ptr<int64_t>();
   at::Tensor take = at::zeros({k, 1}, at::TensorOptions().dtype(at::kBool));
