@@ -206,7 +206,9 @@ TEST(IntegerSplitTest, NoProofWherePReachesTheOutputBesideTheWindow) {
   r = verify(m, scaled, {Method::kIbp}, {1000, 0});
   ASSERT_TRUE(r.ok()) << r.error().str();
   EXPECT_FALSE(r->verified);
-  if (r->falsified) EXPECT_GE(r->counterexample[1], 2.5);
+  if (r->falsified) {
+    EXPECT_GE(r->counterexample[1], 2.5);
+  }
   // y = x[s] + Relu(p - 3) with x = (-1, -1, -1): on the first cell Relu(p - 3) is 0, as if p
   // did not reach y. Unsafe y >= 0.9 is met only on [3.9, 3.99], where the window is empty
   // (y = p - 3 there, not seen by the static-shape point searches), and not at the corner p = 3

@@ -92,7 +92,9 @@ void check_brackets(F f, L lines, const Curve* curve = nullptr) {
     families += s.lo_t_max > s.lo_t_min || s.up_t_max > s.up_t_min;
     check_families(*curve, l, u, s, rng);
   }
-  if (curve != nullptr) EXPECT_GT(families, 1000);
+  if (curve != nullptr) {
+    EXPECT_GT(families, 1000);
+  }
 }
 
 TEST(RelaxTest, SigmoidLinesBracket) {

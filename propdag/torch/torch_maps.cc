@@ -178,6 +178,7 @@ class ConvMap : public LinearMap {
   }
   at::Tensor adjoint(const at::Tensor& y) const override {
     at::Tensor out = y.reshape({y.size(0), g_.oc, g_.oh, g_.ow});
+    if (at::Tensor x = cropped_adjoint(out); x.defined()) return x;
     const int64_t ph = symmetric_ ? g_.ph : 0, pw = symmetric_ ? g_.pw : 0;
     const int64_t th = symmetric_ ? g_.h : g_.h + g_.ph + g_.ph_end;
     const int64_t tw = symmetric_ ? g_.w : g_.w + g_.pw + g_.pw_end;
@@ -192,6 +193,32 @@ class ConvMap : public LinearMap {
   const char* kind() const override { return "conv"; }
 
  private:
+  // The adjoint where the coefficients' nonzero positions fill at most half of the output's
+  // height x width (rows of a backward pass from a few neighbouring elements): the transposed
+  // convolution of that window alone, placed into zeros, in the input padded on both sides.
+  // The terms left out are products with 0. Undefined where the window is larger.
+  at::Tensor cropped_adjoint(const at::Tensor& out) const {
+    const at::Tensor at_pos = out.ne(0).any(1).any(0).to(at::kCPU);  // [oh, ow]
+    const at::Tensor in_row = at_pos.any(1), in_col = at_pos.any(0);
+    const bool* r = in_row.data_ptr<bool>();
+    const bool* c = in_col.data_ptr<bool>();
+    int64_t r0 = 0, r1 = g_.oh, c0 = 0, c1 = g_.ow;
+    while (r0 < r1 && !r[r0]) ++r0;
+    while (r1 > r0 && !r[r1 - 1]) --r1;
+    while (c0 < c1 && !c[c0]) ++c0;
+    while (c1 > c0 && !c[c1 - 1]) --c1;
+    const int64_t m = out.size(0);
+    if (r0 == r1) return at::zeros({m, g_.c * g_.h * g_.w}, out.options());
+    if (2 * (r1 - r0) * (c1 - c0) > g_.oh * g_.ow) return {};
+    const at::Tensor part =
+        at::conv_transpose2d(out.narrow(2, r0, r1 - r0).narrow(3, c0, c1 - c0), w_, {},
+                             {g_.sh, g_.sw}, {0, 0}, {0, 0}, g_.group, {g_.dh, g_.dw});
+    at::Tensor x =
+        at::zeros({m, g_.c, g_.h + g_.ph + g_.ph_end, g_.w + g_.pw + g_.pw_end}, out.options());
+    x.narrow(2, r0 * g_.sh, part.size(2)).narrow(3, c0 * g_.sw, part.size(3)).copy_(part);
+    return x.narrow(2, g_.ph, g_.h).narrow(3, g_.pw, g_.w).reshape({m, -1});
+  }
+
   at::Tensor run(const at::Tensor& x, const at::Tensor& w) const {
     at::Tensor in = x.reshape({x.size(0), g_.c, g_.h, g_.w});
     std::vector<int64_t> pad{g_.ph, g_.pw};

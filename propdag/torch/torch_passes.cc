@@ -1,6 +1,7 @@
 // The batched engine's CROWN passes: crown.cc's forward (IBP refined by backward passes where an
 // input of a nonlinear op is affordable, per box or per (box, row) pair) and its backward pass.
 #include <ATen/TensorOperators.h>
+#include <ATen/ops/arange.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/clamp_max.h>
 #include <ATen/ops/clamp_min.h>
@@ -11,6 +12,7 @@
 #include <ATen/ops/zeros.h>
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "propdag/torch/torch_engine_impl.h"
@@ -72,7 +74,7 @@ Status TorchEngine::refine(int n, RefineRows kind, const TBox& x, const Options&
   }
   if (!any) return {};
   want = want.logical_and(take.to(want.device()));
-  const at::Tensor rows = want.any(0).nonzero().squeeze(1);
+  const at::Tensor rows = spatial_order(n, want.any(0).nonzero().squeeze(1));
   const int64_t pairs = want.sum().item<int64_t>();
   if (pairs_ok_[n] && 4 * pairs < 3 * k * rows.size(0))
     return refine_pairs(n, want, x, opt, b, lines);
@@ -91,6 +93,34 @@ Status TorchEngine::refine(int n, RefineRows kind, const TBox& x, const Options&
   return {};
 }
 
+at::Tensor TorchEngine::spatial_order(int n, const at::Tensor& rows, const at::Tensor& box) const {
+  const common::Dims& d = m_.shape(n);
+  const int64_t count = rows.size(0);
+  if (d.size() != 4 || d[0] != 1 || d[2] * d[3] < 4 * kTile * kTile || count < 2) {
+    return box.defined() ? at::arange(count, rows.options()) : rows;
+  }
+  const int64_t c = d[1], h = d[2], w = d[3], across = (w + kTile - 1) / kTile;
+  const int64_t span = (h + kTile - 1) / kTile * across * c * kTile * kTile;  // keys of one box
+  const at::Tensor r = rows.to(at::kCPU, at::kLong).contiguous();
+  const at::Tensor bx = box.defined() ? box.to(at::kCPU, at::kLong).contiguous() : at::Tensor();
+  const int64_t* row = r.data_ptr<int64_t>();
+  std::vector<std::pair<int64_t, int64_t>> key(static_cast<size_t>(count));  // (key, position)
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t ch = row[i] / (h * w), y = row[i] / w % h, x = row[i] % w;
+    const int64_t tile = y / kTile * across + x / kTile;
+    int64_t k = ((tile * c + ch) * kTile + y % kTile) * kTile + x % kTile;
+    if (bx.defined()) k += bx.data_ptr<int64_t>()[i] * span;  // each box's pairs together
+    key[static_cast<size_t>(i)] = {k, i};
+  }
+  std::sort(key.begin(), key.end());
+  std::vector<int64_t> order(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i)
+    order[static_cast<size_t>(i)] = key[static_cast<size_t>(i)].second;
+  const at::Tensor perm =
+      at::from_blob(order.data(), {count}, at::TensorOptions().dtype(at::kLong)).clone();
+  return box.defined() ? perm.to(rows.device()) : rows.index_select(0, perm.to(rows.device()));
+}
+
 Status TorchEngine::refine_pairs(int n, const at::Tensor& want, const TBox& x, const Options& opt,
                                  std::vector<TBox>& b, std::vector<TLines>& lines) const {
   const std::vector<int> order = m_.dag().backward_order(n);
@@ -102,7 +132,8 @@ Status TorchEngine::refine_pairs(int n, const at::Tensor& want, const TBox& x, c
   double widest = 0;
   for (int m : order) widest = std::max<double>(widest, static_cast<double>(m_.numel(m)));
   const bool affine = kernels_[n]->affine() != nullptr;
-  const at::Tensor at_pair = want.nonzero();  // [P, 2]: box, row
+  at::Tensor at_pair = want.nonzero();  // [P, 2]: box, row
+  at_pair = at_pair.index_select(0, spatial_order(n, at_pair.select(1, 1), at_pair.select(1, 0)));
   const int64_t total = at_pair.size(0), numel = m_.numel(n);
   const auto chunk =
       std::max<int64_t>(1, static_cast<int64_t>(opt.chunk_entries / std::max(1.0, widest)));
