@@ -195,10 +195,10 @@ class ConvMap : public LinearMap {
  private:
   // The adjoint where the coefficients' nonzero positions fill at most half of the output's
   // height x width (rows of a backward pass from a few neighbouring elements): the transposed
-  // convolution of that window alone, placed into zeros, in the input padded on both sides.
-  // The terms left out are products with 0. Undefined where the window is larger.
+  // convolution of that window alone, placed into zeros (its rows and columns on the padding
+  // dropped). The terms left out are products with 0. Undefined where the window is larger.
   at::Tensor cropped_adjoint(const at::Tensor& out) const {
-    const at::Tensor at_pos = out.ne(0).any(1).any(0).to(at::kCPU);  // [oh, ow]
+    const at::Tensor at_pos = out.reshape({-1, g_.oh, g_.ow}).any(0).to(at::kCPU);  // [oh, ow]
     const at::Tensor in_row = at_pos.any(1), in_col = at_pos.any(0);
     const bool* r = in_row.data_ptr<bool>();
     const bool* c = in_col.data_ptr<bool>();
@@ -213,10 +213,17 @@ class ConvMap : public LinearMap {
     const at::Tensor part =
         at::conv_transpose2d(out.narrow(2, r0, r1 - r0).narrow(3, c0, c1 - c0), w_, {},
                              {g_.sh, g_.sw}, {0, 0}, {0, 0}, g_.group, {g_.dh, g_.dw});
-    at::Tensor x =
-        at::zeros({m, g_.c, g_.h + g_.ph + g_.ph_end, g_.w + g_.pw + g_.pw_end}, out.options());
-    x.narrow(2, r0 * g_.sh, part.size(2)).narrow(3, c0 * g_.sw, part.size(3)).copy_(part);
-    return x.narrow(2, g_.ph, g_.h).narrow(3, g_.pw, g_.w).reshape({m, -1});
+    // The part covers padded rows [r0 sh, r0 sh + part rows), input rows from r0 sh - ph on.
+    const int64_t y0 = r0 * g_.sh - g_.ph, x0 = c0 * g_.sw - g_.pw;
+    const int64_t top = std::max<int64_t>(0, -y0), left = std::max<int64_t>(0, -x0);
+    const int64_t rows = std::min(part.size(2), g_.h - y0) - top;
+    const int64_t cols = std::min(part.size(3), g_.w - x0) - left;
+    at::Tensor x = at::zeros({m, g_.c, g_.h, g_.w}, out.options());
+    if (rows > 0 && cols > 0)
+      x.narrow(2, y0 + top, rows)
+          .narrow(3, x0 + left, cols)
+          .copy_(part.narrow(2, top, rows).narrow(3, left, cols));
+    return x.reshape({m, -1});
   }
 
   at::Tensor run(const at::Tensor& x, const at::Tensor& w) const {
