@@ -133,6 +133,10 @@ class CaseSearch {
   // Whether the case's box varies in at most kLookaheadDims dimensions (ACAS Xu's five; the
   // eight noise inputs of dist_shift's 792, whose image part is fixed).
   bool small() const;
+  // SplitOptions::full_crown: for a large input whose whole box was bounded under a finite
+  // refine budget, the whole box once more with full CROWN by that bounder (its bounds replace
+  // the whole box's); true when they prove it.
+  common::Result<bool> full_crown_whole_box();
   bool out_of_time() const { return split_.seconds > 0 && Clock::now() >= deadline_; }
   // How long a point search may take: `cap` seconds, at most a tenth of --timeout and at most
   // what is left of it.

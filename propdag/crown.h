@@ -103,6 +103,10 @@ inline bool refines(RefineRows rows, double lo, double hi) {
 bool budget_binding(const Model& model, const Options& options,
                     const std::vector<RefineRows>& kinds, const std::vector<double>& row_cost,
                     const std::vector<double>& output_rows);
+/// budget_binding for `model` with `output_rows` rows per output (0: none): whether
+/// Options::refine_budget can cut any pass short on some box (false: CROWN is full CROWN).
+bool budget_may_bind(const Model& model, const Options& options,
+                     const std::vector<double>& output_rows);
 /// The rows CROWN refines at `node` of kind `kind` (refine_rows) whose row costs `row_cost`: when
 /// the budget is binding (budget_binding) or Options::refine_stable_rows is on, and the pass over
 /// all its rows fits the budget, every row; else `kind`, whose rows still go through the budget.

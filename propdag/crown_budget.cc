@@ -104,6 +104,18 @@ bool budget_binding(const Model& model, const Options& options,
   return false;
 }
 
+bool budget_may_bind(const Model& model, const Options& options,
+                     const std::vector<double>& output_rows) {
+  if (!options.refine_intermediate || std::isinf(options.refine_budget)) return false;
+  const std::vector<RefineRows> kinds = refine_rows(model);
+  const Crown crown(model, options);
+  std::vector<double> cost(kinds.size(), 0);
+  for (size_t n = 0; n < kinds.size(); ++n)
+    if (kinds[n] != RefineRows::kNone) cost[n] = crown.row_cost(static_cast<int>(n));
+  for (int o : model.dag().outputs()) cost[o] = crown.row_cost(o);
+  return budget_binding(model, options, kinds, cost, output_rows);
+}
+
 RefineRows refine_kind(const Model& model, const Options& options, int node, RefineRows kind,
                        bool binding, double row_cost) {
   if (kind == RefineRows::kNone || !(binding || options.refine_stable_rows)) return kind;

@@ -215,6 +215,24 @@ common::Status run_verify(const Args& a) {
   if (a.engine == "torch") {
     ASSIGN_OR_RETURN(engine, torch_engine(a, model));
   }
+  // The Eigen engine's search bounds a large input's whole box once with full CROWN on the torch
+  // engine (CPU, float64), loaded only when a case asks for it (verify.h: full_crown).
+  std::unique_ptr<propdag::torch_engine::Engine> full_engine;
+  std::unique_ptr<propdag::BoxBounder> full_bounder;
+  bool full_tried = false;
+  if (!engine) {
+    split.full_crown = [&]() -> propdag::BoxBounder* {
+      if (!full_tried) {
+        full_tried = true;
+        auto e = propdag::torch_engine::load(model, {"cpu", false});
+        if (e.ok()) {
+          full_engine = std::move(*e);
+          full_bounder = propdag::torch_engine::box_bounder(*full_engine, model, 1);
+        }
+      }
+      return full_bounder.get();
+    };
+  }
   double start = common::now_ms();
   propdag::VerifyResult r;
   propdag::BoundsReport report;

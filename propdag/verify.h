@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,8 @@ enum class Branching {
 };
 
 /// Splitting: a case whose bounds do not prove it over its box is proved part by part.
+class BoxBounder;
+
 struct SplitOptions {
   /// Bound computations per case, the whole box included; 1 keeps the whole box only.
   int64_t max_boxes = 1;
@@ -32,6 +35,15 @@ struct SplitOptions {
   /// than 2^17 elements in all never carry them (memory).
   bool carry_bounds = true;
   Branching branching = Branching::kInput;
+  /// Large inputs (more than 16 varying dimensions), where halving a box gains little per bound:
+  /// when the whole box's CROWN or alpha bounds were computed under a finite refine budget that
+  /// cut some pass short and left the case open, the whole box is bounded once more with full
+  /// CROWN (no budget; the timeout still stops refining) by the bounder this returns, before any
+  /// splitting; its bounds replace the whole box's. Null, or returning null: never. The CLI gives
+  /// the torch engine on the CPU, loaded only then, whose convolution passes cost the windows of
+  /// their coefficients (TinyYOLO: about 50 s on two cores, where its sparse products would take
+  /// many minutes).
+  std::function<BoxBounder*()> full_crown;
 };
 
 /// Bounds several boxes in one call (a batched engine: the torch engine's, propdag/torch). verify()

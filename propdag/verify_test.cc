@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
@@ -247,14 +249,18 @@ TEST(VerifyTest, CasesOverOneBoxShareOneBoundComputation) {
 }
 
 // A BoxBounder on the Eigen engine, one box per call: linear_bounds with each box's carried node
-// bounds as BoundsIn::node_bounds.
+// bounds as BoundsIn::node_bounds. Counts its calls and keeps the last refine budget.
 class EigenBounder : public BoxBounder {
  public:
   explicit EigenBounder(const Model& model) : model_(model) {}
+  int calls = 0;
+  double budget = 0;
   int batch() const override { return 1; }
   common::Result<std::vector<Interval>> bound(
       const std::vector<Interval>& boxes, const std::vector<Mat>& c, const Options& options,
       std::vector<Mat>* lower_coef, std::vector<std::vector<Interval>>* node_bounds) override {
+    ++calls;
+    budget = options.refine_budget;
     std::vector<Interval> out;
     if (lower_coef != nullptr) lower_coef->assign(boxes.size(), Mat());
     for (size_t i = 0; i < boxes.size(); ++i) {
@@ -296,6 +302,63 @@ TEST(VerifyTest, BoxBounderCarriesNodeBoundsAsTheSearchDoes) {
   EXPECT_TRUE(through->verified);
   EXPECT_EQ(through->boxes, plain->boxes);
   EXPECT_EQ(plain->boxes, 3131);
+}
+
+// Network 1 (test_util.h) reading 2 of 20 inputs, all 20 in [-1, 1]: the input counts as large
+// (more than 16 varying dimensions). At budget 260 CROWN refines h1 (83 a row: 3 + w1's 60
+// entries + x's 20) and leaves h2 (98 a row) to IBP. A bound t halfway between that lower
+// bound of y and full CROWN's: the whole box's budgeted bound leaves y > t open, and one more
+// bound of it with full CROWN (SplitOptions::full_crown) proves it, before any split.
+TEST(VerifyTest, LargeInputsGetOneFullCrownBoundBeforeSplitting) {
+  std::string w1;
+  const double first[6] = {1, -1, 0.5, 1, 1, -2};
+  for (int i = 0; i < 60; ++i) w1 += (i > 0 ? ", " : "") + std::to_string(i < 6 ? first[i] : 0);
+  Model m = test::build(R"(
+    <ir_version: 8, opset_import: ["" : 15]>
+    g (float[1,20] x) => (float[1,1] y)
+    <float[20,3] w1 = {)" +
+                        w1 + R"(}, float[3,3] w2 = {1, -1, 2, -1, 1, 1, 0.5, 2, -1},
+     float[3,1] w3 = {1, -2, 1}> {
+      h1 = MatMul(x, w1)
+      r1 = Relu(h1)
+      h2 = MatMul(r1, w2)
+      r2 = Relu(h2)
+      y = MatMul(r2, w3)
+    })");
+  const Interval box{Vec::Constant(20, -1), Vec::Constant(20, 1)};
+  Options budgeted{Method::kCrown};
+  budgeted.refine_budget = 260;
+  budgeted.refine_stable_rows = true;  // as verify() bounds
+  auto cut = output_bounds(m, box, budgeted);
+  auto full = output_bounds(m, box, {Method::kCrown});
+  ASSERT_TRUE(cut.ok() && full.ok());
+  const double lo_cut = cut->front().lo[0], lo_full = full->front().lo[0];
+  ASSERT_LT(lo_cut, lo_full - 0.1);
+  char rhs[64];
+  std::snprintf(rhs, sizeof rhs, "(assert (<= Y_0 %.17g))\n", (lo_cut + lo_full) / 2);
+  const Spec spec = test::box_spec(std::vector<double>(20, -1), std::vector<double>(20, 1), 1, rhs);
+  EigenBounder bounder(m);
+  SplitOptions split{2, 0};
+  auto without = verify(m, spec, budgeted, split);
+  ASSERT_TRUE(without.ok()) << without.error().str();
+  EXPECT_FALSE(without->verified);
+  EXPECT_FALSE(without->falsified);
+  split.full_crown = [&bounder]() -> BoxBounder* { return &bounder; };
+  auto with = verify(m, spec, budgeted, split);
+  ASSERT_TRUE(with.ok()) << with.error().str();
+  EXPECT_TRUE(with->verified);
+  EXPECT_EQ(bounder.calls, 1);
+  EXPECT_TRUE(std::isinf(bounder.budget));
+  EXPECT_EQ(with->boxes, 2);
+  // Without a budget that can cut a pass short, the whole box's bounds are full CROWN already:
+  // no second bound, even where they leave the case open (y > lo_full + 0.001).
+  std::snprintf(rhs, sizeof rhs, "(assert (<= Y_0 %.17g))\n", lo_full + 1e-3);
+  const Spec beyond =
+      test::box_spec(std::vector<double>(20, -1), std::vector<double>(20, 1), 1, rhs);
+  auto unbudgeted = verify(m, beyond, {Method::kCrown}, split);
+  ASSERT_TRUE(unbudgeted.ok()) << unbudgeted.error().str();
+  EXPECT_FALSE(unbudgeted->verified);
+  EXPECT_EQ(bounder.calls, 1);
 }
 
 }  // namespace

@@ -85,7 +85,13 @@ common::Result<VerifyResult> verify_batched(Engine& engine, const Model& model, 
                                             const Options& options, const SplitOptions& split,
                                             int batch) {
   TorchBounder bounder(engine, model, batch);
-  return verify(model, spec, options, split, &bounder);
+  SplitOptions s = split;
+  if (!s.full_crown) s.full_crown = [&bounder]() -> BoxBounder* { return &bounder; };
+  return verify(model, spec, options, s, &bounder);
+}
+
+std::unique_ptr<BoxBounder> box_bounder(Engine& engine, const Model& model, int batch) {
+  return std::make_unique<TorchBounder>(engine, model, batch);
 }
 
 }  // namespace propdag::torch_engine
