@@ -47,7 +47,7 @@ Mat row(std::vector<double> v) {
 }
 
 TEST(RelevanceTest, FollowsWeightsTapsElementsAndWholeOps) {
-  Model m = build(test::kTwoOutputs);
+  Model m = build(test::two_outputs_net());
   Relevance r = internal::relevant_elements(m, {row({1, 0})});
   EXPECT_EQ(mask(m, r, "r2"), (std::vector<char>{1, 1, 0}));
   EXPECT_EQ(mask(m, r, "h2"), (std::vector<char>{1, 1, 0}));
@@ -72,7 +72,7 @@ TEST(RelevanceTest, FollowsWeightsTapsElementsAndWholeOps) {
 }
 
 TEST(RelevanceTest, CachedPerPatternOfWeighedColumns) {
-  Model m = build(test::kTwoOutputs);
+  Model m = build(test::two_outputs_net());
   auto a = internal::cached_relevance(m, {row({1, 0})});
   auto b = internal::cached_relevance(m, {row({-4, 0})});  // the same columns
   auto c = internal::cached_relevance(m, {row({0, 1})});
@@ -98,11 +98,11 @@ Bound objective_bound(const Model& m, const Mat& c, double budget, bool cone) {
   return out;
 }
 
-// kTwoOutputs (test_util.h) at budget 60: h2's pass over the two rows y0 reads (52) fits where
+// two_outputs_net (test_util.h) at budget 60: h2's pass over the two rows y0 reads (52) fits where
 // the pass over all three (78) does not: with the cone y0's bound is full CROWN's, without it h2
 // keeps IBP's bounds.
 TEST(RelevanceTest, TheConeFitsTheBudgetAndEqualsFullCrown) {
-  Model m = build(test::kTwoOutputs);
+  Model m = build(test::two_outputs_net());
   const Mat c = row({1, 0});
   const Bound full = objective_bound(m, c, std::numeric_limits<double>::infinity(), false);
   const Bound cone = objective_bound(m, c, 60, true);

@@ -172,22 +172,36 @@ inline constexpr const char* kTwoReluNet = R"(
     y = MatMul(r2, w3)
   })";
 
-// Network 1's weights with two outputs (the objective-cone tests): y0 = r2_0 - 2 r2_1 and y1 =
-// r2_2. On
-// [-1, 1]^2: h1 in [-2, 2], [-2, 2], [-2.5, 2.5]; every row of h2 = r1 w2 straddles 0 (IBP:
-// [-2, 3.25], [-2, 7], [-2.5, 6]). A pass from h2 costs 26 per row (crown_report_test.cc), so
-// 52 for the two rows y0 reads and 78 for all three; h1's pass costs 33.
-inline constexpr const char* kTwoOutputs = R"(
-  <ir_version: 8, opset_import: ["" : 15]>
-  g (float[1,2] x) => (float[1,2] y)
-  <float[2,3] w1 = {1, -1, 0.5, 1, 1, -2}, float[3,3] w2 = {1, -1, 2, -1, 1, 1, 0.5, 2, -1},
-   float[3,2] w3 = {1, 0, -2, 0, 0, 1}> {
-    h1 = MatMul(x, w1)
-    r1 = Relu(h1)
-    h2 = MatMul(r1, w2)
-    r2 = Relu(h2)
-    y = MatMul(r2, w3)
-  })";
+// Network 1's layers with `inputs` inputs and `outputs` outputs: h1 = x w1 (w1: [inputs, 3],
+// row-major `w1`), r1 = relu(h1), h2 = r1 w2 (kTwoReluNet's w2), r2 = relu(h2), y = r2 w3 (w3:
+// [3, outputs], row-major `w3`).
+inline std::string two_relu_net(int inputs, const std::string& w1, int outputs,
+                                const std::string& w3) {
+  const std::string in = std::to_string(inputs), out = std::to_string(outputs);
+  return R"(
+    <ir_version: 8, opset_import: ["" : 15]>
+    g (float[1,)" +
+         in + R"(] x) => (float[1,)" + out + R"(] y)
+    <float[)" +
+         in + R"(,3] w1 = {)" + w1 +
+         R"(}, float[3,3] w2 = {1, -1, 2, -1, 1, 1, 0.5, 2, -1},
+     float[3,)" +
+         out + R"(] w3 = {)" + w3 + R"(}> {
+      h1 = MatMul(x, w1)
+      r1 = Relu(h1)
+      h2 = MatMul(r1, w2)
+      r2 = Relu(h2)
+      y = MatMul(r2, w3)
+    })";
+}
+
+// Network 1's weights with two outputs (the objective-cone tests): y0 = r2_0 - 2 r2_1 and
+// y1 = r2_2. On [-1, 1]^2: h1 in [-2, 2], [-2, 2], [-2.5, 2.5]; every row of h2 = r1 w2
+// straddles 0 (IBP: [-2, 3.25], [-2, 7], [-2.5, 6]). A pass from h2 costs 26 per row
+// (crown_report_test.cc), so 52 for the two rows y0 reads and 78 for all three; h1's pass 33.
+inline std::string two_outputs_net() {
+  return two_relu_net(2, "1, -1, 0.5, 1, 1, -2", 2, "1, 0, -2, 0, 0, 1");
+}
 
 // Network 2: x1, x2 in [-1, 1]; h1 = (x1 + x2, x1 - x2), r1 = relu(h1), s = r1_0 + r1_1;
 // h2 = (s + 1, s - 2.5, -s - 0.5, s - 3.5), r2 = relu(h2), y = r2_0 + r2_1 + r2_2 + r2_3.

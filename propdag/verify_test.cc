@@ -313,18 +313,7 @@ TEST(VerifyTest, LargeInputsGetOneFullCrownBoundBeforeSplitting) {
   std::string w1;
   const double first[6] = {1, -1, 0.5, 1, 1, -2};
   for (int i = 0; i < 60; ++i) w1 += (i > 0 ? ", " : "") + std::to_string(i < 6 ? first[i] : 0);
-  Model m = test::build(R"(
-    <ir_version: 8, opset_import: ["" : 15]>
-    g (float[1,20] x) => (float[1,1] y)
-    <float[20,3] w1 = {)" +
-                        w1 + R"(}, float[3,3] w2 = {1, -1, 2, -1, 1, 1, 0.5, 2, -1},
-     float[3,1] w3 = {1, -2, 1}> {
-      h1 = MatMul(x, w1)
-      r1 = Relu(h1)
-      h2 = MatMul(r1, w2)
-      r2 = Relu(h2)
-      y = MatMul(r2, w3)
-    })");
+  Model m = test::build(test::two_relu_net(20, w1, 1, "1, -2, 1"));
   const Interval box{Vec::Constant(20, -1), Vec::Constant(20, 1)};
   Options budgeted{Method::kCrown};
   budgeted.refine_budget = 260;

@@ -280,6 +280,31 @@ TEST(TorchEngine, BatchRefinesEachBoxsOwnRows) {
   EXPECT_DOUBLE_EQ(torch_report.cost, eigen_report.cost);
 }
 
+// Two boxes of two inputs: [-1, 1]^2 and [0, 1] x [-1, 0.5].
+Boxes two_boxes() {
+  Boxes all{Mat(2, 2), Mat(2, 2)};
+  all.lo << -1, -1, 0, -1;
+  all.hi << 1, 1, 1, 0.5;
+  return all;
+}
+
+// The torch engine's linear_bounds over `all` equal the Eigen engine's box by box (1e-12); each
+// engine's report is added to its own.
+void expect_linear_equal(const Model& model, Engine& engine, const Boxes& all,
+                         const std::vector<Mat>& c, Options opt, BoundsReport& torch_report,
+                         BoundsReport& eigen_report) {
+  opt.report = &torch_report;
+  auto got = engine.linear_bounds(all, c, opt);
+  ASSERT_TRUE(got.ok()) << got.error().str();
+  opt.report = &eigen_report;
+  for (Eigen::Index b = 0; b < all.lo.rows(); ++b) {
+    auto ref = linear_bounds(model, {all.lo.row(b).transpose(), all.hi.row(b).transpose()}, c, opt);
+    ASSERT_TRUE(ref.ok()) << ref.error().str();
+    expect_close(ref->lo, got->lo.row(b).transpose(), 1e-12, "lo");
+    expect_close(ref->hi, got->hi.row(b).transpose(), 1e-12, "hi");
+  }
+}
+
 // Network 3 (test_util.h) at budget 100, where h3's pass over all rows (123) does not fit: both
 // engines refine every row of h2 (88; crown_report_test.cc) and agree box by box. Box 0 leaves h3
 // to IBP. Box 1 (x1 in [0, 1], x2 in [-1, 0.5]): h1 in [-1, 1.5], [-0.5, 2]; CROWN's
@@ -289,23 +314,11 @@ TEST(TorchEngine, BatchRefinesEachBoxsOwnRows) {
 TEST(TorchEngine, RefinesEveryRowBeforeAPassLeftToIbp) {
   Model model = test::build(test::kThreeReluNet);
   std::unique_ptr<Engine> engine = engine_for(model);
-  Boxes all{Mat(2, 2), Mat(2, 2)};
-  all.lo << -1, -1, 0, -1;
-  all.hi << 1, 1, 1, 0.5;
   Options opt;
   opt.refine_budget = 100;
   BoundsReport eigen_report, torch_report;
-  opt.report = &torch_report;
-  auto got = engine->linear_bounds(all, {Mat::Identity(1, 1)}, opt);
-  ASSERT_TRUE(got.ok()) << got.error().str();
-  opt.report = &eigen_report;
-  for (int b = 0; b < 2; ++b) {
-    auto ref = linear_bounds(model, {all.lo.row(b).transpose(), all.hi.row(b).transpose()},
-                             {Mat::Identity(1, 1)}, opt);
-    ASSERT_TRUE(ref.ok()) << ref.error().str();
-    expect_close(ref->lo, got->lo.row(b).transpose(), 1e-12, "lo");
-    expect_close(ref->hi, got->hi.row(b).transpose(), 1e-12, "hi");
-  }
+  expect_linear_equal(model, *engine, two_boxes(), {Mat::Identity(1, 1)}, opt, torch_report,
+                      eigen_report);
   EXPECT_EQ(eigen_report.ibp_budget, 1);
   EXPECT_EQ(eigen_report.refined, 2 + 3);
   EXPECT_DOUBLE_EQ(eigen_report.cost, 16 + 88 + 48 + 16 + 88 + 82 + 48);
@@ -345,28 +358,15 @@ TEST(TorchEngine, ReportsWhatItCutShortPerBox) {
 // two rows of h2 that y0 reads (52) and not the third, box by box, and agree; without the cone
 // neither refines h2 in either box (all three rows straddle 0 in both: 78 > 60).
 TEST(TorchEngine, RefinesTheObjectivesConeAsEigenDoes) {
-  Model model = test::build(test::kTwoOutputs);
+  Model model = test::build(test::two_outputs_net());
   std::unique_ptr<Engine> engine = engine_for(model);
-  Boxes all{Mat(2, 2), Mat(2, 2)};
-  all.lo << -1, -1, 0, -1;
-  all.hi << 1, 1, 1, 0.5;
   const Mat c = (Mat(1, 2) << 1, 0).finished();
   for (bool cone : {true, false}) {
     Options opt;
     opt.refine_budget = 60;
     opt.objective_cone = cone;
     BoundsReport eigen_report, torch_report;
-    opt.report = &torch_report;
-    auto got = engine->linear_bounds(all, {c}, opt);
-    ASSERT_TRUE(got.ok()) << got.error().str();
-    opt.report = &eigen_report;
-    for (int b = 0; b < 2; ++b) {
-      auto ref =
-          linear_bounds(model, {all.lo.row(b).transpose(), all.hi.row(b).transpose()}, {c}, opt);
-      ASSERT_TRUE(ref.ok()) << ref.error().str();
-      expect_close(ref->lo, got->lo.row(b).transpose(), 1e-12, "lo");
-      expect_close(ref->hi, got->hi.row(b).transpose(), 1e-12, "hi");
-    }
+    expect_linear_equal(model, *engine, two_boxes(), {c}, opt, torch_report, eigen_report);
     EXPECT_EQ(eigen_report.ibp_budget, cone ? 0 : 2) << cone;
     EXPECT_EQ(torch_report.ibp_budget, eigen_report.ibp_budget) << cone;
     EXPECT_EQ(torch_report.refined, eigen_report.refined) << cone;
