@@ -128,7 +128,7 @@ TEST(AttackTest, FollowsTheCaseOfTheDisjunctionClosestToHolding) {
 // On a ReLU network the gradient is the true one (away from kinks): against central differences
 // of the forward pass, at several points at once.
 TEST(PointGradientTest, MatchesDifferencesOnAReluNetwork) {
-  Model m = build(test::kTwoReluNet);
+  Model m = build(test::two_relu_net());
   const Interval box = test::box({-1, -1}, {1, 1});
   auto g = PointGradient::make(m, box);
   ASSERT_TRUE(g.ok());

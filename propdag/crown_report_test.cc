@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <string>
 
 #include "propdag/engine.h"
 #include "propdag/test_util.h"
@@ -19,7 +20,7 @@ using test::build;
 // nonlinear ops are h1 and h2. Cost of one row (Crown::row_cost: elements of every node crossed
 // plus the weight entries of each affine op): from h1, h1 3 + w1 6 + x 2 = 11, so its pass (3
 // rows) costs 33; from h2, 3 + 9 + r1 3 + 11 = 26, 78 for 3 rows; from y, 1 + 3 + r2 3 + 26 = 33.
-constexpr const char* kNet = test::kTwoReluNet;
+const std::string kNet = test::two_relu_net();
 
 BoundsReport bound_with(const Model& m, Options o, Interval* y = nullptr) {
   BoundsReport r;

@@ -50,7 +50,7 @@ TEST(EngineTest, Net1Crown) {
 // exactly those of CROWN without refinement (Options::refine_intermediate = false), looser than
 // on time on this network, and still contain every sampled output; alpha takes no step.
 TEST(EngineTest, PastADeadlineCrownStopsRefiningAndStaysSound) {
-  Model m = build(test::kTwoReluNet);
+  Model m = build(test::two_relu_net());
   const Interval b = box({-1, -1}, {1, 1});
   Options late{Method::kCrown};
   late.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);

@@ -158,23 +158,9 @@ inline constexpr const char* kNet1 = R"(
     y = MatMul(r, w2)
   })";
 
-// x (2) -> MatMul (3) -> Relu -> MatMul (3) -> Relu -> MatMul (1): two ReLU layers, so that
-// CROWN's refined bounds of the second layer's input are tighter than IBP's.
-inline constexpr const char* kTwoReluNet = R"(
-  <ir_version: 8, opset_import: ["" : 15]>
-  g (float[1,2] x) => (float[1,1] y)
-  <float[2,3] w1 = {1, -1, 0.5, 1, 1, -2}, float[3,3] w2 = {1, -1, 2, -1, 1, 1, 0.5, 2, -1},
-   float[3,1] w3 = {1, -2, 1}> {
-    h1 = MatMul(x, w1)
-    r1 = Relu(h1)
-    h2 = MatMul(r1, w2)
-    r2 = Relu(h2)
-    y = MatMul(r2, w3)
-  })";
-
 // Network 1's layers with `inputs` inputs and `outputs` outputs: h1 = x w1 (w1: [inputs, 3],
-// row-major `w1`), r1 = relu(h1), h2 = r1 w2 (kTwoReluNet's w2), r2 = relu(h2), y = r2 w3 (w3:
-// [3, outputs], row-major `w3`).
+// row-major `w1`), r1 = relu(h1), h2 = r1 w2 (w2 = {1, -1, 2, -1, 1, 1, 0.5, 2, -1}), r2 =
+// relu(h2), y = r2 w3 (w3: [3, outputs], row-major `w3`).
 inline std::string two_relu_net(int inputs, const std::string& w1, int outputs,
                                 const std::string& w3) {
   const std::string in = std::to_string(inputs), out = std::to_string(outputs);
@@ -194,6 +180,10 @@ inline std::string two_relu_net(int inputs, const std::string& w1, int outputs,
       y = MatMul(r2, w3)
     })";
 }
+
+// x (2) -> MatMul (3) -> Relu -> MatMul (3) -> Relu -> MatMul (1): two ReLU layers, so that
+// CROWN's refined bounds of the second layer's input are tighter than IBP's.
+inline std::string two_relu_net() { return two_relu_net(2, "1, -1, 0.5, 1, 1, -2", 1, "1, -2, 1"); }
 
 // Network 1's weights with two outputs (the objective-cone tests): y0 = r2_0 - 2 r2_1 and
 // y1 = r2_2. On [-1, 1]^2: h1 in [-2, 2], [-2, 2], [-2.5, 2.5]; every row of h2 = r1 w2
