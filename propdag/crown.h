@@ -76,6 +76,9 @@ enum class Refine { kYes, kBudget, kDeadline, kOption };
 Refine refine_choice(const Options& options, double cost);
 void count_refine(const Options& options, Refine choice, double cost, int64_t elements,
                   int64_t boxes);
+/// A pass that count_refine counted as run (kYes) and that the deadline stopped before its end:
+/// its `boxes` (of `elements` rows in all, `cost`) are counted as left to IBP for the deadline.
+void count_late(const Options& options, double cost, int64_t elements, int64_t boxes);
 /// refine_choice and count_refine for one box whose pass refines `rows` rows of `row_cost` each:
 /// whether it runs. A pass of no rows neither runs nor counts.
 bool refine_rows_choice(const Options& options, double row_cost, int64_t rows);

@@ -55,6 +55,15 @@ void count_refine(const Options& options, Refine choice, double cost, int64_t el
   }
 }
 
+void count_late(const Options& options, double cost, int64_t elements, int64_t boxes) {
+  BoundsReport* r = options.report;
+  if (r == nullptr) return;
+  r->refined -= boxes;
+  r->cost -= cost;
+  r->ibp_deadline += boxes;
+  r->elements_ibp += elements;
+}
+
 bool refine_rows_choice(const Options& options, double row_cost, int64_t rows) {
   if (rows == 0) return false;
   const double cost = row_cost * static_cast<double>(rows);

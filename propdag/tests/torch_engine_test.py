@@ -5,6 +5,7 @@ and one-line errors with exit code 2."""
 import json
 import os
 import subprocess
+import time
 
 import numpy as np
 import pytest
@@ -142,3 +143,18 @@ def test_tinyyolo_is_proved_by_one_full_crown_bound():
     points = (lo + (hi - lo) * rng.random((64, lo.size))).astype(np.float32)
     ys = sampling.evaluate(model, points)[0].reshape(64, -1)
     assert not np.all(ys[:, [84, 253, 422, 591, 760]] <= -1, axis=1).any()
+
+
+def test_timeout_stops_a_full_crown_pass_between_chunks():
+    """--timeout holds through the full-CROWN bound of a large input: a refinement pass the
+    deadline overtakes stops between two chunks of rows, its node keeping its bounds (counted as
+    left to IBP for the deadline). On TinyYOLO that bound takes about a minute; with 30 s the
+    verdict comes at 30 s (at 45 s when each pass ran to its end)."""
+    model, spec = shared(YOLO[0]), shared(YOLO[1])
+    start = time.monotonic()
+    r = run("verify", model, spec, "--split", "1000000000", "--timeout", "30", "--stats")
+    elapsed = time.monotonic() - start
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n")[0] == "unknown", r.stdout
+    assert stats_line(r.stderr)["ibp_deadline"] >= 1, r.stderr
+    assert elapsed < 30 + 5, elapsed  # the start-up (the model, LibTorch) and one chunk

@@ -137,10 +137,12 @@ class TorchEngine : public Engine {
   // identity's rows at these indices ([rows]; [K] for one row per box), so that an affine
   // target's first step takes its weights' rows instead of multiplying by them (c's entries are
   // then not read: callers pass an expanded zero of its shape).
+  // With `late`: past Options::deadline between two chunks of rows, sets *late and returns no
+  // bounds (a refinement pass then leaves its node's bounds as they are).
   Result<TBox> backward(int target, const at::Tensor& c, const TBox& x, const std::vector<TBox>& b,
                         const Options& opt, at::Tensor* coef = nullptr,
-                        std::vector<TLines>* lines = nullptr,
-                        const at::Tensor* unit = nullptr) const;
+                        std::vector<TLines>* lines = nullptr, const at::Tensor* unit = nullptr,
+                        bool* late = nullptr) const;
 
   static void concretize(const TBox& in, const at::Tensor& lam, const at::Tensor& om, TBackward& w);
 

@@ -12,6 +12,7 @@
 #include <ATen/ops/zeros.h>
 
 #include <algorithm>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -83,7 +84,16 @@ Status TorchEngine::refine(int n, RefineRows kind, const TBox& x, const Options&
       kernels_[n]->affine() != nullptr
           ? at::zeros({1, 1}, opts_).expand({rows.size(0), numel})
           : at::zeros({rows.size(0), numel}, opts_).scatter_(1, rows.unsqueeze(1), 1.0);
-  ASSIGN_OR_RETURN(TBox c, backward(n, id, x, b, opt, nullptr, &lines, &rows));
+  bool late = false;
+  ASSIGN_OR_RETURN(TBox c, backward(n, id, x, b, opt, nullptr, &lines, &rows, &late));
+  if (late) {  // the deadline passed during the pass: every box keeps its bounds of n
+    int64_t boxes = 0, elements = 0;
+    for (int64_t i = 0; i < k; ++i)
+      if (taken[i][0]) ++boxes, elements += count[i];
+    propdag::internal::count_late(opt, row_cost_[n] * static_cast<double>(elements), elements,
+                                  boxes);
+    return {};
+  }
   const TBox old{b[n].lo.index_select(1, rows), b[n].hi.index_select(1, rows)};
   TBox tight = old;
   intersect(tight, c.lo, c.hi);
@@ -138,6 +148,16 @@ Status TorchEngine::refine_pairs(int n, const at::Tensor& want, const TBox& x, c
   const auto chunk =
       std::max<int64_t>(1, static_cast<int64_t>(opt.chunk_entries / std::max(1.0, widest)));
   for (int64_t p0 = 0; p0 < total; p0 += chunk) {
+    if (p0 > 0 && opt.past_deadline()) {  // the pairs left keep their bounds
+      const at::Tensor left =
+          at_pair.narrow(0, p0, total - p0).select(1, 0).to(at::kCPU, at::kLong).contiguous();
+      const int64_t* box_of = left.data_ptr<int64_t>();
+      const auto boxes =
+          static_cast<int64_t>(std::set<int64_t>(box_of, box_of + left.size(0)).size());
+      propdag::internal::count_late(opt, row_cost_[n] * static_cast<double>(total - p0), total - p0,
+                                    boxes);
+      break;
+    }
     const int64_t pk = std::min(chunk, total - p0);
     const at::Tensor box = at_pair.narrow(0, p0, pk).select(1, 0).contiguous();
     const at::Tensor row = at_pair.narrow(0, p0, pk).select(1, 1).contiguous();
@@ -171,7 +191,8 @@ Status TorchEngine::refine_pairs(int n, const at::Tensor& want, const TBox& x, c
 
 Result<TBox> TorchEngine::backward(int target, const at::Tensor& c, const TBox& x,
                                    const std::vector<TBox>& b, const Options& opt, at::Tensor* coef,
-                                   std::vector<TLines>* lines, const at::Tensor* unit) const {
+                                   std::vector<TLines>* lines, const at::Tensor* unit,
+                                   bool* late) const {
   const Dag& dag = m_.dag();
   std::vector<int> order = dag.backward_order(target);
   double widest = 0;
@@ -184,6 +205,10 @@ Result<TBox> TorchEngine::backward(int target, const at::Tensor& c, const TBox& 
       1, static_cast<int64_t>(opt.chunk_entries / (widest * static_cast<double>(k))));
   std::vector<at::Tensor> lo, hi;
   for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+    if (late != nullptr && r0 > 0 && opt.past_deadline()) {
+      *late = true;
+      return TBox{};
+    }
     const int64_t rk = std::min(chunk, rows - r0);
     TBackward w{std::vector<at::Tensor>(dag.size()), std::vector<at::Tensor>(dag.size()),
                 at::zeros({k, rk}, opts_), at::zeros({k, rk}, opts_), lines};
