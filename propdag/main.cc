@@ -88,7 +88,7 @@ struct Args {
   int alpha_steps = propdag::Options{}.alpha_steps;
   int alpha_warm_steps = propdag::Options{}.alpha_warm_steps;
   double refine_budget = -1;  // negative: the default (kVerifyBudget, or the model's)
-  bool json = false, stats = false, no_carry_bounds = false, verify = false;
+  bool json = false, stats = false, no_carry_bounds = false, verify = false, engine_named = false;
   propdag::SplitOptions split;
 };
 
@@ -215,20 +215,19 @@ common::Status run_verify(const Args& a) {
   if (a.engine == "torch") {
     ASSIGN_OR_RETURN(engine, torch_engine(a, model));
   }
-  // The Eigen engine's search bounds a large input's whole box once with full CROWN on the torch
-  // engine (CPU, float64), loaded only when a case asks for it (verify.h: full_crown).
+  // Unless --engine eigen is asked for by name, the Eigen engine's search bounds a large input's
+  // whole box once with full CROWN on the torch engine (CPU, float64), loaded only when a case
+  // asks for it (verify.h: full_crown).
   std::unique_ptr<propdag::torch_engine::Engine> full_engine;
   std::unique_ptr<propdag::BoxBounder> full_bounder;
   bool full_tried = false;
-  if (!engine) {
+  if (!engine && !a.engine_named) {
     split.full_crown = [&]() -> propdag::BoxBounder* {
       if (!full_tried) {
         full_tried = true;
         auto e = propdag::torch_engine::load(model, {"cpu", false});
-        if (e.ok()) {
-          full_engine = std::move(*e);
-          full_bounder = propdag::torch_engine::box_bounder(*full_engine, model, 1);
-        }
+        if (e.ok()) full_engine = std::move(*e);
+        if (e.ok()) full_bounder = propdag::torch_engine::box_bounder(*full_engine, model, 1);
       }
       return full_bounder.get();
     };
@@ -358,9 +357,11 @@ static int main_body(int argc, char** argv) {
                    "and alpha a line {\"crown\": {...}} before it, as bounds --stats prints");
   for (CLI::App* sub : {bounds, verify}) {
     sub->add_option("--engine", a.engine,
-                    "eigen (default: one box at a time) or torch (LibTorch: batches of boxes, "
-                    "CPU or CUDA)")
-        ->check(CLI::IsMember({"eigen", "torch"}));
+                    "eigen (default: one box at a time; unless named, verify bounds a large "
+                    "input's whole box once with full CROWN on torch) or torch (LibTorch: "
+                    "batches of boxes, CPU or CUDA)")
+        ->check(CLI::IsMember({"eigen", "torch"}))
+        ->each([&a](const std::string&) { a.engine_named = true; });
     sub->add_option("--device", a.device, "with --engine torch: cpu (default) or cuda")
         ->check(CLI::IsMember({"cpu", "cuda"}));
     sub->add_option("--dtype", a.dtype, "with --engine torch: float64 (default) or float32")

@@ -40,9 +40,9 @@ struct SplitOptions {
   /// cut some pass short and left the case open, the whole box is bounded once more with full
   /// CROWN (no budget; the timeout still stops refining) by the bounder this returns, before any
   /// splitting; its bounds replace the whole box's. Null, or returning null: never. The CLI gives
-  /// the torch engine on the CPU, loaded only then, whose convolution passes cost the windows of
-  /// their coefficients (TinyYOLO: about 50 s on two cores, where its sparse products would take
-  /// many minutes).
+  /// the torch engine on the CPU, loaded only then (not with `--engine eigen` named), whose
+  /// convolution passes cost the windows of their coefficients (TinyYOLO: about 50 s on two
+  /// cores, where its sparse products would take many minutes).
   std::function<BoxBounder*()> full_crown;
 };
 
