@@ -43,21 +43,29 @@ void mark_term(const LinearTerm& t, const std::vector<char>& out, std::vector<ch
   }
 }
 
-}  // namespace
+// Per objective matrix, which of its columns some row weighs.
+std::vector<std::vector<char>> weighed_columns(const std::vector<Mat>& c) {
+  std::vector<std::vector<char>> columns(c.size());
+  for (size_t o = 0; o < c.size(); ++o) {
+    columns[o].resize(c[o].cols());
+    for (Eigen::Index col = 0; col < c[o].cols(); ++col)
+      columns[o][col] = static_cast<char>((c[o].col(col).array() != 0).any());
+  }
+  return columns;
+}
 
-Relevance relevant_elements(const Model& model, const std::vector<Mat>& c) {
+Relevance relevant(const Model& model, const std::vector<std::vector<char>>& columns) {
   const Dag& dag = model.dag();
   Relevance mark(dag.size());
   auto at = [&](int n) -> std::vector<char>& {
     if (mark[n].empty()) mark[n].assign(model.numel(n), 0);
     return mark[n];
   };
-  for (size_t o = 0; o < c.size() && o < dag.outputs().size(); ++o) {
-    if (c[o].size() == 0) continue;
+  for (size_t o = 0; o < columns.size() && o < dag.outputs().size(); ++o) {
+    if (std::none_of(columns[o].begin(), columns[o].end(), [](char v) { return v != 0; })) continue;
     std::vector<char>& m = at(dag.outputs()[o]);
-    for (Eigen::Index col = 0; col < c[o].cols() && col < static_cast<Eigen::Index>(m.size());
-         ++col)
-      if ((c[o].col(col).array() != 0).any()) m[col] = 1;
+    for (size_t col = 0; col < columns[o].size() && col < m.size(); ++col)
+      m[col] |= columns[o][col];
   }
   for (int n = dag.size() - 1; n >= 0; --n) {  // Dag nodes are stored topologically
     const BoundOp* op = model.op(n);
@@ -100,14 +108,15 @@ Relevance relevant_elements(const Model& model, const std::vector<Mat>& c) {
   return mark;
 }
 
+}  // namespace
+
+Relevance relevant_elements(const Model& model, const std::vector<Mat>& c) {
+  return relevant(model, weighed_columns(c));
+}
+
 std::shared_ptr<const Relevance> RelevanceCache::get(const Model& model,
                                                      const std::vector<Mat>& c) {
-  std::vector<std::vector<char>> columns(c.size());
-  for (size_t o = 0; o < c.size(); ++o) {
-    columns[o].resize(c[o].cols());
-    for (Eigen::Index col = 0; col < c[o].cols(); ++col)
-      columns[o][col] = static_cast<char>((c[o].col(col).array() != 0).any());
-  }
+  std::vector<std::vector<char>> columns = weighed_columns(c);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (size_t i = 0; i < entries_.size(); ++i) {
@@ -117,7 +126,7 @@ std::shared_ptr<const Relevance> RelevanceCache::get(const Model& model,
       return entries_.back().relevance;
     }
   }
-  auto relevance = std::make_shared<const Relevance>(relevant_elements(model, c));
+  auto relevance = std::make_shared<const Relevance>(relevant(model, columns));
   std::lock_guard<std::mutex> lock(mutex_);
   entries_.push_back({std::move(columns), relevance});
   if (entries_.size() > kRemembered) entries_.erase(entries_.begin());

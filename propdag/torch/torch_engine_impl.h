@@ -120,12 +120,12 @@ class TorchEngine : public Engine {
   // with its box's input and node bounds and one identity row, so that every product has the
   // pairs as one large dimension and no box computes a row it does not refine. Used only where
   // every node of the pass steps through its lines alone (pairs_ok_, Kernel::steps_by_lines).
-  // The rows of node n to refine (indices of its elements, [R]) in an order whose consecutive
-  // runs lie in few neighbouring kTile x kTile tiles of a [1, C, H, W] map (tile by tile, each
-  // tile channel by channel): a backward pass takes its rows in chunks, and a convolution's step
-  // works over the window of the chunk's nonzero coefficients only (torch_maps.cc). Other
-  // nodes: `rows` as given. With `box` ([R], the box of each row: refine_pairs' pairs), the
-  // permutation of the pairs instead, each box's pairs kept together.
+  // A permutation of the rows of node n to refine (indices of its elements, [R]) whose
+  // consecutive runs lie in few neighbouring kTile x kTile tiles of a [1, C, H, W] map (tile by
+  // tile, each tile channel by channel): a backward pass takes its rows in chunks, and a
+  // convolution's step works over the window of the chunk's nonzero coefficients only
+  // (torch_maps.cc). With `box` ([R], the box of each row: refine_pairs' pairs), each box's rows
+  // stay together. Undefined (keep the order) for other nodes.
   static constexpr int64_t kTile = 4;
   at::Tensor spatial_order(int n, const at::Tensor& rows, const at::Tensor& box = {}) const;
   Status refine_pairs(int n, const at::Tensor& want, const TBox& x, const Options& opt,

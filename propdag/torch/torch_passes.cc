@@ -1,7 +1,6 @@
 // The batched engine's CROWN passes: crown.cc's forward (IBP refined by backward passes where an
 // input of a nonlinear op is affordable, per box or per (box, row) pair) and its backward pass.
 #include <ATen/TensorOperators.h>
-#include <ATen/ops/arange.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/clamp_max.h>
 #include <ATen/ops/clamp_min.h>
@@ -75,7 +74,8 @@ Status TorchEngine::refine(int n, RefineRows kind, const TBox& x, const Options&
   }
   if (!any) return {};
   want = want.logical_and(take.to(want.device()));
-  const at::Tensor rows = spatial_order(n, want.any(0).nonzero().squeeze(1));
+  at::Tensor rows = want.any(0).nonzero().squeeze(1);
+  if (const at::Tensor p = spatial_order(n, rows); p.defined()) rows = rows.index_select(0, p);
   const int64_t pairs = want.sum().item<int64_t>();
   if (pairs_ok_[n] && 4 * pairs < 3 * k * rows.size(0))
     return refine_pairs(n, want, x, opt, b, lines);
@@ -106,9 +106,7 @@ Status TorchEngine::refine(int n, RefineRows kind, const TBox& x, const Options&
 at::Tensor TorchEngine::spatial_order(int n, const at::Tensor& rows, const at::Tensor& box) const {
   const common::Dims& d = m_.shape(n);
   const int64_t count = rows.size(0);
-  if (d.size() != 4 || d[0] != 1 || d[2] * d[3] < 4 * kTile * kTile || count < 2) {
-    return box.defined() ? at::arange(count, rows.options()) : rows;
-  }
+  if (d.size() != 4 || d[0] != 1 || d[2] * d[3] < 4 * kTile * kTile || count < 2) return {};
   const int64_t c = d[1], h = d[2], w = d[3], across = (w + kTile - 1) / kTile;
   const int64_t span = (h + kTile - 1) / kTile * across * c * kTile * kTile;  // keys of one box
   const at::Tensor r = rows.to(at::kCPU, at::kLong).contiguous();
@@ -128,7 +126,7 @@ at::Tensor TorchEngine::spatial_order(int n, const at::Tensor& rows, const at::T
     order[static_cast<size_t>(i)] = key[static_cast<size_t>(i)].second;
   const at::Tensor perm =
       at::from_blob(order.data(), {count}, at::TensorOptions().dtype(at::kLong)).clone();
-  return box.defined() ? perm.to(rows.device()) : rows.index_select(0, perm.to(rows.device()));
+  return perm.to(rows.device());
 }
 
 Status TorchEngine::refine_pairs(int n, const at::Tensor& want, const TBox& x, const Options& opt,
@@ -143,7 +141,9 @@ Status TorchEngine::refine_pairs(int n, const at::Tensor& want, const TBox& x, c
   for (int m : order) widest = std::max<double>(widest, static_cast<double>(m_.numel(m)));
   const bool affine = kernels_[n]->affine() != nullptr;
   at::Tensor at_pair = want.nonzero();  // [P, 2]: box, row
-  at_pair = at_pair.index_select(0, spatial_order(n, at_pair.select(1, 1), at_pair.select(1, 0)));
+  if (const at::Tensor p = spatial_order(n, at_pair.select(1, 1), at_pair.select(1, 0));
+      p.defined())
+    at_pair = at_pair.index_select(0, p);
   const int64_t total = at_pair.size(0), numel = m_.numel(n);
   const auto chunk =
       std::max<int64_t>(1, static_cast<int64_t>(opt.chunk_entries / std::max(1.0, widest)));
