@@ -149,8 +149,8 @@ class PairKernel : public Kernel {
       if (in < 0) continue;
       const at::Tensor &lo = p.lo[s], &up = p.up[s];
       const int64_t size = b[in].lo.size(1);
-      accumulate(w.lam[in], planes_onto(p, s, lp * row(lo) + ln * row(up), size));
-      accumulate(w.om[in], planes_onto(p, s, op * row(up) + on * row(lo), size));
+      add_coef(w, in, planes_onto(p, s, lp * row(lo) + ln * row(up), size),
+               planes_onto(p, s, op * row(up) + on * row(lo), size));
     }
     return {};
   }

@@ -26,12 +26,6 @@
 
 namespace propdag::torch_engine::internal {
 
-at::Tensor LinearMap::adjoint_rows(const at::Tensor& rows, int64_t out,
-                                   const at::TensorOptions& opts) const {
-  at::Tensor id = at::zeros({rows.size(0), out}, opts);
-  return adjoint(id.scatter_(1, rows.unsqueeze(1), 1.0));
-}
-
 namespace {
 
 // ---- Linear maps ----
@@ -58,6 +52,10 @@ class GatherMap : public LinearMap {
     at::Tensor padded = at::cat({x, at::zeros({x.size(0), 1}, x.options())}, 1);
     at::Tensor y = padded.index_select(1, src_);
     return ones_ ? y : y * scale_;
+  }
+  at::Tensor adjoint_window(const at::Tensor& y, const Window& in, Window* out) const override {
+    if (out != nullptr) *out = identity_ ? in : Window{};
+    return adjoint(y);
   }
   at::Tensor adjoint(const at::Tensor& y) const override {
     if (identity_) return y;
@@ -176,9 +174,13 @@ class ConvMap : public LinearMap {
   TBox ends(const at::Tensor& lo, const at::Tensor& hi) const override {
     return {run(lo, pos_) + run(hi, neg_), run(hi, pos_) + run(lo, neg_)};
   }
-  at::Tensor adjoint(const at::Tensor& y) const override {
+  at::Tensor adjoint(const at::Tensor& y) const override { return adjoint_window(y, {}, nullptr); }
+  at::Tensor adjoint_window(const at::Tensor& y, const Window& in, Window* win) const override {
     at::Tensor out = y.reshape({y.size(0), g_.oc, g_.oh, g_.ow});
-    if (at::Tensor x = cropped_adjoint(out); x.defined()) return x;
+    Window place;
+    const at::Tensor part = cropped_adjoint(out, in, place);
+    if (win != nullptr) *win = place;
+    if (part.defined()) return part;
     const int64_t ph = symmetric_ ? g_.ph : 0, pw = symmetric_ ? g_.pw : 0;
     const int64_t th = symmetric_ ? g_.h : g_.h + g_.ph + g_.ph_end;
     const int64_t tw = symmetric_ ? g_.w : g_.w + g_.pw + g_.pw_end;
@@ -196,19 +198,30 @@ class ConvMap : public LinearMap {
   // The adjoint where the coefficients' nonzero positions fill at most half of the output's
   // height x width (rows of a backward pass from a few neighbouring elements): the transposed
   // convolution of that window alone, placed into zeros (its rows and columns on the padding
-  // dropped). The terms left out are products with 0. Undefined where the window is larger.
-  at::Tensor cropped_adjoint(const at::Tensor& out) const {
-    const at::Tensor at_pos = out.reshape({-1, g_.oh, g_.ow}).any(0).to(at::kCPU);  // [oh, ow]
-    const at::Tensor in_row = at_pos.any(1), in_col = at_pos.any(0);
-    const bool* r = in_row.data_ptr<bool>();
-    const bool* c = in_col.data_ptr<bool>();
+  // dropped). The terms left out are products with 0. The window is `in` when known on the
+  // output's maps, else found by one search of the coefficients. Undefined where the window is
+  // larger; `place` gets the window of the result (the whole input then).
+  at::Tensor cropped_adjoint(const at::Tensor& out, const Window& in, Window& place) const {
     int64_t r0 = 0, r1 = g_.oh, c0 = 0, c1 = g_.ow;
-    while (r0 < r1 && !r[r0]) ++r0;
-    while (r1 > r0 && !r[r1 - 1]) --r1;
-    while (c0 < c1 && !c[c0]) ++c0;
-    while (c1 > c0 && !c[c1 - 1]) --c1;
+    if (in.on(g_.oc, g_.oh, g_.ow)) {
+      r0 = in.r0, r1 = in.r1, c0 = in.c0, c1 = in.c1;
+      if (r0 >= r1 || c0 >= c1) r1 = r0;
+    } else {
+      const at::Tensor at_pos = out.reshape({-1, g_.oh, g_.ow}).any(0).to(at::kCPU);  // [oh, ow]
+      const at::Tensor in_row = at_pos.any(1), in_col = at_pos.any(0);
+      const bool* r = in_row.data_ptr<bool>();
+      const bool* c = in_col.data_ptr<bool>();
+      while (r0 < r1 && !r[r0]) ++r0;
+      while (r1 > r0 && !r[r1 - 1]) --r1;
+      while (c0 < c1 && !c[c0]) ++c0;
+      while (c1 > c0 && !c[c1 - 1]) --c1;
+    }
     const int64_t m = out.size(0);
-    if (r0 == r1) return at::zeros({m, g_.c * g_.h * g_.w}, out.options());
+    place = {g_.c, g_.h, g_.w, 0, g_.h, 0, g_.w};
+    if (r0 == r1) {
+      place.r1 = 0;
+      return at::zeros({m, g_.c * g_.h * g_.w}, out.options());
+    }
     if (2 * (r1 - r0) * (c1 - c0) > g_.oh * g_.ow) return {};
     const at::Tensor part =
         at::conv_transpose2d(out.narrow(2, r0, r1 - r0).narrow(3, c0, c1 - c0), w_, {},
@@ -219,6 +232,8 @@ class ConvMap : public LinearMap {
     const int64_t rows = std::min(part.size(2), g_.h - y0) - top;
     const int64_t cols = std::min(part.size(3), g_.w - x0) - left;
     at::Tensor x = at::zeros({m, g_.c, g_.h, g_.w}, out.options());
+    place.r0 = y0 + top, place.r1 = place.r0 + std::max<int64_t>(rows, 0);
+    place.c0 = x0 + left, place.c1 = place.c0 + std::max<int64_t>(cols, 0);
     if (rows > 0 && cols > 0)
       x.narrow(2, y0 + top, rows)
           .narrow(3, x0 + left, cols)

@@ -32,6 +32,38 @@ void accumulate(at::Tensor& into, at::Tensor add) {
     into = into + add;  // not in place: coefficient tensors may share storage
 }
 
+at::Tensor LinearMap::adjoint_rows(const at::Tensor& rows, int64_t out,
+                                   const at::TensorOptions& opts) const {
+  at::Tensor id = at::zeros({rows.size(0), out}, opts);
+  return adjoint(id.scatter_(1, rows.unsqueeze(1), 1.0));
+}
+
+at::Tensor LinearMap::adjoint_window(const at::Tensor& y, const Window&, Window* out) const {
+  if (out != nullptr) *out = Window{};
+  return adjoint(y);
+}
+
+Window unite(const Window& a, const Window& b) {
+  if (!a.known() || !b.on(a.c, a.h, a.w)) return {};
+  if (a.empty()) return b;
+  if (b.empty()) return a;
+  return {a.c,
+          a.h,
+          a.w,
+          std::min(a.r0, b.r0),
+          std::max(a.r1, b.r1),
+          std::min(a.c0, b.c0),
+          std::max(a.c1, b.c1)};
+}
+
+void add_coef(TBackward& w, int node, at::Tensor lam, at::Tensor om, const Window& win) {
+  const auto i = static_cast<size_t>(node);
+  const bool first = !w.lam[i].defined();
+  accumulate(w.lam[i], std::move(lam));
+  accumulate(w.om[i], std::move(om));
+  if (!w.win.empty()) w.win[i] = first ? win : unite(w.win[i], win);
+}
+
 common::Status LinesKernel::step(int node, const std::vector<TBox>& b, TBackward& w) const {
   TLines* cached = w.lines != nullptr ? &(*w.lines)[node] : nullptr;
   if (cached == nullptr || !cached->lo_slope.defined()) {
@@ -45,7 +77,7 @@ common::Status LinesKernel::step(int node, const std::vector<TBox>& b, TBackward
   }
   const TLines& l = *cached;
   elementwise_step(l.lo_slope, l.lo_bias, l.up_slope, l.up_bias, l.input, w.lam[node], w.om[node],
-                   w);
+                   w, window_of(w, node));
   return {};
 }
 
@@ -92,20 +124,34 @@ class AffineKernel : public Kernel {
     const int64_t k = lam.size(0), rows = lam.size(1);
     // Until a nonlinear step the two sides are one tensor (a pass's start): map it once.
     const bool same = lam.is_same(om);
+    const Window win = window_of(w, node);
     for (const Term& t : terms_) {
-      at::Tensor l = t.map->adjoint(lam.reshape({k * rows, lam.size(2)})).reshape({k, rows, -1});
-      at::Tensor o =
-          same ? l : t.map->adjoint(om.reshape({k * rows, om.size(2)})).reshape({k, rows, -1});
-      accumulate(w.lam[inputs_[t.slot]], l);
-      accumulate(w.om[inputs_[t.slot]], o);
+      Window wl, wo;
+      at::Tensor l = t.map->adjoint_window(lam.reshape({k * rows, lam.size(2)}), win, &wl)
+                         .reshape({k, rows, -1});
+      at::Tensor o = same ? l
+                          : t.map->adjoint_window(om.reshape({k * rows, om.size(2)}), win, &wo)
+                                .reshape({k, rows, -1});
+      add_coef(w, inputs_[t.slot], l, o, same ? wl : unite(wl, wo));
     }
-    const at::Tensor lb = at::matmul(lam, bias_);
+    const at::Tensor lb = bias_product(lam, win);
     w.lb.add_(lb);
-    w.ub.add_(same ? lb : at::matmul(om, bias_));
+    w.ub.add_(same ? lb : bias_product(om, win));
     return {};
   }
 
  private:
+  // c bias ([K, rows]) for coefficients c [K, rows, n], over their window alone where it is small.
+  at::Tensor bias_product(const at::Tensor& c, const Window& win) const {
+    if (!win.small() || win.c * win.h * win.w != c.size(2)) return at::matmul(c, bias_);
+    if (win.empty()) return at::zeros({c.size(0), c.size(1)}, c.options());
+    auto crop = [&win](const at::Tensor& t) {
+      return t.narrow(-2, win.r0, win.r1 - win.r0).narrow(-1, win.c0, win.c1 - win.c0);
+    };
+    const at::Tensor part = crop(c.view({c.size(0), c.size(1), win.c, win.h, win.w}));
+    return (part * crop(bias_.view({win.c, win.h, win.w}))).sum({2, 3, 4});
+  }
+
   std::vector<int> inputs_;
   std::vector<Term> terms_;
   at::Tensor bias_;
@@ -225,8 +271,8 @@ class PerBoxKernel : public LinesKernel {
     for (int slot : {0, 1}) {
       if (slot >= static_cast<int>(inputs_.size()) || inputs_[slot] < 0) continue;
       const int64_t n = b[inputs_[slot]].lo.size(1);
-      accumulate(w.lam[inputs_[slot]], stack_rows(lam_in[slot], rows, n, opts_));
-      accumulate(w.om[inputs_[slot]], stack_rows(om_in[slot], rows, n, opts_));
+      add_coef(w, inputs_[slot], stack_rows(lam_in[slot], rows, n, opts_),
+               stack_rows(om_in[slot], rows, n, opts_));
     }
     return {};
   }

@@ -25,15 +25,45 @@ struct TBox {
 
 struct TLines;
 
+/// Where a node's coefficients may be nonzero, its n elements seen as c maps of h x w: rows
+/// [r0, r1) and columns [c0, c1) of every map, for every box and row of a pass; they are 0
+/// elsewhere. h == 0: not known (anywhere). A convolution's backward step then runs over the
+/// window alone, and the steps after it take the window from the geometry instead of searching
+/// the whole maps for it.
+struct Window {
+  int64_t c = 0, h = 0, w = 0, r0 = 0, r1 = 0, c0 = 0, c1 = 0;
+  bool known() const { return h > 0; }
+  /// Known, on maps of c x h x w.
+  bool on(int64_t ch, int64_t height, int64_t width) const {
+    return known() && c == ch && h == height && w == width;
+  }
+  bool empty() const { return r0 >= r1 || c0 >= c1; }
+  /// Known and at most half of each map: worth running over alone.
+  bool small() const { return known() && 2 * (r1 - r0) * (c1 - c0) <= h * w; }
+};
+/// The smallest window holding both (an empty one adds nothing); not known unless both are known
+/// on the same maps.
+Window unite(const Window& a, const Window& b);
+
 /// Coefficients of the lower (lam) and upper (om) bound on each node, [K, rows, n], and the
 /// constant parts [K, rows]: the torch form of crown.h's Backward. `lines` (optional, one entry
 /// per Dag node): the batched kernels' relaxations, computed on first use and reused by later
-/// passes over the same node bounds (an entry's lo_slope undefined: not computed yet).
+/// passes over the same node bounds (an entry's lo_slope undefined: not computed yet). `win`
+/// (one entry per Dag node, or empty): each node's Window; coefficients reach a node only
+/// through add_coef, which keeps it.
 struct TBackward {
   std::vector<at::Tensor> lam, om;
   at::Tensor lb, ub;
   std::vector<TLines>* lines = nullptr;
+  std::vector<Window> win;
 };
+
+/// Adds coefficients lam, om on `node` to w's, nonzero only in `win` (default: anywhere).
+void add_coef(TBackward& w, int node, at::Tensor lam, at::Tensor om, const Window& win = {});
+/// w's window of `node`.
+inline Window window_of(const TBackward& w, int node) {
+  return w.win.empty() ? Window{} : w.win[static_cast<size_t>(node)];
+}
 
 /// x -> W x for one LinearTerm, on rows: apply maps [M, in] to [M, out], adjoint [M, out] to
 /// [M, in] (x^T W).
@@ -42,6 +72,9 @@ class LinearMap {
   virtual ~LinearMap() = default;
   virtual at::Tensor apply(const at::Tensor& x) const = 0;
   virtual at::Tensor adjoint(const at::Tensor& y) const = 0;
+  /// adjoint() of y, which is 0 outside the window `in` of the output (or anywhere, when not
+  /// known); `out` (optional) gets the window of the result. By default not known.
+  virtual at::Tensor adjoint_window(const at::Tensor& y, const Window& in, Window* out) const;
   /// adjoint() of the rows `rows` ([M] indices) of the identity of size `out` on `opts`: [M, in].
   /// A dense map takes its weights' rows; the others map the identity's rows.
   virtual at::Tensor adjoint_rows(const at::Tensor& rows, int64_t out,
@@ -143,9 +176,11 @@ TBox box_of(const at::Tensor& c, const TBox& y);
 /// up_bias ([K, n] each) of the coefficients lam, om ([K or 1, rows, n]) on a node: adds the
 /// bounds' constant parts to `w` and, when `in` >= 0, the coefficients passed to node `in`
 /// (torch_lines.cc).
+/// `win`: the coefficients' window, passed on to node `in` (they map element by element).
 void elementwise_step(const at::Tensor& lo_slope, const at::Tensor& lo_bias,
                       const at::Tensor& up_slope, const at::Tensor& up_bias, int in,
-                      const at::Tensor& lam, const at::Tensor& om, TBackward& w);
+                      const at::Tensor& lam, const at::Tensor& om, TBackward& w,
+                      const Window& win = {});
 
 /// crown.h's nan_as_unbounded on tensors: NaN lower bounds -inf, NaN upper bounds +inf.
 void nan_as_unbounded(TBox& b);

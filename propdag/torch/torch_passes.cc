@@ -18,6 +18,24 @@
 #include "propdag/torch/torch_engine_impl.h"
 
 namespace propdag::torch_engine::internal {
+namespace {
+
+// The window (torch_ops.h) of the rows `rows` ([M] indices) of the identity on a node of shape
+// `d`: known on [1, C, H, W] maps.
+Window rows_window(const common::Dims& d, const at::Tensor& rows) {
+  if (d.size() != 4 || d[0] != 1) return {};
+  Window win{d[1], d[2], d[3], d[2], 0, d[3], 0};
+  const at::Tensor r = rows.to(at::kCPU, at::kLong).contiguous();
+  const int64_t* row = r.data_ptr<int64_t>();
+  for (int64_t i = 0; i < r.size(0); ++i) {
+    const int64_t y = row[i] / win.w % win.h, x = row[i] % win.w;
+    win.r0 = std::min(win.r0, y), win.r1 = std::max(win.r1, y + 1);
+    win.c0 = std::min(win.c0, x), win.c1 = std::max(win.c1, x + 1);
+  }
+  return win;
+}
+
+}  // namespace
 
 Status TorchEngine::forward(const TBox& x, const Options& opt,
                             const std::vector<double>& output_rows, std::vector<TBox>& b,
@@ -210,17 +228,26 @@ Result<TBox> TorchEngine::backward(int target, const at::Tensor& c, const TBox& 
       return TBox{};
     }
     const int64_t rk = std::min(chunk, rows - r0);
-    TBackward w{std::vector<at::Tensor>(dag.size()), std::vector<at::Tensor>(dag.size()),
-                at::zeros({k, rk}, opts_), at::zeros({k, rk}, opts_), lines};
+    TBackward w{std::vector<at::Tensor>(dag.size()),
+                std::vector<at::Tensor>(dag.size()),
+                at::zeros({k, rk}, opts_),
+                at::zeros({k, rk}, opts_),
+                lines,
+                std::vector<Window>(dag.size())};
     // [1, rows, n]: the same for every box until a nonlinear op's lines make it differ
     // (every step broadcasts a batch of 1 against the boxes).
     if (unit != nullptr && first != nullptr) {  // the target's step on rows of the identity
       const at::Tensor idx = per_box ? *unit : unit->narrow(0, r0, rk);
+      const Window from = rows_window(m_.shape(target), idx);
       for (const auto& [in, map] : first->terms) {
-        at::Tensor l = map->adjoint_rows(idx, m_.numel(target), opts_);
+        Window to;
+        at::Tensor l = from.known()
+                           ? map->adjoint_window(at::zeros({idx.size(0), m_.numel(target)}, opts_)
+                                                     .scatter_(1, idx.unsqueeze(1), 1.0),
+                                                 from, &to)
+                           : map->adjoint_rows(idx, m_.numel(target), opts_);
         l = per_box ? l.view({k, 1, -1}) : l.unsqueeze(0);
-        accumulate(w.lam[in], l);
-        accumulate(w.om[in], l);
+        add_coef(w, in, l, l, to);
       }
       const at::Tensor bias = first->bias.index_select(0, idx);
       w.lb = w.lb + (per_box ? bias.view({k, 1}) : bias.unsqueeze(0));
