@@ -2,10 +2,12 @@
 // and the outputs' backward passes; crown.cc's forward and backward passes are in
 // torch_passes.cc.
 #include <ATen/Context.h>
+#include <ATen/Parallel.h>
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/eye.h>
 #include <ATen/ops/zeros.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <memory>
@@ -253,9 +255,19 @@ Result<std::vector<std::optional<TBox>>> TorchEngine::ibp(const TBox& x) const {
   return std::move(r.values);
 }
 
+bool sequential_openblas() {
+  void* lib = dlopen("libopenblas.so.0", RTLD_LAZY | RTLD_NOLOAD);
+  if (lib == nullptr) return false;
+  auto parallel = reinterpret_cast<int (*)()>(dlsym(lib, "openblas_get_parallel"));
+  const bool sequential = parallel != nullptr && parallel() == 0;
+  dlclose(lib);
+  return sequential;
+}
+
 }  // namespace internal
 
 common::Result<std::unique_ptr<Engine>> create(const Model& model, const Device& device) {
+  if (internal::sequential_openblas() && at::get_num_threads() > 1) at::set_num_threads(1);
   at::TensorOptions opts = at::TensorOptions().dtype(device.float32 ? at::kFloat : at::kDouble);
   if (device.device == "cuda") {
     if (!at::hasCUDA())

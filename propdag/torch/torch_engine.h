@@ -60,7 +60,10 @@ class Engine {
 };
 
 /// Prepares `model` for `device`. Fails in one line for an unknown device, for "cuda" without a
-/// usable GPU, and for a node whose op this engine has no rule for (naming node and op).
+/// usable GPU, and for a node whose op this engine has no rule for (naming node and op). On the
+/// CPU LibTorch's threads ($OMP_NUM_THREADS, by default its count of physical cores) run chunks
+/// of boxes side by side, except with a BLAS that is not safe to call from two threads at once
+/// (OpenBLAS's sequential build, Debian's default): create() sets one thread then.
 common::Result<std::unique_ptr<Engine>> create(const Model& model, const Device& device);
 
 }  // namespace propdag::torch_engine

@@ -156,4 +156,11 @@ class TorchEngine : public Engine {
   std::vector<bool> pairs_ok_;  // per node: refine_pairs may refine it
 };
 
+/// Whether the process's BLAS is OpenBLAS's sequential build (Debian's libopenblas0-serial, the
+/// default alternative there). It shares its work buffers between threads without locks, so
+/// products from two threads at once may corrupt each other: with 2 threads, this engine's
+/// convolution and matrix-vector products did, and its bounds then differed from the Eigen
+/// engine's. create() then runs LibTorch on one thread.
+bool sequential_openblas();
+
 }  // namespace propdag::torch_engine::internal
