@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <utility>
@@ -62,44 +63,80 @@ TEST(TorchConv, AdjointOverAWindowEqualsTheRulesMatrix) {
   EXPECT_EQ(to_mat(map->adjoint(to_tensor(Mat(Mat::Zero(2, 112)), opts))).cwiseAbs().maxCoeff(), 0);
 }
 
-// Given the coefficients' window instead of searching for it: the same products, and the window
-// it reports for the result holds every nonzero of it.
-TEST(TorchConv, AdjointOverAGivenWindowEqualsTheRulesMatrix) {
-  Model model = test::build(kConv);
+// A ConvTranspose with strides 2, dilations (1, 2), pads 1 and output padding (1, 0):
+// x [1, 2, 4, 5] -> y [1, 3, 8, 11].
+constexpr const char* kConvTranspose = R"(
+  <ir_version: 8, opset_import: ["" : 15]>
+  g (float[1,2,4,5] x) => (float[1,3,8,11] y)
+  <float[2,3,3,3] k = {1, -2, 0.5, 3, -1, 2, 0.25, -0.5, 1.5, 2, -3, 1, -1, 1, 2, -0.5, 0.75, -2,
+                       3, 1, -1.25, 0.5, 2, -1, 1, 1, -1, 2, -2, 0.5, 1.5, -1, 1, 3, -0.25, 1,
+                       -1, 2, 1, -3, 0.5, 1, 2, -1, 1, -2, 1, 0.75, -1, 3, 1, -2, 2, 1}> {
+    y = ConvTranspose <strides = [2, 2], dilations = [1, 2], pads = [1, 1, 1, 1],
+                       output_padding = [1, 0]> (x, k)
+  })";
+
+// The backward step of `text`'s one (transposed) convolution, output maps [c, h, w], input maps
+// [ic, ih, iw], over coefficients on output rows [h0, h0 + hn) x columns [w0, w0 + wn), their
+// window given and searched for: the rule's matrix products, and the window it reports for the
+// result holds every nonzero of it.
+void expect_windowed_adjoint(const char* text, const char* kind, std::array<int, 3> out_maps,
+                             std::array<int, 3> in_maps,
+                             std::initializer_list<std::array<int, 4>> windows) {
+  Model model = test::build(text);
   const int node = model.dag().outputs()[0];
   const LinearTerm& t = dynamic_cast<const AffineOp*>(model.op(node))->terms().front();
   const at::TensorOptions opts = at::TensorOptions().dtype(at::kDouble);
   std::unique_ptr<LinearMap> map = term_map(model, node, t, true, opts);
+  ASSERT_STREQ(map->kind(), kind);
   const Mat s = Mat(t.sparse());
+  const auto [c, h, w] = out_maps;
+  const auto [ic, ih, iw] = in_maps;
   std::mt19937 rng(12);
   std::uniform_real_distribution<double> u(-1, 1);
-  for (auto [h0, hn, w0, wn] : {std::array<int, 4>{1, 2, 2, 3},
-                                {0, 1, 0, 2},
-                                {3, 1, 5, 2},
-                                {2, 1, 6, 1},
-                                {0, 4, 0, 7},
-                                {2, 0, 1, 3}}) {
-    Mat y = Mat::Zero(2, 112);
+  for (auto [h0, hn, w0, wn] : windows) {
+    Mat y = Mat::Zero(2, c * h * w);
     for (int r = 0; r < 2; ++r)
-      for (int c = 0; c < 4; ++c)
-        for (int h = h0; h < h0 + hn; ++h)
-          for (int w = w0; w < w0 + wn; ++w) y(r, (c * 4 + h) * 7 + w) = u(rng);
-    const Window given{4, 4, 7, h0, h0 + hn, w0, w0 + wn};
-    Window out;
-    const Mat got = to_mat(map->adjoint_window(to_tensor(y, opts), given, &out));
+      for (int ch = 0; ch < c; ++ch)
+        for (int i = h0; i < h0 + hn; ++i)
+          for (int j = w0; j < w0 + wn; ++j) y(r, (ch * h + i) * w + j) = u(rng);
     const Mat want = y * s;
-    const std::string what = "window at " + std::to_string(h0) + ", " + std::to_string(w0);
-    ASSERT_EQ(got.cols(), want.cols()) << what;
-    EXPECT_LE((got - want).cwiseAbs().maxCoeff(), 1e-12 * (1 + want.cwiseAbs().maxCoeff())) << what;
-    ASSERT_TRUE(out.on(2, 9, 8)) << what;
-    for (int r = 0; r < 2; ++r)
-      for (int i = 0; i < 144; ++i) {
-        const int h = i / 8 % 9, w = i % 8;
-        if (h < out.r0 || h >= out.r1 || w < out.c0 || w >= out.c1) {
-          EXPECT_EQ(want(r, i), 0) << what << ": element " << i << " outside the result's window";
+    for (const Window& given : {Window{c, h, w, h0, h0 + hn, w0, w0 + wn}, Window{}}) {
+      Window out;
+      const Mat got = to_mat(map->adjoint_window(to_tensor(y, opts), given, &out));
+      const std::string what = std::string(kind) + " window at " + std::to_string(h0) + ", " +
+                               std::to_string(w0) + (given.known() ? " given" : " searched");
+      ASSERT_EQ(got.cols(), want.cols()) << what;
+      EXPECT_LE((got - want).cwiseAbs().maxCoeff(), 1e-12 * (1 + want.cwiseAbs().maxCoeff()))
+          << what;
+      ASSERT_TRUE(out.on(ic, ih, iw)) << what;
+      for (int r = 0; r < 2; ++r)
+        for (int i = 0; i < ic * ih * iw; ++i) {
+          const int row = i / iw % ih, col = i % iw;
+          if (row < out.r0 || row >= out.r1 || col < out.c0 || col >= out.c1) {
+            EXPECT_EQ(want(r, i), 0) << what << ": element " << i << " outside the result's window";
+          }
         }
-      }
+    }
   }
+}
+
+TEST(TorchConv, AdjointOverAGivenWindowEqualsTheRulesMatrix) {
+  expect_windowed_adjoint(
+      kConv, "conv", {4, 4, 7}, {2, 9, 8},
+      {{1, 2, 2, 3}, {0, 1, 0, 2}, {3, 1, 5, 2}, {2, 1, 6, 1}, {0, 4, 0, 7}, {2, 0, 1, 3}});
+}
+
+TEST(TorchConv, TransposedAdjointOverAWindowEqualsTheRulesMatrix) {
+  // Inside, at the top-left and bottom-right corners, one position, the output-padding row,
+  // everywhere, none.
+  expect_windowed_adjoint(kConvTranspose, "conv_transpose", {3, 8, 11}, {2, 4, 5},
+                          {{2, 3, 3, 4},
+                           {0, 2, 0, 2},
+                           {6, 2, 9, 2},
+                           {4, 1, 5, 1},
+                           {7, 1, 0, 5},
+                           {0, 8, 0, 11},
+                           {3, 0, 2, 2}});
 }
 
 // The elementwise step over the window of its coefficients equals the step over every element,
@@ -151,7 +188,7 @@ TEST(TorchLines, StepOverAWindowEqualsTheStepOverEveryElement) {
 // A residual conv net on 12 x 12 maps, bounded with chunks of 16 rows: each refinement chunk's
 // coefficients stay in a window of the maps (torch_ops.h: Window), which the steps after the
 // first convolution take from the geometry (through ReLU, the residual Add, whose input r1 gets
-// the union of two windows, and each Conv's bias).
+// the union of two windows, a scale per channel, and each Conv's bias).
 std::string residual_conv_net() {
   int v = 0;
   auto values = [&v](int count) {
@@ -167,13 +204,14 @@ std::string residual_conv_net() {
                      values(54) + "}, float[3] b1 = {" + values(3) + "}, float[3,3,3,3] w2 = {" +
                      values(81) + "}, float[3] b2 = {" + values(3) + "}, float[2,3,3,3] w3 = {" +
                      values(54) + "}, float[2] b3 = {" + values(2) +
-                     R"(}> {
+                     R"(}, float[1,3,1,1] sc = {1.5, -0.5, 2}> {
       c1 = Conv <pads = [1, 1, 1, 1]> (x, w1, b1)
       r1 = Relu(c1)
       c2 = Conv <pads = [1, 1, 1, 1]> (r1, w2, b2)
       s = Add(c2, r1)
       r2 = Relu(s)
-      c3 = Conv <pads = [1, 1, 1, 1]> (r2, w3, b3)
+      m = Mul(r2, sc)
+      c3 = Conv <pads = [1, 1, 1, 1]> (m, w3, b3)
       y = Flatten(c3)
     })";
   return text;
@@ -184,6 +222,7 @@ TEST(TorchEngine, ResidualConvNetOverWindowsEqualsEigen) {
   Model model = test::build(residual_conv_net());
   std::unique_ptr<Engine> engine = engine_for(model);
   EXPECT_EQ(engine->kinds()["conv"], 3);
+  EXPECT_EQ(engine->kinds()["gather"], 1);
   std::mt19937 rng(5);
   std::uniform_real_distribution<double> u(-1, 1);
   Interval box{Vec(288), Vec(288)};

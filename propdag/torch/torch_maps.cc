@@ -38,12 +38,13 @@ class GatherMap : public LinearMap {
             const at::TensorOptions& opts)
       : in_(in) {
     const auto out = static_cast<int64_t>(src.size());
-    identity_ = out == in;
+    in_place_ = out == in;
     ones_ = true;
     for (int64_t i = 0; i < out; ++i) {
-      identity_ = identity_ && src[i] == i && scale[i] == 1.0;
+      in_place_ = in_place_ && src[i] == i;
       ones_ = ones_ && scale[i] == 1.0;
     }
+    identity_ = in_place_ && ones_;
     src_ = at::from_blob(src.data(), {out}, at::kLong).to(opts.device(), false, true).clone();
     scale_ = at::from_blob(scale.data(), {out}, at::kDouble).to(opts, false, true).clone();
   }
@@ -53,12 +54,15 @@ class GatherMap : public LinearMap {
     at::Tensor y = padded.index_select(1, src_);
     return ones_ ? y : y * scale_;
   }
+  // Element i from element i (an identity, or a scale per element as BatchNorm's): the window
+  // stays, and the adjoint is the product by the scales.
   at::Tensor adjoint_window(const at::Tensor& y, const Window& in, Window* out) const override {
-    if (out != nullptr) *out = identity_ ? in : Window{};
+    if (out != nullptr) *out = in_place_ ? in : Window{};
     return adjoint(y);
   }
   at::Tensor adjoint(const at::Tensor& y) const override {
     if (identity_) return y;
+    if (in_place_) return y * scale_;
     at::Tensor out = at::zeros({y.size(0), in_ + 1}, y.options());
     out.index_add_(1, src_, ones_ ? y : y * scale_);
     return out.narrow(1, 0, in_);
@@ -75,7 +79,7 @@ class GatherMap : public LinearMap {
 
  private:
   int64_t in_;
-  bool identity_ = false, ones_ = false;
+  bool in_place_ = false, identity_ = false, ones_ = false;
   at::Tensor src_, scale_;
 };
 
@@ -119,188 +123,6 @@ class SparseMap : public LinearMap {
  private:
   at::Tensor w_, wt_, pos_, neg_;
 };
-
-// A Conv layer as a 2-D convolution (1-D ones with a height of 1); the adjoint is the
-// transposed convolution. Asymmetric pads are applied by padding explicitly.
-struct ConvGeometry {
-  int64_t c = 1, h = 1, w = 1, oc = 1, oh = 1, ow = 1;
-  int64_t sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0, ph_end = 0, pw_end = 0, group = 1;
-};
-
-// A ConvTranspose layer (symmetric pads): conv_transpose2d forward, conv2d as its adjoint.
-class ConvTransposeMap : public LinearMap {
- public:
-  ConvTransposeMap(at::Tensor weight, const ConvGeometry& g) : w_(std::move(weight)), g_(g) {
-    pos_ = w_.clamp_min(0.0), neg_ = w_.clamp_max(0.0);
-    const int64_t kh = w_.size(2), kw = w_.size(3);
-    oph_ = g.oh - ((g.h - 1) * g.sh - 2 * g.ph + g.dh * (kh - 1) + 1);
-    opw_ = g.ow - ((g.w - 1) * g.sw - 2 * g.pw + g.dw * (kw - 1) + 1);
-  }
-  bool valid() const {
-    return oph_ >= 0 && opw_ >= 0 && oph_ < std::max(g_.sh, g_.dh) &&
-           opw_ < std::max(g_.sw, g_.dw) && g_.ph == g_.ph_end && g_.pw == g_.pw_end;
-  }
-  at::Tensor apply(const at::Tensor& x) const override { return run(x, w_); }
-  TBox ends(const at::Tensor& lo, const at::Tensor& hi) const override {
-    return {run(lo, pos_) + run(hi, neg_), run(hi, pos_) + run(lo, neg_)};
-  }
-  at::Tensor adjoint(const at::Tensor& y) const override {
-    at::Tensor out = y.reshape({y.size(0), g_.oc, g_.oh, g_.ow});
-    return at::conv2d(out, w_, {}, {g_.sh, g_.sw}, {g_.ph, g_.pw}, {g_.dh, g_.dw}, g_.group)
-        .reshape({y.size(0), -1});
-  }
-  const char* kind() const override { return "conv_transpose"; }
-
- private:
-  at::Tensor run(const at::Tensor& x, const at::Tensor& w) const {
-    at::Tensor in = x.reshape({x.size(0), g_.c, g_.h, g_.w});
-    return at::conv_transpose2d(in, w, {}, {g_.sh, g_.sw}, {g_.ph, g_.pw}, {oph_, opw_}, g_.group,
-                                {g_.dh, g_.dw})
-        .reshape({x.size(0), -1});
-  }
-
-  at::Tensor w_, pos_, neg_;
-  ConvGeometry g_;
-  int64_t oph_ = 0, opw_ = 0;
-};
-
-class ConvMap : public LinearMap {
- public:
-  ConvMap(at::Tensor weight, const ConvGeometry& g) : w_(std::move(weight)), g_(g) {
-    pos_ = w_.clamp_min(0.0), neg_ = w_.clamp_max(0.0);
-    symmetric_ = g.ph == g.ph_end && g.pw == g.pw_end;
-  }
-  at::Tensor apply(const at::Tensor& x) const override { return run(x, w_); }
-  TBox ends(const at::Tensor& lo, const at::Tensor& hi) const override {
-    return {run(lo, pos_) + run(hi, neg_), run(hi, pos_) + run(lo, neg_)};
-  }
-  at::Tensor adjoint(const at::Tensor& y) const override { return adjoint_window(y, {}, nullptr); }
-  at::Tensor adjoint_window(const at::Tensor& y, const Window& in, Window* win) const override {
-    at::Tensor out = y.reshape({y.size(0), g_.oc, g_.oh, g_.ow});
-    Window place;
-    const at::Tensor part = cropped_adjoint(out, in, place);
-    if (win != nullptr) *win = place;
-    if (part.defined()) return part;
-    const int64_t ph = symmetric_ ? g_.ph : 0, pw = symmetric_ ? g_.pw : 0;
-    const int64_t th = symmetric_ ? g_.h : g_.h + g_.ph + g_.ph_end;
-    const int64_t tw = symmetric_ ? g_.w : g_.w + g_.pw + g_.pw_end;
-    const int64_t kh = w_.size(2), kw = w_.size(3);
-    const int64_t oph = th - ((g_.oh - 1) * g_.sh - 2 * ph + g_.dh * (kh - 1) + 1);
-    const int64_t opw = tw - ((g_.ow - 1) * g_.sw - 2 * pw + g_.dw * (kw - 1) + 1);
-    at::Tensor x = at::conv_transpose2d(out, w_, {}, {g_.sh, g_.sw}, {ph, pw}, {oph, opw}, g_.group,
-                                        {g_.dh, g_.dw});
-    if (!symmetric_) x = x.narrow(2, g_.ph, g_.h).narrow(3, g_.pw, g_.w);
-    return x.reshape({y.size(0), -1});
-  }
-  const char* kind() const override { return "conv"; }
-
- private:
-  // The adjoint where the coefficients' nonzero positions fill at most half of the output's
-  // height x width (rows of a backward pass from a few neighbouring elements): the transposed
-  // convolution of that window alone, placed into zeros (its rows and columns on the padding
-  // dropped). The terms left out are products with 0. The window is `in` when known on the
-  // output's maps, else found by one search of the coefficients. Undefined where the window is
-  // larger; `place` gets the window of the result (the whole input then).
-  at::Tensor cropped_adjoint(const at::Tensor& out, const Window& in, Window& place) const {
-    int64_t r0 = 0, r1 = g_.oh, c0 = 0, c1 = g_.ow;
-    if (in.on(g_.oc, g_.oh, g_.ow)) {
-      r0 = in.r0, r1 = in.r1, c0 = in.c0, c1 = in.c1;
-      if (r0 >= r1 || c0 >= c1) r1 = r0;
-    } else {
-      const at::Tensor at_pos = out.reshape({-1, g_.oh, g_.ow}).any(0).to(at::kCPU);  // [oh, ow]
-      const at::Tensor in_row = at_pos.any(1), in_col = at_pos.any(0);
-      const bool* r = in_row.data_ptr<bool>();
-      const bool* c = in_col.data_ptr<bool>();
-      while (r0 < r1 && !r[r0]) ++r0;
-      while (r1 > r0 && !r[r1 - 1]) --r1;
-      while (c0 < c1 && !c[c0]) ++c0;
-      while (c1 > c0 && !c[c1 - 1]) --c1;
-    }
-    const int64_t m = out.size(0);
-    place = {g_.c, g_.h, g_.w, 0, g_.h, 0, g_.w};
-    if (r0 == r1) {
-      place.r1 = 0;
-      return at::zeros({m, g_.c * g_.h * g_.w}, out.options());
-    }
-    if (2 * (r1 - r0) * (c1 - c0) > g_.oh * g_.ow) return {};
-    const at::Tensor part =
-        at::conv_transpose2d(out.narrow(2, r0, r1 - r0).narrow(3, c0, c1 - c0), w_, {},
-                             {g_.sh, g_.sw}, {0, 0}, {0, 0}, g_.group, {g_.dh, g_.dw});
-    // The part covers padded rows [r0 sh, r0 sh + part rows), input rows from r0 sh - ph on.
-    const int64_t y0 = r0 * g_.sh - g_.ph, x0 = c0 * g_.sw - g_.pw;
-    const int64_t top = std::max<int64_t>(0, -y0), left = std::max<int64_t>(0, -x0);
-    const int64_t rows = std::min(part.size(2), g_.h - y0) - top;
-    const int64_t cols = std::min(part.size(3), g_.w - x0) - left;
-    at::Tensor x = at::zeros({m, g_.c, g_.h, g_.w}, out.options());
-    place.r0 = y0 + top, place.r1 = place.r0 + std::max<int64_t>(rows, 0);
-    place.c0 = x0 + left, place.c1 = place.c0 + std::max<int64_t>(cols, 0);
-    if (rows > 0 && cols > 0)
-      x.narrow(2, y0 + top, rows)
-          .narrow(3, x0 + left, cols)
-          .copy_(part.narrow(2, top, rows).narrow(3, left, cols));
-    return x.reshape({m, -1});
-  }
-
-  at::Tensor run(const at::Tensor& x, const at::Tensor& w) const {
-    at::Tensor in = x.reshape({x.size(0), g_.c, g_.h, g_.w});
-    std::vector<int64_t> pad{g_.ph, g_.pw};
-    if (!symmetric_) {
-      in = at::constant_pad_nd(in, {g_.pw, g_.pw_end, g_.ph, g_.ph_end}, 0);
-      pad = {0, 0};
-    }
-    at::Tensor y = at::conv2d(in, w, {}, {g_.sh, g_.sw}, pad, {g_.dh, g_.dw}, g_.group);
-    return y.reshape({x.size(0), -1});
-  }
-
-  at::Tensor w_, pos_, neg_;
-  ConvGeometry g_;
-  bool symmetric_ = true;
-};
-
-std::pair<int64_t, int64_t> pair_of(const std::vector<int64_t>& v, bool one_d, int64_t fill) {
-  if (v.empty()) return {fill, fill};
-  return one_d ? std::pair{fill, v[0]} : std::pair{v[0], v[1]};
-}
-
-// The Conv / ConvTranspose of Dag node `node` as a convolution, when its weight is a constant
-// and its batch is 1.
-std::unique_ptr<LinearMap> conv_map(const Model& model, int node, const at::TensorOptions& opts) {
-  const DagNode& d = model.dag().node(node);
-  const common::Node& gn = model.graph().nodes[d.graph_node];
-  const bool transposed = gn.op_type == "ConvTranspose";
-  if ((gn.op_type != "Conv" && !transposed) || gn.inputs.size() < 2 || d.inputs.empty() ||
-      d.inputs[0] < 0 || (transposed && !gn.attr_ints("output_shape").empty()))
-    return nullptr;
-  const common::Tensor* wt = model.graph().constant(gn.inputs[1]);
-  const common::Dims& x = model.shape(d.inputs[0]);
-  const common::Dims& y = model.shape(node);
-  if (wt == nullptr || (x.size() != 3 && x.size() != 4) || x[0] != 1 || y.size() != x.size() ||
-      wt->dims.size() != x.size())
-    return nullptr;
-  const bool one_d = x.size() == 3;
-  const std::string autopad = gn.attr_string("auto_pad", "NOTSET");
-  if (autopad != "NOTSET" && autopad != "VALID") return nullptr;  // the sparse form covers them
-  ConvGeometry g;
-  g.c = x[1], g.h = one_d ? 1 : x[2], g.w = x.back();
-  g.oc = y[1], g.oh = one_d ? 1 : y[2], g.ow = y.back();
-  std::tie(g.sh, g.sw) = pair_of(gn.attr_ints("strides"), one_d, 1);
-  std::tie(g.dh, g.dw) = pair_of(gn.attr_ints("dilations"), one_d, 1);
-  std::vector<int64_t> pads = gn.attr_ints("pads");
-  if (pads.size() == 2 && one_d) g.pw = pads[0], g.pw_end = pads[1];
-  if (pads.size() == 4 && !one_d)
-    g.ph = pads[0], g.pw = pads[1], g.ph_end = pads[2], g.pw_end = pads[3];
-  g.group = gn.attr_int("group", 1);
-  std::vector<double> w(wt->numel());
-  for (int64_t i = 0; i < wt->numel(); ++i) w[i] = wt->double_at(i);
-  std::vector<int64_t> wd(wt->dims.begin(), wt->dims.end());
-  if (one_d) wd.insert(wd.begin() + 2, 1);
-  at::Tensor weight = at::from_blob(w.data(), wd, at::kDouble).to(opts, false, true).clone();
-  if (transposed) {
-    auto t = std::make_unique<ConvTransposeMap>(std::move(weight), g);
-    return t->valid() ? std::move(t) : nullptr;
-  }
-  return std::make_unique<ConvMap>(std::move(weight), g);
-}
 
 // Whether `map` computes the same as the sparse matrix `s` (and its transpose) on a random
 // probe: the geometry read from the node's attributes matches the one the op rule used.

@@ -153,6 +153,10 @@ class LinesKernel : public Kernel {
 /// block at a time converted to the engine's dtype; other weights are copied to the device
 /// once, with their positive and negative parts for IBP.
 std::unique_ptr<LinearMap> dense_map(const LinearTerm& t, const at::TensorOptions& opts);
+/// The Conv / ConvTranspose of Dag node `node` as a convolution map (torch_conv.cc), when its
+/// weight is a constant and its batch is 1; else null. Its geometry is not yet checked against
+/// the op rule's (term_map does that).
+std::unique_ptr<LinearMap> conv_map(const Model& model, int node, const at::TensorOptions& opts);
 /// The map of one affine term of Dag node `node` (torch_maps.cc): dense weights as a dense
 /// product; for a node's only term, a convolution when the node is one and the map equals the
 /// term's matrix; else a gather where each row takes at most one input, else a sparse product.
