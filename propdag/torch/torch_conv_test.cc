@@ -224,12 +224,7 @@ TEST(TorchEngine, ResidualConvNetOverWindowsEqualsEigen) {
   EXPECT_EQ(engine->kinds()["conv"], 3);
   EXPECT_EQ(engine->kinds()["gather"], 1);
   std::mt19937 rng(5);
-  std::uniform_real_distribution<double> u(-1, 1);
-  Interval box{Vec(288), Vec(288)};
-  for (Eigen::Index i = 0; i < 288; ++i) {
-    const double c = u(rng), r = 0.4 * std::abs(u(rng));
-    box.lo[i] = c - r, box.hi[i] = c + r;
-  }
+  const Interval box = torch_test::random_box(288, 0.4, rng);
   Options opt;
   opt.chunk_entries = 16 * 432;  // 16 rows of the widest node (3 x 12 x 12)
   BoundsReport report;

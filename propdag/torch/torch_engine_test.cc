@@ -77,15 +77,9 @@ TEST(TorchEngine, ConvNetEqualsEigen) {
   EXPECT_EQ(kinds["relu"], 2);
   EXPECT_EQ(kinds["scalar"], 1);
   std::mt19937 rng(3);
-  std::uniform_real_distribution<double> u(-1, 1);
-  for (int trial = 0; trial < 4; ++trial) {
-    Interval box{Vec(84), Vec(84)};
-    for (Eigen::Index i = 0; i < 84; ++i) {
-      const double c = u(rng), r = 0.3 * std::abs(u(rng));
-      box.lo[i] = c - r, box.hi[i] = c + r;
-    }
-    expect_equal_bounds(model, box, "conv net trial " + std::to_string(trial));
-  }
+  for (int trial = 0; trial < 4; ++trial)
+    expect_equal_bounds(model, torch_test::random_box(84, 0.3, rng),
+                        "conv net trial " + std::to_string(trial));
 }
 
 // A strided, padded ConvTranspose with output padding (the cGAN generator's kind of layer).
@@ -103,13 +97,7 @@ TEST(TorchEngine, ConvTransposeNetEqualsEigen) {
   std::unique_ptr<Engine> engine = engine_for(model);
   EXPECT_EQ(engine->kinds()["conv_transpose"], 1);
   std::mt19937 rng(9);
-  std::uniform_real_distribution<double> u(-1, 1);
-  Interval box{Vec(18), Vec(18)};
-  for (Eigen::Index i = 0; i < 18; ++i) {
-    const double c = u(rng), r = 0.5 * std::abs(u(rng));
-    box.lo[i] = c - r, box.hi[i] = c + r;
-  }
-  expect_equal_bounds(model, box, "conv transpose net");
+  expect_equal_bounds(model, torch_test::random_box(18, 0.5, rng), "conv transpose net");
 }
 
 // Slices with variable starts and ends (test::kSlices, worked by hand in index_test.cc) go

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <utility>
 
@@ -76,6 +77,17 @@ inline std::optional<std::pair<Model, Spec>> load_acasxu(const std::filesystem::
 
 /// One box as a batch of one.
 inline Boxes one(const Interval& box) { return {box.lo.transpose(), box.hi.transpose()}; }
+
+/// A box of n elements, each centred at a draw of U(-1, 1) with a radius of `radius` |U(-1, 1)|.
+inline Interval random_box(Eigen::Index n, double radius, std::mt19937& rng) {
+  std::uniform_real_distribution<double> u(-1, 1);
+  Interval box{Vec(n), Vec(n)};
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const double c = u(rng), r = radius * std::abs(u(rng));
+    box.lo[i] = c - r, box.hi[i] = c + r;
+  }
+  return box;
+}
 
 /// The refinement budget of the comparisons on shared models: full CROWN (the default) takes
 /// minutes on cGAN, so these compare the budgeted CROWN and check that both engines report the
