@@ -209,8 +209,6 @@ std::pair<int64_t, int64_t> pair_of(const std::vector<int64_t>& v, bool one_d, i
   return one_d ? std::pair{fill, v[0]} : std::pair{v[0], v[1]};
 }
 
-// The Conv / ConvTranspose of Dag node `node` as a convolution, when its weight is a constant
-// and its batch is 1.
 }  // namespace
 
 std::unique_ptr<LinearMap> conv_map(const Model& model, int node, const at::TensorOptions& opts) {

@@ -63,8 +63,9 @@ class DenseMap : public LinearMap {
             at::matmul(hi, pos_t_) + at::matmul(lo, neg_t_)};
   }
   at::Tensor adjoint(const at::Tensor& y) const override { return at::matmul(y, w_); }
-  at::Tensor adjoint_rows(const at::Tensor& rows, int64_t,
-                          const at::TensorOptions&) const override {
+  at::Tensor adjoint_rows(const at::Tensor& rows, int64_t, const at::TensorOptions&, const Window&,
+                          Window* win) const override {
+    if (win != nullptr) *win = Window{};
     return w_.index_select(0, rows);
   }
   const char* kind() const override { return "dense"; }
@@ -103,8 +104,9 @@ class StoredDenseMap : public LinearMap {
     });
     return out;
   }
-  at::Tensor adjoint_rows(const at::Tensor& rows, int64_t,
-                          const at::TensorOptions&) const override {
+  at::Tensor adjoint_rows(const at::Tensor& rows, int64_t, const at::TensorOptions&, const Window&,
+                          Window* win) const override {
+    if (win != nullptr) *win = Window{};
     return wt_.index_select(1, rows).to(dtype_).t().contiguous();
   }
   const char* kind() const override { return "dense"; }

@@ -53,7 +53,8 @@ TEST(TorchDense, MapsEqualEigenProducts) {
       at::Tensor rows = at::from_blob(picked.data(), {3}, at::kLong).clone();
       Mat want_rows(3, in);
       for (int i = 0; i < 3; ++i) want_rows.row(i) = w.row(picked[static_cast<size_t>(i)]);
-      expect_near(to_mat(map->adjoint_rows(rows, out, opts)), want_rows, what + " rows");
+      expect_near(to_mat(map->adjoint_rows(rows, out, opts, {}, nullptr)), want_rows,
+                  what + " rows");
       // Ends of the box [x, x + |y'|]: each from the entries' signs (W+ lo + W- hi, ...).
       Mat hi = x + Mat::NullaryExpr(3, in, [&] { return std::abs(u(rng)); });
       const Mat wp = w.cwiseMax(0.0), wn = w.cwiseMin(0.0);

@@ -33,9 +33,10 @@ void accumulate(at::Tensor& into, at::Tensor add) {
 }
 
 at::Tensor LinearMap::adjoint_rows(const at::Tensor& rows, int64_t out,
-                                   const at::TensorOptions& opts) const {
+                                   const at::TensorOptions& opts, const Window& in,
+                                   Window* win) const {
   at::Tensor id = at::zeros({rows.size(0), out}, opts);
-  return adjoint(id.scatter_(1, rows.unsqueeze(1), 1.0));
+  return adjoint_window(id.scatter_(1, rows.unsqueeze(1), 1.0), in, win);
 }
 
 at::Tensor LinearMap::adjoint_window(const at::Tensor& y, const Window&, Window* out) const {

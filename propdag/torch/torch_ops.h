@@ -76,9 +76,12 @@ class LinearMap {
   /// known); `out` (optional) gets the window of the result. By default not known.
   virtual at::Tensor adjoint_window(const at::Tensor& y, const Window& in, Window* out) const;
   /// adjoint() of the rows `rows` ([M] indices) of the identity of size `out` on `opts`: [M, in].
-  /// A dense map takes its weights' rows; the others map the identity's rows.
+  /// A dense map takes its weights' rows; the others map the identity's rows through
+  /// adjoint_window, `in` being the rows' window on the output and `win` (optional) getting the
+  /// result's.
   virtual at::Tensor adjoint_rows(const at::Tensor& rows, int64_t out,
-                                  const at::TensorOptions& opts) const;
+                                  const at::TensorOptions& opts, const Window& in,
+                                  Window* win) const;
   /// "dense", "conv", "conv_transpose", "gather", "identity" or "sparse".
   virtual const char* kind() const = 0;
   /// The image of the box [lo, hi] ([M, in]) from its ends: each output end sums the products

@@ -241,11 +241,7 @@ Result<TBox> TorchEngine::backward(int target, const at::Tensor& c, const TBox& 
       const Window from = rows_window(m_.shape(target), idx);
       for (const auto& [in, map] : first->terms) {
         Window to;
-        at::Tensor l = from.known()
-                           ? map->adjoint_window(at::zeros({idx.size(0), m_.numel(target)}, opts_)
-                                                     .scatter_(1, idx.unsqueeze(1), 1.0),
-                                                 from, &to)
-                           : map->adjoint_rows(idx, m_.numel(target), opts_);
+        at::Tensor l = map->adjoint_rows(idx, m_.numel(target), opts_, from, &to);
         l = per_box ? l.view({k, 1, -1}) : l.unsqueeze(0);
         add_coef(w, in, l, l, to);
       }
