@@ -123,6 +123,8 @@ common::Result<std::vector<CaseSearch::Bounds>> CaseSearch::bound_all(
     return out;
   }
   const auto batch = static_cast<size_t>(per_call());
+  Options options = options_;
+  options.goal = &rhs_;  // alpha stops tuning a box once some row proves it
   for (size_t at = 0; at < boxes.size(); at += batch) {
     const size_t end = std::min(boxes.size(), at + batch);
     const std::vector<Interval> chunk(boxes.begin() + static_cast<std::ptrdiff_t>(at),
@@ -132,7 +134,7 @@ common::Result<std::vector<CaseSearch::Bounds>> CaseSearch::bound_all(
     for (size_t i = at; carry_nodes_ && i < end; ++i)
       if (from[i] != nullptr) nodes[i - at] = from[i]->nodes;
     ASSIGN_OR_RETURN(std::vector<Interval> y,
-                     bounder_->bound(chunk, objective_, options_,
+                     bounder_->bound(chunk, objective_, options,
                                      options_.method != Method::kIbp ? &coef : nullptr,
                                      carry_nodes_ ? &nodes : nullptr));
     for (size_t i = at; i < end; ++i) {

@@ -81,6 +81,9 @@ struct Options {
   /// rows by which an output's final pass is judged against refine_budget (0: all the
   /// objective's rows). BoundsIn::budget_rows, when set, takes precedence.
   Eigen::Index budget_rows = 0;
+  /// BoundsIn::goal for a call that has no BoundsIn (a BoxBounder, the torch engine), one entry
+  /// per objective row; BoundsIn::goal, when set, takes precedence.
+  const Vec* goal = nullptr;
   /// kAlpha: projected gradient (Adam) steps that tune, per objective row, the lower-line slope of
   /// every ReLU / LeakyReLU whose input interval crosses zero and the tangent points of the
   /// Sigmoid / Tanh lines (within their families), from CROWN's choice; the best bound seen is

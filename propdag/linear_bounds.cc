@@ -141,7 +141,8 @@ common::Result<Interval> linear_bounds(const Model& model, const Interval& input
                                   &got.split_multipliers, multipliers_scratch);
   int parts = 0;
   for (const Mat& m : c) parts += m.size() != 0;
-  const Vec* goal = parts > 1 ? nullptr : in.goal;  // the goal is for the sum of the parts
+  const Vec* wanted = in.goal != nullptr ? in.goal : options.goal;
+  const Vec* goal = parts > 1 ? nullptr : wanted;  // the goal is for the sum of the parts
   std::optional<std::vector<std::optional<Interval>>> ibp;
   std::optional<Crown> crown;
   if (options.method == Method::kIbp) {

@@ -4,9 +4,12 @@
 #include "propdag/torch/torch_alpha.h"
 
 #include <ATen/TensorOperators.h>
+#include <ATen/ops/amax.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/clamp.h>
 #include <ATen/ops/eye.h>
+#include <ATen/ops/from_blob.h>
+#include <ATen/ops/full.h>
 #include <ATen/ops/matmul.h>
 #include <ATen/ops/maximum.h>
 #include <ATen/ops/minimum.h>
@@ -16,11 +19,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 namespace propdag::torch_engine::internal {
 namespace {
 
 using common::Result;
+
+// Tuning row by row (a verifier's few rows, each with a goal) holds about six tensors of this
+// many entries per box and row (the pass's coefficients at every node, its gradient, the slopes
+// and their Adam moments where they move): about 1.5 GB in float64 at the most.
+constexpr double kRowEntries = 3.2e7;
 
 // One lower-bound pass: the coefficients that reached every node (kept for the gradient) and
 // the bound [K, rows].
@@ -59,8 +69,9 @@ class Tuner {
     return {};
   }
 
-  // The best lower bound over the steps; with `coef`, its input coefficients added there.
-  at::Tensor run(const Options& opt, at::Tensor* coef) {
+  // The best lower bound over the steps; with `coef`, its input coefficients added there. With
+  // `goal` ([rows]), stepping stops once every box has a row whose bound exceeds its goal.
+  at::Tensor run(const Options& opt, at::Tensor* coef, const at::Tensor& goal) {
     constexpr double kBeta1 = 0.9, kBeta2 = 0.999, kEps = 1e-8;
     Pass p = pass(alpha_);
     at::Tensor best = p.lb;
@@ -68,7 +79,8 @@ class Tuner {
     for (at::Tensor& a : alpha_)
       if (a.defined()) a = a.clone();
     const int steps = tunable_ ? opt.alpha_steps : 0;
-    for (int s = 1; s <= steps && !opt.past_deadline(); ++s) {
+    auto reached = [&] { return goal.defined() && (best > goal).any(1).all().item<bool>(); };
+    for (int s = 1; s <= steps && !opt.past_deadline() && !reached(); ++s) {
       const std::vector<at::Tensor> grad = gradient(p);
       const double fix1 = 1 - std::pow(kBeta1, s), fix2 = 1 - std::pow(kBeta2, s);
       for (int n : order_) {
@@ -209,32 +221,71 @@ TBox rows_of(const TBox& b, int64_t k0, int64_t k) {
   return {b.lo.narrow(0, k0, k), b.hi.narrow(0, k0, k)};
 }
 
+// Rows of the objective in the order tuning takes them: by CROWN's margin over their goal, the
+// largest first (over the boxes, the best box's), where there is a goal; else as they come.
+std::vector<int64_t> row_order(const at::Tensor& crown, const at::Tensor& goal, int64_t rows) {
+  std::vector<int64_t> order(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) order[static_cast<size_t>(r)] = r;
+  if (!goal.defined() || !crown.defined()) return order;
+  const at::Tensor margin = at::amax(crown - goal, 0)
+                                .to(at::TensorOptions().dtype(at::kDouble).device(at::kCPU))
+                                .contiguous();
+  const double* m = margin.data_ptr<double>();
+  std::stable_sort(order.begin(), order.end(), [m](int64_t a, int64_t b) { return m[a] > m[b]; });
+  return order;
+}
+
 }  // namespace
 
 Result<at::Tensor> optimized_lower(const AlphaInput& in, int target, const at::Tensor& c,
-                                   const Options& opt, at::Tensor* coef) {
+                                   const Options& opt, at::Tensor* coef, const at::Tensor& crown,
+                                   const Vec* goal) {
   const std::vector<int> order = in.model.dag().backward_order(target);
-  double entries = 0;  // coefficients kept per box
-  for (int n : order)
-    entries += static_cast<double>(in.model.numel(n)) * static_cast<double>(c.size(0));
-  if (opt.method != Method::kAlpha || opt.alpha_steps <= 0 || entries > opt.chunk_entries)
-    return at::Tensor();
-  const int64_t k = in.x.lo.size(0);
-  const auto chunk = std::max<int64_t>(1, static_cast<int64_t>(opt.chunk_entries / entries));
-  std::vector<at::Tensor> parts;
-  for (int64_t k0 = 0; k0 < k; k0 += chunk) {
-    const int64_t kc = std::min(chunk, k - k0);
-    const TBox x = rows_of(in.x, k0, kc);
-    std::vector<TBox> b;
-    b.reserve(in.b.size());
-    for (const TBox& nb : in.b) b.push_back(rows_of(nb, k0, kc));
-    at::Tensor part_coef = coef != nullptr ? coef->narrow(0, k0, kc) : at::Tensor();
-    const AlphaInput part{in.model, in.kernels, in.offset, x, b};
-    Tuner tuner(part, order, target, c);
-    RETURN_IF_ERROR(tuner.prepare());
-    parts.push_back(tuner.run(opt, coef != nullptr ? &part_coef : nullptr));
+  double per_row = 0;  // coefficients kept per box and objective row
+  for (int n : order) per_row += static_cast<double>(in.model.numel(n));
+  const int64_t k = in.x.lo.size(0), rows = c.size(0);
+  if (opt.method != Method::kAlpha || opt.alpha_steps <= 0 || rows == 0) return at::Tensor();
+  const bool all_rows = per_row * static_cast<double>(rows) <= opt.chunk_entries;
+  const bool by_rows = goal != nullptr && goal->size() == rows &&
+                       per_row <= std::max(opt.chunk_entries, kRowEntries);
+  if (!all_rows && !by_rows) return at::Tensor();
+  const at::Tensor g = by_rows ? to_tensor(*goal, c.options()) : at::Tensor();
+  // Every box proved by some row, CROWN's or tuned: tuning the rest would gain it nothing.
+  const at::Tensor start = crown.defined() ? crown : at::full({k, rows}, -INFINITY, c.options());
+  at::Tensor out = at::full({k, rows}, -INFINITY, c.options());
+  auto proved = [&] {
+    return g.defined() && (at::maximum(start, out) > g).any(1).all().item<bool>();
+  };
+  const int64_t rn =
+      all_rows ? rows : std::max<int64_t>(1, static_cast<int64_t>(opt.chunk_entries / per_row));
+  const auto kc = std::max<int64_t>(
+      1, static_cast<int64_t>(opt.chunk_entries / (per_row * static_cast<double>(rn))));
+  const std::vector<int64_t> taken = row_order(crown, g, rows);
+  for (int64_t r0 = 0; r0 < rows && !proved(); r0 += rn) {
+    if (r0 > 0 && opt.past_deadline()) break;
+    const int64_t rk = std::min(rn, rows - r0);
+    std::vector<int64_t> picked(taken.begin() + r0, taken.begin() + r0 + rk);
+    const at::Tensor sel =
+        at::from_blob(picked.data(), {rk}, at::kLong).to(c.device(), false, true);
+    const at::Tensor cr = rk == rows ? c : c.index_select(0, sel);
+    const at::Tensor gr = g.defined() ? g.index_select(0, sel) : at::Tensor();
+    for (int64_t k0 = 0; k0 < k; k0 += kc) {
+      const int64_t kk = std::min(kc, k - k0);
+      const TBox x = rows_of(in.x, k0, kk);
+      std::vector<TBox> b;
+      b.reserve(in.b.size());
+      for (const TBox& nb : in.b) b.push_back(rows_of(nb, k0, kk));
+      const AlphaInput part{in.model, in.kernels, in.offset, x, b};
+      Tuner tuner(part, order, target, cr);
+      RETURN_IF_ERROR(tuner.prepare());
+      at::Tensor part_coef;
+      if (coef != nullptr) part_coef = at::zeros({kk, rk, coef->size(2)}, coef->options());
+      const at::Tensor lb = tuner.run(opt, coef != nullptr ? &part_coef : nullptr, gr);
+      out.narrow(0, k0, kk).index_copy_(1, sel, lb);
+      if (coef != nullptr) coef->narrow(0, k0, kk).index_copy_(1, sel, part_coef);
+    }
   }
-  return parts.size() == 1 ? parts[0] : at::cat(parts, 0);
+  return out;
 }
 
 Result<TBox> tuned_outputs(const AlphaInput& in, int target, const TBox& crown,
@@ -243,8 +294,8 @@ Result<TBox> tuned_outputs(const AlphaInput& in, int target, const TBox& crown,
   const int64_t n = in.model.numel(target);
   // Both sides tuned: the upper bound of y is minus the lower bound of -y.
   const at::Tensor id = at::eye(n, crown.lo.options());
-  ASSIGN_OR_RETURN(at::Tensor lower,
-                   optimized_lower(in, target, at::cat({id, -id}, 0), opt, nullptr));
+  ASSIGN_OR_RETURN(at::Tensor lower, optimized_lower(in, target, at::cat({id, -id}, 0), opt,
+                                                     nullptr, at::Tensor(), nullptr));
   if (!lower.defined()) return crown;
   return TBox{at::maximum(crown.lo, lower.narrow(1, 0, n)),
               at::minimum(crown.hi, -lower.narrow(1, n, n))};

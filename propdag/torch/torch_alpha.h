@@ -30,11 +30,19 @@ struct AlphaInput {
 /// Options::alpha_steps projected Adam steps (rate Options::alpha_rate) from CROWN's; every pass
 /// clamps the slopes to their range, and the best bound per box and row is kept, so each is a CROWN
 /// bound for some valid lines. Stops stepping past Options::deadline. With `coef` ([K, rows,
-/// inputs]), adds that bound's input coefficients to it. Undefined when nothing is tunable or the
-/// coefficients of one box would exceed Options::chunk_entries (as alpha.cc): then CROWN's bound
-/// stands.
+/// inputs]), writes the tuned rows' input coefficients of that bound there (the other rows are
+/// left as they are). Rows not tuned get -inf.
+///
+/// Without `goal`, every row is tuned, or none (undefined) when the coefficients of one box would
+/// exceed Options::chunk_entries (as alpha.cc): then CROWN's bound stands. With `goal` ([rows],
+/// a verifier's: a box is proved once some row's lower bound exceeds its goal) and `crown` (the
+/// lower bounds [K, rows] known before tuning: CROWN's, with IBP's), a box proved stops tuning, and
+/// where all rows do not fit, the rows are tuned as many at a time as fit (at least one, if one
+/// box's row holds at most 3.2e7 entries), those with the largest CROWN margin first, until every
+/// box is proved.
 common::Result<at::Tensor> optimized_lower(const AlphaInput& in, int target, const at::Tensor& c,
-                                           const Options& opt, at::Tensor* coef);
+                                           const Options& opt, at::Tensor* coef,
+                                           const at::Tensor& crown, const Vec* goal);
 
 /// Options::method kAlpha (else `crown`): propdag::output_bounds' alpha for output `target`: both
 /// sides tuned (the upper bound of y is minus the tuned lower bound of -y), never looser than

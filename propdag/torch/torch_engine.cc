@@ -192,6 +192,8 @@ Result<Boxes> TorchEngine::compute_linear(const Boxes& input, const std::vector<
     if (nodes != nullptr) *nodes = b;
   }
   TBox total{at::zeros({input.count(), rows}, opts_), at::zeros({input.count(), rows}, opts_)};
+  int parts = 0;  // objective parts (graph outputs weighed)
+  for (const Mat& m : c) parts += m.size() > 0 ? 1 : 0;
   at::Tensor coef;  // [K, rows, inputs]: the lower bounds' input coefficients, when asked for
   if (lower_coef != nullptr) coef = at::zeros({input.count(), rows, m_.input_size()}, opts_);
   for (size_t o = 0; o < c.size(); ++o) {
@@ -206,11 +208,20 @@ Result<Boxes> TorchEngine::compute_linear(const Boxes& input, const std::vector<
                        opt, row_cost_[node] * static_cast<double>(judged), input.count());
     TBox part;
     if (affordable && !use_ibp) {
-      ASSIGN_OR_RETURN(at::Tensor tuned,
-                       internal::optimized_lower({m_, kernels_, offset_, x, b}, node, ct, opt,
-                                                 lower_coef != nullptr ? &coef : nullptr));
-      at::Tensor* into = lower_coef != nullptr && !tuned.defined() ? &coef : nullptr;
+      // CROWN first (with IBP's bounds): alpha keeps its coefficients for the rows it leaves,
+      // and takes the rows in the order of their margins.
+      at::Tensor part_coef;
+      if (lower_coef != nullptr) part_coef = parts == 1 ? coef : at::zeros_like(coef);
+      at::Tensor* into = lower_coef != nullptr ? &part_coef : nullptr;
       ASSIGN_OR_RETURN(part, backward(node, ct, x, b, opt, into, &lines));
+      if (opt.intersect_ibp) {
+        TBox loose = box_of(ct, b[node]);
+        intersect(part, loose.lo, loose.hi);
+      }
+      ASSIGN_OR_RETURN(at::Tensor tuned,
+                       internal::optimized_lower({m_, kernels_, offset_, x, b}, node, ct, opt, into,
+                                                 part.lo, parts == 1 ? opt.goal : nullptr));
+      if (lower_coef != nullptr && parts > 1) coef.add_(part_coef);
       if (tuned.defined()) {
         TBox t{tuned, part.hi};
         internal::nan_as_unbounded(t);
@@ -218,10 +229,6 @@ Result<Boxes> TorchEngine::compute_linear(const Boxes& input, const std::vector<
       }
     } else {
       part = box_of(ct, b[node]);
-    }
-    if (!use_ibp && opt.intersect_ibp) {
-      TBox loose = box_of(ct, b[node]);
-      intersect(part, loose.lo, loose.hi);
     }
     total.lo = total.lo + part.lo;
     total.hi = total.hi + part.hi;

@@ -1,0 +1,114 @@
+// alpha in the torch engine when a verifier's rows carry goals (Options::goal): rows taken one at a
+// time where all of them do not fit Options::chunk_entries, closest to their goal first, and no
+// more tuning once every box is proved. On ACAS Xu 3_3 with prop_2's box cut in four.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "propdag/engine.h"
+#include "propdag/torch/torch_engine.h"
+#include "propdag/torch/torch_test_util.h"
+
+namespace propdag::torch_engine {
+namespace {
+
+namespace fs = std::filesystem;
+using torch_test::engine_for;
+
+Options alpha_options(double chunk_entries, const Vec* goal) {
+  Options o;
+  o.method = Method::kAlpha;
+  o.refine_budget = 2e8;
+  o.chunk_entries = chunk_entries;
+  o.goal = goal;
+  return o;
+}
+
+// Four boxes: prop_2's box cut in four along its widest dimension.
+Boxes quarters(const Interval& box) {
+  Eigen::Index wide = 0;
+  (box.hi - box.lo).maxCoeff(&wide);
+  Boxes out{box.lo.transpose().replicate(4, 1), box.hi.transpose().replicate(4, 1)};
+  const double step = (box.hi[wide] - box.lo[wide]) / 4;
+  for (int i = 0; i < 4; ++i) {
+    out.lo(i, wide) = box.lo[wide] + step * i;
+    out.hi(i, wide) = i == 3 ? box.hi[wide] : box.lo[wide] + step * (i + 1);
+  }
+  return out;
+}
+
+TEST(TorchAlphaRows, RowsTakenOneAtATimeTowardTheirGoals) {
+  auto shared = torch_test::load_acasxu(VNNCOMP_BENCHMARKS, "3_3", "prop_2");
+  if (!shared) GTEST_SKIP() << "shared benchmarks absent";
+  const Model& model = shared->first;
+  const Boxes boxes = quarters(shared->second.hull());
+  const std::vector<Mat> c = {Mat::Identity(5, 5)};
+  std::unique_ptr<Engine> engine = engine_for(model);
+  // Every row at once (all fit): the reference, and CROWN's bounds.
+  auto all = engine->linear_bounds(boxes, c, alpha_options(1e9, nullptr));
+  ASSERT_TRUE(all.ok()) << all.error().str();
+  Options crown_options = alpha_options(1e9, nullptr);
+  crown_options.method = Method::kCrown;
+  auto crown = engine->linear_bounds(boxes, c, crown_options);
+  ASSERT_TRUE(crown.ok()) << crown.error().str();
+  // About 600 coefficients per box and row: 1,000 holds one row of one box, not five.
+  const double one_row = 1000;
+  // Without a goal, rows that do not all fit are not tuned: CROWN's bounds.
+  auto untuned = engine->linear_bounds(boxes, c, alpha_options(one_row, nullptr));
+  ASSERT_TRUE(untuned.ok()) << untuned.error().str();
+  EXPECT_TRUE(untuned->lo.isApprox(crown->lo, 1e-12));
+  // Goals out of reach: every row tuned, one at a time, each as in the call with every row.
+  const Vec far = Vec::Constant(5, std::numeric_limits<double>::infinity());
+  std::vector<Mat> coef;
+  auto each = engine->linear_bounds(boxes, c, alpha_options(one_row, &far), &coef);
+  ASSERT_TRUE(each.ok()) << each.error().str();
+  for (int k = 0; k < 4; ++k)
+    torch_test::expect_close(each->lo.row(k).transpose(), all->lo.row(k).transpose(), 1e-9,
+                             "box " + std::to_string(k));
+  // Bounds and coefficients as the Eigen engine's alpha gives them, box by box.
+  ASSERT_EQ(coef.size(), 4u);
+  for (int k = 0; k < 4; ++k) {
+    const Interval box{boxes.lo.row(k).transpose(), boxes.hi.row(k).transpose()};
+    BoundsOut ref;
+    ref.want.lower_coef = true;
+    auto y = linear_bounds(model, box, c, alpha_options(1e9, nullptr), {}, &ref);
+    ASSERT_TRUE(y.ok()) << y.error().str();
+    const std::string what = "box " + std::to_string(k);
+    torch_test::expect_close(each->lo.row(k).transpose(), y->lo, 1e-9, what);
+    for (Eigen::Index r = 0; r < 5; ++r)
+      torch_test::expect_close(coef[static_cast<size_t>(k)].row(r).transpose(),
+                               ref.lower_coef.row(r).transpose(), 1e-9, what + " coefficients");
+  }
+  // The row that alpha tightens most on box 0, with a goal halfway between CROWN's bound and
+  // alpha's, the others with goals far above theirs (their margins smaller): that row alone is
+  // tuned, until its bound passes the goal; the others keep CROWN's.
+  Eigen::Index best = 0;
+  (all->lo.row(0) - crown->lo.row(0)).maxCoeff(&best);
+  const double gain = all->lo(0, best) - crown->lo(0, best);
+  ASSERT_GT(gain, 1e-3);
+  Vec goal = crown->lo.row(0).transpose().array() + 1e3;
+  goal[best] = crown->lo(0, best) + gain / 2;
+  const Boxes first{boxes.lo.topRows(1), boxes.hi.topRows(1)};
+  auto toward = engine->linear_bounds(first, c, alpha_options(one_row, &goal));
+  ASSERT_TRUE(toward.ok()) << toward.error().str();
+  for (Eigen::Index r = 0; r < 5; ++r) {
+    if (r == best) {
+      EXPECT_GT(toward->lo(0, r), goal[r]);
+      EXPECT_LT(toward->lo(0, r), all->lo(0, r));  // stopped at the goal
+    } else {
+      EXPECT_DOUBLE_EQ(toward->lo(0, r), crown->lo(0, r)) << "row " << r;
+    }
+  }
+  // A goal CROWN already meets: no row is tuned.
+  Vec met = crown->lo.row(0).transpose().array() + 1e3;
+  met[best] = crown->lo(0, best) - 1;
+  auto proved = engine->linear_bounds(first, c, alpha_options(1e9, &met));
+  ASSERT_TRUE(proved.ok()) << proved.error().str();
+  EXPECT_TRUE(proved->lo.row(0).isApprox(crown->lo.row(0), 1e-12));
+}
+
+}  // namespace
+}  // namespace propdag::torch_engine
