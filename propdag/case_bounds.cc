@@ -1,6 +1,7 @@
 // CaseSearch's bound computations: a box's bounds (the Eigen engine's linear_bounds, or the
-// BoxBounder's batches), the whole-box bounds several cases share, and the margins read from
-// them (per constraint, and of a positive combination of the constraints).
+// BoxBounder's batches), the whole-box bounds several cases share, the whole box's full CROWN
+// bound (one case's, or several cases' at once), and the margins read from them (per
+// constraint, and of a positive combination of the constraints).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -8,8 +9,122 @@
 #include <vector>
 
 #include "propdag/case_search.h"
+#include "propdag/crown.h"
 
 namespace propdag::internal {
+namespace {
+
+// The intermediate nodes nearest the outputs whose bounds alpha tunes in the whole box's full
+// CROWN bound (Options::alpha_last_nodes). cGAN 32x32x1 prop_3, whose cases need the output in
+// (0.28824, 0.33824): [0.287876, 0.339088] with none, [0.288005, 0.336765] with one, [0.289136,
+// 0.335532] with two (21.2 and 23.3 s against 20 s on the CPU).
+constexpr int kFullCrownTunedNodes = 2;
+
+// `inner` with every call's options those of a full CROWN bound: no refine budget, alpha also
+// on the last nodes.
+class FullCrown : public BoxBounder {
+ public:
+  explicit FullCrown(BoxBounder& inner) : inner_(inner) {}
+  int batch() const override { return inner_.batch(); }
+  common::Result<std::vector<Interval>> bound(
+      const std::vector<Interval>& boxes, const std::vector<Mat>& c, const Options& options,
+      std::vector<Mat>* lower_coef, std::vector<std::vector<Interval>>* node_bounds) override {
+    Options full = options;
+    full.refine_budget = std::numeric_limits<double>::infinity();
+    full.alpha_last_nodes = kFullCrownTunedNodes;
+    // Only the rows whose bounds straddle 0 change the bounds (stable ReLU-like rows are exact
+    // under IBP's bounds): the rest keep those.
+    full.refine_stable_rows = false;
+    return inner_.bound(boxes, c, full, lower_coef, node_bounds);
+  }
+
+ private:
+  BoxBounder& inner_;
+};
+
+}  // namespace
+
+CaseSearch::Stacked CaseSearch::stacked(const std::vector<CaseSearch*>& cases) {
+  Stacked s;
+  s.objective.resize(cases.front()->objective_.size());
+  s.offsets = {0};
+  for (const CaseSearch* c : cases) {
+    const Eigen::Index rows = c->objective_.empty() ? 0 : c->objective_.front().rows();
+    s.most = std::max(s.most, rows);
+    for (size_t o = 0; o < s.objective.size(); ++o) {
+      const Mat& part = c->objective_[o];
+      Mat& all = s.objective[o];
+      const Eigen::Index cols = part.cols() > 0 ? part.cols() : all.cols();
+      Mat grown = Mat::Zero(s.offsets.back() + rows, cols);
+      if (all.size() > 0) grown.topRows(all.rows()) = all;
+      if (part.size() > 0) grown.bottomRows(rows) = part;
+      all = std::move(grown);
+    }
+    s.offsets.push_back(s.offsets.back() + rows);
+  }
+  return s;
+}
+
+bool CaseSearch::wants_full_crown() const {
+  if (full_done_ || !split_.full_crown || !whole_ || options_.method == Method::kIbp ||
+      evaluator_ != nullptr || out_of_time())
+    return false;
+  std::vector<double> rows;
+  for (const Mat& c : objective_) rows.push_back(static_cast<double>(c.rows()));
+  return budget_may_bind(model_, options_, rows);
+}
+
+common::Result<bool> CaseSearch::full_crown_whole_box() {
+  if (full_done_) return whole_ && proved(*whole_);
+  if (!wants_full_crown()) return false;
+  full_done_ = true;
+  BoxBounder* inner = split_.full_crown();
+  if (inner == nullptr) return false;
+  FullCrown full(*inner);
+  BoxBounder* const bounder = bounder_;
+  bounder_ = &full;
+  common::Result<Bounds> b = bound(case_.box, &*whole_);
+  bounder_ = bounder;
+  if (!b.ok()) return b.error();
+  if (proved(*b)) return true;
+  whole_ = std::move(*b);
+  return false;
+}
+
+common::Status CaseSearch::full_crown_together(const std::vector<CaseSearch*>& cases) {
+  if (cases.size() < 2) return {};
+  for (const CaseSearch* c : cases)
+    if (!c->wants_full_crown()) return {};
+  CaseSearch& first = *cases.front();
+  BoxBounder* inner = first.split_.full_crown();
+  if (inner == nullptr) return {};
+  FullCrown full(*inner);
+  const Stacked s = stacked(cases);
+  Options options = first.options_;
+  options.budget_rows = s.most;
+  // Goals out of reach: one case's row past its goal proves that case only, so alpha tunes every
+  // row (as many at a time as fit).
+  const Vec never = Vec::Constant(s.offsets.back(), std::numeric_limits<double>::infinity());
+  options.goal = &never;
+  std::vector<Mat> coef;
+  std::vector<std::vector<Interval>> nodes(1);
+  if (first.carry_nodes_) nodes.front() = first.whole_->nodes;
+  ASSIGN_OR_RETURN(std::vector<Interval> y,
+                   full.bound({first.case_.box}, s.objective, options, &coef,
+                              first.carry_nodes_ ? &nodes : nullptr));
+  for (size_t i = 0; i < cases.size(); ++i) {
+    CaseSearch& c = *cases[i];
+    const Eigen::Index at = s.offsets[i], rows = s.offsets[i + 1] - at;
+    Bounds& w = *c.whole_;  // what held before holds still
+    w.y.lo = w.y.lo.cwiseMax(y.front().lo.segment(at, rows));
+    w.y.hi = w.y.hi.cwiseMin(y.front().hi.segment(at, rows));
+    if (!coef.empty()) w.coef = coef.front().middleRows(at, rows);
+    if (first.carry_nodes_) w.nodes = nodes.front();
+    c.full_done_ = true;
+  }
+  ++first.boxes_;  // one bound computation served them all
+  return {};
+}
 
 bool CaseSearch::shares_bounds() const {
   return options_.method != Method::kAlpha && !relu_splits_;
@@ -18,23 +133,10 @@ bool CaseSearch::shares_bounds() const {
 common::Status CaseSearch::bound_together(const std::vector<CaseSearch*>& cases) {
   if (cases.empty()) return {};
   const CaseSearch& first = *cases.front();
-  std::vector<Mat> objective(first.objective_.size());
-  std::vector<Eigen::Index> offsets = {0};
-  Eigen::Index most = 0;
-  for (const CaseSearch* c : cases) {
-    const Eigen::Index rows = c->objective_.empty() ? 0 : c->objective_.front().rows();
-    most = std::max(most, rows);
-    for (size_t o = 0; o < objective.size(); ++o) {
-      const Mat& part = c->objective_[o];
-      Mat& all = objective[o];
-      const Eigen::Index cols = part.cols() > 0 ? part.cols() : all.cols();
-      Mat grown = Mat::Zero(offsets.back() + rows, cols);
-      if (all.size() > 0) grown.topRows(all.rows()) = all;
-      if (part.size() > 0) grown.bottomRows(rows) = part;
-      all = std::move(grown);
-    }
-    offsets.push_back(offsets.back() + rows);
-  }
+  const Stacked s = stacked(cases);
+  const std::vector<Mat>& objective = s.objective;
+  const std::vector<Eigen::Index>& offsets = s.offsets;
+  const Eigen::Index most = s.most;
   Bounds b;
   BoundsOut got;
   if (first.bounder_ != nullptr) {  // one box through the BoxBounder (no joint margins there)

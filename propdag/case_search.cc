@@ -128,6 +128,9 @@ common::Result<Verdict> CaseSearch::run() {
     Search only{0, {Open{case_.box, whole_}}};
     return depth_first(only, split_.max_boxes);
   }
+  // A small input whose budget cuts passes short (a large network): its whole box too.
+  ASSIGN_OR_RETURN(bool proved_whole, full_crown_whole_box());
+  if (proved_whole) return Verdict::kProved;
   std::vector<Search> searches;
   for (double ratio : kRatios) searches.push_back({ratio, {Open{case_.box, whole_}}});
   for (;;) {
@@ -139,41 +142,6 @@ common::Result<Verdict> CaseSearch::run() {
 }
 
 bool CaseSearch::small() const { return free_dims_ <= kLookaheadDims; }
-
-common::Result<bool> CaseSearch::full_crown_whole_box() {
-  if (small() || !split_.full_crown || !whole_ || options_.method == Method::kIbp ||
-      evaluator_ != nullptr || out_of_time())
-    return false;
-  std::vector<double> rows;
-  for (const Mat& c : objective_) rows.push_back(static_cast<double>(c.rows()));
-  if (!internal::budget_may_bind(model_, options_, rows)) return false;
-  BoxBounder* full = split_.full_crown();
-  if (full == nullptr) return false;
-  // `full` with every call's options taken without a refine budget.
-  class Unbudgeted : public BoxBounder {
-   public:
-    explicit Unbudgeted(BoxBounder& inner) : inner_(inner) {}
-    int batch() const override { return inner_.batch(); }
-    common::Result<std::vector<Interval>> bound(
-        const std::vector<Interval>& boxes, const std::vector<Mat>& c, const Options& options,
-        std::vector<Mat>* lower_coef, std::vector<std::vector<Interval>>* node_bounds) override {
-      Options unbudgeted = options;
-      unbudgeted.refine_budget = std::numeric_limits<double>::infinity();
-      return inner_.bound(boxes, c, unbudgeted, lower_coef, node_bounds);
-    }
-
-   private:
-    BoxBounder& inner_;
-  } unbudgeted(*full);
-  BoxBounder* const bounder = bounder_;
-  bounder_ = &unbudgeted;
-  common::Result<Bounds> b = bound(case_.box, &*whole_);
-  bounder_ = bounder;
-  if (!b.ok()) return b.error();
-  if (proved(*b)) return true;
-  whole_ = std::move(*b);
-  return false;
-}
 
 common::Result<bool> CaseSearch::find_counterexample(const Interval& box, const Bounds& b,
                                                      bool centre) {

@@ -46,6 +46,12 @@ class CaseSearch {
   // once per case. Counted as one bound computation, of the first case.
   // start() uses them instead of computing its own (when given before it).
   static common::Status bound_together(const std::vector<CaseSearch*>& cases);
+  // After search() left them open: the whole box of several cases over one box bounded once
+  // with full CROWN (SplitOptions::full_crown) for all their rows, where full_crown_whole_box
+  // would bound each case's once more: its intermediate bounds are computed, and the nodes
+  // nearest the outputs tuned, once instead of once per case. Each case's whole-box bounds are
+  // narrowed to its rows'; run() then starts from them.
+  static common::Status full_crown_together(const std::vector<CaseSearch*>& cases);
 
   // After start() left the case open: splits until every part is proved, a point checked in one
   // is a counterexample, or the budget or time runs out.
@@ -133,10 +139,21 @@ class CaseSearch {
   // Whether the case's box varies in at most kLookaheadDims dimensions (ACAS Xu's five; the
   // eight noise inputs of dist_shift's 792, whose image part is fixed).
   bool small() const;
-  // SplitOptions::full_crown: for a large input whose whole box was bounded under a finite
-  // refine budget, the whole box once more with full CROWN by that bounder (its bounds replace
-  // the whole box's); true when they prove it.
+  // SplitOptions::full_crown: for an input whose whole box was bounded under a finite refine
+  // budget, the whole box once more with full CROWN by that bounder (alpha also tunes the
+  // bounds of the last kFullCrownTunedNodes refined nodes; its bounds replace the whole box's);
+  // true when they prove it.
   common::Result<bool> full_crown_whole_box();
+  // Whether full_crown_whole_box would bound the whole box (and has not yet).
+  bool wants_full_crown() const;
+  // The objectives of `cases` stacked row-wise (one matrix per graph output): case i's rows
+  // start at offsets[i] (offsets.back(): all rows); `most` is the largest case's row count.
+  struct Stacked {
+    std::vector<Mat> objective;
+    std::vector<Eigen::Index> offsets;
+    Eigen::Index most = 0;
+  };
+  static Stacked stacked(const std::vector<CaseSearch*>& cases);
   bool out_of_time() const { return split_.seconds > 0 && Clock::now() >= deadline_; }
   // How long a point search may take: `cap` seconds, at most a tenth of --timeout and at most
   // what is left of it.
@@ -258,6 +275,7 @@ class CaseSearch {
   PointEvaluator* evaluator_ = nullptr;
   std::vector<Eigen::Index> cell_dims_;  // find_cell_dims(), with an evaluator
   bool proved_by_bounds_ = false;
+  bool full_done_ = false;  // the whole box was bounded with full CROWN (or found not to need it)
   int64_t boxes_ = 0;
   std::optional<Bounds> whole_;  // the whole box's bounds (from bound_together, or start()'s)
   Vec counterexample_;

@@ -92,6 +92,13 @@ struct Options {
   /// Steps when the slopes start from ones carried over (BoundsIn::slopes, e.g. from the
   /// box a verifier split this one from): they start close, so fewer steps do.
   int alpha_warm_steps = 3;
+  /// kAlpha, torch engine (the Eigen engine ignores it): the bounds of this many refined
+  /// intermediate nodes, the last in the Dag's order (nearest the outputs), are tuned too, before
+  /// later nodes' lines are taken from them: the lower bound and minus the upper bound of each
+  /// element CROWN refined there (for a ReLU-like op's input, those that straddle 0), as objective
+  /// rows of their own, toward no goal (torch_alpha.h: rows as many at a time as fit). A node
+  /// whose rows would hold more than 5e7 coefficients per box keeps CROWN's bounds.
+  int alpha_last_nodes = 0;
   double alpha_rate = 0.1;
   /// When set, past this time CROWN refines no more intermediate bounds (IBP's stand) and alpha
   /// takes no more steps (the best bound so far stands): the bounds stay sound, only looser, and

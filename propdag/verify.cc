@@ -212,6 +212,15 @@ common::Result<VerifyResult> verify(const Model& model, const Spec& spec, const 
       return result;
     }
   }
+  // Open cases over one box that need a full CROWN bound of it get one between them.
+  for (size_t i = 0; i < open.size(); ++i) {
+    std::vector<CaseSearch*> group = {open[i]};
+    for (size_t j = i + 1; j < open.size(); ++j)
+      if (open_cases[j]->box.lo == open_cases[i]->box.lo &&
+          open_cases[j]->box.hi == open_cases[i]->box.hi)
+        group.push_back(open[j]);
+    if (group.size() > 1) RETURN_IF_ERROR(CaseSearch::full_crown_together(group));
+  }
   for (CaseSearch* search : open) {
     const int64_t before = search->boxes();
     ASSIGN_OR_RETURN(Verdict v, search->run());

@@ -35,14 +35,16 @@ struct SplitOptions {
   /// than 2^17 elements in all never carry them (memory).
   bool carry_bounds = true;
   Branching branching = Branching::kInput;
-  /// Large inputs (more than 16 varying dimensions), where halving a box gains little per bound:
-  /// when the whole box's CROWN or alpha bounds were computed under a finite refine budget that
-  /// cut some pass short and left the case open, the whole box is bounded once more with full
-  /// CROWN (no budget; the timeout still stops refining) by the bounder this returns, before any
-  /// splitting; its bounds replace the whole box's. Null, or returning null: never. The CLI gives
-  /// the torch engine on the CPU, loaded only then (not with `--engine eigen` named), whose
-  /// convolution passes cost the windows of their coefficients (TinyYOLO: about 50 s on two
-  /// cores, where its sparse products would take many minutes).
+  /// Networks whose refine budget may cut a pass short: when the whole box's CROWN or alpha
+  /// bounds left the case open, the whole box is bounded once more with full CROWN (no budget;
+  /// the timeout still stops refining; with alpha, the bounds of the two refined nodes nearest
+  /// the outputs are tuned too, Options::alpha_last_nodes) by the bounder this returns, before
+  /// any splitting (for large inputs, more than 16 varying dimensions, after the point searches);
+  /// its bounds replace the whole box's. Halving a large input's box gains little per bound,
+  /// and a small input's halves under the budget stay as loose as the whole box (cGAN). Null, or
+  /// returning null: never. The CLI gives the torch engine on the CPU, loaded only then (not with
+  /// `--engine eigen` named), whose convolution passes cost the windows of their coefficients
+  /// (TinyYOLO: about 50 s on two cores, where its sparse products would take many minutes).
   std::function<BoxBounder*()> full_crown;
 };
 

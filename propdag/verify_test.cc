@@ -350,5 +350,38 @@ TEST(VerifyTest, LargeInputsGetOneFullCrownBoundBeforeSplitting) {
   EXPECT_EQ(bounder.calls, 1);
 }
 
+// The same network, two cases over its box: y <= t and y >= u, t and u each halfway between the
+// budgeted bound and full CROWN's. Both need the full bound, which they get from one call.
+TEST(VerifyTest, CasesOverOneBoxShareOneFullCrownBound) {
+  std::string w1;
+  const double first[6] = {1, -1, 0.5, 1, 1, -2};
+  for (int i = 0; i < 60; ++i) w1 += (i > 0 ? ", " : "") + std::to_string(i < 6 ? first[i] : 0);
+  Model m = test::build(test::two_relu_net(20, w1, 1, "1, -2, 1"));
+  const Interval box{Vec::Constant(20, -1), Vec::Constant(20, 1)};
+  Options budgeted{Method::kCrown};
+  budgeted.refine_budget = 260;
+  budgeted.refine_stable_rows = true;
+  auto cut = output_bounds(m, box, budgeted);
+  auto full = output_bounds(m, box, {Method::kCrown});
+  ASSERT_TRUE(cut.ok() && full.ok());
+  const Interval &c = cut->front(), &f = full->front();
+  ASSERT_LT(c.lo[0], f.lo[0] - 0.1);
+  ASSERT_GT(c.hi[0], f.hi[0] + 0.1);
+  char rhs[160];
+  std::snprintf(rhs, sizeof rhs, "(assert (or (and (<= Y_0 %.17g)) (and (>= Y_0 %.17g))))\n",
+                (c.lo[0] + f.lo[0]) / 2, (c.hi[0] + f.hi[0]) / 2);
+  const Spec spec = test::box_spec(std::vector<double>(20, -1), std::vector<double>(20, 1), 1, rhs);
+  ASSERT_EQ(spec.cases.size(), 2u);
+  EigenBounder bounder(m);
+  SplitOptions split{2, 0};
+  split.full_crown = [&bounder]() -> BoxBounder* { return &bounder; };
+  auto r = verify(m, spec, budgeted, split);
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  EXPECT_TRUE(r->verified);
+  EXPECT_EQ(r->cases_proved, 2);
+  EXPECT_EQ(bounder.calls, 1);
+  EXPECT_TRUE(std::isinf(bounder.budget));
+}
+
 }  // namespace
 }  // namespace propdag

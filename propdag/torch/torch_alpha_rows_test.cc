@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <limits>
 #include <memory>
+#include <random>
+#include <string>
 #include <vector>
 
 #include "propdag/engine.h"
@@ -108,6 +110,58 @@ TEST(TorchAlphaRows, RowsTakenOneAtATimeTowardTheirGoals) {
   auto proved = engine->linear_bounds(first, c, alpha_options(1e9, &met));
   ASSERT_TRUE(proved.ok()) << proved.error().str();
   EXPECT_TRUE(proved->lo.row(0).isApprox(crown->lo.row(0), 1e-12));
+}
+
+// Options::alpha_last_nodes on full CROWN over prop_2's box: the last two refined nodes' bounds
+// lie within CROWN's and hold at sampled points (their values from IBP on the point's box), and
+// the outputs' alpha bounds are within plain alpha's, tighter in sum, and hold at those points.
+TEST(TorchAlphaRows, LastNodesTunedStayWithinCrownAndHold) {
+  auto shared = torch_test::load_acasxu(VNNCOMP_BENCHMARKS, "3_3", "prop_2");
+  if (!shared) GTEST_SKIP() << "shared benchmarks absent";
+  const Model& model = shared->first;
+  const Interval box = shared->second.hull();
+  const Boxes one = torch_test::one(box);
+  const std::vector<Mat> c = {Mat::Identity(5, 5)};
+  std::unique_ptr<Engine> engine = engine_for(model);
+  Options plain = alpha_options(1e9, nullptr);
+  plain.refine_budget = std::numeric_limits<double>::infinity();
+  Options last = plain;
+  last.alpha_last_nodes = 2;
+  std::vector<Boxes> crown_nodes, tuned_nodes;
+  auto a = engine->linear_bounds(one, c, plain, nullptr, &crown_nodes);
+  auto t = engine->linear_bounds(one, c, last, nullptr, &tuned_nodes);
+  ASSERT_TRUE(a.ok()) << a.error().str();
+  ASSERT_TRUE(t.ok()) << t.error().str();
+  ASSERT_EQ(tuned_nodes.size(), crown_nodes.size());
+  EXPECT_TRUE((t->lo.array() >= a->lo.array() - 1e-12).all());
+  EXPECT_GT(t->lo.sum(), a->lo.sum() + 1e-3);
+  int narrowed = 0;  // nodes whose summed width alpha narrowed: the two, and some after them
+  for (size_t n = 0; n < tuned_nodes.size(); ++n) {
+    const Boxes &tn = tuned_nodes[n], &cn = crown_nodes[n];
+    if (tn.lo.size() == 0) continue;
+    EXPECT_TRUE((tn.lo.array() >= cn.lo.array() - 1e-12).all()) << "node " << n;
+    EXPECT_TRUE((tn.hi.array() <= cn.hi.array() + 1e-12).all()) << "node " << n;
+    narrowed += (tn.hi - tn.lo).sum() < (cn.hi - cn.lo).sum() - 1e-6;
+  }
+  EXPECT_GE(narrowed, 2);
+  Options ibp;
+  ibp.method = Method::kIbp;
+  std::mt19937 rng(5);
+  for (int i = 0; i < 200; ++i) {
+    Vec x(box.size());
+    for (Eigen::Index j = 0; j < x.size(); ++j)
+      x[j] = std::uniform_real_distribution<double>(box.lo[j], box.hi[j])(rng);
+    std::vector<Boxes> at;
+    auto y = engine->linear_bounds(torch_test::one({x, x}), c, ibp, nullptr, &at);
+    ASSERT_TRUE(y.ok()) << y.error().str();
+    for (Eigen::Index o = 0; o < 5; ++o)
+      ASSERT_GE(y->hi(0, o), t->lo(0, o) - 1e-9) << "output " << o;
+    for (size_t n = 0; n < at.size(); ++n) {
+      if (tuned_nodes[n].lo.size() == 0 || at[n].lo.size() == 0) continue;
+      ASSERT_TRUE((at[n].hi.array() >= tuned_nodes[n].lo.array() - 1e-9).all()) << "node " << n;
+      ASSERT_TRUE((at[n].lo.array() <= tuned_nodes[n].hi.array() + 1e-9).all()) << "node " << n;
+    }
+  }
 }
 
 }  // namespace

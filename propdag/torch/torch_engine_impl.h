@@ -114,6 +114,10 @@ class TorchEngine : public Engine {
   // engine's.
   Status refine(int n, RefineRows kind, const TBox& x, const Options& opt, std::vector<TBox>& b,
                 std::vector<TLines>& lines, const std::vector<char>* keep) const;
+  // Options::alpha_last_nodes: node n's refined elements (`rows`, [M] indices) with their lower
+  // bounds and minus their upper bounds tuned by alpha, each box's bounds narrowed to them.
+  Status tune_node(int n, const at::Tensor& rows, const TBox& x, const Options& opt,
+                   std::vector<TBox>& b) const;
 
   // refine() where the boxes' rows differ (each box refines its own straddling rows, and their
   // union would make most of the pass's work): one pass whose batch is the (box, row) pairs, each

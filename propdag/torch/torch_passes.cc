@@ -6,19 +6,28 @@
 #include <ATen/ops/clamp_min.h>
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/matmul.h>
+#include <ATen/ops/maximum.h>
+#include <ATen/ops/minimum.h>
 #include <ATen/ops/ones.h>
 #include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
 
 #include <algorithm>
+#include <limits>
 #include <set>
 #include <utility>
 #include <vector>
 
+#include "propdag/torch/torch_alpha.h"
 #include "propdag/torch/torch_engine_impl.h"
 
 namespace propdag::torch_engine::internal {
 namespace {
+
+// Options::alpha_last_nodes: the most coefficients per box that a node's tuned rows may hold.
+// cGAN 32x32x1's last two refined nodes hold 1.05e7 and 1.71e7 (2.5 s, 1.6 s); TinyYOLO's last
+// 3.15e8, whose tuning took longer than its whole full CROWN bound.
+constexpr double kTunedNodeEntries = 5e7;
 
 // The window (torch_ops.h) of the rows `rows` ([M] indices) of the identity on a node of shape
 // `d`: known on [1, C, H, W] maps.
@@ -45,6 +54,11 @@ Status TorchEngine::forward(const TBox& x, const Options& opt,
   const bool binding = propdag::internal::budget_binding(m_, opt, kinds_, row_cost_, output_rows);
   b.assign(dag.size(), TBox{});
   lines.assign(dag.size(), TLines{});
+  // Options::alpha_last_nodes: the refined nodes from this index on are tuned.
+  int tuned_from = dag.size();
+  if (opt.method == Method::kAlpha)
+    for (int n = dag.size() - 1, left = opt.alpha_last_nodes; n >= 0 && left > 0; --n)
+      if (kinds_[n] != RefineRows::kNone) tuned_from = n, --left;
   const int64_t k = x.lo.size(0);
   if (opt.report != nullptr) opt.report->boxes += k;
   for (int n = 0; n < dag.size(); ++n) {
@@ -64,7 +78,40 @@ Status TorchEngine::forward(const TBox& x, const Options& opt,
     const std::vector<char>* keep =
         relevance != nullptr && !(*relevance)[n].empty() ? &(*relevance)[n] : nullptr;
     RETURN_IF_ERROR(refine(n, kind, x, opt, b, lines, keep));
+    if (n >= tuned_from && !opt.past_deadline()) {
+      at::Tensor want = kind == RefineRows::kAll
+                            ? at::ones({m_.numel(n)}, b[n].lo.options().dtype(at::kBool))
+                            : (b[n].lo < 0).logical_and(b[n].hi > 0).any(0);
+      if (keep != nullptr)
+        want = want.logical_and(at::from_blob(const_cast<char*>(keep->data()), {m_.numel(n)},
+                                              at::TensorOptions().dtype(at::kChar))
+                                    .to(want.device(), at::kBool));
+      const at::Tensor rows = want.nonzero().squeeze(1);
+      if (rows.size(0) > 0) RETURN_IF_ERROR(tune_node(n, rows, x, opt, b));
+    }
   }
+  return {};
+}
+
+Status TorchEngine::tune_node(int n, const at::Tensor& rows, const TBox& x, const Options& opt,
+                              std::vector<TBox>& b) const {
+  const int64_t r = rows.size(0);
+  double per_row = 0;  // coefficients per box and row
+  for (int q : m_.dag().backward_order(n)) per_row += static_cast<double>(m_.numel(q));
+  if (2 * static_cast<double>(r) * per_row > kTunedNodeEntries) return {};
+  const at::Tensor id =
+      at::zeros({r, m_.numel(n)}, opts_).scatter_(1, rows.unsqueeze(1).to(opts_.device()), 1.0);
+  const at::Tensor lo = b[n].lo.index_select(1, rows), hi = b[n].hi.index_select(1, rows);
+  // Goals out of reach: every row is tuned, as many at a time as fit.
+  const Vec never = Vec::Constant(2 * r, std::numeric_limits<double>::infinity());
+  ASSIGN_OR_RETURN(at::Tensor tuned,
+                   internal::optimized_lower({m_, kernels_, offset_, x, b}, n, at::cat({id, -id}),
+                                             opt, nullptr, at::cat({lo, -hi}, 1), &never));
+  if (!tuned.defined()) return {};
+  TBox t{tuned.narrow(1, 0, r), -tuned.narrow(1, r, r)};
+  internal::nan_as_unbounded(t);
+  b[n].lo = b[n].lo.index_copy(1, rows, at::maximum(lo, t.lo));
+  b[n].hi = b[n].hi.index_copy(1, rows, at::minimum(hi, t.hi));
   return {};
 }
 
