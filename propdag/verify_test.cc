@@ -309,19 +309,35 @@ TEST(VerifyTest, BoxBounderCarriesNodeBoundsAsTheSearchDoes) {
 // entries + x's 20) and leaves h2 (98 a row) to IBP. A bound t halfway between that lower
 // bound of y and full CROWN's: the whole box's budgeted bound leaves y > t open, and one more
 // bound of it with full CROWN (SplitOptions::full_crown) proves it, before any split.
-TEST(VerifyTest, LargeInputsGetOneFullCrownBoundBeforeSplitting) {
+Model wide_network1() {
   std::string w1;
   const double first[6] = {1, -1, 0.5, 1, 1, -2};
   for (int i = 0; i < 60; ++i) w1 += (i > 0 ? ", " : "") + std::to_string(i < 6 ? first[i] : 0);
-  Model m = test::build(test::two_relu_net(20, w1, 1, "1, -2, 1"));
-  const Interval box{Vec::Constant(20, -1), Vec::Constant(20, 1)};
+  return test::build(test::two_relu_net(20, w1, 1, "1, -2, 1"));
+}
+
+Options budget_260() {
   Options budgeted{Method::kCrown};
   budgeted.refine_budget = 260;
   budgeted.refine_stable_rows = true;  // as verify() bounds
-  auto cut = output_bounds(m, box, budgeted);
-  auto full = output_bounds(m, box, {Method::kCrown});
-  ASSERT_TRUE(cut.ok() && full.ok());
-  const double lo_cut = cut->front().lo[0], lo_full = full->front().lo[0];
+  return budgeted;
+}
+
+// y's bounds on the box [-1, 1]^20 at that budget (`cut`) and with full CROWN.
+void cut_and_full(const Model& m, const Options& budgeted, Interval* cut, Interval* full) {
+  const Interval box{Vec::Constant(20, -1), Vec::Constant(20, 1)};
+  auto c = output_bounds(m, box, budgeted);
+  auto f = output_bounds(m, box, {Method::kCrown});
+  ASSERT_TRUE(c.ok() && f.ok());
+  *cut = c->front(), *full = f->front();
+}
+
+TEST(VerifyTest, LargeInputsGetOneFullCrownBoundBeforeSplitting) {
+  Model m = wide_network1();
+  const Options budgeted = budget_260();
+  Interval cut, full;
+  ASSERT_NO_FATAL_FAILURE(cut_and_full(m, budgeted, &cut, &full));
+  const double lo_cut = cut.lo[0], lo_full = full.lo[0];
   ASSERT_LT(lo_cut, lo_full - 0.1);
   char rhs[64];
   std::snprintf(rhs, sizeof rhs, "(assert (<= Y_0 %.17g))\n", (lo_cut + lo_full) / 2);
@@ -353,18 +369,10 @@ TEST(VerifyTest, LargeInputsGetOneFullCrownBoundBeforeSplitting) {
 // The same network, two cases over its box: y <= t and y >= u, t and u each halfway between the
 // budgeted bound and full CROWN's. Both need the full bound, which they get from one call.
 TEST(VerifyTest, CasesOverOneBoxShareOneFullCrownBound) {
-  std::string w1;
-  const double first[6] = {1, -1, 0.5, 1, 1, -2};
-  for (int i = 0; i < 60; ++i) w1 += (i > 0 ? ", " : "") + std::to_string(i < 6 ? first[i] : 0);
-  Model m = test::build(test::two_relu_net(20, w1, 1, "1, -2, 1"));
-  const Interval box{Vec::Constant(20, -1), Vec::Constant(20, 1)};
-  Options budgeted{Method::kCrown};
-  budgeted.refine_budget = 260;
-  budgeted.refine_stable_rows = true;
-  auto cut = output_bounds(m, box, budgeted);
-  auto full = output_bounds(m, box, {Method::kCrown});
-  ASSERT_TRUE(cut.ok() && full.ok());
-  const Interval &c = cut->front(), &f = full->front();
+  Model m = wide_network1();
+  const Options budgeted = budget_260();
+  Interval c, f;
+  ASSERT_NO_FATAL_FAILURE(cut_and_full(m, budgeted, &c, &f));
   ASSERT_LT(c.lo[0], f.lo[0] - 0.1);
   ASSERT_GT(c.hi[0], f.hi[0] + 0.1);
   char rhs[160];
