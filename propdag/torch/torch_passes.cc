@@ -44,6 +44,13 @@ Window rows_window(const common::Dims& d, const at::Tensor& rows) {
   return win;
 }
 
+// The elements of a node in the objective's cone (relevance.h: `keep`), as a [numel] mask.
+at::Tensor cone_mask(const std::vector<char>& keep, const at::Device& device) {
+  return at::from_blob(const_cast<char*>(keep.data()), {static_cast<int64_t>(keep.size())},
+                       at::TensorOptions().dtype(at::kChar))
+      .to(device, at::kBool);
+}
+
 }  // namespace
 
 Status TorchEngine::forward(const TBox& x, const Options& opt,
@@ -82,10 +89,7 @@ Status TorchEngine::forward(const TBox& x, const Options& opt,
       at::Tensor want = kind == RefineRows::kAll
                             ? at::ones({m_.numel(n)}, b[n].lo.options().dtype(at::kBool))
                             : (b[n].lo < 0).logical_and(b[n].hi > 0).any(0);
-      if (keep != nullptr)
-        want = want.logical_and(at::from_blob(const_cast<char*>(keep->data()), {m_.numel(n)},
-                                              at::TensorOptions().dtype(at::kChar))
-                                    .to(want.device(), at::kBool));
+      if (keep != nullptr) want = want.logical_and(cone_mask(*keep, want.device()));
       const at::Tensor rows = want.nonzero().squeeze(1);
       if (rows.size(0) > 0) RETURN_IF_ERROR(tune_node(n, rows, x, opt, b));
     }
@@ -122,12 +126,8 @@ Status TorchEngine::refine(int n, RefineRows kind, const TBox& x, const Options&
   at::Tensor want = kind == RefineRows::kAll
                         ? at::ones({k, numel}, b[n].lo.options().dtype(at::kBool))
                         : ((b[n].lo >= 0).logical_or(b[n].hi <= 0)).logical_not();
-  if (keep != nullptr) {  // rows outside the objective's cone (relevance.h)
-    const at::Tensor mask = at::from_blob(const_cast<char*>(keep->data()), {1, numel},
-                                          at::TensorOptions().dtype(at::kChar))
-                                .to(want.device(), at::kBool);
-    want = want.logical_and(mask);
-  }
+  if (keep != nullptr)  // rows outside the objective's cone (relevance.h)
+    want = want.logical_and(cone_mask(*keep, want.device()).unsqueeze(0));
   const at::Tensor counts = want.sum(1).to(at::kCPU, at::kLong).contiguous();
   const int64_t* count = counts.data_ptr<int64_t>();
   at::Tensor take = at::zeros({k, 1}, at::TensorOptions().dtype(at::kBool));
