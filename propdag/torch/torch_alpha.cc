@@ -267,7 +267,9 @@ Result<at::Tensor> optimized_lower(const AlphaInput& in, int target, const at::T
     std::vector<int64_t> picked(taken.begin() + r0, taken.begin() + r0 + rk);
     const at::Tensor sel =
         at::from_blob(picked.data(), {rk}, at::kLong).to(c.device(), false, true);
-    const at::Tensor cr = rk == rows ? c : c.index_select(0, sel);
+    // The picked rows in the order they were taken (not the objective's): lb's column j is
+    // row picked[j], which index_copy_ puts back in place.
+    const at::Tensor cr = c.index_select(0, sel);
     const at::Tensor gr = g.defined() ? g.index_select(0, sel) : at::Tensor();
     for (int64_t k0 = 0; k0 < k; k0 += kc) {
       const int64_t kk = std::min(kc, k - k0);

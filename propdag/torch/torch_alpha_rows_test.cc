@@ -112,6 +112,42 @@ TEST(TorchAlphaRows, RowsTakenOneAtATimeTowardTheirGoals) {
   EXPECT_TRUE(proved->lo.row(0).isApprox(crown->lo.row(0), 1e-12));
 }
 
+// Goals that order the rows last to first, all of them fitting at once and none reached: every
+// row tuned together in that order, each bound and coefficient row landing on its own row, as
+// without goals.
+TEST(TorchAlphaRows, RowsTakenOutOfOrderKeepTheirPlaces) {
+  auto shared = torch_test::load_acasxu(VNNCOMP_BENCHMARKS, "3_3", "prop_2");
+  if (!shared) GTEST_SKIP() << "shared benchmarks absent";
+  const Model& model = shared->first;
+  const Boxes boxes = quarters(shared->second.hull());
+  const std::vector<Mat> c = {Mat::Identity(5, 5)};
+  std::unique_ptr<Engine> engine = engine_for(model);
+  std::vector<Mat> free_coef, goal_coef;
+  auto free = engine->linear_bounds(boxes, c, alpha_options(1e9, nullptr), &free_coef);
+  ASSERT_TRUE(free.ok()) << free.error().str();
+  Options crown_options = alpha_options(1e9, nullptr);
+  crown_options.method = Method::kCrown;
+  auto crown = engine->linear_bounds(boxes, c, crown_options);
+  ASSERT_TRUE(crown.ok()) << crown.error().str();
+  // Margins over the goals -1000 + 100 r: the last row first.
+  const double top = crown->lo.maxCoeff();
+  Vec goal(5);
+  for (Eigen::Index r = 0; r < 5; ++r) goal[r] = top + 1e3 - 100.0 * static_cast<double>(r);
+  ASSERT_LT(free->lo.maxCoeff(), goal.minCoeff());
+  auto ordered = engine->linear_bounds(boxes, c, alpha_options(1e9, &goal), &goal_coef);
+  ASSERT_TRUE(ordered.ok()) << ordered.error().str();
+  ASSERT_EQ(goal_coef.size(), free_coef.size());
+  for (int k = 0; k < 4; ++k) {
+    const std::string what = "box " + std::to_string(k);
+    torch_test::expect_close(ordered->lo.row(k).transpose(), free->lo.row(k).transpose(), 1e-9,
+                             what);
+    for (Eigen::Index r = 0; r < 5; ++r)
+      torch_test::expect_close(goal_coef[static_cast<size_t>(k)].row(r).transpose(),
+                               free_coef[static_cast<size_t>(k)].row(r).transpose(), 1e-9,
+                               what + " coefficients");
+  }
+}
+
 // Options::alpha_last_nodes on full CROWN over prop_2's box: the last two refined nodes' bounds
 // lie within CROWN's and hold at sampled points (their values from IBP on the point's box), and
 // the outputs' alpha bounds are within plain alpha's, tighter in sum, and hold at those points.
