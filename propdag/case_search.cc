@@ -71,7 +71,10 @@ CaseSearch::CaseSearch(const Model& model, const SpecCase& c, const Options& opt
                    elements(model) <= kCarryElements),
       relu_splits_(bounder == nullptr && options.method != Method::kIbp &&
                    split.branching == Branching::kRelu && has_relus(model)),
-      bounder_(bounder) {}
+      bounder_(bounder),
+      untuned_options_(options) {
+  untuned_options_.method = Method::kCrown;
+}
 
 common::Result<Verdict> CaseSearch::start() {
   Bounds b;

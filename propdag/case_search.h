@@ -58,6 +58,8 @@ class CaseSearch {
   common::Result<Verdict> run();
 
   int64_t boxes() const { return boxes_; }
+  // Of them, boxes bounded with CROWN under --method alpha because tuning did not pay (below).
+  int64_t untuned() const { return untuned_; }
   const Vec& counterexample() const { return counterexample_; }
 
   // For a model whose shapes depend on input values (Model::value_dependent_shape): points are
@@ -111,8 +113,17 @@ class CaseSearch {
   // Bounds over `box` (with `splits`, over the part of it that meets them). `from`: the bounds
   // of the part this one was split from, which hold here too; with --method alpha the tuned
   // slopes and multipliers start from its ones, and carried node bounds narrow these.
+  // With --method alpha, the halves of input splitting are tuned only while it pays: every
+  // kAlphaSampleEvery-th one is bounded both with and without tuning (the bounds kept are both
+  // intersected), and once kAlphaMinSamples such pairs are in, alpha tunes only while more than
+  // kAlphaMinGain of them were proved by the tuned bounds alone.
   common::Result<Bounds> bound(const Interval& box, const Bounds* from = nullptr,
                                const std::vector<NeuronSplit>* splits = nullptr);
+  // bound()'s computation, tuned (--method alpha) or with CROWN (`tune` false).
+  common::Result<Bounds> bound_once(const Interval& box, const Bounds* from,
+                                    const std::vector<NeuronSplit>* splits, bool tune);
+  // Whether alpha's tuning paid on the sampled halves so far (true until enough are in).
+  bool alpha_pays() const;
   // Bounds over each of `boxes`, from[i] as bound()'s `from` for boxes[i]: one box at a time, or
   // with a BoxBounder up to its batch() per call.
   common::Result<std::vector<Bounds>> bound_all(const std::vector<Interval>& boxes,
@@ -277,6 +288,11 @@ class CaseSearch {
   bool proved_by_bounds_ = false;
   bool full_done_ = false;  // the whole box was bounded with full CROWN (or found not to need it)
   int64_t boxes_ = 0;
+  Options untuned_options_;      // options_ with CROWN for --method alpha (bound())
+  int64_t split_halves_ = 0;     // halves bound() computed under --method alpha
+  int64_t alpha_sampled_ = 0;    // of them, bounded both ways
+  int64_t alpha_only_ = 0;       // of those, proved by the tuned bounds and not by CROWN's
+  int64_t untuned_ = 0;          // halves bounded with CROWN because tuning did not pay
   std::optional<Bounds> whole_;  // the whole box's bounds (from bound_together, or start()'s)
   Vec counterexample_;
   Clock::time_point next_attack_;  // when attack_while_splitting is due

@@ -248,9 +248,10 @@ common::Status run_verify(const Args& a) {
   if (a.stats)
     std::fprintf(stderr,
                  "{\"model\": %s, \"spec\": %s, \"cases\": %d, \"cases_proved\": %d, "
-                 "\"boxes\": %lld, \"ms\": %.3f}\n",
+                 "\"boxes\": %lld, \"untuned\": %lld, \"ms\": %.3f}\n",
                  common::json_string(a.model).c_str(), common::json_string(a.spec).c_str(), r.cases,
-                 r.cases_proved, static_cast<long long>(r.boxes), common::now_ms() - start);
+                 r.cases_proved, static_cast<long long>(r.boxes), static_cast<long long>(r.untuned),
+                 common::now_ms() - start);
   std::optional<propdag::Model> original;
   if (r.falsified && !a.check_model.empty()) {
     ASSIGN_OR_RETURN(original, propdag::Model::load(a.check_model));
@@ -353,8 +354,10 @@ static int main_body(int argc, char** argv) {
                      "For MODEL a rewritten copy of it, e.g. slimonnx's output on stdin");
   verify->add_flag("--stats", a.stats,
                    "print one JSON line {\"model\", \"spec\", \"cases\", \"cases_proved\", "
-                   "\"boxes\", \"ms\"} on stderr (boxes: bound computations), and for crown "
-                   "and alpha a line {\"crown\": {...}} before it, as bounds --stats prints");
+                   "\"boxes\", \"untuned\", \"ms\"} on stderr (boxes: bound computations; "
+                   "untuned: those alpha left to CROWN where tuning stopped paying), and for "
+                   "crown and alpha a line {\"crown\": {...}} before it, as bounds --stats "
+                   "prints");
   for (CLI::App* sub : {bounds, verify}) {
     sub->add_option("--engine", a.engine,
                     "eigen (default: one box at a time; unless named, verify bounds a large "

@@ -232,6 +232,7 @@ common::Result<VerifyResult> verify(const Model& model, const Spec& spec, const 
       break;
     }
   }
+  for (const auto& search : searches) result.untuned += search->untuned();
   // Bounds hold for runs with the static shapes only: where a shape may vary, only cases every
   // box of which was decided by evaluating its run are proved.
   bool by_bounds = false;
