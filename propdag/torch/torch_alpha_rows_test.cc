@@ -6,8 +6,10 @@
 #include <filesystem>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "propdag/engine.h"
@@ -42,30 +44,44 @@ Boxes quarters(const Interval& box) {
   return out;
 }
 
-TEST(TorchAlphaRows, RowsTakenOneAtATimeTowardTheirGoals) {
-  auto shared = torch_test::load_acasxu(VNNCOMP_BENCHMARKS, "3_3", "prop_2");
-  if (!shared) GTEST_SKIP() << "shared benchmarks absent";
-  const Model& model = shared->first;
-  const Boxes boxes = quarters(shared->second.hull());
-  const std::vector<Mat> c = {Mat::Identity(5, 5)};
-  std::unique_ptr<Engine> engine = engine_for(model);
-  // Every row at once (all fit): the reference, and CROWN's bounds.
-  auto all = engine->linear_bounds(boxes, c, alpha_options(1e9, nullptr));
+// ACAS Xu 3_3 and prop_2's box, the box cut in four, the torch engine, and CROWN's bounds of the
+// five outputs over the four boxes.
+class TorchAlphaRows : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    shared_ = torch_test::load_acasxu(VNNCOMP_BENCHMARKS, "3_3", "prop_2");
+    if (!shared_) GTEST_SKIP() << "shared benchmarks absent";
+    boxes_ = quarters(shared_->second.hull());
+    engine_ = engine_for(shared_->first);
+    Options crown_options = alpha_options(1e9, nullptr);
+    crown_options.method = Method::kCrown;
+    auto crown = engine_->linear_bounds(boxes_, c_, crown_options);
+    ASSERT_TRUE(crown.ok()) << crown.error().str();
+    crown_ = std::move(*crown);
+  }
+
+  std::optional<std::pair<Model, Spec>> shared_;
+  Boxes boxes_;
+  const std::vector<Mat> c_ = {Mat::Identity(5, 5)};
+  std::unique_ptr<Engine> engine_;
+  Boxes crown_;
+};
+
+TEST_F(TorchAlphaRows, RowsTakenOneAtATimeTowardTheirGoals) {
+  const Model& model = shared_->first;
+  // Every row at once (all fit): the reference.
+  auto all = engine_->linear_bounds(boxes_, c_, alpha_options(1e9, nullptr));
   ASSERT_TRUE(all.ok()) << all.error().str();
-  Options crown_options = alpha_options(1e9, nullptr);
-  crown_options.method = Method::kCrown;
-  auto crown = engine->linear_bounds(boxes, c, crown_options);
-  ASSERT_TRUE(crown.ok()) << crown.error().str();
   // About 600 coefficients per box and row: 1,000 holds one row of one box, not five.
   const double one_row = 1000;
   // Without a goal, rows that do not all fit are not tuned: CROWN's bounds.
-  auto untuned = engine->linear_bounds(boxes, c, alpha_options(one_row, nullptr));
+  auto untuned = engine_->linear_bounds(boxes_, c_, alpha_options(one_row, nullptr));
   ASSERT_TRUE(untuned.ok()) << untuned.error().str();
-  EXPECT_TRUE(untuned->lo.isApprox(crown->lo, 1e-12));
+  EXPECT_TRUE(untuned->lo.isApprox(crown_.lo, 1e-12));
   // Goals out of reach: every row tuned, one at a time, each as in the call with every row.
   const Vec far = Vec::Constant(5, std::numeric_limits<double>::infinity());
   std::vector<Mat> coef;
-  auto each = engine->linear_bounds(boxes, c, alpha_options(one_row, &far), &coef);
+  auto each = engine_->linear_bounds(boxes_, c_, alpha_options(one_row, &far), &coef);
   ASSERT_TRUE(each.ok()) << each.error().str();
   for (int k = 0; k < 4; ++k)
     torch_test::expect_close(each->lo.row(k).transpose(), all->lo.row(k).transpose(), 1e-9,
@@ -73,10 +89,10 @@ TEST(TorchAlphaRows, RowsTakenOneAtATimeTowardTheirGoals) {
   // Bounds and coefficients as the Eigen engine's alpha gives them, box by box.
   ASSERT_EQ(coef.size(), 4u);
   for (int k = 0; k < 4; ++k) {
-    const Interval box{boxes.lo.row(k).transpose(), boxes.hi.row(k).transpose()};
+    const Interval box{boxes_.lo.row(k).transpose(), boxes_.hi.row(k).transpose()};
     BoundsOut ref;
     ref.want.lower_coef = true;
-    auto y = linear_bounds(model, box, c, alpha_options(1e9, nullptr), {}, &ref);
+    auto y = linear_bounds(model, box, c_, alpha_options(1e9, nullptr), {}, &ref);
     ASSERT_TRUE(y.ok()) << y.error().str();
     const std::string what = "box " + std::to_string(k);
     torch_test::expect_close(each->lo.row(k).transpose(), y->lo, 1e-9, what);
@@ -88,53 +104,43 @@ TEST(TorchAlphaRows, RowsTakenOneAtATimeTowardTheirGoals) {
   // alpha's, the others with goals far above theirs (their margins smaller): that row alone is
   // tuned, until its bound passes the goal; the others keep CROWN's.
   Eigen::Index best = 0;
-  (all->lo.row(0) - crown->lo.row(0)).maxCoeff(&best);
-  const double gain = all->lo(0, best) - crown->lo(0, best);
+  (all->lo.row(0) - crown_.lo.row(0)).maxCoeff(&best);
+  const double gain = all->lo(0, best) - crown_.lo(0, best);
   ASSERT_GT(gain, 1e-3);
-  Vec goal = crown->lo.row(0).transpose().array() + 1e3;
-  goal[best] = crown->lo(0, best) + gain / 2;
-  const Boxes first{boxes.lo.topRows(1), boxes.hi.topRows(1)};
-  auto toward = engine->linear_bounds(first, c, alpha_options(one_row, &goal));
+  Vec goal = crown_.lo.row(0).transpose().array() + 1e3;
+  goal[best] = crown_.lo(0, best) + gain / 2;
+  const Boxes first{boxes_.lo.topRows(1), boxes_.hi.topRows(1)};
+  auto toward = engine_->linear_bounds(first, c_, alpha_options(one_row, &goal));
   ASSERT_TRUE(toward.ok()) << toward.error().str();
   for (Eigen::Index r = 0; r < 5; ++r) {
     if (r == best) {
       EXPECT_GT(toward->lo(0, r), goal[r]);
       EXPECT_LT(toward->lo(0, r), all->lo(0, r));  // stopped at the goal
     } else {
-      EXPECT_DOUBLE_EQ(toward->lo(0, r), crown->lo(0, r)) << "row " << r;
+      EXPECT_DOUBLE_EQ(toward->lo(0, r), crown_.lo(0, r)) << "row " << r;
     }
   }
   // A goal CROWN already meets: no row is tuned.
-  Vec met = crown->lo.row(0).transpose().array() + 1e3;
-  met[best] = crown->lo(0, best) - 1;
-  auto proved = engine->linear_bounds(first, c, alpha_options(1e9, &met));
+  Vec met = crown_.lo.row(0).transpose().array() + 1e3;
+  met[best] = crown_.lo(0, best) - 1;
+  auto proved = engine_->linear_bounds(first, c_, alpha_options(1e9, &met));
   ASSERT_TRUE(proved.ok()) << proved.error().str();
-  EXPECT_TRUE(proved->lo.row(0).isApprox(crown->lo.row(0), 1e-12));
+  EXPECT_TRUE(proved->lo.row(0).isApprox(crown_.lo.row(0), 1e-12));
 }
 
 // Goals that order the rows last to first, all of them fitting at once and none reached: every
 // row tuned together in that order, each bound and coefficient row landing on its own row, as
 // without goals.
-TEST(TorchAlphaRows, RowsTakenOutOfOrderKeepTheirPlaces) {
-  auto shared = torch_test::load_acasxu(VNNCOMP_BENCHMARKS, "3_3", "prop_2");
-  if (!shared) GTEST_SKIP() << "shared benchmarks absent";
-  const Model& model = shared->first;
-  const Boxes boxes = quarters(shared->second.hull());
-  const std::vector<Mat> c = {Mat::Identity(5, 5)};
-  std::unique_ptr<Engine> engine = engine_for(model);
+TEST_F(TorchAlphaRows, RowsTakenOutOfOrderKeepTheirPlaces) {
   std::vector<Mat> free_coef, goal_coef;
-  auto free = engine->linear_bounds(boxes, c, alpha_options(1e9, nullptr), &free_coef);
+  auto free = engine_->linear_bounds(boxes_, c_, alpha_options(1e9, nullptr), &free_coef);
   ASSERT_TRUE(free.ok()) << free.error().str();
-  Options crown_options = alpha_options(1e9, nullptr);
-  crown_options.method = Method::kCrown;
-  auto crown = engine->linear_bounds(boxes, c, crown_options);
-  ASSERT_TRUE(crown.ok()) << crown.error().str();
   // Margins over the goals -1000 + 100 r: the last row first.
-  const double top = crown->lo.maxCoeff();
+  const double top = crown_.lo.maxCoeff();
   Vec goal(5);
   for (Eigen::Index r = 0; r < 5; ++r) goal[r] = top + 1e3 - 100.0 * static_cast<double>(r);
   ASSERT_LT(free->lo.maxCoeff(), goal.minCoeff());
-  auto ordered = engine->linear_bounds(boxes, c, alpha_options(1e9, &goal), &goal_coef);
+  auto ordered = engine_->linear_bounds(boxes_, c_, alpha_options(1e9, &goal), &goal_coef);
   ASSERT_TRUE(ordered.ok()) << ordered.error().str();
   ASSERT_EQ(goal_coef.size(), free_coef.size());
   for (int k = 0; k < 4; ++k) {
@@ -151,21 +157,16 @@ TEST(TorchAlphaRows, RowsTakenOutOfOrderKeepTheirPlaces) {
 // Options::alpha_last_nodes on full CROWN over prop_2's box: the last two refined nodes' bounds
 // lie within CROWN's and hold at sampled points (their values from IBP on the point's box), and
 // the outputs' alpha bounds are within plain alpha's, tighter in sum, and hold at those points.
-TEST(TorchAlphaRows, LastNodesTunedStayWithinCrownAndHold) {
-  auto shared = torch_test::load_acasxu(VNNCOMP_BENCHMARKS, "3_3", "prop_2");
-  if (!shared) GTEST_SKIP() << "shared benchmarks absent";
-  const Model& model = shared->first;
-  const Interval box = shared->second.hull();
+TEST_F(TorchAlphaRows, LastNodesTunedStayWithinCrownAndHold) {
+  const Interval box = shared_->second.hull();
   const Boxes one = torch_test::one(box);
-  const std::vector<Mat> c = {Mat::Identity(5, 5)};
-  std::unique_ptr<Engine> engine = engine_for(model);
   Options plain = alpha_options(1e9, nullptr);
   plain.refine_budget = std::numeric_limits<double>::infinity();
   Options last = plain;
   last.alpha_last_nodes = 2;
   std::vector<Boxes> crown_nodes, tuned_nodes;
-  auto a = engine->linear_bounds(one, c, plain, nullptr, &crown_nodes);
-  auto t = engine->linear_bounds(one, c, last, nullptr, &tuned_nodes);
+  auto a = engine_->linear_bounds(one, c_, plain, nullptr, &crown_nodes);
+  auto t = engine_->linear_bounds(one, c_, last, nullptr, &tuned_nodes);
   ASSERT_TRUE(a.ok()) << a.error().str();
   ASSERT_TRUE(t.ok()) << t.error().str();
   ASSERT_EQ(tuned_nodes.size(), crown_nodes.size());
@@ -188,7 +189,7 @@ TEST(TorchAlphaRows, LastNodesTunedStayWithinCrownAndHold) {
     for (Eigen::Index j = 0; j < x.size(); ++j)
       x[j] = std::uniform_real_distribution<double>(box.lo[j], box.hi[j])(rng);
     std::vector<Boxes> at;
-    auto y = engine->linear_bounds(torch_test::one({x, x}), c, ibp, nullptr, &at);
+    auto y = engine_->linear_bounds(torch_test::one({x, x}), c_, ibp, nullptr, &at);
     ASSERT_TRUE(y.ok()) << y.error().str();
     for (Eigen::Index o = 0; o < 5; ++o)
       ASSERT_GE(y->hi(0, o), t->lo(0, o) - 1e-9) << "output " << o;
