@@ -113,8 +113,9 @@ class CaseSearch {
   // Bounds over `box` (with `splits`, over the part of it that meets them). `from`: the bounds
   // of the part this one was split from, which hold here too; with --method alpha the tuned
   // slopes and multipliers start from its ones, and carried node bounds narrow these.
-  // With --method alpha, the halves of input splitting are tuned only while it pays: every
-  // kAlphaSampleEvery-th one is bounded both with and without tuning (the bounds kept are both
+  // With --method alpha, the halves of input splitting (also in bound_all's batches) are
+  // tuned only while it pays: every kAlphaSampleEvery-th one (kAlphaPausedSampleEvery-th while
+  // not tuning) is bounded both with and without tuning (the bounds kept are both
   // intersected), and once kAlphaMinSamples such pairs are in, alpha tunes only while more than
   // kAlphaMinGain of them were proved by the tuned bounds alone.
   common::Result<Bounds> bound(const Interval& box, const Bounds* from = nullptr,
@@ -124,10 +125,19 @@ class CaseSearch {
                                     const std::vector<NeuronSplit>* splits, bool tune);
   // Whether alpha's tuning paid on the sampled halves so far (true until enough are in).
   bool alpha_pays() const;
+  // Counts a half and says whether it is one to bound both ways.
+  bool sample_now(bool tuning);
+  // A sampled half: `kept` (tuned when `tuned`) and `other` (the other way) counted toward
+  // alpha_pays, and `kept` narrowed by `other`.
+  void sampled(Bounds& kept, Bounds&& other, bool tuned);
   // Bounds over each of `boxes`, from[i] as bound()'s `from` for boxes[i]: one box at a time, or
   // with a BoxBounder up to its batch() per call.
   common::Result<std::vector<Bounds>> bound_all(const std::vector<Interval>& boxes,
                                                 const std::vector<const Bounds*>& from);
+  // bound_all's BoxBounder calls, up to its batch() boxes each, with `options`.
+  common::Result<std::vector<Bounds>> batched(const std::vector<Interval>& boxes,
+                                              const std::vector<const Bounds*>& from,
+                                              const Options& options);
   // Boxes per bound call: the BoxBounder's batch, else 1.
   int64_t per_call() const;
   // Positive when the bounds prove the box safe: by how much the best unsafe constraint

@@ -79,8 +79,9 @@ struct VerifyResult {
   int cases_proved = 0;
   int64_t boxes = 0;  ///< bound computations made, over all cases
   /// Of them, under Method::kAlpha: halves of input splitting bounded with CROWN because tuning
-  /// had stopped paying in their case's search (sampled: one half in 16 is bounded both ways;
-  /// alpha goes on while over 1% of those are proved by its bounds alone).
+  /// had stopped paying in their case's search (sampled: one half in 16, one in 128 while
+  /// paused, is bounded both ways; alpha goes on while over 1% of those are proved by its
+  /// bounds alone).
   int64_t untuned = 0;
   Vec counterexample;
 };

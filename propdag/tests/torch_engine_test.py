@@ -1,6 +1,6 @@
 """`propdag bounds|verify --engine torch`: the same bounds (ibp, crown, alpha) and verdicts as the
 Eigen engine on ACAS Xu, a conv net and (ibp, crown) an ml4acopf model, --batch slices, float32,
-and one-line errors with exit code 2."""
+one-line errors with exit code 2, and verify's batches tuned only while alpha pays."""
 
 import json
 import os
@@ -10,6 +10,7 @@ import time
 import numpy as np
 import pytest
 
+import alpha_pays_test
 import sampling
 
 PROPDAG = os.environ.get("PROPDAG", "build/propdag/propdag")
@@ -164,3 +165,10 @@ def test_timeout_stops_a_full_crown_pass_between_chunks():
     assert r.stdout.split("\n")[0] == "unknown", r.stdout
     assert stats_line(r.stderr)["ibp_deadline"] >= 1, r.stderr
     assert elapsed < 30 + 5, elapsed  # the start-up (the model, LibTorch) and one chunk
+
+
+@pytest.mark.skipif(not os.path.isdir(alpha_pays_test.LSNC), reason="no lsnc benchmark")
+def test_verify_batches_tune_only_while_it_pays():
+    """alpha_pays_test.py's lsnc case through the torch engine's batches: after the first 1,600
+    halves, those of the Lyapunov case go to CROWN (a round of batches may pass the 8,000)."""
+    assert 5000 < alpha_pays_test.lsnc_untuned("--engine", "torch") < 12000
