@@ -210,7 +210,6 @@ void CaseSearch::sampled(Bounds& kept, Bounds&& other, bool tuned) {
   const Bounds& with = tuned ? kept : other;
   const Bounds& without = tuned ? other : kept;
   ++alpha_sampled_;
-  auto proves = [this](const Bounds& x) { return margin(x) > 0 || x.joint > 0; };
   if (proves(with) && !proves(without)) ++alpha_only_;
   // Both hold on the box.
   kept.y.lo = kept.y.lo.cwiseMax(other.y.lo);

@@ -148,10 +148,12 @@ class CaseSearch {
   // Whether the bounds prove the box (or part) safe: some constraint misses (margin > 0), or a
   // positive combination of them does (Bounds::joint > 0).
   bool proved(const Bounds& b) {
-    const bool p = margin(b) > 0 || b.joint > 0;
+    const bool p = proves(b);
     proved_by_bounds_ = proved_by_bounds_ || p;
     return p;
   }
+  // The same, without recording it.
+  bool proves(const Bounds& b) const { return margin(b) > 0 || b.joint > 0; }
   // max over lambda >= 0, sum lambda = 1 of min over `box` of sum_r lambda_r (a_r . x + bias_r -
   // rhs_r), with a_r = coef.row(r), approximately (any lambda gives a valid bound): positive
   // when no point of the box meets every constraint of the case, even where each one alone is

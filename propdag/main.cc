@@ -92,9 +92,8 @@ struct Args {
   propdag::SplitOptions split;
 };
 
-// verify's default refinement budget: many bound computations per property, so a fixed budget
-// per pass (what it cuts short is reported by --stats); bounds defaults to the model's on its box
-// (default_refine_budget: full CROWN where it fits).
+// verify's default refinement budget per pass (--stats reports what it cuts short); bounds takes
+// the model's on its box (default_refine_budget: full CROWN where it fits).
 constexpr double kVerifyBudget = 2e8;
 
 // `box`: the box bounds is asked for (null for verify).
@@ -352,12 +351,10 @@ static int main_body(int argc, char** argv) {
                      "a point found on MODEL counts as a counterexample only if it is one on "
                      "this model too (evaluated in double); otherwise the verdict is unknown. "
                      "For MODEL a rewritten copy of it, e.g. slimonnx's output on stdin");
-  verify->add_flag("--stats", a.stats,
-                   "print one JSON line {\"model\", \"spec\", \"cases\", \"cases_proved\", "
-                   "\"boxes\", \"untuned\", \"ms\"} on stderr (boxes: bound computations; "
-                   "untuned: those alpha left to CROWN where tuning stopped paying), and for "
-                   "crown and alpha a line {\"crown\": {...}} before it, as bounds --stats "
-                   "prints");
+  verify->add_flag(
+      "--stats", a.stats,
+      "print on stderr (crown, alpha) bounds' {\"crown\": {...}} line, then {\"model\", "
+      "\"spec\", \"cases\", \"cases_proved\", \"boxes\", \"untuned\", \"ms\"} (README)");
   for (CLI::App* sub : {bounds, verify}) {
     sub->add_option("--engine", a.engine,
                     "eigen (default: one box at a time; unless named, verify bounds a large "
