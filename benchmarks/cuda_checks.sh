@@ -6,7 +6,8 @@
 #   benchmarks/cuda_checks.sh --fetch DIR      (on a Debian bookworm machine: download the .debs)
 #   benchmarks/cuda_checks.sh --benchmarks DIR --out DIR [--debs DIR] [--torchonnx BIN]
 #       [--device cuda|cpu] [--deadline S] [--jobs J] [--build DIR] [--python PY]
-#       [--skip STEP,...] [--eigen]
+#       [--skip STEP,...] [--eigen] [--method M] [--vnncomp-timeouts CAP] [--acasxu-timeout S]
+#       [--batch K] [--verify-args 'ARGS']
 #
 # Steps, each logged to OUT/<step>.log; a failed step does not stop the later ones (the exit code
 # is 1 when any failed), and each is cut at what is left of --deadline seconds (default 540):
@@ -17,8 +18,11 @@
 #   gtest     the torch engine's tests with PROPDAG_TEST_DEVICE=DEVICE
 #   bench     benchmarks/propdag_torch_ratio.sh --device=DEVICE (K up to 65536 on CUDA)
 #   equality  benchmarks/propdag_torch_equality.py --device DEVICE, IBP then CROWN
-#   then side by side: acasxu (propdag_verify_acasxu.sh, 20 s) and vnncomp
-#   (propdag_verify_vnncomp.sh, 10 s, --check) with --engine torch --device DEVICE, and harness
+#   then side by side: acasxu (propdag_verify_acasxu.sh, --acasxu-timeout, default 20 s) and
+#   vnncomp (propdag_verify_vnncomp.sh, 10 s or the instances' own timeouts capped at
+#   --vnncomp-timeouts CAP, --check) with --engine torch --device DEVICE, --method M (default
+#   crown), --batch K (default: verify's) and, for vnncomp, --verify-args (e.g. '--refine-budget
+#   1e9'; the VNN-COMP tool's settings are --method alpha and that), and harness
 #   (scripts/vnncomp.sh --device all, also harness.md; only with --torchonnx). --eigen adds the
 #   verify runs with the Eigen engine (acasxu-eigen, vnncomp-eigen) for a comparison on one
 #   machine. --skip leaves steps out (a device run returns at most 8 files).
@@ -33,7 +37,7 @@ DEBS=(libprotobuf-dev libprotobuf32 libprotobuf-lite32 protobuf-compiler libprot
   libonnx1 libonnxifi libeigen3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   libbenchmark1debian zlib1g-dev zlib1g)
 debs="" bench="" out="" torchonnx="" device=cuda deadline=540 jobs="" build="$here/build-cuda"
-skip="" eigen="" python=python3
+skip="" eigen="" python=python3 method=crown cap="" acas_timeout=20 batch="" vargs=""
 while (($#)); do
   case "$1" in
     --fetch)
@@ -49,7 +53,12 @@ while (($#)); do
     --python) python="$2"; shift 2 ;;
     --skip) skip=",$2,"; shift 2 ;;
     --eigen) eigen=1; shift ;;
-    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --method) method="$2"; shift 2 ;;
+    --vnncomp-timeouts) cap="$2"; shift 2 ;;
+    --acasxu-timeout) acas_timeout="$2"; shift 2 ;;
+    --batch) batch="$2"; shift 2 ;;
+    --verify-args) vargs="$2"; shift 2 ;;
+    -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "cuda_checks.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -144,16 +153,19 @@ done
 groups=3
 [[ -n $eigen ]] && groups=5
 share=$(((jobs + groups - 1) / groups))
+limits=(--timeout 10)
+[[ -n $cap ]] && limits=(--vnncomp-timeouts "$cap")
 verify() {  # SUFFIX ENGINE-ARGUMENTS...
   local suffix="$1"
   shift
   step "acasxu$suffix" "$(left)" "$here/benchmarks/propdag_verify_acasxu.sh" \
-    --propdag "$build/propdag/propdag" --benchmarks "$bench" --timeout 20 --jobs "$share" "$@" &
+    --propdag "$build/propdag/propdag" --benchmarks "$bench" --timeout "$acas_timeout" \
+    --method "$method" --jobs "$share" "$@" &
   step "vnncomp$suffix" "$(left)" "$here/benchmarks/propdag_verify_vnncomp.sh" \
-    --propdag "$build/propdag/propdag" --benchmarks "$bench" --timeout 10 --jobs "$share" --check \
-    -- "$*" &
+    --propdag "$build/propdag/propdag" --benchmarks "$bench" "${limits[@]}" --method "$method" \
+    --jobs "$share" --check -- "$*" $vargs &
 }
-verify "" --engine torch --device "$device"
+verify "" --engine torch --device "$device" ${batch:+--batch "$batch"}
 [[ -n $eigen ]] && verify -eigen --engine eigen
 if [[ -n $torchonnx ]]; then
   cat >"$build/torchonnx-wrapped" <<EOF

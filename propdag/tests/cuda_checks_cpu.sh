@@ -28,12 +28,17 @@ torchonnx=()
 [[ -x $build/torchonnx/torchonnx ]] && torchonnx=(--torchonnx "$build/torchonnx/torchonnx")
 "$here/benchmarks/cuda_checks.sh" --device cpu --build "$build" --benchmarks "$tmp/bench" \
   --out "$tmp/out" --python /usr/bin/python3 --skip gtest,bench --jobs 2 --deadline 900 \
+  --method alpha --vnncomp-timeouts 10 --batch 64 --verify-args '--refine-budget 1e9' \
   "${torchonnx[@]}"
 fail() { echo "cuda_checks_cpu: $*" >&2; exit 1; }
 grep -q '^equal: 3$' "$tmp/out/equality.log" || fail "equality: $(grep -v ' equal$' "$tmp/out/equality.log")"
 [[ $(grep -c '^equal: 3$' "$tmp/out/equality.log") == 2 ]] || fail "equality: not IBP and CROWN"
 grep -q '^prop_1: 2 / 0 / 0$' "$tmp/out/acasxu.log" || fail "acasxu: $(cat "$tmp/out/acasxu.log")"
 grep -q '^all 2: ' "$tmp/out/vnncomp.log" || fail "vnncomp: $(cat "$tmp/out/vnncomp.log")"
+# The verify settings reached both scripts (the VNN-COMP tool's: alpha, refine budget 1e9).
+grep -q -- '--method alpha, instances.csv timeouts capped at 10 s, --engine torch --device cpu --batch 64 --refine-budget 1e9)' \
+  "$tmp/out/vnncomp.log" || fail "vnncomp settings: $(grep -- --method "$tmp/out/vnncomp.log")"
+grep -q -- '--method alpha' "$tmp/out/acasxu.log" || fail "acasxu settings: $(head -3 "$tmp/out/acasxu.log")"
 if ((${#torchonnx[@]})); then
   grep -q '^3 passed, 0 failed$' "$tmp/out/harness.log" || fail "harness: $(tail -3 "$tmp/out/harness.log")"
 fi
