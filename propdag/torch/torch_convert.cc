@@ -31,11 +31,15 @@ Mat to_mat(const at::Tensor& t) {
 
 Boxes to_boxes(const TBox& b) { return {to_mat(b.lo), to_mat(b.hi)}; }
 
+bool cpu_paths(const at::Device& d) {
+  return d.is_cpu() && std::getenv("PROPDAG_TORCH_DEVICE_PATHS") == nullptr;
+}
+
 // On the CPU, one call with all boxes at once streams every elementwise step through memory: it
 // was 4x slower per box than the Eigen engine on ACAS Xu.
 Eigen::Index box_chunk(const Model& m, const std::vector<double>& row_cost,
                        const at::TensorOptions& opts) {
-  if (!opts.device().is_cpu()) return std::numeric_limits<Eigen::Index>::max();
+  if (!cpu_paths(opts.device())) return std::numeric_limits<Eigen::Index>::max();
   double rows = 1, widest = 1;
   for (int n = 0; n < m.dag().size(); ++n) {
     widest = std::max(widest, static_cast<double>(m.numel(n)));
@@ -43,7 +47,9 @@ Eigen::Index box_chunk(const Model& m, const std::vector<double>& row_cost,
   }
   const char* env = std::getenv("PROPDAG_TORCH_CHUNK_ENTRIES");
   const double entries = env != nullptr ? std::atof(env) : double{1 << 18};
-  return std::max<Eigen::Index>(1, static_cast<Eigen::Index>(entries / (rows * widest)));
+  const double boxes = entries / (rows * widest);
+  if (!(boxes < 0x1p62)) return std::numeric_limits<Eigen::Index>::max();
+  return std::max<Eigen::Index>(1, static_cast<Eigen::Index>(boxes));
 }
 
 std::vector<Mat> to_mats(const at::Tensor& t) {

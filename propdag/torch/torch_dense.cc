@@ -119,7 +119,7 @@ class StoredDenseMap : public LinearMap {
 }  // namespace
 
 std::unique_ptr<LinearMap> dense_map(const LinearTerm& t, const at::TensorOptions& opts) {
-  if (opts.device().is_cpu() && t.stored() >= kStoredFrom)
+  if (cpu_paths(opts.device()) && t.stored() >= kStoredFrom)
     return std::make_unique<StoredDenseMap>(t, opts);
   return std::make_unique<DenseMap>(t, opts);
 }

@@ -44,8 +44,9 @@ class TorchEngine : public Engine {
   // BoundsReport, added to opt.report at the end; on CUDA one after another.
   template <class F, class G>
   Status over_chunks(Eigen::Index count, const Options& opt, F&& f, G&& size) const {
-    const int64_t threads = opts_.device().is_cpu() ? at::get_num_threads() : 1;
-    Eigen::Index chunk = box_chunk_;
+    const int64_t threads = cpu_paths(opts_.device()) ? at::get_num_threads() : 1;
+    // At most all the boxes (box_chunk_ is the largest index on CUDA: count + chunk overflowed).
+    Eigen::Index chunk = std::min<Eigen::Index>(box_chunk_, std::max<Eigen::Index>(count, 1));
     if (threads > 1)
       chunk = std::max<Eigen::Index>(1, std::min(chunk, (count + threads - 1) / threads));
     const int64_t chunks = (count + chunk - 1) / chunk;

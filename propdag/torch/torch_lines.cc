@@ -80,7 +80,7 @@ void elementwise_step(const at::Tensor& lo_slope, const at::Tensor& lo_bias,
   // crown.cc splits each coefficient into its positive and negative parts and takes the lower
   // line for one and the upper for the other; one of the two is exactly 0, so selecting the
   // line by the sign gives the same products.
-  if (lam.device().is_cpu()) {
+  if (cpu_paths(lam.device())) {
     const int64_t k = lo_slope.size(0);
     at::Tensor l = lam.contiguous(), o = om.contiguous();
     at::Tensor ls = lo_slope.contiguous(), us = up_slope.contiguous();

@@ -200,9 +200,15 @@ at::Tensor to_tensor(const Vec& v, const at::TensorOptions& opts);
 at::Tensor to_tensor(const Mat& m, const at::TensorOptions& opts);
 /// A [K, n] tensor as an Eigen K x n matrix (float64, on the CPU).
 Mat to_mat(const at::Tensor& t);
+/// Whether tensors on `d` take the CPU's own code (fused loops, box chunks over threads, large
+/// weights read from the model's storage): on the CPU, unless $PROPDAG_TORCH_DEVICE_PATHS is
+/// set, which makes the CPU take CUDA's code instead (the ctest propdag_torch_test_device_paths:
+/// machines without a GPU run it).
+bool cpu_paths(const at::Device& d);
 /// Boxes per call chunk: on the CPU, coefficient tensors (boxes x rows x elements of the widest
 /// node, rows those of nodes with a nonzero `row_cost`) stay within 2^18 entries, or
-/// $PROPDAG_TORCH_CHUNK_ENTRIES; on CUDA, no chunking.
+/// $PROPDAG_TORCH_CHUNK_ENTRIES; elsewhere (cpu_paths false, or that variable `inf`), no
+/// chunking: the largest index.
 Eigen::Index box_chunk(const Model& m, const std::vector<double>& row_cost,
                        const at::TensorOptions& opts);
 /// K matrices of rows x n as a [K, rows, n] tensor on `opts` (zeros for an empty one).

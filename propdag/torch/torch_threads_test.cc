@@ -56,5 +56,36 @@ TEST(TorchThreads, OneThreadOnASequentialOpenBlas) {
   }
 }
 
+// All boxes in one chunk, as on CUDA (box_chunk's largest index; $PROPDAG_TORCH_CHUNK_ENTRIES=inf
+// asks for it on the CPU), on one thread: 5 boxes in one call equal the Eigen engine's box by
+// box. (Counting the chunks as (5 + chunk - 1) / chunk overflowed: every multi-box call on CUDA
+// failed or crashed.)
+TEST(TorchThreads, OneChunkOfAllBoxesAsOnCuda) {
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  setenv("PROPDAG_TORCH_CHUNK_ENTRIES", "inf", 1);
+  Model model = test::build(test::kNet1);
+  std::unique_ptr<Engine> engine = torch_test::engine_for(model);
+  unsetenv("PROPDAG_TORCH_CHUNK_ENTRIES");
+  Boxes boxes{Mat(5, 2), Mat(5, 2)};
+  for (int i = 0; i < 5; ++i) {
+    boxes.lo.row(i) << -1.0 + 0.3 * i, -0.5;
+    boxes.hi.row(i) << 1.0, 0.5 + 0.2 * i;
+  }
+  Options crown;
+  auto got = engine->output_bounds(boxes, crown);
+  at::set_num_threads(threads);
+  ASSERT_TRUE(got.ok()) << got.error().str();
+  for (int i = 0; i < 5; ++i) {
+    auto ref =
+        output_bounds(model, {boxes.lo.row(i).transpose(), boxes.hi.row(i).transpose()}, crown);
+    ASSERT_TRUE(ref.ok());
+    for (Eigen::Index j = 0; j < ref->back().lo.size(); ++j) {
+      EXPECT_NEAR(got->back().lo(i, j), ref->back().lo(j), 1e-12) << "box " << i;
+      EXPECT_NEAR(got->back().hi(i, j), ref->back().hi(j), 1e-12) << "box " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace propdag::torch_engine
