@@ -178,9 +178,10 @@ common::Status CaseSearch::bound_together(const std::vector<CaseSearch*>& cases)
     Bounds mine;
     mine.y = {b.y.lo.segment(at, rows), b.y.hi.segment(at, rows)};
     if (b.coef.rows() > 0) mine.coef = b.coef.middleRows(at, rows);
-    if (got.lower_bias.size() == b.y.lo.size())
-      mine.joint =
-          cases[i]->joint_margin(mine.coef, got.lower_bias.segment(at, rows), first.case_.box);
+    if (got.lower_bias.size() == b.y.lo.size()) {
+      mine.bias = got.lower_bias.segment(at, rows);
+      mine.joint = cases[i]->joint_margin(mine.coef, mine.bias, first.case_.box);
+    }
     mine.nodes = b.nodes;
     cases[i]->whole_ = std::move(mine);
   }
@@ -251,6 +252,7 @@ common::Result<CaseSearch::Bounds> CaseSearch::bound_once(const Interval& box, c
   ASSIGN_OR_RETURN(b.y, linear_bounds(model_, box, objective_, options, in, &got));
   b.joint = joint_margin(got.lower_coef, got.lower_bias, box);
   b.coef = std::move(got.lower_coef);
+  b.bias = std::move(got.lower_bias);
   b.slopes = std::move(got.slopes);
   b.nodes = std::move(got.node_bounds);
   b.scores = std::move(got.split_scores);

@@ -22,6 +22,12 @@ using Clock = std::chrono::steady_clock;
 // kRoundOver: one search's turn ran out of boxes (see CaseSearch::run); it can go on.
 enum class Verdict { kProved, kFalsified, kOpen, kRoundOver };
 
+// The smallest box within `box` that holds every x of it with coef.row(r) . x + bias[r] <= rhs[r]
+// for each row r < rhs.size() whose bias is finite, one row at a time (each row's other terms at
+// their minimum over the box), each cut widened outward by a relative 1e-9 of the dimension's
+// width against rounding. False, with `box` unchanged, when some row excludes every x of it.
+bool clip_box(Interval& box, const Mat& coef, const Vec& bias, const Vec& rhs);
+
 // Proves one case part by part (depth first). `boxes` counts the bound computations.
 class CaseSearch {
  public:
@@ -76,6 +82,7 @@ class CaseSearch {
   struct Bounds {
     Interval y;
     Mat coef;
+    Vec bias;  // with coef: coef.row(r) . x + bias[r] <= row r's value on the box (empty: unknown)
     // The best margin of a positive combination of the constraints (joint_margin), computed
     // where the bounds were; -inf where it was not.
     double joint = -std::numeric_limits<double>::infinity();
@@ -159,6 +166,15 @@ class CaseSearch {
   // when no point of the box meets every constraint of the case, even where each one alone is
   // met somewhere. -inf for fewer than two constraints.
   double joint_margin(const Mat& coef, const Vec& bias, const Interval& box) const;
+  // Cuts `box` down to where every constraint's linear lower bound, a_r . x + bias_r with
+  // a_r = b.coef.row(r), is at most its right-hand side: a counterexample meets every constraint,
+  // so each lies there (clip_box). Returns the share of the box's volume kept (over the
+  // dimensions it varies in): 0 when nothing is left, and the box is proved.
+  double clip(Interval& box, const Bounds& b) const;
+  // clip() on an open box with its bounds; while it keeps at most kReboundKept of the volume
+  // (up to kRebounds times), the smaller box is bounded again (one bound computation instead
+  // of a split's) and clipped by those bounds. True when the box is proved.
+  common::Result<bool> clip_and_bound(Open& o);
   // Whether the case's box varies in at most kLookaheadDims dimensions (ACAS Xu's five; the
   // eight noise inputs of dist_shift's 792, whose image part is fixed).
   bool small() const;

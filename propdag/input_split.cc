@@ -2,6 +2,7 @@
 // round splits the topmost open boxes, as many as one bound call takes the halves of (one box
 // without a BoxBounder), so a batched engine bounds them together.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <utility>
@@ -10,6 +11,17 @@
 #include "propdag/case_search.h"
 
 namespace propdag::internal {
+namespace {
+
+// clip_and_bound: a clipped box is bounded again while at most this share of its volume is left,
+// up to kRebounds times in a row.
+// lsnc quadrotor2d_state_2 under the VNN-COMP tool's settings: 491,144 bound computations in
+// 41.8 s without clipping, 232,020 in 20.1 s clipping alone, 137,502 in 12.8 s with 0.7 and 3,
+// 119,834 in 11.2 s with 0.9 and 10 (a second clipping pass over the rows: no fewer).
+constexpr double kReboundKept = 0.9;
+constexpr int kRebounds = 10;
+
+}  // namespace
 
 common::Result<Verdict> CaseSearch::depth_first(Search& search, int64_t slice) {
   const int64_t slice_start = boxes_;
@@ -35,6 +47,8 @@ common::Result<Verdict> CaseSearch::depth_first(Search& search, int64_t slice) {
       Open next = std::move(open.back());
       open.pop_back();
       if (proved(*next.bounds)) continue;
+      ASSIGN_OR_RETURN(bool cut_away, clip_and_bound(next));
+      if (cut_away) continue;
       const int64_t next_boxes =
           static_cast<int64_t>(open.size()) + cost * static_cast<int64_t>(picked.size() + 1);
       if (boxes_ - slice_start + next_boxes > slice) {
@@ -65,6 +79,62 @@ common::Result<Verdict> CaseSearch::depth_first(Search& search, int64_t slice) {
     }
   }
   return unprovable_ ? Verdict::kOpen : Verdict::kProved;
+}
+
+bool clip_box(Interval& box, const Mat& coef, const Vec& bias, const Vec& rhs) {
+  const Eigen::Index n = box.lo.size();
+  if (coef.cols() != n || coef.rows() != bias.size()) return true;
+  Interval out = box;
+  for (Eigen::Index r = 0; r < rhs.size() && r < bias.size(); ++r) {
+    const double t = rhs[r] - bias[r];  // a . x <= t
+    if (!std::isfinite(t)) continue;
+    Vec least(n);  // each term's minimum over the box
+    for (Eigen::Index d = 0; d < n; ++d) {
+      const double a = coef(r, d);
+      least[d] = a == 0 ? 0 : a * (a > 0 ? out.lo[d] : out.hi[d]);
+    }
+    const double all = least.sum();
+    if (!std::isfinite(all)) continue;
+    if (all > t) return false;  // no x of the box meets the row
+    for (Eigen::Index d = 0; d < n; ++d) {
+      const double a = coef(r, d);
+      if (a == 0) continue;
+      const double width = out.hi[d] - out.lo[d];
+      // a x_d <= t - (the other terms' minimum), widened against rounding.
+      const double end = (t - (all - least[d])) / a, slack = 1e-9 * width;
+      if (!std::isfinite(end)) continue;
+      if (a > 0 && end + slack < out.hi[d]) out.hi[d] = std::max(out.lo[d], end + slack);
+      if (a < 0 && end - slack > out.lo[d]) out.lo[d] = std::min(out.hi[d], end - slack);
+    }
+  }
+  box = std::move(out);
+  return true;
+}
+
+double CaseSearch::clip(Interval& box, const Bounds& b) const {
+  // Integer dimensions are cut at integers, and a point evaluator decides cells: boxes keep
+  // their ends there.
+  if (!split_.clip_boxes || b.bias.size() == 0 || !integer_dims_.empty() || evaluator_ != nullptr)
+    return 1;
+  const Vec before = box.hi - box.lo;
+  if (!clip_box(box, b.coef, b.bias, rhs_)) return 0;
+  double kept = 1;
+  for (Eigen::Index d = 0; d < before.size(); ++d)
+    if (before[d] > 0) kept *= (box.hi[d] - box.lo[d]) / before[d];
+  return kept;
+}
+
+common::Result<bool> CaseSearch::clip_and_bound(Open& o) {
+  double kept = clip(o.box, *o.bounds);
+  for (int i = 0; kept > 0 && kept <= kReboundKept && i < kRebounds && !out_of_time(); ++i) {
+    ASSIGN_OR_RETURN(Bounds b, bound(o.box, &*o.bounds));
+    o.bounds = std::move(b);
+    if (proved(*o.bounds)) return true;
+    kept = clip(o.box, *o.bounds);
+  }
+  if (kept > 0) return false;
+  proved_by_bounds_ = true;
+  return true;
 }
 
 int64_t CaseSearch::splits_per_round() const {

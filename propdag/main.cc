@@ -4,7 +4,7 @@
 //                  [--alpha-steps N] [--refine-budget C] [--json] [--stats] [ENGINE]
 //   propdag verify MODEL SPEC [--method ibp|crown|alpha] [--alpha-steps N] [--alpha-warm-steps N]
 //                  [--split N] [--branch input|relu] [--timeout S] [--no-carry-bounds]
-//                  [--stats] [--result FILE] [--check-model ORIGINAL] [ENGINE]
+//                  [--no-clip] [--stats] [--result FILE] [--check-model ORIGINAL] [ENGINE]
 //   MODEL may be - (stdin), e.g. `slimonnx MODEL | propdag verify - SPEC --check-model MODEL`.
 //   ENGINE: --engine eigen|torch --device cpu|cuda [--dtype float64|float32] [--batch K]
 #include <CLI/CLI.hpp>
@@ -88,12 +88,11 @@ struct Args {
   int alpha_steps = propdag::Options{}.alpha_steps;
   int alpha_warm_steps = propdag::Options{}.alpha_warm_steps;
   double refine_budget = -1;  // negative: the default (kVerifyBudget, or the model's)
-  bool json = false, stats = false, no_carry_bounds = false, verify = false, engine_named = false;
+  bool json = false, stats = false, verify = false, engine_named = false;
   propdag::SplitOptions split;
 };
 
-// verify's default refinement budget per pass (--stats reports what it cuts short); bounds takes
-// the model's on its box (default_refine_budget: full CROWN where it fits).
+// verify's default refinement budget per pass; bounds takes the model's (default_refine_budget).
 constexpr double kVerifyBudget = 2e8;
 
 // `box`: the box bounds is asked for (null for verify).
@@ -208,7 +207,6 @@ common::Status run_verify(const Args& a) {
   ASSIGN_OR_RETURN(propdag::Model model, propdag::Model::load(a.model));
   ASSIGN_OR_RETURN(propdag::Spec spec, propdag::read_vnnlib(a.spec));
   propdag::SplitOptions split = a.split;
-  split.carry_bounds = !a.no_carry_bounds;
   split.branching = a.branch == "relu" ? propdag::Branching::kRelu : propdag::Branching::kInput;
   std::unique_ptr<propdag::torch_engine::Engine> engine;
   if (a.engine == "torch") {
@@ -341,9 +339,12 @@ static int main_body(int argc, char** argv) {
                    "box it was split from (default " +
                        std::to_string(a.alpha_warm_steps) + ")")
       ->check(kSteps);
-  verify->add_flag("--no-carry-bounds", a.no_carry_bounds,
-                   "with --split: compute each box's bounds from the box alone, not narrowed by "
-                   "those of the box it was split from (for comparison)");
+  verify->add_flag_callback(
+      "--no-carry-bounds", [&a] { a.split.carry_bounds = false; },
+      "with --split: bound each box alone, not narrowed by the box it was split from (comparison)");
+  verify->add_flag_callback(
+      "--no-clip", [&a] { a.split.clip_boxes = false; },
+      "with --split: boxes not cut to where a counterexample can lie (comparison)");
   verify->add_option("--result", a.result,
                      "also write the verdict as a VNN-COMP result file: unsat (verified), sat "
                      "and the counterexample's ((X_i v) ... (Y_j v)), timeout or unknown");

@@ -34,6 +34,11 @@ struct SplitOptions {
   /// with them (linear_bounds' node_bounds). Off only to measure what it gains; models with more
   /// than 2^17 elements in all never carry them (memory).
   bool carry_bounds = true;
+  /// CROWN and alpha, input splitting: each open box is cut down to where the linear lower
+  /// bounds of the case's constraints allow every one to be met (counterexamples lie there
+  /// only), and bounded again while that leaves at most 90% of it (propdag/README.md). Off only
+  /// to measure what it gains.
+  bool clip_boxes = true;
   Branching branching = Branching::kInput;
   /// Networks whose refine budget may cut a pass short: when the whole box's CROWN or alpha
   /// bounds left the case open, the whole box is bounded once more with full CROWN (no budget;

@@ -292,7 +292,8 @@ TEST(VerifyTest, BoxBounderCarriesNodeBoundsAsTheSearchDoes) {
   ASSERT_TRUE(model.ok()) << model.error().str();
   auto s = read_vnnlib(dir + "/acasxu_2023/vnnlib/prop_2.vnnlib.gz");
   ASSERT_TRUE(s.ok()) << s.error().str();
-  const SplitOptions split{20000, 0};
+  SplitOptions split{20000, 0};
+  split.clip_boxes = false;  // a BoxBounder returns no lower biases to clip by
   auto plain = verify(*model, *s, {Method::kCrown}, split);
   ASSERT_TRUE(plain.ok()) << plain.error().str();
   EigenBounder bounder(*model);
@@ -302,6 +303,11 @@ TEST(VerifyTest, BoxBounderCarriesNodeBoundsAsTheSearchDoes) {
   EXPECT_TRUE(through->verified);
   EXPECT_EQ(through->boxes, plain->boxes);
   EXPECT_EQ(plain->boxes, 3131);
+  split.clip_boxes = true;
+  auto clipped = verify(*model, *s, {Method::kCrown}, split);
+  ASSERT_TRUE(clipped.ok()) << clipped.error().str();
+  EXPECT_TRUE(clipped->verified);
+  EXPECT_LT(clipped->boxes, 3131);  // 3,040: the boxes cut down to where the case can hold
 }
 
 // Network 1 (test_util.h) reading 2 of 20 inputs, all 20 in [-1, 1]: the input counts as large
@@ -344,6 +350,7 @@ TEST(VerifyTest, LargeInputsGetOneFullCrownBoundBeforeSplitting) {
   const Spec spec = test::box_spec(std::vector<double>(20, -1), std::vector<double>(20, 1), 1, rhs);
   EigenBounder bounder(m);
   SplitOptions split{2, 0};
+  split.clip_boxes = false;  // else the whole box, clipped, is bounded again
   auto without = verify(m, spec, budgeted, split);
   ASSERT_TRUE(without.ok()) << without.error().str();
   EXPECT_FALSE(without->verified);
