@@ -244,7 +244,8 @@ class CaseSearch {
   // The dimensions split_all tries for `box` (empty when none can be halved).
   std::vector<Eigen::Index> candidates(const Interval& box, const Bounds& b, double ratio) const;
   // Of the candidate dimensions `dims` of a box with bounds `b`, whose halves' bounds are
-  // parts[first + 2j] and parts[first + 2j + 1] for dims[j]: the index j of the split kept.
+  // parts[first + 2j] and parts[first + 2j + 1] for dims[j]: the index j of the split kept (the
+  // one whose halves keep the least volume once clipped, where clipping cuts any).
   size_t choose(const Interval& box, const Bounds& b, const std::vector<Eigen::Index>& dims,
                 const std::vector<Bounds>& parts, size_t first) const;
   // Where larger inputs are halved without trying: the dimension along which the lower bound of

@@ -20,6 +20,11 @@ namespace {
 // 119,834 in 11.2 s with 0.9 and 10 (a second clipping pass over the rows: no fewer).
 constexpr double kReboundKept = 0.9;
 constexpr int kRebounds = 10;
+// choose(): a split is chosen by the volume its clipped halves keep when some candidate's keep
+// less than this share of the box (else by the margins of its halves). lsnc
+// quadrotor2d_state_2: 119,834 -> 102,020 bound computations; _5: 16,948 -> 9,124; ACAS Xu 4_2
+// prop_2 under alpha: 94,883 -> 77,482.
+constexpr double kClipChoice = 0.999;
 
 }  // namespace
 
@@ -212,13 +217,23 @@ std::vector<Eigen::Index> CaseSearch::candidates(const Interval& box, const Boun
   return dims;
 }
 
-// The split kept is the one whose worse half has the larger margin, unless no split improves on
-// the box's own margin: then the dimension that is widest relative to the case's box, so that no
-// dimension is halved forever while another one stays whole.
+// Where clipping cuts some candidate's halves (below kClipChoice of the box), the split whose
+// clipped halves keep the least volume. Else the one whose worse half has the larger margin,
+// unless no split improves on the box's own margin: then the dimension that is widest relative
+// to the case's box, so that no dimension is halved forever while another one stays whole.
 size_t CaseSearch::choose(const Interval& box, const Bounds& b,
                           const std::vector<Eigen::Index>& dims, const std::vector<Bounds>& parts,
                           size_t first) const {
   if (!small()) return 0;
+  // The split whose halves, clipped by their bounds, keep the least of the box's volume.
+  double least = kClipChoice;
+  std::optional<size_t> pick;
+  for (size_t j = 0; j < dims.size(); ++j) {
+    auto [lo, hi] = halves(box, dims[j]);
+    const double kept = 0.5 * (clip(lo, parts[first + 2 * j]) + clip(hi, parts[first + 2 * j + 1]));
+    if (kept < least) least = kept, pick = j;
+  }
+  if (pick) return *pick;
   const double before = margin(b);
   double best_score = -std::numeric_limits<double>::infinity(), widest = -1;
   std::optional<size_t> best;

@@ -272,7 +272,7 @@ def test_alpha_proves_within_a_budget_that_crown_does_not():
 
 # Open boxes are cut down to where the linear lower bounds of a case's four constraints can all
 # be met, and bounded again while that leaves at most 90% (propdag/README.md): CROWN, each box's
-# bounds from the box alone, proves 1_1 prop_2 in 3,547 bound computations, and is open after
+# bounds from the box alone, proves 1_1 prop_2 in 2,981 bound computations, and is open after
 # 100,000 without (--no-clip). Sampling with onnxruntime must find no counterexample.
 CLIP_CASES = [("1_1", 2, 8000)]
 
