@@ -99,20 +99,8 @@ TEST(ClipBox, KeepsEveryPointThatMeetsTheRows) {
 // for x in [0.3, 0.35] only, at one end of the part where y0's lower line allows y0 <= 0.05:
 // boxes cut down to that part must keep those points, and the search finds one there. With
 // y1 >= 0.36 instead nothing meets the case, and splitting proves it.
-const char* kDistanceAndInput = R"(
-  <ir_version: 8, opset_import: ["" : 15]>
-  g (float[1,1] x) => (float[1,2] y) {
-    c = Constant<value = float[1,1] {0.3}>()
-    d = Sub(x, c)
-    e = Sub(c, x)
-    p = Relu(d)
-    q = Relu(e)
-    s = Add(p, q)
-    y = Concat<axis = 1>(s, x)
-  })";
-
 TEST(ClipBox, SearchStillFindsCounterexamplesAtTheEdgeOfTheCut) {
-  Model m = test::build(kDistanceAndInput);
+  Model m = test::build(test::distance_net(true));
   for (Method method : {Method::kCrown, Method::kAlpha}) {
     auto r =
         verify(m, test::box_spec({-1}, {1}, 2, "(assert (<= Y_0 0.05))\n(assert (>= Y_1 0.3))"),

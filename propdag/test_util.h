@@ -50,6 +50,24 @@ inline Spec one_input_spec(const std::string& output_constraint) {
   return box_spec({-1}, {1}, 1, output_constraint);
 }
 
+// y = |x - 0.3| through two ReLUs, x of shape [1, 1]; with `and_input`, x as a second output
+// (y of shape [1, 2]).
+inline std::string distance_net(bool and_input) {
+  return std::string(R"(
+    <ir_version: 8, opset_import: ["" : 15]>
+    g (float[1,1] x) => (float[1,)") +
+         (and_input ? "2" : "1") + R"(] y) {
+      c = Constant<value = float[1,1] {0.3}>()
+      d = Sub(x, c)
+      e = Sub(c, x)
+      p = Relu(d)
+      q = Relu(e)
+      )" +
+         (and_input ? "s = Add(p, q)\n      y = Concat<axis = 1>(s, x)" : "y = Add(p, q)") +
+         R"(
+    })";
+}
+
 // y = (floor(x) - 3) (floor(x) - 3) + c, the two factors computed apart. Over x in [0, 9], IBP
 // takes each factor in [-3, 6] and their product in [-18, 36]: y >= c - 18. Within one cell
 // [k, k + 1), floor(x) = k and IBP is exact: y = (k - 3)^2 + c (the integer-split tests).

@@ -68,19 +68,9 @@ TEST(VerifyTest, ACentreInsideTheUnsafeSetIsACounterexample) {
 // the centre (y = 0.3) nor a corner (1.3, 0.7) is a counterexample, and a budget of 2 bound
 // computations leaves no room for a split: only the search by sampling and pattern steps can
 // find one, and what it finds must lie in that interval.
-const char* kDistance = R"(
-  <ir_version: 8, opset_import: ["" : 15]>
-  g (float[1,1] x) => (float[1,1] y) {
-    c = Constant<value = float[1,1] {0.3}>()
-    d = Sub(x, c)
-    e = Sub(c, x)
-    p = Relu(d)
-    q = Relu(e)
-    y = Add(p, q)
-  })";
 
 TEST(VerifyTest, SearchFindsACounterexampleAwayFromCentreAndCorners) {
-  Model m = build(kDistance);
+  Model m = build(test::distance_net(false));
   for (Method method : {Method::kIbp, Method::kCrown}) {
     auto r = verify(m, spec("(assert (<= Y_0 0.05))"), {method}, {2, 0});
     ASSERT_TRUE(r.ok()) << r.error().str();
