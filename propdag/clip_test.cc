@@ -40,13 +40,18 @@ TEST(ClipBox, NegativeCoefficientsRaiseTheLowEnd) {
 }
 
 // x1 + x2 + 5 <= 1 has no point in [0, 2]^2 (its least value there is 5): false, box unchanged.
-// Rows past rhs's size are not constraints of the case.
+// Rows past rhs's size are not constraints of the case. A row met at one corner only keeps it.
 TEST(ClipBox, ARowNoPointMeetsLeavesNothing) {
   Interval b = square(0, 2);
   EXPECT_FALSE(clip_box(b, Mat{{1, 1}}, Vec{{5}}, Vec{{1}}));
   EXPECT_EQ(b.hi, Vec::Constant(2, 2));
   EXPECT_TRUE(clip_box(b, Mat{{1, 1}, {1, 1}}, Vec{{0, 5}}, Vec{{10}}));
   EXPECT_EQ(b.hi, Vec::Constant(2, 2));
+  // x1 + x2 <= 0 is met at the corner (0, 0) alone: that point is kept.
+  ASSERT_TRUE(clip_box(b, Mat{{1, 1}}, Vec{{0}}, Vec{{0}}));
+  EXPECT_EQ(b.lo, Vec::Zero(2));
+  EXPECT_GE(b.hi.minCoeff(), 0);
+  EXPECT_LT(b.hi.maxCoeff(), 1e-8);
 }
 
 // Random boxes in 4 dimensions and 3 random rows whose right-hand sides leave a part of the box:

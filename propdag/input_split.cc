@@ -100,7 +100,8 @@ bool clip_box(Interval& box, const Mat& coef, const Vec& bias, const Vec& rhs) {
     }
     const double all = least.sum();
     if (!std::isfinite(all)) continue;
-    if (all > t) return false;  // no x of the box meets the row
+    // No x of the box meets the row (by more than the rounding of the sum).
+    if (all - t > 1e-12 * (std::abs(t) + least.cwiseAbs().sum())) return false;
     for (Eigen::Index d = 0; d < n; ++d) {
       const double a = coef(r, d);
       if (a == 0) continue;
@@ -116,13 +117,13 @@ bool clip_box(Interval& box, const Mat& coef, const Vec& bias, const Vec& rhs) {
   return true;
 }
 
-double CaseSearch::clip(Interval& box, const Bounds& b) const {
+std::optional<double> CaseSearch::clip(Interval& box, const Bounds& b) const {
   // Integer dimensions are cut at integers, and a point evaluator decides cells: boxes keep
   // their ends there.
   if (!split_.clip_boxes || b.bias.size() == 0 || !integer_dims_.empty() || evaluator_ != nullptr)
     return 1;
   const Vec before = box.hi - box.lo;
-  if (!clip_box(box, b.coef, b.bias, rhs_)) return 0;
+  if (!clip_box(box, b.coef, b.bias, rhs_)) return std::nullopt;
   double kept = 1;
   for (Eigen::Index d = 0; d < before.size(); ++d)
     if (before[d] > 0) kept *= (box.hi[d] - box.lo[d]) / before[d];
@@ -130,14 +131,14 @@ double CaseSearch::clip(Interval& box, const Bounds& b) const {
 }
 
 common::Result<bool> CaseSearch::clip_and_bound(Open& o) {
-  double kept = clip(o.box, *o.bounds);
-  for (int i = 0; kept > 0 && kept <= kReboundKept && i < kRebounds && !out_of_time(); ++i) {
+  std::optional<double> kept = clip(o.box, *o.bounds);
+  for (int i = 0; kept && *kept <= kReboundKept && i < kRebounds && !out_of_time(); ++i) {
     ASSIGN_OR_RETURN(Bounds b, bound(o.box, &*o.bounds));
     o.bounds = std::move(b);
     if (proved(*o.bounds)) return true;
     kept = clip(o.box, *o.bounds);
   }
-  if (kept > 0) return false;
+  if (kept) return false;
   proved_by_bounds_ = true;
   return true;
 }
@@ -230,7 +231,8 @@ size_t CaseSearch::choose(const Interval& box, const Bounds& b,
   std::optional<size_t> pick;
   for (size_t j = 0; j < dims.size(); ++j) {
     auto [lo, hi] = halves(box, dims[j]);
-    const double kept = 0.5 * (clip(lo, parts[first + 2 * j]) + clip(hi, parts[first + 2 * j + 1]));
+    const double kept = 0.5 * (clip(lo, parts[first + 2 * j]).value_or(0) +
+                               clip(hi, parts[first + 2 * j + 1]).value_or(0));
     if (kept < least) least = kept, pick = j;
   }
   if (pick) return *pick;
