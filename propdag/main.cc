@@ -16,6 +16,7 @@
 
 #include "common/cli.h"
 #include "common/onnx_io.h"
+#include "propdag/cli_text.h"
 #include "propdag/engine.h"
 #include "propdag/model.h"
 #include "propdag/torch/batch_verify.h"
@@ -31,55 +32,8 @@ constexpr int kVerifyBatch = 256;
 
 using common::Result;
 using propdag::Interval;
-
-Result<Interval> parse_box(const std::string& text, int64_t size) {
-  size_t comma = text.find(',');
-  try {
-    if (comma == std::string::npos) throw std::invalid_argument("");
-    size_t used_lo = 0, used_hi = 0;
-    double lo = std::stod(text.substr(0, comma), &used_lo);
-    double hi = std::stod(text.substr(comma + 1), &used_hi);
-    if (used_lo != comma || used_hi != text.size() - comma - 1 || lo > hi)
-      throw std::invalid_argument("");
-    return Interval{propdag::Vec::Constant(size, lo), propdag::Vec::Constant(size, hi)};
-  } catch (const std::exception&) {
-    return common::Error{"", "", "", "--input-box expects LO,HI with LO <= HI, got '" + text + "'"};
-  }
-}
-
-std::string numbers(const propdag::Vec& v) {
-  std::string out;
-  char buf[32];
-  for (Eigen::Index i = 0; i < v.size(); ++i) {
-    // JSON has no inf/NaN: a non-finite bound is printed as null.
-    if (std::isfinite(v[i]))
-      std::snprintf(buf, sizeof buf, "%s%.17g", i ? ", " : "", v[i]);
-    else
-      std::snprintf(buf, sizeof buf, "%snull", i ? ", " : "");
-    out += buf;
-  }
-  return out;
-}
-
-void print_bounds(const propdag::Model& model, const std::vector<Interval>& bounds, bool json,
-                  double ms) {
-  const propdag::Dag& dag = model.dag();
-  if (json) std::printf("{\"outputs\": [");
-  for (size_t o = 0; o < bounds.size(); ++o) {
-    const std::string& name = dag.node(dag.outputs()[o]).name;
-    if (json) {
-      std::printf("%s{\"name\": %s, \"lower\": [%s], \"upper\": [%s]}", o ? ", " : "",
-                  common::json_string(name).c_str(), numbers(bounds[o].lo).c_str(),
-                  numbers(bounds[o].hi).c_str());
-      continue;
-    }
-    std::printf("%s\n", common::json_string(name).c_str());
-    for (Eigen::Index i = 0; i < bounds[o].size(); ++i)
-      std::printf("  %lld: [%.9g, %.9g]\n", static_cast<long long>(i), bounds[o].lo[i],
-                  bounds[o].hi[i]);
-  }
-  if (json) std::printf("], \"ms\": %.3f}\n", ms);
-}
+using propdag::cli::parse_box;
+using propdag::cli::print_bounds;
 
 struct Args {
   std::string model, spec, box, method = "crown", branch = "input", result, check_model;
