@@ -126,6 +126,11 @@ int64_t AffineOp::dense_weight_entries() const {
   return n;
 }
 
+AffineOp::AffineOp(std::vector<LinearTerm> terms, Vec bias)
+    : terms_(std::move(terms)), bias_(std::move(bias)) {
+  fixed_ = std::make_shared<const Relaxation>(relax({}, {}));
+}
+
 Relaxation AffineOp::relax(const std::vector<const Interval*>&, const Interval&) const {
   Relaxation r;
   r.kind = Relaxation::Kind::kAffine;

@@ -361,15 +361,17 @@ double CaseSearch::joint_margin(const Mat& coef, const Vec& bias, const Interval
   // Exponentiated-gradient ascent over the simplex. At each lambda the box's corner that
   // minimizes the combination gives its exact minimum (the bound) and a supergradient.
   Vec lambda = Vec::Constant(k, 1.0 / static_cast<double>(k));
+  Vec w(a.cols()), corner(a.cols()), g(k);
   for (int step = 0; step < kSteps && !(best > 0); ++step) {
-    const Vec w = a.transpose() * lambda;
-    const Vec corner = (w.array() >= 0).select(box.lo, box.hi);
-    const Vec g = a * corner + slack;
+    w.noalias() = a.transpose() * lambda;
+    corner = (w.array() >= 0).select(box.lo, box.hi);
+    g.noalias() = a * corner;
+    g += slack;
     best = std::max(best, lambda.dot(g));
     const double scale = g.cwiseAbs().maxCoeff();
     if (!(scale > 0) || !std::isfinite(scale)) break;
     const double rate = kRate / (scale * std::sqrt(step + 1.0));
-    lambda = (lambda.array() * (rate * g.array()).exp()).matrix();
+    lambda.array() *= (rate * g.array()).exp();
     lambda /= lambda.sum();
   }
   return best;

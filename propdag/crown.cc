@@ -28,8 +28,8 @@ common::Status Crown::forward(const Interval& input, const std::vector<Interval>
   Eigen::Index at = 0;
   for (int i : dag.inputs()) input_offset_[i] = at, at += model_.numel(i);
   if (options_.report != nullptr) ++options_.report->boxes;
-  const std::vector<RefineRows> kinds = refine_rows(model_);
-  const std::vector<double> cost = row_costs(kinds);
+  const std::vector<RefineRows>& kinds = model_.crown_plan().kinds;
+  const std::vector<double>& cost = model_.crown_plan().row_cost;
   std::vector<double> out_rows = output_rows_;
   if (out_rows.size() != dag.outputs().size()) {
     out_rows.clear();
@@ -73,6 +73,41 @@ common::Status Crown::forward(const Interval& input, const std::vector<Interval>
   return {};
 }
 
+// The positive and negative parts as Eigen's cwiseMax(0.0) / cwiseMin(0.0) take them (NaN stays
+// NaN), so that 0 * inf is NaN here as in a product of the parts.
+inline double pos(double v) { return std::max(v, 0.0); }
+inline double neg(double v) { return std::min(v, 0.0); }
+
+void add_by_sign(const Mat& a, const Eigen::Ref<const Vec>& on_pos,
+                 const Eigen::Ref<const Vec>& on_neg, Vec& out) {
+  double* to = out.data();
+  for (Eigen::Index j = 0; j < a.cols(); ++j) {
+    const double p = on_pos[j], n = on_neg[j];
+    const double* col = a.col(j).data();
+    for (Eigen::Index i = 0; i < a.rows(); ++i) to[i] += pos(col[i]) * p + neg(col[i]) * n;
+  }
+}
+
+void add_scaled_by_sign(const Mat& a, const Vec& on_pos, const Vec& on_neg, Mat& into) {
+  if (into.size() == 0) into = Mat::Zero(a.rows(), a.cols());
+  for (Eigen::Index j = 0; j < a.cols(); ++j) {
+    const double p = on_pos[j], n = on_neg[j];
+    const double* col = a.col(j).data();
+    double* to = into.col(j).data();
+    for (Eigen::Index i = 0; i < a.rows(); ++i) to[i] += pos(col[i]) * p + neg(col[i]) * n;
+  }
+}
+
+void add_mapped_by_sign(const Mat& a, const SpMat& on_pos, const SpMat& on_neg, Mat& into) {
+  if (into.size() == 0) into = Mat::Zero(a.rows(), on_pos.cols());
+  for (Eigen::Index k = 0; k < on_pos.outerSize(); ++k)
+    for (SpMat::InnerIterator it(on_pos, k); it; ++it)
+      into.col(it.col()) += it.value() * a.col(k).cwiseMax(0.0);
+  for (Eigen::Index k = 0; k < on_neg.outerSize(); ++k)
+    for (SpMat::InnerIterator it(on_neg, k); it; ++it)
+      into.col(it.col()) += it.value() * a.col(k).cwiseMin(0.0);
+}
+
 bool Crown::narrow_by_splits(int node, Interval& bounds) const {
   for (int at : splits_at_[node]) {
     const NeuronSplit& split = splits_[at];
@@ -91,33 +126,28 @@ bool Crown::narrow_by_splits(int node, Interval& bounds) const {
   return true;
 }
 
-double Crown::row_cost(int node) const {
-  double elements = 0;
-  for (int n : model_.dag().backward_order(node))
-    elements += model_.numel(n) + (model_.op(n) ? model_.op(n)->weight_entries() : 0);
-  return elements;
-}
+double Crown::row_cost(int node) const { return model_.crown_plan().row_cost[node]; }
 
-double Crown::row_time_cost(int node) const {
-  double elements = 0;
-  for (int n : model_.dag().backward_order(node)) {
-    elements += model_.numel(n);
-    if (model_.op(n) == nullptr) continue;
-    const auto dense = static_cast<double>(model_.op(n)->dense_weight_entries());
-    elements +=
-        static_cast<double>(model_.op(n)->weight_entries()) - dense + kDenseEntryCost * dense;
+double Crown::row_time_cost(int node) const { return model_.crown_plan().row_time_cost[node]; }
+
+CrownPlan make_crown_plan(const Model& model) {
+  const Dag& dag = model.dag();
+  CrownPlan plan{refine_rows(model), std::vector<double>(dag.size(), 0),
+                 std::vector<double>(dag.size(), 0)};
+  // A row's cost sums the elements (and weight entries) of every node its pass crosses.
+  std::vector<double> cost(dag.size()), time(dag.size());
+  for (int n = 0; n < dag.size(); ++n) {
+    cost[n] = time[n] = static_cast<double>(model.numel(n));
+    if (model.op(n) == nullptr) continue;
+    const auto dense = static_cast<double>(model.op(n)->dense_weight_entries());
+    const auto all = static_cast<double>(model.op(n)->weight_entries());
+    cost[n] += all;
+    time[n] += all - dense + kDenseEntryCost * dense;
   }
-  return elements;
-}
-
-std::vector<double> Crown::row_costs(const std::vector<RefineRows>& kinds) const {
-  std::vector<double> cost(kinds.size(), 0);
-  for (size_t n = 0; n < kinds.size(); ++n)
-    if (kinds[n] != RefineRows::kNone) cost[n] = row_cost(static_cast<int>(n));
-  if (std::isinf(options_.refine_budget)) return cost;
-  for (int o : model_.dag().outputs())
-    if (cost[o] == 0) cost[o] = row_cost(o);
-  return cost;
+  for (int n = 0; n < dag.size(); ++n)
+    for (int m : dag.backward_order(n))
+      plan.row_cost[n] += cost[m], plan.row_time_cost[n] += time[m];
+  return plan;
 }
 
 std::vector<Eigen::Index> Crown::refined_rows(int node, RefineRows kind) const {
@@ -208,20 +238,21 @@ bool Crown::first_step(int target, const std::vector<Eigen::Index>& unit, Eigen:
 }
 
 void Crown::concretize(int node, Backward& pass) {
-  Vec lo = input_box_.lo.segment(input_offset_[node], model_.numel(node));
-  Vec hi = input_box_.hi.segment(input_offset_[node], model_.numel(node));
+  const auto lo = input_box_.lo.segment(input_offset_[node], model_.numel(node));
+  const auto hi = input_box_.hi.segment(input_offset_[node], model_.numel(node));
   // Each coefficient takes the end its sign selects: from the centre and radius, a small end next
   // to a huge one rounds away (x in [-2, 1e22] gave x >= 0).
   const Mat& lam = pass.lam[node];
-  pass.lb += lam.cwiseMax(0.0) * lo + lam.cwiseMin(0.0) * hi;
+  add_by_sign(lam, lo, hi, pass.lb);
   if (lower_coef_ != nullptr)
     lower_coef_->block(coef_row0_, input_offset_[node], lam.rows(), lam.cols()) += lam;
-  pass.ub += pass.om[node].cwiseMax(0.0) * hi + pass.om[node].cwiseMin(0.0) * lo;
+  add_by_sign(pass.om[node], hi, lo, pass.ub);
 }
 
 std::shared_ptr<const Relaxation> Crown::relax_at(int node) const {
   const bool final = node < final_nodes_;
   if (final && relaxations_[node] != nullptr) return relaxations_[node];
+  if (auto fixed = model_.op(node)->fixed_relaxation()) return fixed;
   std::vector<const Interval*> in;
   for (int p : model_.dag().node(node).inputs) in.push_back(p >= 0 ? &node_bounds_[p] : nullptr);
   auto relax = std::make_shared<const Relaxation>(model_.op(node)->relax(in, node_bounds_[node]));
@@ -241,36 +272,30 @@ void Crown::step(int node, Backward& pass) {
     const Mat &lam = pass.lam[node], &om = pass.om[node];
     if (relax.kind == Relaxation::Kind::kAffine) {
       for (const LinearTerm& t : *relax.terms) {
-        accumulate(pass.lam[dag_node.inputs[t.slot]], times(lam, t));
-        accumulate(pass.om[dag_node.inputs[t.slot]], times(om, t));
+        add_times(pass.lam[dag_node.inputs[t.slot]], lam, t);
+        add_times(pass.om[dag_node.inputs[t.slot]], om, t);
       }
       pass.lb += lam * *relax.bias;
       pass.ub += om * *relax.bias;
     } else if (relax.kind == Relaxation::Kind::kElementwise) {
-      Mat lam_pos = lam.cwiseMax(0.0), lam_neg = lam.cwiseMin(0.0), om_pos = om.cwiseMax(0.0),
-          om_neg = om.cwiseMin(0.0);
-      pass.lb += lam_pos * relax.lo_bias + lam_neg * relax.up_bias;
-      pass.ub += om_pos * relax.up_bias + om_neg * relax.lo_bias;
-      accumulate(pass.lam[dag_node.inputs[0]],
-                 scale_cols(lam_pos, relax.lo_slope) + scale_cols(lam_neg, relax.up_slope));
-      accumulate(pass.om[dag_node.inputs[0]],
-                 scale_cols(om_pos, relax.up_slope) + scale_cols(om_neg, relax.lo_slope));
+      add_by_sign(lam, relax.lo_bias, relax.up_bias, pass.lb);
+      add_by_sign(om, relax.up_bias, relax.lo_bias, pass.ub);
+      add_scaled_by_sign(lam, relax.lo_slope, relax.up_slope, pass.lam[dag_node.inputs[0]]);
+      add_scaled_by_sign(om, relax.up_slope, relax.lo_slope, pass.om[dag_node.inputs[0]]);
     } else if (relax.kind == Relaxation::Kind::kLinear) {
-      Mat lam_pos = lam.cwiseMax(0.0), lam_neg = lam.cwiseMin(0.0), om_pos = om.cwiseMax(0.0),
-          om_neg = om.cwiseMin(0.0);
-      pass.lb += lam_pos * relax.lo_bias + lam_neg * relax.up_bias;
-      pass.ub += om_pos * relax.up_bias + om_neg * relax.lo_bias;
+      add_by_sign(lam, relax.lo_bias, relax.up_bias, pass.lb);
+      add_by_sign(om, relax.up_bias, relax.lo_bias, pass.ub);
       for (int slot : {0, 1}) {
         const SpMat &lo = slot ? relax.lo_map1 : relax.lo_map,
                     &up = slot ? relax.up_map1 : relax.up_map;
         if (lo.rows() == 0) continue;
-        accumulate(pass.lam[dag_node.inputs[slot]], Mat(lam_pos * lo) + Mat(lam_neg * up));
-        accumulate(pass.om[dag_node.inputs[slot]], Mat(om_pos * up) + Mat(om_neg * lo));
+        add_mapped_by_sign(lam, lo, up, pass.lam[dag_node.inputs[slot]]);
+        add_mapped_by_sign(om, up, lo, pass.om[dag_node.inputs[slot]]);
       }
     } else {
       const Interval& node_bounds = node_bounds_[node];
-      pass.lb += lam.cwiseMax(0.0) * node_bounds.lo + lam.cwiseMin(0.0) * node_bounds.hi;
-      pass.ub += om.cwiseMax(0.0) * node_bounds.hi + om.cwiseMin(0.0) * node_bounds.lo;
+      add_by_sign(lam, node_bounds.lo, node_bounds.hi, pass.lb);
+      add_by_sign(om, node_bounds.hi, node_bounds.lo, pass.ub);
     }
   }
   pass.lam[node] = Mat();

@@ -2,6 +2,7 @@
 // tuned lower slopes of alpha-CROWN). Not installed: verifiers use engine.h.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -34,7 +35,24 @@ inline Mat times(const Mat& a, const LinearTerm& t) {
   return t.gather ? gather_left(a, *t.gather) : Mat(a * t.sparse());
 }
 
+/// into += a * t (into empty: it becomes that).
+inline void add_times(Mat& into, const Mat& a, const LinearTerm& t) {
+  if (into.size() != 0 && t.dense && t.wf.size() == 0)
+    into.noalias() += a * t.w;
+  else
+    accumulate(into, times(a, t));
+}
+
 inline Mat scale_cols(const Mat& a, const Vec& s) { return a * s.asDiagonal(); }
+
+/// out += a+ * on_pos + a- * on_neg, a+ and a- the positive and negative parts of `a` (rows x
+/// n): each coefficient takes the vector its sign selects. In one sweep without temporaries.
+void add_by_sign(const Mat& a, const Eigen::Ref<const Vec>& on_pos,
+                 const Eigen::Ref<const Vec>& on_neg, Vec& out);
+/// into += a+ * diag(on_pos) + a- * diag(on_neg) (into empty: it becomes that).
+void add_scaled_by_sign(const Mat& a, const Vec& on_pos, const Vec& on_neg, Mat& into);
+/// into += a+ * on_pos + a- * on_neg for maps (n x cols; into empty: it becomes that).
+void add_mapped_by_sign(const Mat& a, const SpMat& on_pos, const SpMat& on_neg, Mat& into);
 
 /// Bounds that met inf - inf or 0 * inf (an affine map of an unbounded interval) are NaN: they say
 /// nothing. The engines make such a lower bound -inf and such an upper bound +inf as soon as a
@@ -51,9 +69,11 @@ inline void nan_as_unbounded(Interval& b) {
 /// exact up to rounding, e.g. on a one-point box), the crossed pair is swapped so the result
 /// still spans both.
 inline void intersect(Interval& a, const Vec& lo, const Vec& hi) {
-  Vec l = a.lo.cwiseMax(lo), h = a.hi.cwiseMin(hi);
-  a.lo = l.cwiseMin(h);
-  a.hi = l.cwiseMax(h);
+  for (Eigen::Index i = 0; i < a.lo.size(); ++i) {
+    const double l = std::max(a.lo[i], lo[i]), h = std::min(a.hi[i], hi[i]);
+    a.lo[i] = std::min(l, h);
+    a.hi[i] = std::max(l, h);
+  }
 }
 
 /// A final backward pass may cost this many times Options::refine_budget before the output keeps
@@ -94,6 +114,13 @@ bool output_affordable(const Options& options, double cost, int64_t boxes);
 enum class RefineRows : char { kNone, kAll, kStraddling };
 /// One entry per Dag node.
 std::vector<RefineRows> refine_rows(const Model& model);
+/// What every CROWN pass over a model shares, computed once per model (Model::crown_plan).
+struct CrownPlan {
+  std::vector<RefineRows> kinds;      ///< refine_rows(model)
+  std::vector<double> row_cost;       ///< per Dag node: Crown::row_cost
+  std::vector<double> row_time_cost;  ///< per Dag node: Crown::row_time_cost
+};
+CrownPlan make_crown_plan(const Model& model);
 /// Whether `rows` refines a row with bounds [lo, hi] (NaN bounds count as straddling).
 inline bool refines(RefineRows rows, double lo, double hi) {
   return rows == RefineRows::kAll || (rows == RefineRows::kStraddling && !(lo >= 0) && !(hi <= 0));
@@ -195,8 +222,6 @@ class Crown {
   // rows_to_refine's rows of `node` and the rows its splits name (so that a contradiction with
   // CROWN's bounds is seen), ascending.
   std::vector<Eigen::Index> refined_rows(int node, RefineRows kind) const;
-  // row_cost of the nodes `kinds` refines, and of the outputs when the budget is finite.
-  std::vector<double> row_costs(const std::vector<RefineRows>& kinds) const;
   // One step of `pass`: replaces its coefficients on `node` by coefficients on its inputs.
   void step(int node, Backward& pass);
   // A graph input's step: its coefficients times the box, into pass.lb and pass.ub.

@@ -9,6 +9,7 @@
 #include "common/eval/eval.h"
 #include "common/onnx_io.h"
 #include "common/op_params.h"
+#include "propdag/crown.h"
 #include "propdag/registry.h"
 #include "propdag/relevance.h"
 
@@ -129,6 +130,8 @@ common::Result<Model> Model::build(common::Graph graph) {
   }
   if (m.value_dependent_shape_.empty())
     for (const std::string& name : deferred) m.graph_.initializers.erase(name);
+  for (const Dims& shape : m.shapes_) m.numel_.push_back(common::num_elements(shape));
+  m.crown_plan_ = std::make_shared<const internal::CrownPlan>(internal::make_crown_plan(m));
   return m;
 }
 

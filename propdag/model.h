@@ -17,7 +17,8 @@ namespace propdag {
 struct OpContext;
 namespace internal {
 class RelevanceCache;
-}
+struct CrownPlan;
+}  // namespace internal
 
 class Model {
  public:
@@ -37,7 +38,7 @@ class Model {
   /// Null for graph inputs.
   const BoundOp* op(int node) const { return ops_[node].get(); }
   const common::Dims& shape(int node) const { return shapes_[node]; }
-  int64_t numel(int node) const { return common::num_elements(shapes_[node]); }
+  int64_t numel(int node) const { return numel_[node]; }
   /// Total number of input elements (graph inputs concatenated in order).
   int64_t input_size() const;
   /// The first node whose output shape may depend on input values (a Slice with variable starts or
@@ -48,6 +49,8 @@ class Model {
   /// The engines' memo of which elements reach an objective (internal/relevance.h); shared by
   /// copies of the model.
   internal::RelevanceCache& relevance_cache() const { return *relevance_cache_; }
+  /// What every CROWN pass of the model shares (internal/crown.h): computed once by build().
+  const internal::CrownPlan& crown_plan() const { return *crown_plan_; }
 
  private:
   common::Result<OpContext> context(size_t n) const;
@@ -60,9 +63,11 @@ class Model {
   Dag dag_;
   std::vector<std::unique_ptr<BoundOp>> ops_;
   std::vector<common::Dims> shapes_;
+  std::vector<int64_t> numel_;  // per Dag node: elements of shapes_
   std::string value_dependent_shape_;
   std::map<std::string, common::Tensor> folded_;  // constants computed from other constants
   std::shared_ptr<internal::RelevanceCache> relevance_cache_;
+  std::shared_ptr<const internal::CrownPlan> crown_plan_;
 };
 
 }  // namespace propdag

@@ -200,6 +200,9 @@ class BoundOp {
   /// Those of weight_entries() that are stored densely (a dense product runs faster per entry).
   virtual int64_t dense_weight_entries() const { return 0; }
   /// The op's rule element by element, where it has one of these forms (null otherwise).
+  /// A relaxation that is the same on every box (an affine op's), shared by every pass; null
+  /// when relax() depends on the bounds.
+  virtual std::shared_ptr<const Relaxation> fixed_relaxation() const { return nullptr; }
   virtual const ScalarRule* scalar_rule() const { return nullptr; }
   virtual const PairRule* pair_rule() const { return nullptr; }
 };
@@ -207,10 +210,12 @@ class BoundOp {
 /// An affine op: out = sum_k W_k in[slot_k] + bias. Interval and relaxation both follow.
 class AffineOp : public BoundOp {
  public:
-  AffineOp(std::vector<LinearTerm> terms, Vec bias)
-      : terms_(std::move(terms)), bias_(std::move(bias)) {}
+  AffineOp(std::vector<LinearTerm> terms, Vec bias);
+  AffineOp(const AffineOp&) = delete;  // fixed_ points into the op
+  AffineOp& operator=(const AffineOp&) = delete;
   Interval interval(const std::vector<const Interval*>& in) const override;
   Relaxation relax(const std::vector<const Interval*>& in, const Interval& out) const override;
+  std::shared_ptr<const Relaxation> fixed_relaxation() const override { return fixed_; }
   bool nonlinear() const override { return false; }
   int64_t weight_entries() const override;
   int64_t dense_weight_entries() const override;
@@ -220,6 +225,7 @@ class AffineOp : public BoundOp {
  private:
   std::vector<LinearTerm> terms_;
   Vec bias_;
+  std::shared_ptr<const Relaxation> fixed_;  // relax()'s value
 };
 
 /// Dense terms with at least this many entries are stored as float when the weight is float data

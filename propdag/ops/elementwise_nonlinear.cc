@@ -156,7 +156,10 @@ bool finite(const Interval& b) { return b.lo.allFinite() && b.hi.allFinite(); }
 // (x = in[0], y = in[1]); a < 0 or b < 0: the planes have no term in x or in y.
 class PlaneSum {
  public:
-  explicit PlaneSum(int64_t rows) : lo_bias_(Vec::Zero(rows)), up_bias_(Vec::Zero(rows)) {}
+  explicit PlaneSum(int64_t rows) : lo_bias_(Vec::Zero(rows)), up_bias_(Vec::Zero(rows)) {
+    for (auto& v : {&lo_, &up_})
+      for (auto& t : *v) t.reserve(rows);
+  }
   void add(int64_t row, int64_t a, int64_t b, const Planes& p) {
     if (a >= 0) lo_[0].emplace_back(row, a, p.lo_x), up_[0].emplace_back(row, a, p.up_x);
     if (b >= 0) lo_[1].emplace_back(row, b, p.lo_y), up_[1].emplace_back(row, b, p.up_y);
@@ -170,16 +173,35 @@ class PlaneSum {
     for (int s = 0; s < 2; ++s) {
       if (lo_[s].empty()) continue;
       const int64_t cols = s ? cols1 : cols0;
-      maps[s][0]->resize(rows, cols), maps[s][1]->resize(rows, cols);
-      maps[s][0]->setFromTriplets(lo_[s].begin(), lo_[s].end());
-      maps[s][1]->setFromTriplets(up_[s].begin(), up_[s].end());
+      fill(lo_[s], rows, cols, *maps[s][0]);
+      fill(up_[s], rows, cols, *maps[s][1]);
     }
     r.lo_bias = std::move(lo_bias_), r.up_bias = std::move(up_bias_);
     return r;
   }
 
  private:
-  std::vector<Eigen::Triplet<double>> lo_[2], up_[2];
+  using Entries = std::vector<Eigen::Triplet<double>>;
+  // Entries added row by row with ascending columns (every op here adds them so) go straight
+  // into the compressed matrix; others are sorted and summed by setFromTriplets.
+  static void fill(const Entries& e, int64_t rows, int64_t cols, SpMat& m) {
+    m.resize(rows, cols);
+    for (size_t k = 1; k < e.size(); ++k)
+      if (e[k].row() < e[k - 1].row() ||
+          (e[k].row() == e[k - 1].row() && e[k].col() <= e[k - 1].col())) {
+        m.setFromTriplets(e.begin(), e.end());
+        return;
+      }
+    m.reserve(static_cast<Eigen::Index>(e.size()));
+    size_t k = 0;
+    for (int64_t row = 0; row < rows; ++row) {
+      m.startVec(row);
+      for (; k < e.size() && e[k].row() == row; ++k) m.insertBack(row, e[k].col()) = e[k].value();
+    }
+    m.finalize();
+  }
+
+  Entries lo_[2], up_[2];
   Vec lo_bias_, up_bias_;
 };
 
