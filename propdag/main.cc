@@ -14,6 +14,10 @@
 #include <optional>
 #include <string>
 
+#ifdef PROPDAG_MIMALLOC
+#include <mimalloc.h>
+#endif
+
 #include "common/cli.h"
 #include "common/onnx_io.h"
 #include "propdag/cli_text.h"
@@ -350,6 +354,11 @@ static int main_body(int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
+#ifdef PROPDAG_MIMALLOC
+  // A call into mimalloc keeps the library linked (it replaces malloc process-wide when loaded).
+  if (mi_version() <= 0) return 2;
+#else
   common::keep_freed_memory();
+#endif
   return common::run_guarded("propdag", "", [&] { return main_body(argc, argv); });
 }

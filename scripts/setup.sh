@@ -19,6 +19,9 @@ PACKAGES=(
   # auto_LiRPA 0.5.0 (../shared/clients/) imports them: torchonnx's tests run it on the generated code and
   # propdag's compare its CROWN with auto_LiRPA's.
   python3-tqdm python3-appdirs
+  # The propdag CLI allocates through mimalloc where it is installed: bound propagation on small networks makes
+  # many small matrices, and glibc's malloc took a third of a split search's time (benchmarks/RESULTS.md).
+  libmimalloc-dev
   # The build's lint: clang-tidy runs as the ctest `clang_tidy` (scripts/tidy.sh); clang-format formats.
   clang-tidy clang-format
 )
