@@ -232,16 +232,16 @@ class CaseSearch {
   common::Result<Verdict> depth_first(Search& search, int64_t slice);
   // Bound computations per split, halves not counted: every dimension the box varies in is
   // tried for small inputs; larger ones are halved along steepest()'s without trying.
-  int64_t lookahead_cost() const { return small() ? free_dims_ : 1; }
+  int64_t lookahead_cost() const { return small() ? lookahead_dims_ : 1; }
   // Boxes split per round: as many as per_call() bounds their halves in one call (at least 1).
   int64_t splits_per_round() const;
   // Bounds the topmost open boxes that have none, up to per_call() of them, in one call.
   common::Status bound_top(std::vector<Open>& open);
   // Splits each box (with its bounds) in two at the middle of one dimension. For small inputs,
   // every dimension at least 1/ratio as wide (relative to the case's box) as the widest is tried
-  // (every one for ratio 0), and the one whose worse half comes closest to being proved wins;
-  // its halves keep their bounds. Fewer results than boxes when some box cannot be halved
-  // (every dimension a single double wide).
+  // (every one for ratio 0; of them, the lookahead_dims_ that steepest() ranks first), and
+  // choose() picks one; its halves keep their bounds. Fewer results than boxes when some box cannot
+  // be halved (every dimension a single double wide).
   common::Result<std::vector<Halves>> split_all(const std::vector<Open>& boxes, double ratio);
   // The dimensions split_all tries for `box` (empty when none can be halved).
   std::vector<Eigen::Index> candidates(const Interval& box, const Bounds& b, double ratio) const;
@@ -306,9 +306,11 @@ class CaseSearch {
   std::vector<Mat> objective_;
   Vec rhs_;  // the constraints' right-hand sides: a box is proved once one lower bound exceeds
   Eigen::Index free_dims_;  // dimensions in which the case's box has a width
-  bool carry_nodes_;        // boxes keep their nodes' bounds, which narrow those of their halves
-  bool relu_splits_;        // open cases are split by the signs of ReLU inputs (relu_search)
-  BoxBounder* bounder_;     // where bounds are computed (nullptr: linear_bounds, one box a call)
+  // Of them, how many the lookahead of small inputs tries per split (candidates()).
+  Eigen::Index lookahead_dims_;
+  bool carry_nodes_;     // boxes keep their nodes' bounds, which narrow those of their halves
+  bool relu_splits_;     // open cases are split by the signs of ReLU inputs (relu_search)
+  BoxBounder* bounder_;  // where bounds are computed (nullptr: linear_bounds, one box a call)
   // integer_split.cc: the case's integer dimensions (find_integer_dims; set by run() on small
   // inputs without ReLU splits), and whether a box was dropped as unprovable
   // (the search then ends open, having looked at every box for a counterexample).

@@ -144,7 +144,7 @@ common::Result<bool> CaseSearch::clip_and_bound(Open& o) {
 }
 
 int64_t CaseSearch::splits_per_round() const {
-  const int64_t halves = small() ? 2 * free_dims_ : 2;
+  const int64_t halves = small() ? 2 * lookahead_dims_ : 2;
   return std::max<int64_t>(1, per_call() / std::max<int64_t>(1, halves));
 }
 
@@ -215,6 +215,15 @@ std::vector<Eigen::Index> CaseSearch::candidates(const Interval& box, const Boun
   std::vector<Eigen::Index> dims;
   for (Eigen::Index d = 0; d < box.lo.size(); ++d)
     if (splittable(box, d) && relative_width[d] >= narrowest) dims.push_back(d);
+  if (static_cast<Eigen::Index>(dims.size()) <= lookahead_dims_ || b.coef.size() == 0) return dims;
+  // The lookahead_dims_ steepest: by |the closest row's coefficient| x width, then by index.
+  const Vec slope = b.coef.row(margin_row(b).second).transpose().cwiseAbs();
+  std::vector<std::pair<double, Eigen::Index>> ranked;
+  for (Eigen::Index d : dims) ranked.emplace_back(-slope[d] * width[d], d);
+  std::sort(ranked.begin(), ranked.end());
+  dims.clear();
+  for (Eigen::Index i = 0; i < lookahead_dims_; ++i) dims.push_back(ranked[i].second);
+  std::sort(dims.begin(), dims.end());
   return dims;
 }
 
