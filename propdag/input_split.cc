@@ -219,6 +219,7 @@ std::vector<Eigen::Index> CaseSearch::candidates(const Interval& box, const Boun
   // The lookahead_dims_ steepest: by |the closest row's coefficient| x width, then by index.
   const Vec slope = b.coef.row(margin_row(b).second).transpose().cwiseAbs();
   std::vector<std::pair<double, Eigen::Index>> ranked;
+  ranked.reserve(dims.size());
   for (Eigen::Index d : dims) ranked.emplace_back(-slope[d] * width[d], d);
   std::sort(ranked.begin(), ranked.end());
   dims.clear();
