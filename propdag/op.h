@@ -199,10 +199,10 @@ class BoundOp {
   virtual int64_t weight_entries() const { return 0; }
   /// Those of weight_entries() that are stored densely (a dense product runs faster per entry).
   virtual int64_t dense_weight_entries() const { return 0; }
-  /// The op's rule element by element, where it has one of these forms (null otherwise).
   /// A relaxation that is the same on every box (an affine op's), shared by every pass; null
   /// when relax() depends on the bounds.
   virtual std::shared_ptr<const Relaxation> fixed_relaxation() const { return nullptr; }
+  /// The op's rule element by element, where it has one of these forms (null otherwise).
   virtual const ScalarRule* scalar_rule() const { return nullptr; }
   virtual const PairRule* pair_rule() const { return nullptr; }
 };
