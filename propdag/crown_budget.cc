@@ -116,7 +116,7 @@ bool budget_binding(const Model& model, const Options& options,
 bool budget_may_bind(const Model& model, const Options& options,
                      const std::vector<double>& output_rows) {
   if (!options.refine_intermediate || std::isinf(options.refine_budget)) return false;
-  const std::vector<RefineRows> kinds = refine_rows(model);
+  const std::vector<RefineRows>& kinds = model.crown_plan().kinds;
   const Crown crown(model, options);
   std::vector<double> cost(kinds.size(), 0);
   for (size_t n = 0; n < kinds.size(); ++n)
@@ -173,7 +173,7 @@ double budget_for(const Model& model, const std::vector<double>& rows, double to
 }  // namespace internal
 
 double default_refine_budget(const Model& model, double total) {
-  const std::vector<internal::RefineRows> kinds = internal::refine_rows(model);
+  const std::vector<internal::RefineRows>& kinds = model.crown_plan().kinds;
   std::vector<double> rows(kinds.size(), 0);
   for (size_t n = 0; n < kinds.size(); ++n)
     if (kinds[n] != internal::RefineRows::kNone)
@@ -184,7 +184,7 @@ double default_refine_budget(const Model& model, double total) {
 common::Result<double> default_refine_budget(const Model& model, const Interval& box,
                                              double total) {
   ASSIGN_OR_RETURN(std::vector<Interval> ibp, ibp_all(model, box));
-  const std::vector<internal::RefineRows> kinds = internal::refine_rows(model);
+  const std::vector<internal::RefineRows>& kinds = model.crown_plan().kinds;
   std::vector<double> rows(kinds.size(), 0);
   for (size_t n = 0; n < kinds.size(); ++n)
     rows[n] = static_cast<double>(internal::rows_to_refine(kinds[n], ibp[n]).size());

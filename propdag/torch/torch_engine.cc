@@ -30,7 +30,7 @@ Status TorchEngine::prepare() {
     if (m_.op(n) == nullptr) continue;
     ASSIGN_OR_RETURN(kernels_[n], internal::make_kernel(m_, n, opts_));
   }
-  kinds_ = propdag::internal::refine_rows(m_);
+  kinds_ = m_.crown_plan().kinds;
   propdag::internal::Crown costs(m_, Options{});
   row_cost_.assign(dag.size(), 0);
   for (int n = 0; n < dag.size(); ++n)
