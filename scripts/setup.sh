@@ -14,8 +14,10 @@ PACKAGES=(
   libonnx-testdata
   # Optimized BLAS for Debian's torch, which links libblas.so.3 through update-alternatives: with the reference
   # BLAS the generated models' matrix products and im2col convolutions run 2-4x slower (benchmarks/RESULTS.md).
-  # The single-threaded build keeps results deterministic and leaves threading to torch.
-  libopenblas0-serial
+  # The OpenMP build (preferred over the serial one by the alternatives' priorities) runs on the threads torch
+  # is given and may be called from torch's own parallel regions, so propdag's torch engine bounds its chunks
+  # of boxes side by side (2.0x on 2 threads); the serial build shares its buffers between threads unlocked.
+  libopenblas0-openmp
   # auto_LiRPA 0.5.0 (../shared/clients/) imports them: torchonnx's tests run it on the generated code and
   # propdag's compare its CROWN with auto_LiRPA's.
   python3-tqdm python3-appdirs
