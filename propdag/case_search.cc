@@ -18,11 +18,16 @@ namespace {
 
 constexpr Eigen::Index kLookaheadDims = 16;
 // Where the network has a nonlinear op other than a ReLU-like one (sin, cos, products, sigmoid),
-// the lookahead tries only this many dimensions, those steepest() ranks first. Alpha at the
-// VNN-COMP tool's settings: lsnc quadrotor2d_state_2 9.8 s -> 1.7 s, _4 28.7 s -> 14.0 s, _1
-// 25.7 s -> 16.8 s; on ACAS Xu (ReLU only) two dimensions of five left 6 of 186 instances open
-// at 116 s and three left 2, where trying all five decides all 186.
-constexpr Eigen::Index kSmoothLookahead = 2;
+// small inputs are split by one search, not one per kRatios entry, among the dimensions at least
+// 1/kSmoothRatio as wide (relative to the case's box) as the widest, at the one steepest() ranks
+// first, bounding only its halves. Bound computations, alpha at the VNN-COMP tool's settings,
+// lsnc quadrotor2d_state_3 / _1 / _4 / _2: 9.71 M / 749 k / 654 k / 68.9 k with the three
+// searches and two dimensions looked ahead -> 2.17 M / 242 k / 167 k / 24.8 k (224 s -> 52 s on
+// _3); ratio 4: 2.57 M on _3, 16: 2.46 M, 2: 4.70 M, 0 (always the steepest): _2 open after
+// 3.3 M; ratio 4 looking two dimensions ahead: 3.81 M. On ACAS Xu (ReLU only) the lookahead
+// tries every dimension: two of five left 6 of 186 instances open at 116 s, all five none.
+constexpr Eigen::Index kSmoothLookahead = 1;
+constexpr double kSmoothRatio = 8;
 // Falsification by search before splitting: sampled points, pattern searches started, and the
 // time it may take (at most this, and at most a tenth of --timeout).
 constexpr int kSamples = 10000;
@@ -82,7 +87,8 @@ CaseSearch::CaseSearch(const Model& model, const SpecCase& c, const Options& opt
       objective_(objective_of(model, c)),
       rhs_(rhs_of(c)),
       free_dims_((c.box.hi.array() > c.box.lo.array()).count()),
-      lookahead_dims_(has_smooth_ops(model) ? std::min(free_dims_, kSmoothLookahead) : free_dims_),
+      smooth_(has_smooth_ops(model)),
+      lookahead_dims_(smooth_ ? std::min(free_dims_, kSmoothLookahead) : free_dims_),
       carry_nodes_(options.method != Method::kIbp && split.carry_bounds &&
                    elements(model) <= kCarryElements),
       relu_splits_(bounder == nullptr && options.method != Method::kIbp &&
@@ -131,7 +137,7 @@ common::Result<Verdict> CaseSearch::search() {
 // of dimensions proves a case soonest varies from case to case (ACAS Xu 4_6 prop_1 takes 3.9k
 // boxes with every dimension a candidate and 70k with ratio 16, 2_5 prop_1 about 6k with ratio
 // 16 and more than 80k with every dimension), and taking turns costs at most kRatios' size
-// times the best one.
+// times the best one. Networks with smooth nonlinear ops get one search (kSmoothRatio).
 common::Result<Verdict> CaseSearch::run() {
   if (split_.max_boxes <= 1) return Verdict::kOpen;
   next_attack_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -151,7 +157,11 @@ common::Result<Verdict> CaseSearch::run() {
   ASSIGN_OR_RETURN(bool proved_whole, full_crown_whole_box());
   if (proved_whole) return Verdict::kProved;
   std::vector<Search> searches;
-  for (double ratio : kRatios) searches.push_back({ratio, {Open{case_.box, whole_}}});
+  if (smooth_) {
+    searches.push_back({kSmoothRatio, {Open{case_.box, whole_}}});
+  } else {
+    for (double ratio : kRatios) searches.push_back({ratio, {Open{case_.box, whole_}}});
+  }
   for (;;) {
     for (Search& search : searches) {
       ASSIGN_OR_RETURN(Verdict v, depth_first(search, kSliceBoxes));

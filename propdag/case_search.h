@@ -306,7 +306,8 @@ class CaseSearch {
   std::vector<Mat> objective_;
   Vec rhs_;  // the constraints' right-hand sides: a box is proved once one lower bound exceeds
   Eigen::Index free_dims_;  // dimensions in which the case's box has a width
-  // Of them, how many the lookahead of small inputs tries per split (candidates()).
+  bool smooth_;  // a nonlinear op other than a ReLU-like one: one search of small inputs (run)
+  // Of free_dims_, how many the lookahead of small inputs tries per split (candidates()).
   Eigen::Index lookahead_dims_;
   bool carry_nodes_;     // boxes keep their nodes' bounds, which narrow those of their halves
   bool relu_splits_;     // open cases are split by the signs of ReLU inputs (relu_search)
