@@ -167,6 +167,7 @@ common::Result<Verdict> CaseSearch::run() {
       ASSIGN_OR_RETURN(Verdict v, depth_first(search, kSliceBoxes));
       if (v != Verdict::kRoundOver) return v;
     }
+    if (out_of_time()) return Verdict::kOpen;
   }
 }
 

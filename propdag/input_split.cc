@@ -56,7 +56,11 @@ common::Result<Verdict> CaseSearch::depth_first(Search& search, int64_t slice) {
       if (cut_away) continue;
       const int64_t next_boxes =
           static_cast<int64_t>(open.size()) + cost * static_cast<int64_t>(picked.size() + 1);
-      if (boxes_ - slice_start + next_boxes > slice) {
+      // A turn ends where this box would take it past `slice`, but not before its first split:
+      // a stack taller than the slice (batched bounders' rounds push many halves) would
+      // otherwise end every turn without one, and the search would never move.
+      const bool first_of_turn = picked.empty() && boxes_ == slice_start;
+      if (boxes_ - slice_start + next_boxes > slice && !first_of_turn) {
         open.push_back(std::move(next));
         if (picked.empty()) return Verdict::kRoundOver;
         break;
