@@ -157,7 +157,11 @@ common::Result<Verdict> CaseSearch::run() {
   ASSIGN_OR_RETURN(bool proved_whole, full_crown_whole_box());
   if (proved_whole) return Verdict::kProved;
   std::vector<Search> searches;
-  if (smooth_) {
+  if (full_pays()) {
+    bounder_ = full_bounder_.get();
+    lookahead_dims_ = std::min<Eigen::Index>(free_dims_, 1);
+    searches.push_back({kSmoothRatio, {Open{case_.box, whole_}}});
+  } else if (smooth_) {
     searches.push_back({kSmoothRatio, {Open{case_.box, whole_}}});
   } else {
     for (double ratio : kRatios) searches.push_back({ratio, {Open{case_.box, whole_}}});

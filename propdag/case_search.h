@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -187,6 +188,12 @@ class CaseSearch {
   common::Result<bool> full_crown_whole_box();
   // Whether full_crown_whole_box would bound the whole box (and has not yet).
   bool wants_full_crown() const;
+  // After the whole box's full CROWN bound left a small input open: whether its parts are bounded
+  // with full CROWN too (full_bounder_), because the refine budget's bounds miss by far more
+  // (kFullGap). Each part then costs what the whole box did, so no dimension is looked ahead.
+  bool full_pays() const;
+  // Whether bounds now come from full_bounder_.
+  bool full_mode() const { return full_bounder_ != nullptr && bounder_ == full_bounder_.get(); }
   // The objectives of `cases` stacked row-wise (one matrix per graph output): case i's rows
   // start at offsets[i] (offsets.back(): all rows); `most` is the largest case's row count.
   struct Stacked {
@@ -321,6 +328,10 @@ class CaseSearch {
   std::vector<Eigen::Index> cell_dims_;  // find_cell_dims(), with an evaluator
   bool proved_by_bounds_ = false;
   bool full_done_ = false;  // the whole box was bounded with full CROWN (or found not to need it)
+  // The whole box's margin under the refine budget, before its full CROWN bound (-inf: none).
+  double budget_margin_ = -std::numeric_limits<double>::infinity();
+  double full_margin_ = -std::numeric_limits<double>::infinity();  // and after it
+  std::unique_ptr<BoxBounder> full_bounder_;  // full_pays(): every part's bounds come from it
   int64_t boxes_ = 0;
   Options untuned_options_;      // options_ with CROWN for --method alpha (bound())
   int64_t split_halves_ = 0;     // halves bound() computed under --method alpha
