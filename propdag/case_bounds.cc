@@ -227,7 +227,11 @@ void CaseSearch::sampled(Bounds& kept, Bounds&& other, bool tuned) {
   const Bounds& with = tuned ? kept : other;
   const Bounds& without = tuned ? other : kept;
   ++alpha_sampled_;
-  if (proves(with) && !proves(without)) ++alpha_only_;
+  if (shared_samples_ != nullptr) ++shared_samples_->sampled;
+  if (proves(with) && !proves(without)) {
+    ++alpha_only_;
+    if (shared_samples_ != nullptr) ++shared_samples_->only;
+  }
   // Both hold on the box.
   kept.y.lo = kept.y.lo.cwiseMax(other.y.lo);
   kept.y.hi = kept.y.hi.cwiseMin(other.y.hi);
@@ -240,8 +244,11 @@ bool CaseSearch::sample_now(bool tuning) {
 }
 
 bool CaseSearch::alpha_pays() const {
-  return alpha_sampled_ < kAlphaMinSamples ||
-         static_cast<double>(alpha_only_) >= kAlphaMinGain * static_cast<double>(alpha_sampled_);
+  const int64_t sampled =
+      shared_samples_ != nullptr ? shared_samples_->sampled.load() : alpha_sampled_;
+  const int64_t only = shared_samples_ != nullptr ? shared_samples_->only.load() : alpha_only_;
+  return sampled < kAlphaMinSamples ||
+         static_cast<double>(only) >= kAlphaMinGain * static_cast<double>(sampled);
 }
 
 common::Result<CaseSearch::Bounds> CaseSearch::bound_once(const Interval& box, const Bounds* from,

@@ -94,6 +94,7 @@ CaseSearch::CaseSearch(const Model& model, const SpecCase& c, const Options& opt
       relu_splits_(bounder == nullptr && options.method != Method::kIbp &&
                    split.branching == Branching::kRelu && has_relus(model)),
       bounder_(bounder),
+      small_model_(elements(model) <= kCarryElements),
       untuned_options_(options) {
   untuned_options_.method = Method::kCrown;
 }
@@ -156,7 +157,8 @@ common::Result<Verdict> CaseSearch::run() {
   // A small input whose budget cuts passes short (a large network): its whole box too.
   ASSIGN_OR_RETURN(bool proved_whole, full_crown_whole_box());
   if (proved_whole) return Verdict::kProved;
-  std::vector<Search> searches;
+  if (parallel()) return run_parallel();
+  std::vector<Search>& searches = searches_;
   if (full_pays()) {
     bounder_ = full_bounder_.get();
     lookahead_dims_ = std::min<Eigen::Index>(free_dims_, 1);

@@ -3,6 +3,7 @@
 // inputs: relu_split.cc). Not installed.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <limits>
@@ -202,7 +203,10 @@ class CaseSearch {
     Eigen::Index most = 0;
   };
   static Stacked stacked(const std::vector<CaseSearch*>& cases);
-  bool out_of_time() const { return split_.seconds > 0 && Clock::now() >= deadline_; }
+  bool out_of_time() const {
+    return (split_.seconds > 0 && Clock::now() >= deadline_) ||
+           (stop_ != nullptr && stop_->load(std::memory_order_relaxed));
+  }
   // How long a point search may take: `cap` seconds, at most a tenth of --timeout and at most
   // what is left of it.
   double search_seconds(double cap) const;
@@ -230,6 +234,24 @@ class CaseSearch {
   // constraints for kSearchSeconds or a tenth of --timeout, in turn over the case's whole box
   // (new starting points each time) and over `top`, the open box about to be split.
   common::Result<bool> attack_while_splitting(const Interval& top);
+
+  // parallel_split.cc
+
+  // SplitOptions::threads on a small input: whether run() hands the case's box to
+  // run_parallel (Eigen engine, a model of at most 2^17 elements, no integer dimensions or
+  // point evaluator, more than one thread).
+  bool parallel() const;
+  // The case's box cut into parts (one per thread, each halved along the dimension steepest()
+  // ranks first under the whole box's bounds), which SplitOptions::threads threads search, each
+  // part as a case of its own (its start() and run(), no point search: search() covered the
+  // whole box) for up to SplitOptions::part_boxes bound computations; what a part leaves open
+  // (left_open()) goes back to the queue as parts. Alpha's samples are counted over all parts.
+  // Proved when every part is; falsified when one is (the others stop); open otherwise.
+  common::Result<Verdict> run_parallel();
+  // After run() stopped at split_.max_boxes (budget_spent_): the boxes one of its searches left
+  // open (the one whose boxes have the least volume), which cover every point of the case's box
+  // not yet proved.
+  std::vector<Interval> left_open() const;
 
   // input_split.cc
 
@@ -327,16 +349,26 @@ class CaseSearch {
   PointEvaluator* evaluator_ = nullptr;
   std::vector<Eigen::Index> cell_dims_;  // find_cell_dims(), with an evaluator
   bool proved_by_bounds_ = false;
+  bool small_model_;  // at most kCarryElements elements in all
+  // run_parallel's parts: set when another part was falsified or failed (out_of_time()).
+  const std::atomic<bool>* stop_ = nullptr;
+  std::vector<Search> searches_;  // run()'s searches of a small input
+  bool budget_spent_ = false;     // a search stopped at split_.max_boxes (left_open())
   bool full_done_ = false;  // the whole box was bounded with full CROWN (or found not to need it)
   // The whole box's margin under the refine budget, before its full CROWN bound (-inf: none).
   double budget_margin_ = -std::numeric_limits<double>::infinity();
   double full_margin_ = -std::numeric_limits<double>::infinity();  // and after it
   std::unique_ptr<BoxBounder> full_bounder_;  // full_pays(): every part's bounds come from it
   int64_t boxes_ = 0;
-  Options untuned_options_;      // options_ with CROWN for --method alpha (bound())
-  int64_t split_halves_ = 0;     // halves bound() computed under --method alpha
-  int64_t alpha_sampled_ = 0;    // of them, bounded both ways
-  int64_t alpha_only_ = 0;       // of those, proved by the tuned bounds and not by CROWN's
+  Options untuned_options_;    // options_ with CROWN for --method alpha (bound())
+  int64_t split_halves_ = 0;   // halves bound() computed under --method alpha
+  int64_t alpha_sampled_ = 0;  // of them, bounded both ways
+  int64_t alpha_only_ = 0;     // of those, proved by the tuned bounds and not by CROWN's
+  // run_parallel's parts: the last two counted over all parts of the case (alpha_pays()).
+  struct SharedSamples {
+    std::atomic<int64_t> sampled{0}, only{0};
+  };
+  SharedSamples* shared_samples_ = nullptr;
   int64_t untuned_ = 0;          // halves bounded with CROWN because tuning did not pay
   std::optional<Bounds> whole_;  // the whole box's bounds (from bound_together, or start()'s)
   Vec counterexample_;

@@ -70,7 +70,13 @@ common::Result<Verdict> CaseSearch::depth_first(Search& search, int64_t slice) {
         if (hit) return Verdict::kFalsified;
       }
       search.started = true;
-      if (boxes_ + next_boxes > split_.max_boxes || out_of_time()) return Verdict::kOpen;
+      if (boxes_ + next_boxes > split_.max_boxes || out_of_time()) {
+        // What is left stays on the stack (left_open() hands it on).
+        budget_spent_ = !out_of_time();
+        open.push_back(std::move(next));
+        for (Open& o : picked) open.push_back(std::move(o));
+        return Verdict::kOpen;
+      }
       picked.push_back(std::move(next));
     }
     if (picked.empty()) continue;

@@ -303,6 +303,11 @@ static int main_body(int argc, char** argv) {
   verify->add_flag_callback(
       "--no-clip", [&a] { a.split.clip_boxes = false; },
       "with --split: boxes not cut to where a counterexample can lie (comparison)");
+  verify
+      ->add_option("--threads", a.split.threads,
+                   "with --split, on the Eigen engine: threads that search the parts of a small "
+                   "input's box side by side (default 1)")
+      ->check(CLI::Range(1, 1024));
   verify->add_option("--result", a.result,
                      "also write the verdict as a VNN-COMP result file: unsat (verified), sat "
                      "and the counterexample's ((X_i v) ... (Y_j v)), timeout or unknown");

@@ -40,6 +40,16 @@ struct SplitOptions {
   /// to measure what it gains.
   bool clip_boxes = true;
   Branching branching = Branching::kInput;
+  /// Input splitting of small inputs (at most 16 varying dimensions) on the Eigen engine: a case
+  /// left open by its whole box is cut into parts (one per thread, halved along the steepest
+  /// dimensions), which this many threads search side by side, each part as a case of its own;
+  /// the case is proved when every part is, falsified when one is. max_boxes counts the bound
+  /// computations of all parts. Models with more than 2^17 elements, integer inputs and
+  /// value-dependent shapes stay on one thread.
+  int threads = 1;
+  /// With threads: bound computations a part may take before the boxes it left open go back to
+  /// the queue as parts of their own, where idle threads take them.
+  int64_t part_boxes = 20000;
   /// Networks whose refine budget may cut a pass short: when the whole box's CROWN or alpha
   /// bounds left the case open, the whole box is bounded once more with full CROWN (no budget;
   /// the timeout still stops refining; with alpha, the bounds of the two refined nodes nearest

@@ -13,6 +13,8 @@
 # quadrotor2d_state_3 verified in 51.6 s), every other verdict the same.
 # The method is PROPDAG_METHOD (default alpha: over the 122 non-ACAS instances of ../shared at
 # their own timeouts capped at 60 s it decided 92, where crown had decided 51 of the 70 run then).
+# Small inputs are split on PROPDAG_THREADS threads (default: every core, nproc), since the
+# competition runs one instance at a time.
 # CROWN's refine budget is PROPDAG_REFINE_BUDGET (default 1e9: on a 34-instance sample at 60 s it
 # decided 19 against 17 at propdag's default 2e8).
 VERSION_STRING=v1
@@ -51,7 +53,8 @@ budget="$(awk -v t="$TIMEOUT" -v s="$start" -v n="$(date +%s.%N)" 'BEGIN {
 kill_after="$(awk -v t="$TIMEOUT" 'BEGIN { printf "%.3f", t + 5 }')"
 timeout -s KILL "$kill_after" "$propdag" verify "$model" "$VNNLIB_FILE" --split 1000000000 \
   --timeout "$budget" --method "${PROPDAG_METHOD:-alpha}" \
-  --refine-budget "${PROPDAG_REFINE_BUDGET:-1e9}" --result "$RESULTS_FILE" \
+  --refine-budget "${PROPDAG_REFINE_BUDGET:-1e9}" --threads "${PROPDAG_THREADS:-$(nproc)}" \
+  --result "$RESULTS_FILE" \
   "${check[@]}"
 rc=$?
 if [ ! -s "$RESULTS_FILE" ]; then
