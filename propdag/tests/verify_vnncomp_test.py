@@ -91,6 +91,17 @@ def asserts_of(spec):
     return [e for e in vnnlib._parse(vnnlib._text(spec)) if isinstance(e, list) and e[0] == "assert"]
 
 
+def assert_no_sampled_counterexample(model, spec, seed, max_corners=200):
+    """2,000 random points and up to `max_corners` corners of each box of `spec`, evaluated by
+    onnxruntime on `model`: none meets the property's conditions."""
+    asserts = asserts_of(spec)
+    rng = np.random.default_rng(seed)
+    for lo, hi in vnnlib.read(spec).boxes:
+        points, _, _ = sampling.sample(lo, hi, 2000, rng, max_corners=max_corners)
+        ys = sampling.evaluate(model, points)[0]
+        assert not any(meets_property(asserts, p, q) for p, q in zip(points, ys))
+
+
 def counterexample_of(out):
     """The point printed after `falsified`: (X_i value) lines, in order."""
     values = {}
@@ -156,12 +167,7 @@ def test_relu_splits_finish_a_proof_that_needs_splitting():
                                         "1000000", "--timeout", "120", "--branch", branch)
         assert rc == 0, err
         assert out.split("\n")[0] == "verified", f"--branch {branch}: {out}"
-    asserts = asserts_of(spec)
-    rng = np.random.default_rng(5)
-    for lo, hi in vnnlib.read(spec).boxes:
-        points, _, _ = sampling.sample(lo, hi, 2000, rng, max_corners=200)
-        ys = sampling.evaluate(model, points)[0]
-        assert not any(meets_property(asserts, p, q) for p, q in zip(points, ys))
+    assert_no_sampled_counterexample(model, spec, 5)
 
 
 CORA = os.path.join(sampling.BENCH, "cora")
