@@ -1,7 +1,6 @@
 // CaseSearch's bound computations: a box's bounds (the Eigen engine's linear_bounds, or the
-// BoxBounder's batches), the whole-box bounds several cases share, the whole box's full CROWN
-// bound (one case's, or several cases' at once), and the margins read from them (per
-// constraint, and of a positive combination of the constraints).
+// BoxBounder's batches), the whole-box bounds several cases share, and the whole box's full
+// CROWN bound (one case's, or several cases' at once).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -232,6 +231,10 @@ void CaseSearch::sampled(Bounds& kept, Bounds&& other, bool tuned) {
     ++alpha_only_;
     if (shared_samples_ != nullptr) ++shared_samples_->only;
   }
+  if (proves(without) && !proves(with)) {
+    ++crown_only_;
+    if (shared_samples_ != nullptr) ++shared_samples_->crown_only;
+  }
   // Both hold on the box.
   kept.y.lo = kept.y.lo.cwiseMax(other.y.lo);
   kept.y.hi = kept.y.hi.cwiseMin(other.y.hi);
@@ -247,8 +250,13 @@ bool CaseSearch::alpha_pays() const {
   const int64_t sampled =
       shared_samples_ != nullptr ? shared_samples_->sampled.load() : alpha_sampled_;
   const int64_t only = shared_samples_ != nullptr ? shared_samples_->only.load() : alpha_only_;
+  const int64_t crown_only =
+      shared_samples_ != nullptr ? shared_samples_->crown_only.load() : crown_only_;
+  // Tuned slopes (warm-started from the box a half was split from) can also prove less than
+  // CROWN's: tuning stops while they do so as often as they prove more.
   return sampled < kAlphaMinSamples ||
-         static_cast<double>(only) >= kAlphaMinGain * static_cast<double>(sampled);
+         (static_cast<double>(only) >= kAlphaMinGain * static_cast<double>(sampled) &&
+          only > crown_only);
 }
 
 common::Result<CaseSearch::Bounds> CaseSearch::bound_once(const Interval& box, const Bounds* from,
@@ -359,47 +367,6 @@ common::Result<std::vector<CaseSearch::Bounds>> CaseSearch::batched(
 
 int64_t CaseSearch::per_call() const {
   return bounder_ != nullptr ? std::max(1, bounder_->batch()) : 1;
-}
-
-std::pair<double, Eigen::Index> CaseSearch::margin_row(const Bounds& b) const {
-  double best = -std::numeric_limits<double>::infinity();
-  Eigen::Index row = 0;
-  for (Eigen::Index r = 0; r < b.y.lo.size(); ++r) {
-    if (b.y.lo[r] - rhs_[r] > best) best = b.y.lo[r] - rhs_[r], row = r;
-  }
-  return {best, row};
-}
-
-double CaseSearch::joint_margin(const Mat& coef, const Vec& bias, const Interval& box) const {
-  constexpr int kSteps = 50;
-  constexpr double kRate = 1.0;
-  double best = -std::numeric_limits<double>::infinity();
-  std::vector<Eigen::Index> rows;  // constraints with a finite linear lower bound take part
-  for (Eigen::Index r = 0; r < bias.size() && r < rhs_.size(); ++r)
-    if (std::isfinite(bias[r])) rows.push_back(r);
-  if (rows.size() < 2 || coef.rows() != bias.size() || coef.cols() != box.size()) return best;
-  const auto k = static_cast<Eigen::Index>(rows.size());
-  Mat a(k, coef.cols());
-  Vec slack(k);
-  for (Eigen::Index i = 0; i < k; ++i)
-    a.row(i) = coef.row(rows[i]), slack[i] = bias[rows[i]] - rhs_[rows[i]];
-  // Exponentiated-gradient ascent over the simplex. At each lambda the box's corner that
-  // minimizes the combination gives its exact minimum (the bound) and a supergradient.
-  Vec lambda = Vec::Constant(k, 1.0 / static_cast<double>(k));
-  Vec w(a.cols()), corner(a.cols()), g(k);
-  for (int step = 0; step < kSteps && !(best > 0); ++step) {
-    w.noalias() = a.transpose() * lambda;
-    corner = (w.array() >= 0).select(box.lo, box.hi);
-    g.noalias() = a * corner;
-    g += slack;
-    best = std::max(best, lambda.dot(g));
-    const double scale = g.cwiseAbs().maxCoeff();
-    if (!(scale > 0) || !std::isfinite(scale)) break;
-    const double rate = kRate / (scale * std::sqrt(step + 1.0));
-    lambda.array() *= (rate * g.array()).exp();
-    lambda /= lambda.sum();
-  }
-  return best;
 }
 
 }  // namespace propdag::internal

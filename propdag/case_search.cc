@@ -139,41 +139,56 @@ common::Result<Verdict> CaseSearch::search() {
 // boxes with every dimension a candidate and 70k with ratio 16, 2_5 prop_1 about 6k with ratio
 // 16 and more than 80k with every dimension), and taking turns costs at most kRatios' size
 // times the best one. Networks with smooth nonlinear ops get one search (kSmoothRatio).
-common::Result<Verdict> CaseSearch::run() {
+// With `turn`, run() returns kRoundOver after about that many bound computations, and the next
+// call resumes (verify() takes turns over a property's open cases).
+common::Result<Verdict> CaseSearch::run(int64_t turn) {
   if (split_.max_boxes <= 1) return Verdict::kOpen;
-  next_attack_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                    std::chrono::duration<double>(kAttackEvery));
-  if (relu_splits_) return relu_search();
-  ASSIGN_OR_RETURN(integer_dims_, find_integer_dims());
-  if (evaluator_ != nullptr) {
-    ASSIGN_OR_RETURN(cell_dims_, find_cell_dims());
-  }
-  if (!small() || !integer_dims_.empty()) {  // integer splits do not depend on the ratio
+  const int64_t turn_start = boxes_;
+  if (!run_started_) {
+    run_started_ = true;
+    next_attack_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(kAttackEvery));
+    if (relu_splits_) return relu_search();  // in one turn
+    ASSIGN_OR_RETURN(integer_dims_, find_integer_dims());
+    if (evaluator_ != nullptr) {
+      ASSIGN_OR_RETURN(cell_dims_, find_cell_dims());
+    }
+    // A small input whose budget cuts passes short (a large network): its whole box too.
     ASSIGN_OR_RETURN(bool proved_whole, full_crown_whole_box());
     if (proved_whole) return Verdict::kProved;
-    Search only{0, {Open{case_.box, whole_}}};
-    return depth_first(only, split_.max_boxes);
+    if (!small() || !integer_dims_.empty()) {
+      // Integer splits do not depend on the ratio: one search.
+      searches_.push_back({0, {Open{case_.box, whole_}}});
+    } else if (parallel()) {
+      parallel_ = true;
+    } else if (full_pays()) {
+      bounder_ = full_bounder_.get();
+      lookahead_dims_ = std::min<Eigen::Index>(free_dims_, 1);
+      searches_.push_back({kSmoothRatio, {Open{case_.box, whole_}}});
+    } else if (smooth_) {
+      searches_.push_back({kSmoothRatio, {Open{case_.box, whole_}}});
+    } else {
+      for (double ratio : kRatios) searches_.push_back({ratio, {Open{case_.box, whole_}}});
+    }
   }
-  // A small input whose budget cuts passes short (a large network): its whole box too.
-  ASSIGN_OR_RETURN(bool proved_whole, full_crown_whole_box());
-  if (proved_whole) return Verdict::kProved;
-  if (parallel()) return run_parallel();
-  std::vector<Search>& searches = searches_;
-  if (full_pays()) {
-    bounder_ = full_bounder_.get();
-    lookahead_dims_ = std::min<Eigen::Index>(free_dims_, 1);
-    searches.push_back({kSmoothRatio, {Open{case_.box, whole_}}});
-  } else if (smooth_) {
-    searches.push_back({kSmoothRatio, {Open{case_.box, whole_}}});
-  } else {
-    for (double ratio : kRatios) searches.push_back({ratio, {Open{case_.box, whole_}}});
+  if (relu_splits_) return Verdict::kOpen;  // relu_search ended open
+  if (parallel_) return run_parallel(turn);
+  if (searches_.size() == 1) {
+    for (;;) {
+      ASSIGN_OR_RETURN(Verdict v,
+                       depth_first(searches_.front(), turn > 0 ? turn : split_.max_boxes));
+      // Without a turn, depth_first may still end one past the budget (a clipped box's bounds
+      // computed again): the next call stops at the budget.
+      if (v != Verdict::kRoundOver || turn > 0) return v;
+    }
   }
   for (;;) {
-    for (Search& search : searches) {
+    for (Search& search : searches_) {
       ASSIGN_OR_RETURN(Verdict v, depth_first(search, kSliceBoxes));
       if (v != Verdict::kRoundOver) return v;
     }
     if (out_of_time()) return Verdict::kOpen;
+    if (turn > 0 && boxes_ - turn_start >= turn) return Verdict::kRoundOver;
   }
 }
 
@@ -275,6 +290,50 @@ common::Result<bool> CaseSearch::attack_while_splitting(const Interval& top) {
                                     9 * took, std::chrono::duration_cast<Clock::duration>(
                                                   std::chrono::duration<double>(kAttackEvery)));
   return x && found(std::move(*x));
+}
+
+// The margins read from a box's bounds: per constraint, and of a positive combination of the
+// constraints.
+
+std::pair<double, Eigen::Index> CaseSearch::margin_row(const Bounds& b) const {
+  double best = -std::numeric_limits<double>::infinity();
+  Eigen::Index row = 0;
+  for (Eigen::Index r = 0; r < b.y.lo.size(); ++r) {
+    if (b.y.lo[r] - rhs_[r] > best) best = b.y.lo[r] - rhs_[r], row = r;
+  }
+  return {best, row};
+}
+
+double CaseSearch::joint_margin(const Mat& coef, const Vec& bias, const Interval& box) const {
+  constexpr int kSteps = 50;
+  constexpr double kRate = 1.0;
+  double best = -std::numeric_limits<double>::infinity();
+  std::vector<Eigen::Index> rows;  // constraints with a finite linear lower bound take part
+  for (Eigen::Index r = 0; r < bias.size() && r < rhs_.size(); ++r)
+    if (std::isfinite(bias[r])) rows.push_back(r);
+  if (rows.size() < 2 || coef.rows() != bias.size() || coef.cols() != box.size()) return best;
+  const auto k = static_cast<Eigen::Index>(rows.size());
+  Mat a(k, coef.cols());
+  Vec slack(k);
+  for (Eigen::Index i = 0; i < k; ++i)
+    a.row(i) = coef.row(rows[i]), slack[i] = bias[rows[i]] - rhs_[rows[i]];
+  // Exponentiated-gradient ascent over the simplex. At each lambda the box's corner that
+  // minimizes the combination gives its exact minimum (the bound) and a supergradient.
+  Vec lambda = Vec::Constant(k, 1.0 / static_cast<double>(k));
+  Vec w(a.cols()), corner(a.cols()), g(k);
+  for (int step = 0; step < kSteps && !(best > 0); ++step) {
+    w.noalias() = a.transpose() * lambda;
+    corner = (w.array() >= 0).select(box.lo, box.hi);
+    g.noalias() = a * corner;
+    g += slack;
+    best = std::max(best, lambda.dot(g));
+    const double scale = g.cwiseAbs().maxCoeff();
+    if (!(scale > 0) || !std::isfinite(scale)) break;
+    const double rate = kRate / (scale * std::sqrt(step + 1.0));
+    lambda.array() *= (rate * g.array()).exp();
+    lambda /= lambda.sum();
+  }
+  return best;
 }
 
 }  // namespace propdag::internal

@@ -63,8 +63,10 @@ class CaseSearch {
   static common::Status full_crown_together(const std::vector<CaseSearch*>& cases);
 
   // After start() left the case open: splits until every part is proved, a point checked in one
-  // is a counterexample, or the budget or time runs out.
-  common::Result<Verdict> run();
+  // is a counterexample, or the budget or time runs out. With `turn` > 0, returns kRoundOver
+  // once about that many bound computations are done and the case is still open; the next call
+  // goes on where this one stopped (ReLU splits run to the end in one call).
+  common::Result<Verdict> run(int64_t turn = 0);
 
   int64_t boxes() const { return boxes_; }
   // Of them, boxes bounded with CROWN under --method alpha because tuning did not pay (below).
@@ -241,13 +243,14 @@ class CaseSearch {
   // run_parallel (Eigen engine, a model of at most 2^17 elements, no integer dimensions or
   // point evaluator, more than one thread).
   bool parallel() const;
-  // The case's box cut into parts (one per thread, each halved along the dimension steepest()
-  // ranks first under the whole box's bounds), which SplitOptions::threads threads search, each
-  // part as a case of its own (its start() and run(), no point search: search() covered the
-  // whole box) for up to SplitOptions::part_boxes bound computations; what a part leaves open
-  // (left_open()) goes back to the queue as parts. Alpha's samples are counted over all parts.
-  // Proved when every part is; falsified when one is (the others stop); open otherwise.
-  common::Result<Verdict> run_parallel();
+  // The case searched in parts by SplitOptions::threads threads, each part as a case of its own
+  // (its start() and run(), no point search: search() covered the whole box) for up to
+  // SplitOptions::part_boxes bound computations. The first part is the case's box; what a part
+  // leaves open (left_open()) goes back to the queue as parts. Alpha's samples are counted over
+  // all parts. Proved when every part is; falsified when one is (the others stop); open
+  // otherwise. With `turn` > 0, parts are taken until about that many bound computations are
+  // done (kRoundOver: the queue waits for the next call).
+  common::Result<Verdict> run_parallel(int64_t turn);
   // After run() stopped at split_.max_boxes (budget_spent_): the boxes one of its searches left
   // open (the one whose boxes have the least volume), which cover every point of the case's box
   // not yet proved.
@@ -352,8 +355,25 @@ class CaseSearch {
   bool small_model_;  // at most kCarryElements elements in all
   // run_parallel's parts: set when another part was falsified or failed (out_of_time()).
   const std::atomic<bool>* stop_ = nullptr;
-  std::vector<Search> searches_;  // run()'s searches of a small input
-  bool budget_spent_ = false;     // a search stopped at split_.max_boxes (left_open())
+  // run_parallel's parts: alpha's samples counted over all parts of the case (alpha_pays()).
+  struct SharedSamples {
+    std::atomic<int64_t> sampled{0}, only{0}, crown_only{0};
+  };
+  bool run_started_ = false;      // run() has set up the searches below
+  std::vector<Search> searches_;  // run()'s searches (one for large inputs)
+  bool parallel_ = false;         // run() goes on in run_parallel()
+  // run_parallel's parts still to search, the bound computations of all parts so far, and
+  // whether a part ended open for good (its time, a box no split can narrow).
+  struct ParallelState {
+    std::vector<Interval> queue;
+    SharedSamples samples;
+    int64_t before = 0;  // the case's bound computations before its parts
+    int64_t boxes = 0;
+    bool open = false;
+    bool first = true;  // the first part (the case's box) starts from the case's bounds
+  };
+  std::unique_ptr<ParallelState> parallel_state_;
+  bool budget_spent_ = false;  // a search stopped at split_.max_boxes (left_open())
   bool full_done_ = false;  // the whole box was bounded with full CROWN (or found not to need it)
   // The whole box's margin under the refine budget, before its full CROWN bound (-inf: none).
   double budget_margin_ = -std::numeric_limits<double>::infinity();
@@ -364,12 +384,9 @@ class CaseSearch {
   int64_t split_halves_ = 0;   // halves bound() computed under --method alpha
   int64_t alpha_sampled_ = 0;  // of them, bounded both ways
   int64_t alpha_only_ = 0;     // of those, proved by the tuned bounds and not by CROWN's
-  // run_parallel's parts: the last two counted over all parts of the case (alpha_pays()).
-  struct SharedSamples {
-    std::atomic<int64_t> sampled{0}, only{0};
-  };
-  SharedSamples* shared_samples_ = nullptr;
-  int64_t untuned_ = 0;          // halves bounded with CROWN because tuning did not pay
+  int64_t crown_only_ = 0;     // and by CROWN's and not by the tuned ones
+  SharedSamples* shared_samples_ = nullptr;  // where a part counts them too
+  int64_t untuned_ = 0;                      // halves bounded with CROWN because tuning did not pay
   std::optional<Bounds> whole_;  // the whole box's bounds (from bound_together, or start()'s)
   Vec counterexample_;
   Clock::time_point next_attack_;  // when attack_while_splitting is due

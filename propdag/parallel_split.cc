@@ -17,6 +17,14 @@
 namespace propdag::internal {
 namespace {
 
+// SplitOptions::part_boxes by default: ReLU-like networks' parts (three searches taking turns)
+// hand their open boxes on sooner than smooth networks' (one search). --threads 2, alpha, alone:
+// ACAS Xu 3_3 prop_2 / 1_1 prop_6 / 4_2 prop_2 31.2 / 31.1 / 18.5 s with parts of 20,000, 20.3
+// / 22.9 / 13.1 s with 5,000, 13.9 / 13.9 / 8.5 s with 2,000 (49.6 / 35.9 / 29.8 s on one
+// thread); lsnc quadrotor2d_state_3 (slimmed) 29.4 / 32.5 / 39.9 s (49.0 s on one).
+constexpr int64_t kPartBoxes = 2000;
+constexpr int64_t kSmoothPartBoxes = 20000;
+
 // Builds every lazily built matrix of the model (op.h: LinearTerm::sparse is not thread-safe on
 // first use), so that the threads only read the model.
 void build_lazy_terms(const Model& model) {
@@ -31,7 +39,12 @@ void build_lazy_terms(const Model& model) {
 }  // namespace
 
 bool CaseSearch::parallel() const {
-  return split_.threads > 1 && bounder_ == nullptr && small_model_ && integer_dims_.empty() &&
+  // Parts are fresh searches of their regions, each with its own turns between dimension
+  // ratios, which pays on ReLU-like networks even on one thread (ACAS Xu 3_3 prop_2 / 1_1 prop_6
+  // / 4_2 prop_2, alpha: 49.6 / 35.9 / 29.8 s -> 24.6 / 19.7 / 14.8 s); smooth networks' one
+  // search loses by restarting (lsnc quadrotor2d_state_3 49.0 -> 56.1 s), so they take parts on
+  // several threads only.
+  return (split_.threads > 1 || !smooth_) && bounder_ == nullptr && small_model_ && integer_dims_.empty() &&
          evaluator_ == nullptr && !full_pays() && stop_ == nullptr;
 }
 
@@ -56,32 +69,29 @@ std::vector<Interval> CaseSearch::left_open() const {
   return out;
 }
 
-common::Result<Verdict> CaseSearch::run_parallel() {
+common::Result<Verdict> CaseSearch::run_parallel(int64_t turn) {
   const auto threads = static_cast<size_t>(split_.threads);
-  // The first parts: the box halved along its steepest dimension under the whole box's bounds
-  // (the widest under IBP), part by part, until there is one per thread.
-  std::vector<Interval> first = {case_.box};
-  while (first.size() < threads) {
-    std::vector<Interval> cut;
-    for (const Interval& box : first) {
-      const Eigen::Index dim = steepest(box, *whole_);
-      if (!splittable(box, dim)) {
-        cut.push_back(box);
-        continue;
-      }
-      auto [lo, hi] = halves(box, dim);
-      cut.push_back(std::move(lo));
-      cut.push_back(std::move(hi));
-    }
-    if (cut.size() == first.size()) break;
-    first = std::move(cut);
+  if (parallel_state_ == nullptr) {
+    parallel_state_ = std::make_unique<ParallelState>();
+    // The first part is the case's box: the search of one thread (clipping it, choosing its
+    // splits) until it runs out of part_boxes, when what it left open is handed on. Cutting the
+    // box up front along its steepest dimension instead made some parts far harder than the
+    // whole (lsnc quadrotor2d_state_0's case Y_7 <= -3: 2,445 bound computations for the whole
+    // box, one of its halves open after 130,000).
+    parallel_state_->queue = {case_.box};
+    parallel_state_->before = boxes_;
+    // Whether alpha's tuning pays is judged on the samples of all parts (as one search would).
+    parallel_state_->samples.sampled = alpha_sampled_;
+    parallel_state_->samples.only = alpha_only_;
+    parallel_state_->samples.crown_only = crown_only_;
+    build_lazy_terms(model_);
   }
-  std::vector<Interval> queue = std::move(first);
-  // Whether alpha's tuning pays is judged on the samples of all parts (as one search would).
-  SharedSamples samples;
-  samples.sampled = alpha_sampled_;
-  samples.only = alpha_only_;
-  build_lazy_terms(model_);
+  ParallelState& state = *parallel_state_;
+  // Parts are taken while the turn and the budget last.
+  const int64_t budget = split_.max_boxes - state.before;  // for all parts
+  const int64_t limit = turn > 0 ? std::min(state.boxes + turn, budget) : budget;
+  const int64_t part_boxes =
+      split_.part_boxes > 0 ? split_.part_boxes : (smooth_ ? kSmoothPartBoxes : kPartBoxes);
   SplitOptions one = split_;
   one.threads = 1;
   one.full_crown = nullptr;  // parallel() holds only where it did not pay
@@ -90,21 +100,25 @@ common::Result<Verdict> CaseSearch::run_parallel() {
   std::mutex mutex;  // guards what follows
   std::condition_variable wake;
   size_t busy = 0;
-  bool open = false;  // a part ended open for good (time, a box no split can narrow)
   std::optional<common::Error> failure;
   std::optional<Vec> point;
   bool by_bounds = false;
-  int64_t boxes = 0, untuned = 0;
+  int64_t boxes = 0, untuned = 0;  // this turn's
   auto work = [&]() {
     std::unique_lock<std::mutex> lock(mutex);
     for (;;) {
-      wake.wait(lock, [&] { return stop || !queue.empty() || busy == 0; });
-      if (stop || queue.empty() || out_of_time()) return;
+      wake.wait(lock,
+                [&] { return stop || busy == 0 || (!state.queue.empty() && state.boxes < limit); });
+      if (stop || state.queue.empty() || state.boxes >= limit || out_of_time()) return;
       SpecCase c = case_;
-      c.box = std::move(queue.back());
-      queue.pop_back();
+      c.box = std::move(state.queue.back());
+      state.queue.pop_back();
+      const bool first = state.first;
+      state.first = false;
       ++busy;
-      one.max_boxes = std::min(split_.part_boxes, split_.max_boxes - boxes);
+      // A part given all that is left of the budget ends the case where it stops.
+      const bool last = budget - state.boxes <= part_boxes;
+      one.max_boxes = std::min(part_boxes, budget - state.boxes);
       const SplitOptions mine = one;
       lock.unlock();
       // Each part counts into its own report (BoundsReport is not shared between threads).
@@ -112,16 +126,21 @@ common::Result<Verdict> CaseSearch::run_parallel() {
       Options options = options_;
       if (options.report != nullptr) options.report = &report;
       CaseSearch part(model_, c, options, mine, deadline_, nullptr);
+      if (first) part.whole_ = whole_;
       part.stop_ = &stop;
-      part.shared_samples_ = &samples;
+      part.shared_samples_ = &state.samples;
       common::Result<Verdict> v = part.start();
       if (v.ok() && *v == Verdict::kOpen) v = part.run();
       std::vector<Interval> left;
-      if (v.ok() && *v == Verdict::kOpen && part.budget_spent_) left = part.left_open();
+      // A part's searches stopped by its budget (or at the end of a turn) cover every point of
+      // it they have not proved; one stopped otherwise (time, a box no split narrows) is open.
+      if (v.ok() && ((*v == Verdict::kOpen && part.budget_spent_) || *v == Verdict::kRoundOver))
+        left = part.left_open();
       lock.lock();
       if (options_.report != nullptr) options_.report->add(report);
       --busy;
       boxes += part.boxes();
+      state.boxes += part.boxes();
       untuned += part.untuned();
       by_bounds = by_bounds || part.proved_by_bounds();
       if (!v.ok()) {
@@ -130,11 +149,11 @@ common::Result<Verdict> CaseSearch::run_parallel() {
       } else if (*v == Verdict::kFalsified) {
         if (!point) point = part.counterexample();
         stop = true;
-      } else if (*v == Verdict::kOpen) {
-        if (left.empty() || boxes >= split_.max_boxes) {
-          open = true;  // the other parts go on: one may hold a counterexample
+      } else if (*v != Verdict::kProved) {
+        if (left.empty() || last) {
+          state.open = true;  // the other parts go on: one may hold a counterexample
         } else {
-          for (Interval& box : left) queue.push_back(std::move(box));
+          for (Interval& box : left) state.queue.push_back(std::move(box));
         }
       }
       wake.notify_all();
@@ -152,7 +171,11 @@ common::Result<Verdict> CaseSearch::run_parallel() {
     counterexample_ = std::move(*point);
     return Verdict::kFalsified;
   }
-  return open || !queue.empty() || out_of_time() ? Verdict::kOpen : Verdict::kProved;
+  if (out_of_time() || state.boxes >= budget) {
+    return state.queue.empty() && !state.open ? Verdict::kProved : Verdict::kOpen;
+  }
+  if (!state.queue.empty()) return Verdict::kRoundOver;  // the turn is over
+  return state.open ? Verdict::kOpen : Verdict::kProved;
 }
 
 }  // namespace propdag::internal

@@ -41,15 +41,17 @@ struct SplitOptions {
   bool clip_boxes = true;
   Branching branching = Branching::kInput;
   /// Input splitting of small inputs (at most 16 varying dimensions) on the Eigen engine: a case
-  /// left open by its whole box is cut into parts (one per thread, halved along the steepest
-  /// dimensions), which this many threads search side by side, each part as a case of its own;
-  /// the case is proved when every part is, falsified when one is. max_boxes counts the bound
-  /// computations of all parts. Models with more than 2^17 elements, integer inputs and
-  /// value-dependent shapes stay on one thread.
+  /// left open by its whole box is searched in parts by this many threads, each part as a case
+  /// of its own: the first part is the whole box, and the boxes a part leaves open after
+  /// part_boxes bound computations are parts in turn, taken by idle threads. The case is proved
+  /// when every part is, falsified when one is; max_boxes counts the bound computations of all
+  /// parts. Models with more than 2^17 elements, integer inputs and value-dependent shapes stay
+  /// on one thread.
   int threads = 1;
   /// With threads: bound computations a part may take before the boxes it left open go back to
-  /// the queue as parts of their own, where idle threads take them.
-  int64_t part_boxes = 20000;
+  /// the queue as parts of their own, where idle threads take them (0: 2,000 for networks whose
+  /// nonlinear ops are all ReLU-like, 20,000 for others; propdag/README.md).
+  int64_t part_boxes = 0;
   /// Networks whose refine budget may cut a pass short: when the whole box's CROWN or alpha
   /// bounds left the case open, the whole box is bounded once more with full CROWN (no budget;
   /// the timeout still stops refining; with alpha, the bounds of the two refined nodes nearest
