@@ -44,8 +44,8 @@ bool CaseSearch::parallel() const {
   // / 4_2 prop_2, alpha: 49.6 / 35.9 / 29.8 s -> 24.6 / 19.7 / 14.8 s); smooth networks' one
   // search loses by restarting (lsnc quadrotor2d_state_3 49.0 -> 56.1 s), so they take parts on
   // several threads only.
-  return (split_.threads > 1 || !smooth_) && bounder_ == nullptr && small_model_ && integer_dims_.empty() &&
-         evaluator_ == nullptr && !full_pays() && stop_ == nullptr;
+  return (split_.threads > 1 || !smooth_) && bounder_ == nullptr && small_model_ &&
+         integer_dims_.empty() && evaluator_ == nullptr && !full_pays() && stop_ == nullptr;
 }
 
 std::vector<Interval> CaseSearch::left_open() const {
