@@ -239,9 +239,9 @@ class CaseSearch {
 
   // parallel_split.cc
 
-  // SplitOptions::threads on a small input: whether run() hands the case's box to
-  // run_parallel (Eigen engine, a model of at most 2^17 elements, no integer dimensions or
-  // point evaluator, more than one thread).
+  // Whether run() hands a small input's box to run_parallel: Eigen engine, a model of at most
+  // 2^17 elements, no integer dimensions or point evaluator, and more than one thread
+  // (SplitOptions::threads) or a network whose nonlinear ops are all ReLU-like.
   bool parallel() const;
   // The case searched in parts by SplitOptions::threads threads, each part as a case of its own
   // (its start() and run(), no point search: search() covered the whole box) for up to

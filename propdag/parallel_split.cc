@@ -1,5 +1,6 @@
-// CaseSearch's parallel input splitting (SplitOptions::threads): the case's box cut into parts,
-// each searched as a case of its own on one of several threads.
+// CaseSearch's input splitting in parts (SplitOptions::threads, and on one thread for ReLU-like
+// networks): the case's box searched part by part, each part as a case of its own, the parts
+// taken from one queue by one or several threads.
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>

@@ -45,8 +45,9 @@ struct SplitOptions {
   /// of its own: the first part is the whole box, and the boxes a part leaves open after
   /// part_boxes bound computations are parts in turn, taken by idle threads. The case is proved
   /// when every part is, falsified when one is; max_boxes counts the bound computations of all
-  /// parts. Models with more than 2^17 elements, integer inputs and value-dependent shapes stay
-  /// on one thread.
+  /// parts. Networks whose nonlinear ops are all ReLU-like are searched in parts on one thread
+  /// too (each part's searches start afresh, which pays there). Models with more than 2^17
+  /// elements, integer inputs and value-dependent shapes are searched whole, on one thread.
   int threads = 1;
   /// With threads: bound computations a part may take before the boxes it left open go back to
   /// the queue as parts of their own, where idle threads take them (0: 2,000 for networks whose
