@@ -225,16 +225,10 @@ common::Result<CaseSearch::Bounds> CaseSearch::bound(const Interval& box, const 
 void CaseSearch::sampled(Bounds& kept, Bounds&& other, bool tuned) {
   const Bounds& with = tuned ? kept : other;
   const Bounds& without = tuned ? other : kept;
-  ++alpha_sampled_;
-  if (shared_samples_ != nullptr) ++shared_samples_->sampled;
-  if (proves(with) && !proves(without)) {
-    ++alpha_only_;
-    if (shared_samples_ != nullptr) ++shared_samples_->only;
-  }
-  if (proves(without) && !proves(with)) {
-    ++crown_only_;
-    if (shared_samples_ != nullptr) ++shared_samples_->crown_only;
-  }
+  AlphaSamples& samples = alpha_samples();
+  ++samples.sampled;
+  if (proves(with) && !proves(without)) ++samples.only;
+  if (proves(without) && !proves(with)) ++samples.crown_only;
   // Both hold on the box.
   kept.y.lo = kept.y.lo.cwiseMax(other.y.lo);
   kept.y.hi = kept.y.hi.cwiseMin(other.y.hi);
@@ -247,11 +241,8 @@ bool CaseSearch::sample_now(bool tuning) {
 }
 
 bool CaseSearch::alpha_pays() const {
-  const int64_t sampled =
-      shared_samples_ != nullptr ? shared_samples_->sampled.load() : alpha_sampled_;
-  const int64_t only = shared_samples_ != nullptr ? shared_samples_->only.load() : alpha_only_;
-  const int64_t crown_only =
-      shared_samples_ != nullptr ? shared_samples_->crown_only.load() : crown_only_;
+  const AlphaSamples& samples = alpha_samples();
+  const int64_t sampled = samples.sampled, only = samples.only, crown_only = samples.crown_only;
   // Tuned slopes (warm-started from the box a half was split from) can also prove less than
   // CROWN's: tuning stops while they do so as often as they prove more.
   return sampled < kAlphaMinSamples ||

@@ -355,10 +355,6 @@ class CaseSearch {
   bool small_model_;  // at most kCarryElements elements in all
   // run_parallel's parts: set when another part was falsified or failed (out_of_time()).
   const std::atomic<bool>* stop_ = nullptr;
-  // run_parallel's parts: alpha's samples counted over all parts of the case (alpha_pays()).
-  struct SharedSamples {
-    std::atomic<int64_t> sampled{0}, only{0}, crown_only{0};
-  };
   bool run_started_ = false;      // run() has set up the searches below
   std::vector<Search> searches_;  // run()'s searches (one for large inputs)
   bool parallel_ = false;         // run() goes on in run_parallel()
@@ -366,7 +362,6 @@ class CaseSearch {
   // whether a part ended open for good (its time, a box no split can narrow).
   struct ParallelState {
     std::vector<Interval> queue;
-    SharedSamples samples;
     int64_t before = 0;  // the case's bound computations before its parts
     int64_t boxes = 0;
     bool open = false;
@@ -380,13 +375,21 @@ class CaseSearch {
   double full_margin_ = -std::numeric_limits<double>::infinity();  // and after it
   std::unique_ptr<BoxBounder> full_bounder_;  // full_pays(): every part's bounds come from it
   int64_t boxes_ = 0;
-  Options untuned_options_;    // options_ with CROWN for --method alpha (bound())
-  int64_t split_halves_ = 0;   // halves bound() computed under --method alpha
-  int64_t alpha_sampled_ = 0;  // of them, bounded both ways
-  int64_t alpha_only_ = 0;     // of those, proved by the tuned bounds and not by CROWN's
-  int64_t crown_only_ = 0;     // and by CROWN's and not by the tuned ones
-  SharedSamples* shared_samples_ = nullptr;  // where a part counts them too
-  int64_t untuned_ = 0;                      // halves bounded with CROWN because tuning did not pay
+  Options untuned_options_;   // options_ with CROWN for --method alpha (bound())
+  int64_t split_halves_ = 0;  // halves bound() computed under --method alpha
+  // Of them, those bounded both ways; of those, the ones proved by the tuned bounds and not by
+  // CROWN's, and by CROWN's and not by the tuned ones (alpha_pays()). Atomic: run_parallel's
+  // parts count into their case's (shared_samples_), as one search would.
+  struct AlphaSamples {
+    std::atomic<int64_t> sampled{0}, only{0}, crown_only{0};
+  };
+  AlphaSamples samples_;
+  AlphaSamples* shared_samples_ = nullptr;
+  AlphaSamples& alpha_samples() { return shared_samples_ != nullptr ? *shared_samples_ : samples_; }
+  const AlphaSamples& alpha_samples() const {
+    return shared_samples_ != nullptr ? *shared_samples_ : samples_;
+  }
+  int64_t untuned_ = 0;          // halves bounded with CROWN because tuning did not pay
   std::optional<Bounds> whole_;  // the whole box's bounds (from bound_together, or start()'s)
   Vec counterexample_;
   Clock::time_point next_attack_;  // when attack_while_splitting is due

@@ -81,10 +81,6 @@ common::Result<Verdict> CaseSearch::run_parallel(int64_t turn) {
     // box, one of its halves open after 130,000).
     parallel_state_->queue = {case_.box};
     parallel_state_->before = boxes_;
-    // Whether alpha's tuning pays is judged on the samples of all parts (as one search would).
-    parallel_state_->samples.sampled = alpha_sampled_;
-    parallel_state_->samples.only = alpha_only_;
-    parallel_state_->samples.crown_only = crown_only_;
     build_lazy_terms(model_);
   }
   ParallelState& state = *parallel_state_;
@@ -129,7 +125,7 @@ common::Result<Verdict> CaseSearch::run_parallel(int64_t turn) {
       CaseSearch part(model_, c, options, mine, deadline_, nullptr);
       if (first) part.whole_ = whole_;
       part.stop_ = &stop;
-      part.shared_samples_ = &state.samples;
+      part.shared_samples_ = &samples_;  // alpha_pays() judged on all parts
       common::Result<Verdict> v = part.start();
       if (v.ok() && *v == Verdict::kOpen) v = part.run();
       std::vector<Interval> left;
