@@ -43,16 +43,18 @@ class FullCrown : public BoxBounder {
  public:
   explicit FullCrown(BoxBounder& inner) : inner_(inner) {}
   int batch() const override { return inner_.batch(); }
-  common::Result<std::vector<Interval>> bound(
-      const std::vector<Interval>& boxes, const std::vector<Mat>& c, const Options& options,
-      std::vector<Mat>* lower_coef, std::vector<std::vector<Interval>>* node_bounds) override {
+  common::Result<std::vector<Interval>> bound(const std::vector<Interval>& boxes,
+                                              const std::vector<Mat>& c, const Options& options,
+                                              std::vector<Mat>* lower_coef,
+                                              std::vector<std::vector<Interval>>* node_bounds,
+                                              std::vector<Vec>* lower_bias) override {
     Options full = options;
     full.refine_budget = std::numeric_limits<double>::infinity();
     full.alpha_last_nodes = kFullCrownTunedNodes;
     // Only the rows whose bounds straddle 0 change the bounds (stable ReLU-like rows are exact
     // under IBP's bounds): the rest keep those.
     full.refine_stable_rows = false;
-    return inner_.bound(boxes, c, full, lower_coef, node_bounds);
+    return inner_.bound(boxes, c, full, lower_coef, node_bounds, lower_bias);
   }
 
  private:
@@ -131,11 +133,12 @@ common::Status CaseSearch::full_crown_together(const std::vector<CaseSearch*>& c
   const Vec never = Vec::Constant(s.offsets.back(), std::numeric_limits<double>::infinity());
   options.goal = &never;
   std::vector<Mat> coef;
+  std::vector<Vec> bias;
   std::vector<std::vector<Interval>> nodes(1);
   if (first.carry_nodes_) nodes.front() = first.whole_->nodes;
   ASSIGN_OR_RETURN(std::vector<Interval> y,
                    full.bound({first.case_.box}, s.objective, options, &coef,
-                              first.carry_nodes_ ? &nodes : nullptr));
+                              first.carry_nodes_ ? &nodes : nullptr, &bias));
   for (size_t i = 0; i < cases.size(); ++i) {
     CaseSearch& c = *cases[i];
     const Eigen::Index at = s.offsets[i], rows = s.offsets[i + 1] - at;
@@ -143,7 +146,13 @@ common::Status CaseSearch::full_crown_together(const std::vector<CaseSearch*>& c
     c.budget_margin_ = c.margin(w);
     w.y.lo = w.y.lo.cwiseMax(y.front().lo.segment(at, rows));
     w.y.hi = w.y.hi.cwiseMin(y.front().hi.segment(at, rows));
-    if (!coef.empty()) w.coef = coef.front().middleRows(at, rows);
+    if (!coef.empty()) {
+      // The coefficients and biases clip_box reads must come from one bound.
+      w.coef = coef.front().middleRows(at, rows);
+      w.bias = bias.empty() || bias.front().size() != y.front().lo.size()
+                   ? Vec()
+                   : Vec(bias.front().segment(at, rows));
+    }
     if (first.carry_nodes_) w.nodes = nodes.front();
     c.full_done_ = true;
     c.full_margin_ = c.margin(w);
@@ -166,17 +175,20 @@ common::Status CaseSearch::bound_together(const std::vector<CaseSearch*>& cases)
   const Eigen::Index most = s.most;
   Bounds b;
   BoundsOut got;
-  if (first.bounder_ != nullptr) {  // one box through the BoxBounder (no joint margins there)
+  if (first.bounder_ != nullptr) {  // one box through the BoxBounder
     Options options = first.options_;
     options.budget_rows = most;
     std::vector<Mat> coef;
+    std::vector<Vec> bias;
     std::vector<std::vector<Interval>> nodes(1);
-    ASSIGN_OR_RETURN(std::vector<Interval> y,
-                     first.bounder_->bound({first.case_.box}, objective, options,
-                                           options.method != Method::kIbp ? &coef : nullptr,
-                                           first.carry_nodes_ ? &nodes : nullptr));
+    const bool linear = options.method != Method::kIbp;
+    ASSIGN_OR_RETURN(
+        std::vector<Interval> y,
+        first.bounder_->bound({first.case_.box}, objective, options, linear ? &coef : nullptr,
+                              first.carry_nodes_ ? &nodes : nullptr, linear ? &bias : nullptr));
     b.y = std::move(y.front());
     if (!coef.empty()) b.coef = std::move(coef.front());
+    if (!bias.empty()) got.lower_bias = std::move(bias.front());
     if (first.carry_nodes_ && !nodes.empty()) b.nodes = std::move(nodes.front());
   } else {
     BoundsIn in;
@@ -333,17 +345,22 @@ common::Result<std::vector<CaseSearch::Bounds>> CaseSearch::batched(
     const std::vector<Interval> chunk(boxes.begin() + static_cast<std::ptrdiff_t>(at),
                                       boxes.begin() + static_cast<std::ptrdiff_t>(end));
     std::vector<Mat> coef;
+    std::vector<Vec> bias;
     std::vector<std::vector<Interval>> nodes(end - at);
     for (size_t i = at; carry_nodes_ && i < end; ++i)
       if (from[i] != nullptr) nodes[i - at] = from[i]->nodes;
+    const bool linear = options_.method != Method::kIbp;
     ASSIGN_OR_RETURN(std::vector<Interval> y,
-                     bounder_->bound(chunk, objective_, options,
-                                     options_.method != Method::kIbp ? &coef : nullptr,
-                                     carry_nodes_ ? &nodes : nullptr));
+                     bounder_->bound(chunk, objective_, options, linear ? &coef : nullptr,
+                                     carry_nodes_ ? &nodes : nullptr, linear ? &bias : nullptr));
     for (size_t i = at; i < end; ++i) {
       Bounds b;
       b.y = std::move(y[i - at]);
       if (i - at < coef.size()) b.coef = std::move(coef[i - at]);
+      if (i - at < bias.size() && bias[i - at].size() == b.y.lo.size()) {
+        b.bias = std::move(bias[i - at]);
+        b.joint = joint_margin(b.coef, b.bias, boxes[i]);
+      }
       if (i - at < nodes.size()) b.nodes = std::move(nodes[i - at]);
       if (from[i] != nullptr) {  // what holds on the box this one was split from holds here
         b.y.lo = b.y.lo.cwiseMax(from[i]->y.lo);

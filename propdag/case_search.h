@@ -102,6 +102,7 @@ class CaseSearch {
     Interval box;
     std::optional<Bounds> bounds;
     bool ibp_tried = false;  // integer dims: IBP left this single-cell box open (integer_step)
+    int rebounds = 0;        // batched bounders: times this box was clipped and bounded again
   };
   using Halves = std::pair<Open, Open>;
 
@@ -178,9 +179,12 @@ class CaseSearch {
   // the box is proved.
   std::optional<double> clip(Interval& box, const Bounds& b) const;
   // clip() on an open box with its bounds; while it keeps at most kReboundKept of the volume
-  // (up to kRebounds times), the smaller box is bounded again (one bound computation instead
-  // of a split's) and clipped by those bounds. True when the box is proved.
-  common::Result<bool> clip_and_bound(Open& o);
+  // (up to kRebounds times), the smaller box is bounded again and clipped by those bounds. With
+  // a batched bounder, kAgain instead (where `room` allows a bound computation): rebound_all
+  // bounds the round's such boxes in one call, each narrowed by its former bounds.
+  enum class Clipped { kProved, kOpen, kAgain };
+  common::Result<Clipped> clip_and_bound(Open& o, bool room);
+  common::Status rebound_all(std::vector<Open>& again, std::vector<Open>& open);
   // Whether the case's box varies in at most kLookaheadDims dimensions (ACAS Xu's five; the
   // eight noise inputs of dist_shift's 792, whose image part is fixed).
   bool small() const;

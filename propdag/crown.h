@@ -54,6 +54,11 @@ void add_scaled_by_sign(const Mat& a, const Vec& on_pos, const Vec& on_neg, Mat&
 /// into += a+ * on_pos + a- * on_neg for maps (n x cols; into empty: it becomes that).
 void add_mapped_by_sign(const Mat& a, const SpMat& on_pos, const SpMat& on_neg, Mat& into);
 
+/// BoundsOut::lower_bias: b_r = raw_lo_r - min over `box` of a_r . x, lowered for rounding, where
+/// raw_lo_r is the lower bound that row a_r of `a` was concretized to (before any intersection
+/// with interval bounds; summed over objective parts with their rows).
+Vec lower_bias(const Mat& a, const Vec& raw_lo, const Interval& box);
+
 /// Bounds that met inf - inf or 0 * inf (an affine map of an unbounded interval) are NaN: they say
 /// nothing. The engines make such a lower bound -inf and such an upper bound +inf as soon as a
 /// node's bounds are computed, so that no later op (a max, a comparison) turns them into finite,

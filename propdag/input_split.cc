@@ -38,7 +38,9 @@ common::Result<Verdict> CaseSearch::depth_first(Search& search, int64_t slice) {
       if (hit) return Verdict::kFalsified;
     }
     std::vector<Open> picked;  // this round's boxes: bounded, not proved
-    while (!open.empty() && static_cast<int64_t>(picked.size()) < splits_per_round()) {
+    std::vector<Open> again;   // batched bounders: this round's clipped boxes to bound again
+    while (!open.empty() &&
+           static_cast<int64_t>(picked.size() + again.size()) < splits_per_round()) {
       if (!integer_dims_.empty()) {
         ASSIGN_OR_RETURN(Step step, integer_step(open));
         if (step == Step::kFalsified) return Verdict::kFalsified;
@@ -52,17 +54,29 @@ common::Result<Verdict> CaseSearch::depth_first(Search& search, int64_t slice) {
       Open next = std::move(open.back());
       open.pop_back();
       if (proved(*next.bounds)) continue;
-      ASSIGN_OR_RETURN(bool cut_away, clip_and_bound(next));
-      if (cut_away) continue;
-      const int64_t next_boxes =
-          static_cast<int64_t>(open.size()) + cost * static_cast<int64_t>(picked.size() + 1);
+      const int64_t planned =
+          cost * static_cast<int64_t>(picked.size()) + static_cast<int64_t>(again.size()) + 1;
+      const bool room =
+          boxes_ + planned <= split_.max_boxes && boxes_ - slice_start + planned <= slice;
+      ASSIGN_OR_RETURN(Clipped clipped, clip_and_bound(next, room));
+      if (clipped == Clipped::kProved) continue;
+      if (clipped == Clipped::kAgain) {
+        again.push_back(std::move(next));
+        continue;
+      }
+      const int64_t next_boxes = static_cast<int64_t>(open.size()) +
+                                 cost * static_cast<int64_t>(picked.size() + 1) +
+                                 static_cast<int64_t>(again.size());
       // A turn ends where this box would take it past `slice`, but not before its first split:
       // a stack taller than the slice (batched bounders' rounds push many halves) would
       // otherwise end every turn without one, and the search would never move.
       const bool first_of_turn = picked.empty() && boxes_ == slice_start;
       if (boxes_ - slice_start + next_boxes > slice && !first_of_turn) {
         open.push_back(std::move(next));
-        if (picked.empty()) return Verdict::kRoundOver;
+        if (picked.empty()) {
+          for (Open& o : again) open.push_back(std::move(o));
+          return Verdict::kRoundOver;
+        }
         break;
       }
       if (search.started) {
@@ -75,13 +89,20 @@ common::Result<Verdict> CaseSearch::depth_first(Search& search, int64_t slice) {
         budget_spent_ = !out_of_time();
         open.push_back(std::move(next));
         for (Open& o : picked) open.push_back(std::move(o));
+        for (Open& o : again) open.push_back(std::move(o));
         return Verdict::kOpen;
       }
       picked.push_back(std::move(next));
     }
-    if (picked.empty()) continue;
+    if (picked.empty()) {
+      RETURN_IF_ERROR(rebound_all(again, open));
+      continue;
+    }
     ASSIGN_OR_RETURN(std::vector<Halves> parts, split_all(picked, search.ratio));
-    if (parts.size() < picked.size()) return Verdict::kOpen;  // a point, as far as doubles go
+    if (parts.size() < picked.size()) {  // a point, as far as doubles go
+      for (Open& o : again) open.push_back(std::move(o));
+      return Verdict::kOpen;
+    }
     // The first box's halves end on top; of each box's, the one closer to a counterexample
     // (smaller margin) first.
     for (size_t i = parts.size(); i-- > 0;) {
@@ -92,6 +113,7 @@ common::Result<Verdict> CaseSearch::depth_first(Search& search, int64_t slice) {
       open.push_back(std::move(halves.second));
       open.push_back(std::move(halves.first));
     }
+    RETURN_IF_ERROR(rebound_all(again, open));  // on top: taken next, as they were this round
   }
   return unprovable_ ? Verdict::kOpen : Verdict::kProved;
 }
@@ -140,17 +162,44 @@ std::optional<double> CaseSearch::clip(Interval& box, const Bounds& b) const {
   return kept;
 }
 
-common::Result<bool> CaseSearch::clip_and_bound(Open& o) {
+common::Result<CaseSearch::Clipped> CaseSearch::clip_and_bound(Open& o, bool room) {
   std::optional<double> kept = clip(o.box, *o.bounds);
-  for (int i = 0; kept && *kept <= kReboundKept && i < kRebounds && !out_of_time(); ++i) {
+  if (!kept) {
+    proved_by_bounds_ = true;
+    return Clipped::kProved;
+  }
+  if (bounder_ != nullptr) {
+    // A batched bounder's call costs about as much for one box as for many: the round's
+    // clipped boxes are bounded again together.
+    const bool again = *kept <= kReboundKept && o.rebounds < kRebounds && room && !out_of_time();
+    return again ? Clipped::kAgain : Clipped::kOpen;
+  }
+  for (int i = 0; *kept <= kReboundKept && i < kRebounds && !out_of_time(); ++i) {
     ASSIGN_OR_RETURN(Bounds b, bound(o.box, &*o.bounds));
     o.bounds = std::move(b);
-    if (proved(*o.bounds)) return true;
+    if (proved(*o.bounds)) return Clipped::kProved;
     kept = clip(o.box, *o.bounds);
+    if (!kept) {
+      proved_by_bounds_ = true;
+      return Clipped::kProved;
+    }
   }
-  if (kept) return false;
-  proved_by_bounds_ = true;
-  return true;
+  return Clipped::kOpen;
+}
+
+common::Status CaseSearch::rebound_all(std::vector<Open>& again, std::vector<Open>& open) {
+  if (again.empty()) return {};
+  std::vector<Interval> boxes;
+  std::vector<const Bounds*> from;
+  for (const Open& o : again) boxes.push_back(o.box), from.push_back(&*o.bounds);
+  ASSIGN_OR_RETURN(std::vector<Bounds> b, bound_all(boxes, from));
+  for (size_t i = again.size(); i-- > 0;) {  // the first on top, as they were taken
+    again[i].bounds = std::move(b[i]);
+    ++again[i].rebounds;
+    open.push_back(std::move(again[i]));
+  }
+  again.clear();
+  return {};
 }
 
 int64_t CaseSearch::splits_per_round() const {

@@ -98,16 +98,20 @@ common::Result<Interval> bound_part(const Parts& call, size_t o, const Mat& c) {
   return part;
 }
 
-// b_r = raw_lo_r - min over the box of a_r . x: the sum of the parts' minima is at most the
-// minimum of their sum, so a_r . x + b_r stays below the row. Lowered by 1e-12 of the terms'
-// magnitude, for the rounding of the two ways the minimum was summed.
+}  // namespace
+
+namespace internal {
+
+// The sum of the parts' minima is at most the minimum of their sum, so a_r . x + b_r stays below
+// the row. Lowered by 1e-12 of the terms' magnitude, for the rounding of the two ways the minimum
+// was summed.
 Vec lower_bias(const Mat& a, const Vec& raw_lo, const Interval& box) {
   const Vec at_min = a.cwiseMax(0.0) * box.lo + a.cwiseMin(0.0) * box.hi;
   const Vec size = a.cwiseAbs() * box.lo.cwiseAbs().cwiseMax(box.hi.cwiseAbs());
   return raw_lo - at_min - 1e-12 * (raw_lo.cwiseAbs() + size);
 }
 
-}  // namespace
+}  // namespace internal
 
 common::Status check_input(const Model& model, const Interval& input) {
   if (input.size() == model.input_size()) return {};
@@ -184,7 +188,7 @@ common::Result<Interval> linear_bounds(const Model& model, const Interval& input
     total.lo += part.lo;
     total.hi += part.hi;
   }
-  if (lower_coef != nullptr) got.lower_bias = lower_bias(*lower_coef, raw_lo, input);
+  if (lower_coef != nullptr) got.lower_bias = internal::lower_bias(*lower_coef, raw_lo, input);
   internal::nan_as_unbounded(total);
   return total;
 }

@@ -82,10 +82,12 @@ class BoxBounder {
   /// empty for IBP). With `node_bounds`, one entry per box: passed in, the node bounds known to
   /// hold on that box (an empty entry: none; BoundsIn::node_bounds), intersected with those
   /// computed before they are used; on return, that box's bounds of every node
-  /// (BoundsOut::node_bounds).
+  /// (BoundsOut::node_bounds). With `lower_bias` (and `lower_coef`), per box its
+  /// BoundsOut::lower_bias (or none: empty), by which the search cuts boxes down (clip_boxes).
   virtual common::Result<std::vector<Interval>> bound(
       const std::vector<Interval>& boxes, const std::vector<Mat>& c, const Options& options,
-      std::vector<Mat>* lower_coef, std::vector<std::vector<Interval>>* node_bounds) = 0;
+      std::vector<Mat>* lower_coef, std::vector<std::vector<Interval>>* node_bounds,
+      std::vector<Vec>* lower_bias) = 0;
 };
 
 struct VerifyResult {

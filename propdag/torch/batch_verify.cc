@@ -15,9 +15,11 @@ class TorchBounder : public BoxBounder {
 
   int batch() const override { return batch_; }
 
-  common::Result<std::vector<Interval>> bound(
-      const std::vector<Interval>& boxes, const std::vector<Mat>& c, const Options& options,
-      std::vector<Mat>* lower_coef, std::vector<std::vector<Interval>>* node_bounds) override {
+  common::Result<std::vector<Interval>> bound(const std::vector<Interval>& boxes,
+                                              const std::vector<Mat>& c, const Options& options,
+                                              std::vector<Mat>* lower_coef,
+                                              std::vector<std::vector<Interval>>* node_bounds,
+                                              std::vector<Vec>* lower_bias) override {
     const auto k = static_cast<Eigen::Index>(boxes.size());
     const Eigen::Index n = boxes.empty() ? 0 : boxes.front().size();
     Boxes in{Mat(k, n), Mat(k, n)};
@@ -27,9 +29,16 @@ class TorchBounder : public BoxBounder {
     }
     std::vector<Boxes> nodes;
     if (node_bounds != nullptr) nodes = by_node(*node_bounds, k);
+    Mat bias;
     ASSIGN_OR_RETURN(
-        Boxes y, engine_.linear_bounds(in, c, options, lower_coef, node_bounds ? &nodes : nullptr));
+        Boxes y, engine_.linear_bounds(in, c, options, lower_coef, node_bounds ? &nodes : nullptr,
+                                       lower_bias ? &bias : nullptr));
     if (node_bounds != nullptr) by_box(nodes, k, *node_bounds);
+    if (lower_bias != nullptr) {
+      lower_bias->assign(boxes.size(), Vec());
+      for (Eigen::Index i = 0; i < bias.rows(); ++i)
+        (*lower_bias)[static_cast<size_t>(i)] = bias.row(i).transpose();
+    }
     std::vector<Interval> out;
     out.reserve(boxes.size());
     for (Eigen::Index i = 0; i < k; ++i)

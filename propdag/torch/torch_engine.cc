@@ -6,10 +6,14 @@
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/eye.h>
+#include <ATen/ops/isneginf.h>
+#include <ATen/ops/nan_to_num.h>
+#include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <utility>
 
@@ -79,14 +83,17 @@ Result<std::vector<Boxes>> TorchEngine::output_bounds(const Boxes& input, const 
 
 Result<Boxes> TorchEngine::linear_bounds(const Boxes& input, const std::vector<Mat>& c,
                                          const Options& opt, std::vector<Mat>* lower_coef,
-                                         std::vector<Boxes>* node_bounds) {
+                                         std::vector<Boxes>* node_bounds, Mat* lower_bias) {
   return guarded([&]() -> Result<Boxes> {
     if (lower_coef != nullptr) lower_coef->clear();
+    if (lower_bias != nullptr) lower_bias->resize(0, 0);
+    const bool biases = lower_bias != nullptr && lower_coef != nullptr;
     std::vector<Boxes> prior;  // the carried node bounds, per chunk of boxes
     if (node_bounds != nullptr) prior = std::exchange(*node_bounds, {});
     std::vector<Boxes> parts;
     std::vector<std::vector<Mat>> coefs;
     std::vector<std::vector<TBox>> nodes;
+    std::vector<Mat> raw;
     RETURN_IF_ERROR(over_chunks(
         input.count(), opt,
         [&](int64_t i, Eigen::Index k0, Eigen::Index k, const Options& o) -> Status {
@@ -94,10 +101,13 @@ Result<Boxes> TorchEngine::linear_bounds(const Boxes& input, const std::vector<M
           ASSIGN_OR_RETURN(
               parts[i], compute_linear({input.lo.middleRows(k0, k), input.hi.middleRows(k0, k)}, c,
                                        o, lower_coef != nullptr ? &coefs[i] : nullptr,
-                                       node_bounds != nullptr ? &nodes[i] : nullptr));
+                                       node_bounds != nullptr ? &nodes[i] : nullptr,
+                                       biases ? &raw[i] : nullptr));
           return Status();
         },
-        [&](int64_t chunks) { parts.resize(chunks), coefs.resize(chunks), nodes.resize(chunks); }));
+        [&](int64_t chunks) {
+          parts.resize(chunks), coefs.resize(chunks), nodes.resize(chunks), raw.resize(chunks);
+        }));
     Boxes out{Mat(input.count(), parts[0].lo.cols()), Mat(input.count(), parts[0].lo.cols())};
     Eigen::Index k0 = 0;
     for (size_t i = 0; i < parts.size(); ++i) {
@@ -108,6 +118,17 @@ Result<Boxes> TorchEngine::linear_bounds(const Boxes& input, const std::vector<M
       if (lower_coef != nullptr)
         for (Mat& m : coefs[i]) lower_coef->push_back(std::move(m));
       k0 += k;
+    }
+    if (biases && !raw.empty() && raw.front().size() > 0) {
+      *lower_bias = Mat(input.count(), out.lo.cols());
+      k0 = 0;
+      for (const Mat& r : raw) {
+        for (Eigen::Index j = 0; j < r.rows(); ++j, ++k0)
+          lower_bias->row(k0) = propdag::internal::lower_bias(
+                                    (*lower_coef)[static_cast<size_t>(k0)], r.row(j).transpose(),
+                                    {input.lo.row(k0).transpose(), input.hi.row(k0).transpose()})
+                                    .transpose();
+      }
     }
     return out;
   });
@@ -167,7 +188,7 @@ Result<std::vector<Boxes>> TorchEngine::compute_outputs(const Boxes& input, cons
 
 Result<Boxes> TorchEngine::compute_linear(const Boxes& input, const std::vector<Mat>& c,
                                           const Options& opt, std::vector<Mat>* lower_coef,
-                                          std::vector<TBox>* nodes) {
+                                          std::vector<TBox>* nodes, Mat* raw_lo) {
   const Dag& dag = m_.dag();
   if (c.size() != dag.outputs().size())
     return m_.graph().error("one objective matrix per graph output is needed");
@@ -196,6 +217,10 @@ Result<Boxes> TorchEngine::compute_linear(const Boxes& input, const std::vector<
   for (const Mat& m : c) parts += m.size() > 0 ? 1 : 0;
   at::Tensor coef;  // [K, rows, inputs]: the lower bounds' input coefficients, when asked for
   if (lower_coef != nullptr) coef = at::zeros({input.count(), rows, m_.input_size()}, opts_);
+  // [K, rows]: the lower bounds those coefficients were concretized to (raw_lo).
+  at::Tensor raw;
+  if (raw_lo != nullptr && lower_coef != nullptr && !use_ibp)
+    raw = at::zeros({input.count(), rows}, opts_);
   for (size_t o = 0; o < c.size(); ++o) {
     if (c[o].size() == 0) continue;
     const int node = dag.outputs()[o];
@@ -214,6 +239,7 @@ Result<Boxes> TorchEngine::compute_linear(const Boxes& input, const std::vector<
       if (lower_coef != nullptr) part_coef = parts == 1 ? coef : at::zeros_like(coef);
       at::Tensor* into = lower_coef != nullptr ? &part_coef : nullptr;
       ASSIGN_OR_RETURN(part, backward(node, ct, x, b, opt, into, &lines));
+      at::Tensor crown_lo = raw.defined() ? part.lo.clone() : at::Tensor();
       if (opt.intersect_ibp) {
         TBox loose = box_of(ct, b[node]);
         intersect(part, loose.lo, loose.hi);
@@ -222,6 +248,12 @@ Result<Boxes> TorchEngine::compute_linear(const Boxes& input, const std::vector<
                        internal::optimized_lower({m_, kernels_, offset_, x, b}, node, ct, opt, into,
                                                  part.lo, parts == 1 ? opt.goal : nullptr));
       if (lower_coef != nullptr && parts > 1) coef.add_(part_coef);
+      if (raw.defined()) {
+        // A tuned row's coefficients are those of its tuned bound (untuned rows: -inf there,
+        // CROWN's coefficients); a NaN row says nothing.
+        at::Tensor r = tuned.defined() ? at::where(tuned.isneginf(), crown_lo, tuned) : crown_lo;
+        raw.add_(r);
+      }
       if (tuned.defined()) {
         TBox t{tuned, part.hi};
         internal::nan_as_unbounded(t);
@@ -229,12 +261,18 @@ Result<Boxes> TorchEngine::compute_linear(const Boxes& input, const std::vector<
       }
     } else {
       part = box_of(ct, b[node]);
+      if (raw.defined()) raw.add_(part.lo);  // no coefficients: the interval's lower end
     }
     total.lo = total.lo + part.lo;
     total.hi = total.hi + part.hi;
   }
   if (lower_coef != nullptr)
     for (Mat& m : internal::to_mats(coef)) lower_coef->push_back(std::move(m));
+  if (raw.defined()) {  // NaN (inf - inf over parts, or from a row): nothing known
+    const double inf = std::numeric_limits<double>::infinity();
+    at::Tensor r = at::nan_to_num(raw, -inf, inf, -inf);
+    *raw_lo = to_boxes({r, r}).lo;
+  }
   return to_boxes(total);
 }
 

@@ -45,11 +45,14 @@ class Engine {
   /// and BoundsOut::node_bounds for K boxes: passed in with one entry per Dag node, K x
   /// numel(node) bounds known to hold on each box (an entry of another shape: nothing known; an
   /// infinite row: nothing known for that box), intersected with those computed before they are
-  /// used; on return, every node's bounds on each box (cleared for kIbp).
+  /// used; on return, every node's bounds on each box (cleared for kIbp). With `lower_bias` and
+  /// `lower_coef`, K x rows: BoundsOut::lower_bias of each box, so that a_r . x + b_r bounds row
+  /// r from below on that box (-inf where nothing is known; empty for kIbp).
   virtual common::Result<Boxes> linear_bounds(const Boxes& input, const std::vector<Mat>& c,
                                               const Options& options,
                                               std::vector<Mat>* lower_coef = nullptr,
-                                              std::vector<Boxes>* node_bounds = nullptr) = 0;
+                                              std::vector<Boxes>* node_bounds = nullptr,
+                                              Mat* lower_bias = nullptr) = 0;
   /// Nodes computed by the generic path (the Eigen op rule called once per box), by op type;
   /// empty when every node has a tensor rule.
   virtual std::vector<std::string> per_box_ops() const = 0;

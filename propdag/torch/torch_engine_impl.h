@@ -35,8 +35,8 @@ class TorchEngine : public Engine {
 
   Result<std::vector<Boxes>> output_bounds(const Boxes& input, const Options& opt) override;
   Result<Boxes> linear_bounds(const Boxes& input, const std::vector<Mat>& c, const Options& opt,
-                              std::vector<Mat>* lower_coef,
-                              std::vector<Boxes>* node_bounds) override;
+                              std::vector<Mat>* lower_coef, std::vector<Boxes>* node_bounds,
+                              Mat* lower_bias) override;
 
   // Runs f(chunk, first box, boxes, options) over the boxes in chunks of at most box_chunk_,
   // after size(chunks). On the CPU the chunks run on LibTorch's intra-op threads (at least one
@@ -91,8 +91,11 @@ class TorchEngine : public Engine {
   Result<std::vector<Boxes>> compute_outputs(const Boxes& input, const Options& opt);
 
   // `nodes` (optional): in, forward's `prior`; out, every node's bounds (cleared for IBP).
+  // `raw_lo` (optional, with lower_coef): the lower bounds [K, rows] that the coefficients were
+  // concretized to, before their intersection with interval bounds (lower_bias's raw_lo).
   Result<Boxes> compute_linear(const Boxes& input, const std::vector<Mat>& c, const Options& opt,
-                               std::vector<Mat>* lower_coef, std::vector<TBox>* nodes);
+                               std::vector<Mat>* lower_coef, std::vector<TBox>* nodes,
+                               Mat* raw_lo = nullptr);
 
   Result<TBox> boxes(const Boxes& input, const Options& opt) const;
 
