@@ -180,11 +180,10 @@ class CaseSearch {
   std::optional<double> clip(Interval& box, const Bounds& b) const;
   // clip() on an open box with its bounds; while it keeps at most kReboundKept of the volume
   // (up to kRebounds times), the smaller box is bounded again and clipped by those bounds. With
-  // a batched bounder, kAgain instead (where `room` allows a bound computation): rebound_all
-  // bounds the round's such boxes in one call, each narrowed by its former bounds.
+  // a batched bounder, kAgain instead (where `room` allows a bound computation): split_all
+  // bounds the round's such boxes in the call that bounds its halves.
   enum class Clipped { kProved, kOpen, kAgain };
   common::Result<Clipped> clip_and_bound(Open& o, bool room);
-  common::Status rebound_all(std::vector<Open>& again, std::vector<Open>& open);
   // Whether the case's box varies in at most kLookaheadDims dimensions (ACAS Xu's five; the
   // eight noise inputs of dist_shift's 792, whose image part is fixed).
   bool small() const;
@@ -277,8 +276,10 @@ class CaseSearch {
   // every dimension at least 1/ratio as wide (relative to the case's box) as the widest is tried
   // (every one for ratio 0; of them, the lookahead_dims_ that steepest() ranks first), and
   // choose() picks one; its halves keep their bounds. Fewer results than boxes when some box cannot
-  // be halved (every dimension a single double wide).
-  common::Result<std::vector<Halves>> split_all(const std::vector<Open>& boxes, double ratio);
+  // be halved (every dimension a single double wide). `again` (clip_and_bound's kAgain boxes)
+  // are bounded in the same call, each narrowed by its former bounds.
+  common::Result<std::vector<Halves>> split_all(const std::vector<Open>& boxes, double ratio,
+                                                std::vector<Open>& again);
   // The dimensions split_all tries for `box` (empty when none can be halved).
   std::vector<Eigen::Index> candidates(const Interval& box, const Bounds& b, double ratio) const;
   // Of the candidate dimensions `dims` of a box with bounds `b`, whose halves' bounds are

@@ -94,11 +94,8 @@ common::Result<Verdict> CaseSearch::depth_first(Search& search, int64_t slice) {
       }
       picked.push_back(std::move(next));
     }
-    if (picked.empty()) {
-      RETURN_IF_ERROR(rebound_all(again, open));
-      continue;
-    }
-    ASSIGN_OR_RETURN(std::vector<Halves> parts, split_all(picked, search.ratio));
+    if (picked.empty() && again.empty()) continue;
+    ASSIGN_OR_RETURN(std::vector<Halves> parts, split_all(picked, search.ratio, again));
     if (parts.size() < picked.size()) {  // a point, as far as doubles go
       for (Open& o : again) open.push_back(std::move(o));
       return Verdict::kOpen;
@@ -113,7 +110,8 @@ common::Result<Verdict> CaseSearch::depth_first(Search& search, int64_t slice) {
       open.push_back(std::move(halves.second));
       open.push_back(std::move(halves.first));
     }
-    RETURN_IF_ERROR(rebound_all(again, open));  // on top: taken next, as they were this round
+    // Bounded again, on top: taken next, in the order they were taken this round.
+    for (size_t i = again.size(); i-- > 0;) open.push_back(std::move(again[i]));
   }
   return unprovable_ ? Verdict::kOpen : Verdict::kProved;
 }
@@ -187,21 +185,6 @@ common::Result<CaseSearch::Clipped> CaseSearch::clip_and_bound(Open& o, bool roo
   return Clipped::kOpen;
 }
 
-common::Status CaseSearch::rebound_all(std::vector<Open>& again, std::vector<Open>& open) {
-  if (again.empty()) return {};
-  std::vector<Interval> boxes;
-  std::vector<const Bounds*> from;
-  for (const Open& o : again) boxes.push_back(o.box), from.push_back(&*o.bounds);
-  ASSIGN_OR_RETURN(std::vector<Bounds> b, bound_all(boxes, from));
-  for (size_t i = again.size(); i-- > 0;) {  // the first on top, as they were taken
-    again[i].bounds = std::move(b[i]);
-    ++again[i].rebounds;
-    open.push_back(std::move(again[i]));
-  }
-  again.clear();
-  return {};
-}
-
 int64_t CaseSearch::splits_per_round() const {
   const int64_t halves = small() ? 2 * lookahead_dims_ : 2;
   return std::max<int64_t>(1, per_call() / std::max<int64_t>(1, halves));
@@ -224,7 +207,7 @@ common::Status CaseSearch::bound_top(std::vector<Open>& open) {
 }
 
 common::Result<std::vector<CaseSearch::Halves>> CaseSearch::split_all(
-    const std::vector<Open>& boxes, double ratio) {
+    const std::vector<Open>& boxes, double ratio, std::vector<Open>& again) {
   // Every box's candidate dimensions; their halves are bounded in one bound_all call (larger
   // inputs' only when they carry node bounds, which the box's narrow now).
   const bool bounded = small() || carry_nodes_;
@@ -241,9 +224,21 @@ common::Result<std::vector<CaseSearch::Halves>> CaseSearch::split_all(
     }
     from.resize(parts.size(), &*o.bounds);
   }
+  const size_t halves_end = parts.size();
   std::vector<Bounds> b;
   if (bounded) {
+    for (const Open& o : again) parts.push_back(o.box), from.push_back(&*o.bounds);
     ASSIGN_OR_RETURN(b, bound_all(parts, from));
+  } else if (!again.empty()) {
+    std::vector<Interval> boxes_again;
+    std::vector<const Bounds*> from_again;
+    for (const Open& o : again) boxes_again.push_back(o.box), from_again.push_back(&*o.bounds);
+    ASSIGN_OR_RETURN(b, bound_all(boxes_again, from_again));
+    b.insert(b.begin(), halves_end, Bounds());
+  }
+  for (size_t k = 0; k < again.size(); ++k) {
+    again[k].bounds = std::move(b[halves_end + k]);
+    ++again[k].rebounds;
   }
   std::vector<Halves> out;
   size_t first = 0;  // where the current box's halves start in parts
