@@ -284,7 +284,8 @@ common::Result<CaseSearch::Bounds> CaseSearch::bound_once(const Interval& box, c
   got.want.split_multipliers = relu_splits_ && alpha;
   Bounds b;
   ASSIGN_OR_RETURN(b.y, linear_bounds(model_, box, objective_, options, in, &got));
-  b.joint = joint_margin(got.lower_coef, got.lower_bias, box);
+  // A box its rows prove needs no combination of them.
+  if (!(margin(b) > 0)) b.joint = joint_margin(got.lower_coef, got.lower_bias, box);
   b.coef = std::move(got.lower_coef);
   b.bias = std::move(got.lower_bias);
   b.slopes = std::move(got.slopes);
@@ -359,7 +360,7 @@ common::Result<std::vector<CaseSearch::Bounds>> CaseSearch::batched(
       if (i - at < coef.size()) b.coef = std::move(coef[i - at]);
       if (i - at < bias.size() && bias[i - at].size() == b.y.lo.size()) {
         b.bias = std::move(bias[i - at]);
-        b.joint = joint_margin(b.coef, b.bias, boxes[i]);
+        if (!(margin(b) > 0)) b.joint = joint_margin(b.coef, b.bias, boxes[i]);
       }
       if (i - at < nodes.size()) b.nodes = std::move(nodes[i - at]);
       if (from[i] != nullptr) {  // what holds on the box this one was split from holds here
