@@ -178,10 +178,8 @@ class CaseSearch {
   // dimensions it varies in; 0 where one was cut to a point), or nothing when no point is left:
   // the box is proved.
   std::optional<double> clip(Interval& box, const Bounds& b) const;
-  // clip() on an open box with its bounds; while it keeps at most kReboundKept of the volume
-  // (up to kRebounds times), the smaller box is bounded again and clipped by those bounds. With
-  // a batched bounder, kAgain instead (where `room` allows a bound computation): split_all
-  // bounds the round's such boxes in the call that bounds its halves.
+  // clip() an open box; while it keeps <= kReboundKept of its volume (kRebounds times), bound
+  // it again and clip; a batched bounder's box gets kAgain (split_all bounds it with halves).
   enum class Clipped { kProved, kOpen, kAgain };
   common::Result<Clipped> clip_and_bound(Open& o, bool room);
   // Whether the case's box varies in at most kLookaheadDims dimensions (ACAS Xu's five; the

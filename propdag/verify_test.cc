@@ -279,9 +279,7 @@ class EigenBounder : public BoxBounder {
 // ACAS Xu 1_1 prop_2 (holds), CROWN: the search through a BoxBounder carries node bounds from a
 // box to its halves as the search without one does, so with the Eigen engine behind it, one box
 // per call, it makes the same bound computations (3,131, the count that carrying makes short:
-// more than 40,000 without it, propdag/torch/README.md). With clipping (the default) too: the
-// BoxBounder's lower biases cut the boxes, and the boxes it bounds again in the round's call
-// (one at a time here) are those the search without one bounds again at once: 970 both ways.
+// more than 40,000 without it, propdag/torch/README.md). Clipped by its lower biases: 970 both.
 TEST(VerifyTest, BoxBounderCarriesNodeBoundsAsTheSearchDoes) {
   const std::string dir = common::testing::vnncomp_dir();
   if (dir.empty()) GTEST_SKIP() << "no VNN-COMP benchmarks";
