@@ -24,13 +24,6 @@ using Clock = std::chrono::steady_clock;
 // kRoundOver: one search's turn ran out of boxes (see CaseSearch::run); it can go on.
 enum class Verdict { kProved, kFalsified, kOpen, kRoundOver };
 
-// The smallest box within `box` that holds every x of it with coef.row(r) . x + bias[r] <= rhs[r]
-// for each row r < rhs.size() whose bias is finite, one row at a time (each row's other terms at
-// their minimum over the box), each cut widened outward by a relative 1e-9 of the dimension's
-// width against rounding. False, with `box` unchanged, when some row excludes every x of it (its
-// least value over the box above rhs by more than 1e-12 of the terms' magnitude).
-bool clip_box(Interval& box, const Mat& coef, const Vec& bias, const Vec& rhs);
-
 // Proves one case part by part (depth first). `boxes` counts the bound computations.
 class CaseSearch {
  public:
@@ -174,7 +167,7 @@ class CaseSearch {
   double joint_margin(const Mat& coef, const Vec& bias, const Interval& box) const;
   // Cuts `box` down to where every constraint's linear lower bound, a_r . x + bias_r with
   // a_r = b.coef.row(r), is at most its right-hand side: a counterexample meets every constraint,
-  // so each lies there (clip_box). Returns the share of the box's volume kept (over the
+  // so each lies there (clip_box, clip.h). Returns the share of the box's volume kept (over the
   // dimensions it varies in; 0 where one was cut to a point), or nothing when no point is left:
   // the box is proved.
   std::optional<double> clip(Interval& box, const Bounds& b) const;

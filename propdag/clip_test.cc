@@ -1,13 +1,15 @@
-// clip_box (case_search.h): a box cut down to where linear lower bounds of a case's constraints
+// clip_box (clip.h): a box cut down to where linear lower bounds of a case's constraints
 // can meet their right-hand sides. Hand-worked cuts, and on random rows every sampled point of
 // the box that meets every row stays in the cut box.
+#include "propdag/clip.h"
+
 #include <gtest/gtest.h>
 
 #include <limits>
 #include <random>
 
-#include "propdag/case_search.h"
 #include "propdag/test_util.h"
+#include "propdag/verify.h"
 
 namespace propdag::internal {
 namespace {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "propdag/case_search.h"
+#include "propdag/clip.h"
 
 namespace propdag::internal {
 namespace {
