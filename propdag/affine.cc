@@ -128,7 +128,7 @@ int64_t AffineOp::dense_weight_entries() const {
 
 AffineOp::AffineOp(std::vector<LinearTerm> terms, Vec bias)
     : terms_(std::move(terms)), bias_(std::move(bias)) {
-  fixed_ = std::make_shared<const Relaxation>(relax({}, {}));
+  fixed_ = std::make_unique<const Relaxation>(relax({}, {}));
 }
 
 Relaxation AffineOp::relax(const std::vector<const Interval*>&, const Interval&) const {

@@ -232,7 +232,7 @@ Vec Crown::optimized_lower(int target, const Mat& c, Mat* lower_coef, const Vec*
     reached[n] = 1;
     entries += static_cast<double>(model_.numel(n)) * static_cast<double>(k);
     if (model_.op(n) == nullptr) continue;
-    rel[n] = *relax_at(n);
+    rel[n] = relax_at(n);
     range[n] = tunable_range(rel[n]);
     if (range[n].lo.size() == 0) continue;
     alpha[n] = range[n].start.transpose().replicate(k, 1);
@@ -331,7 +331,7 @@ void Crown::add_split_scores(int target, const Mat& c, std::vector<Vec>& scores)
   const std::vector<int> order = dag.backward_order(target);
   std::vector<Relaxation> rel(dag.size());
   for (int n : order)
-    if (model_.op(n) != nullptr) rel[n] = *relax_at(n);
+    if (model_.op(n) != nullptr) rel[n] = relax_at(n);
   const LowerPass pass = lower_pass(order, rel, std::vector<Mat>(dag.size()), Mat(), target, c);
   for (int n : order) {
     const BoundOp* op = model_.op(n);

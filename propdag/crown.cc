@@ -37,7 +37,8 @@ common::Status Crown::forward(const Interval& input, const std::vector<Interval>
   }
   const bool binding = budget_binding(model_, options_, kinds, cost, out_rows);
   node_bounds_.resize(dag.size());
-  relaxations_.assign(dag.size(), nullptr);
+  relaxations_.assign(dag.size(), std::nullopt);
+  kept_.assign(dag.size(), 0);
   for (int n = 0; n < dag.size(); ++n) {  // Dag nodes are stored topologically
     final_nodes_ = n;
     if (model_.op(n) == nullptr) {  // a graph input (a ReLU on it may be split too)
@@ -209,8 +210,7 @@ Interval Crown::backward(int target, const Mat& c, Mat* lower_coef,
 bool Crown::first_step(int target, const std::vector<Eigen::Index>& unit, Eigen::Index first_row,
                        Backward& pass) const {
   if (model_.op(target) == nullptr) return false;
-  const std::shared_ptr<const Relaxation> relaxation = relax_at(target);
-  const Relaxation& relax = *relaxation;
+  const Relaxation& relax = relax_at(target);
   if (relax.kind != Relaxation::Kind::kAffine) return false;
   const Eigen::Index rows = pass.lb.size();
   const DagNode& dag_node = model_.dag().node(target);
@@ -249,15 +249,15 @@ void Crown::concretize(int node, Backward& pass) {
   add_by_sign(pass.om[node], hi, lo, pass.ub);
 }
 
-std::shared_ptr<const Relaxation> Crown::relax_at(int node) const {
-  const bool final = node < final_nodes_;
-  if (final && relaxations_[node] != nullptr) return relaxations_[node];
-  if (auto fixed = model_.op(node)->fixed_relaxation()) return fixed;
+const Relaxation& Crown::relax_at(int node) const {
+  if (const Relaxation* fixed = model_.op(node)->fixed_relaxation()) return *fixed;
+  std::optional<Relaxation>& slot = relaxations_[node];
+  if (kept_[node] != 0) return *slot;
   std::vector<const Interval*> in;
   for (int p : model_.dag().node(node).inputs) in.push_back(p >= 0 ? &node_bounds_[p] : nullptr);
-  auto relax = std::make_shared<const Relaxation>(model_.op(node)->relax(in, node_bounds_[node]));
-  if (final) relaxations_[node] = relax;
-  return relax;
+  slot = model_.op(node)->relax(in, node_bounds_[node]);
+  kept_[node] = node < final_nodes_ ? 1 : 0;
+  return *slot;
 }
 
 void Crown::step(int node, Backward& pass) {
@@ -267,8 +267,7 @@ void Crown::step(int node, Backward& pass) {
     concretize(node, pass);
   } else {
     const DagNode& dag_node = model_.dag().node(node);
-    const std::shared_ptr<const Relaxation> relaxation = relax_at(node);
-    const Relaxation& relax = *relaxation;
+    const Relaxation& relax = relax_at(node);
     const Mat &lam = pass.lam[node], &om = pass.om[node];
     if (relax.kind == Relaxation::Kind::kAffine) {
       for (const LinearTerm& t : *relax.terms) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "common/error.h"
@@ -208,8 +209,9 @@ class Crown {
     Vec lb;
   };
   // The op's relaxation on the current bounds; remembered for the nodes whose bounds forward()
-  // has finished (every backward pass crosses them with the same relaxation).
-  std::shared_ptr<const Relaxation> relax_at(int node) const;
+  // has finished (every backward pass crosses them with the same relaxation). Valid until the
+  // next relax_at(node) on a node whose bounds may still change.
+  const Relaxation& relax_at(int node) const;
   // `beta` (rows x splits, nonnegative; may be empty): the splits' multipliers.
   LowerPass lower_pass(const std::vector<int>& order, const std::vector<Relaxation>& rel,
                        const std::vector<Mat>& alpha, const Mat& beta, int target,
@@ -242,7 +244,11 @@ class Crown {
   std::vector<double> output_rows_;
   std::shared_ptr<const Relevance> relevance_;
   int final_nodes_ = 0;  // nodes [0, final_nodes_) have the bounds forward() gives them
-  mutable std::vector<std::shared_ptr<const Relaxation>> relaxations_;  // per node, once final
+  // Per node: its last relax_at(), kept for good once the node's bounds are final (kept_). The
+  // ops' own fixed relaxations are read in place: passes on several threads share them, and a
+  // shared count per pass step made the threads contend for its cache line.
+  mutable std::vector<std::optional<Relaxation>> relaxations_;
+  mutable std::vector<char> kept_;
   std::vector<NeuronSplit> splits_;
   std::vector<std::vector<int>> splits_at_;  // per Dag node: indices into splits_
   bool empty_ = false;

@@ -199,9 +199,9 @@ class BoundOp {
   virtual int64_t weight_entries() const { return 0; }
   /// Those of weight_entries() that are stored densely (a dense product runs faster per entry).
   virtual int64_t dense_weight_entries() const { return 0; }
-  /// A relaxation that is the same on every box (an affine op's), shared by every pass; null
-  /// when relax() depends on the bounds.
-  virtual std::shared_ptr<const Relaxation> fixed_relaxation() const { return nullptr; }
+  /// A relaxation that is the same on every box (an affine op's), owned by the op and read by
+  /// every pass; null when relax() depends on the bounds.
+  virtual const Relaxation* fixed_relaxation() const { return nullptr; }
   /// The op's rule element by element, where it has one of these forms (null otherwise).
   virtual const ScalarRule* scalar_rule() const { return nullptr; }
   virtual const PairRule* pair_rule() const { return nullptr; }
@@ -215,7 +215,7 @@ class AffineOp : public BoundOp {
   AffineOp& operator=(const AffineOp&) = delete;
   Interval interval(const std::vector<const Interval*>& in) const override;
   Relaxation relax(const std::vector<const Interval*>& in, const Interval& out) const override;
-  std::shared_ptr<const Relaxation> fixed_relaxation() const override { return fixed_; }
+  const Relaxation* fixed_relaxation() const override { return fixed_.get(); }
   bool nonlinear() const override { return false; }
   int64_t weight_entries() const override;
   int64_t dense_weight_entries() const override;
@@ -225,7 +225,7 @@ class AffineOp : public BoundOp {
  private:
   std::vector<LinearTerm> terms_;
   Vec bias_;
-  std::shared_ptr<const Relaxation> fixed_;  // relax()'s value
+  std::unique_ptr<const Relaxation> fixed_;  // relax()'s value
 };
 
 /// Dense terms with at least this many entries are stored as float when the weight is float data
