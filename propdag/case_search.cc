@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "propdag/attack.h"
+#include "propdag/clip.h"
 #include "propdag/crown.h"
 #include "propdag/objective.h"
 #include "propdag/point_search.h"
@@ -75,7 +76,42 @@ bool has_smooth_ops(const Model& model) {
   return false;
 }
 
+// min over `box` of t (a.row(0) . x + slack[0]) + (1 - t) (a.row(1) . x + slack[1]): each
+// dimension at the end its combined coefficient's sign selects (none where it is 0, so that an
+// infinite end adds no NaN).
+double two_row_min(const Mat& a, const Vec& slack, const Interval& box, double t) {
+  double v = t * slack[0] + (1 - t) * slack[1];
+  for (Eigen::Index j = 0; j < a.cols(); ++j) {
+    const double w = t * a(0, j) + (1 - t) * a(1, j);
+    if (w != 0) v += w * (w > 0 ? box.lo[j] : box.hi[j]);
+  }
+  return v;
+}
+
 }  // namespace
+
+// two_row_min is concave and piecewise linear in t, with its kinks where some dimension's
+// combined coefficient is 0, so its maximum over [0, 1] lies at 0, 1 or one of those t, and
+// (concave) the sorted candidates rise to it and then fall.
+double two_row_margin(const Mat& a, const Vec& slack, const Interval& box) {
+  std::vector<double> t = {0, 1};
+  for (Eigen::Index j = 0; j < a.cols(); ++j) {
+    const double d = a(1, j) - a(0, j);  // w(t) = a(1, j) - t d
+    if (d == 0) continue;
+    const double at = a(1, j) / d;
+    if (at > 0 && at < 1) t.push_back(at);
+  }
+  std::sort(t.begin(), t.end());
+  size_t lo = 0, hi = t.size() - 1;
+  while (lo < hi) {
+    const size_t mid = (lo + hi) / 2;
+    if (two_row_min(a, slack, box, t[mid]) < two_row_min(a, slack, box, t[mid + 1]))
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return two_row_min(a, slack, box, t[lo]);
+}
 
 CaseSearch::CaseSearch(const Model& model, const SpecCase& c, const Options& options,
                        const SplitOptions& split, Clock::time_point deadline, BoxBounder* bounder)
@@ -317,6 +353,7 @@ double CaseSearch::joint_margin(const Mat& coef, const Vec& bias, const Interval
   Vec slack(k);
   for (Eigen::Index i = 0; i < k; ++i)
     a.row(i) = coef.row(rows[i]), slack[i] = bias[rows[i]] - rhs_[rows[i]];
+  if (k == 2) return two_row_margin(a, slack, box);
   // Exponentiated-gradient ascent over the simplex. At each lambda the box's corner that
   // minimizes the combination gives its exact minimum (the bound) and a supergradient.
   Vec lambda = Vec::Constant(k, 1.0 / static_cast<double>(k));

@@ -1,4 +1,5 @@
-// Cutting a box down by linear lower bounds (the search's clipping: case_search.h). Not installed.
+// What linear lower bounds of a case's constraints say about a box (the search's clipping and
+// joint margins: case_search.h). Not installed.
 #pragma once
 
 #include "propdag/engine.h"
@@ -11,5 +12,10 @@ namespace propdag::internal {
 // width against rounding. False, with `box` unchanged, when some row excludes every x of it (its
 // least value over the box above rhs by more than 1e-12 of the terms' magnitude).
 bool clip_box(Interval& box, const Mat& coef, const Vec& bias, const Vec& rhs);
+
+// max over t in [0, 1] of the minimum over `box` of t (a.row(0) . x + slack[0]) + (1 - t)
+// (a.row(1) . x + slack[1]), exactly (a has two rows): positive when no x of the box has both
+// rows' functions <= 0 (CaseSearch::joint_margin for two constraints).
+double two_row_margin(const Mat& a, const Vec& slack, const Interval& box);
 
 }  // namespace propdag::internal
