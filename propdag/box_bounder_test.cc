@@ -91,17 +91,11 @@ TEST(VerifyTest, BoxBounderCarriesNodeBoundsAsTheSearchDoes) {
   EXPECT_EQ(clipped_through->boxes, clipped->boxes);
 }
 
-// Network 1 (test_util.h) reading 2 of 20 inputs, all 20 in [-1, 1]: the input counts as large
-// (more than 16 varying dimensions). At budget 260 CROWN refines h1 (83 a row: 3 + w1's 60
-// entries + x's 20) and leaves h2 (98 a row) to IBP. A bound t halfway between that lower
-// bound of y and full CROWN's: the whole box's budgeted bound leaves y > t open, and one more
-// bound of it with full CROWN (SplitOptions::full_crown) proves it, before any split.
-Model wide_network1() {
-  std::string w1;
-  const double first[6] = {1, -1, 0.5, 1, 1, -2};
-  for (int i = 0; i < 60; ++i) w1 += (i > 0 ? ", " : "") + std::to_string(i < 6 ? first[i] : 0);
-  return test::build(test::two_relu_net(20, w1, 1, "1, -2, 1"));
-}
+// test::wide_network1 (20 inputs in [-1, 1]: large). At budget 260 CROWN refines h1 (83 a row:
+// 3 + w1's 60 entries + x's 20) and leaves h2 (98 a row) to IBP. A bound t halfway between that
+// lower bound of y and full CROWN's: the whole box's budgeted bound leaves y > t open, and one
+// more bound of it with full CROWN (SplitOptions::full_crown) proves it, before any split.
+using test::wide_network1;
 
 Options budget_260() {
   Options budgeted{Method::kCrown};

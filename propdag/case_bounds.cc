@@ -266,8 +266,14 @@ common::Result<CaseSearch::Bounds> CaseSearch::bound_once(const Interval& box, c
                                                           const std::vector<NeuronSplit>* splits,
                                                           bool tune) {
   ++boxes_;
+  return compute(box, from, splits, tune,
+                 tune || options_.method != Method::kAlpha ? options_ : untuned_options_);
+}
+
+common::Result<CaseSearch::Bounds> CaseSearch::compute(const Interval& box, const Bounds* from,
+                                                       const std::vector<NeuronSplit>* splits,
+                                                       bool tune, const Options& options) const {
   const bool alpha = tune;
-  const Options& options = tune || options_.method != Method::kAlpha ? options_ : untuned_options_;
   BoundsIn in;
   in.goal = &rhs_;
   in.splits = splits;
@@ -303,6 +309,8 @@ common::Result<std::vector<CaseSearch::Bounds>> CaseSearch::bound_all(
     const std::vector<Interval>& boxes, const std::vector<const Bounds*>& from) {
   std::vector<Bounds> out;
   out.reserve(boxes.size());
+  if (bounder_ == nullptr && workers_ != nullptr && boxes.size() > 1)
+    return bound_on_workers(boxes, from);
   if (bounder_ == nullptr) {
     for (size_t i = 0; i < boxes.size(); ++i) {
       ASSIGN_OR_RETURN(Bounds b, bound(boxes[i], from[i]));
@@ -375,7 +383,8 @@ common::Result<std::vector<CaseSearch::Bounds>> CaseSearch::batched(
 }
 
 int64_t CaseSearch::per_call() const {
-  return bounder_ != nullptr ? std::max(1, bounder_->batch()) : 1;
+  if (bounder_ != nullptr) return std::max(1, bounder_->batch());
+  return workers_ != nullptr ? workers_->size() : 1;
 }
 
 }  // namespace propdag::internal

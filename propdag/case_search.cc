@@ -194,6 +194,7 @@ common::Result<Verdict> CaseSearch::run(int64_t turn) {
     if (proved_whole) return Verdict::kProved;
     if (!small() || !integer_dims_.empty()) {
       // Integer splits do not depend on the ratio: one search.
+      start_workers();
       searches_.push_back({0, {Open{case_.box, whole_}}});
     } else if (parallel()) {
       parallel_ = true;

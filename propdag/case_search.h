@@ -16,6 +16,7 @@
 #include "propdag/engine.h"
 #include "propdag/point_eval.h"
 #include "propdag/verify.h"
+#include "propdag/workers.h"
 
 namespace propdag::internal {
 
@@ -126,9 +127,13 @@ class CaseSearch {
   // kAlphaMinGain of them were proved by the tuned bounds alone.
   common::Result<Bounds> bound(const Interval& box, const Bounds* from = nullptr,
                                const std::vector<NeuronSplit>* splits = nullptr);
-  // bound()'s computation, tuned (--method alpha) or with CROWN (`tune` false).
+  // bound()'s computation, tuned (--method alpha) or with CROWN (`tune` false), counted;
+  // compute() with `options` (options_ or untuned_options_), uncounted, on any thread.
   common::Result<Bounds> bound_once(const Interval& box, const Bounds* from,
                                     const std::vector<NeuronSplit>* splits, bool tune);
+  common::Result<Bounds> compute(const Interval& box, const Bounds* from,
+                                 const std::vector<NeuronSplit>* splits, bool tune,
+                                 const Options& options) const;
   // Whether alpha's tuning paid on the sampled halves so far (true until enough are in).
   bool alpha_pays() const;
   // Counts a half and says whether it is one to bound both ways.
@@ -140,11 +145,14 @@ class CaseSearch {
   // with a BoxBounder up to its batch() per call.
   common::Result<std::vector<Bounds>> bound_all(const std::vector<Interval>& boxes,
                                                 const std::vector<const Bounds*>& from);
+  // bound_all on workers_: each box's choices as bound() makes them, then all computations.
+  common::Result<std::vector<Bounds>> bound_on_workers(const std::vector<Interval>& boxes,
+                                                       const std::vector<const Bounds*>& from);
   // bound_all's BoxBounder calls, up to its batch() boxes each, with `options`.
   common::Result<std::vector<Bounds>> batched(const std::vector<Interval>& boxes,
                                               const std::vector<const Bounds*>& from,
                                               const Options& options);
-  // Boxes per bound call: the BoxBounder's batch, else 1.
+  // Boxes per bound call: the BoxBounder's batch, one per worker, else 1.
   int64_t per_call() const;
   // Positive when the bounds prove the box safe: by how much the best unsafe constraint
   // c.y <= rhs misses (its lower bound minus rhs).
@@ -160,16 +168,14 @@ class CaseSearch {
   }
   // The same, without recording it.
   bool proves(const Bounds& b) const { return margin(b) > 0 || b.joint > 0; }
-  // max over lambda >= 0, sum lambda = 1 of min over `box` of sum_r lambda_r (a_r . x + bias_r -
-  // rhs_r), with a_r = coef.row(r), approximately (any lambda gives a valid bound): positive
-  // when no point of the box meets every constraint of the case, even where each one alone is
-  // met somewhere. -inf for fewer than two constraints.
+  // max over lambda >= 0, sum 1, of min over `box` of sum_r lambda_r (a_r . x + bias_r - rhs_r),
+  // a_r = coef.row(r): > 0 when no x of the box meets every constraint. Exact for two (clip.h),
+  // approximate for more (any lambda gives a valid bound); -inf for fewer than two.
   double joint_margin(const Mat& coef, const Vec& bias, const Interval& box) const;
-  // Cuts `box` down to where every constraint's linear lower bound, a_r . x + bias_r with
-  // a_r = b.coef.row(r), is at most its right-hand side: a counterexample meets every constraint,
-  // so each lies there (clip_box, clip.h). Returns the share of the box's volume kept (over the
-  // dimensions it varies in; 0 where one was cut to a point), or nothing when no point is left:
-  // the box is proved.
+  // Cuts `box` down to where every constraint's linear lower bound a_r . x + bias_r is at most
+  // its right-hand side, where every counterexample lies (clip_box, clip.h). Returns the share of
+  // the box's volume kept (over the dimensions it varies in; 0 where one was cut to a point), or
+  // nothing when no point is left: the box is proved.
   std::optional<double> clip(Interval& box, const Bounds& b) const;
   // clip() an open box; while it keeps <= kReboundKept of its volume (kRebounds times), bound
   // it again and clip; a batched bounder's box gets kAgain (split_all bounds it with halves).
@@ -178,16 +184,14 @@ class CaseSearch {
   // Whether the case's box varies in at most kLookaheadDims dimensions (ACAS Xu's five; the
   // eight noise inputs of dist_shift's 792, whose image part is fixed).
   bool small() const;
-  // SplitOptions::full_crown: for an input whose whole box was bounded under a finite refine
-  // budget, the whole box once more with full CROWN by that bounder (alpha also tunes the
-  // bounds of the last kFullCrownTunedNodes refined nodes; its bounds replace the whole box's);
-  // true when they prove it.
+  // SplitOptions::full_crown: a whole box bounded under a finite refine budget bounded once more
+  // with full CROWN by that bounder (alpha also tunes the last kFullCrownTunedNodes refined
+  // nodes), its bounds replacing the whole box's; true when they prove it.
   common::Result<bool> full_crown_whole_box();
   // Whether full_crown_whole_box would bound the whole box (and has not yet).
   bool wants_full_crown() const;
   // After the whole box's full CROWN bound left a small input open: whether its parts are bounded
-  // with full CROWN too (full_bounder_), because the refine budget's bounds miss by far more
-  // (kFullGap). Each part then costs what the whole box did, so no dimension is looked ahead.
+  // with full CROWN too (full_bounder_), the budget's bounds missing by far more (kFullGap).
   bool full_pays() const;
   // Whether bounds now come from full_bounder_.
   bool full_mode() const { return full_bounder_ != nullptr && bounder_ == full_bounder_.get(); }
@@ -207,8 +211,7 @@ class CaseSearch {
   // what is left of it.
   double search_seconds(double cap) const;
   // Looks for a counterexample among a few points of the box: its centre (with `centre`) and,
-  // per constraint, the corner that minimizes the linear function CROWN bounds that constraint
-  // by (where the lower bound is attained, the likeliest place for the constraint to hold).
+  // per constraint, the corner where the linear function CROWN bounds it by is least.
   common::Result<bool> find_counterexample(const Interval& box, const Bounds& b,
                                            bool centre = true);
   // By how much x misses being a counterexample: max_r (c_r . y(x) - rhs_r) over the case's
@@ -218,25 +221,26 @@ class CaseSearch {
   common::Result<bool> counterexample_at(const Vec& x);
   // Records x, whose violation is <= 0, as the counterexample.
   bool found(Vec x);
-  // Before any splitting (for large inputs after descent): a falsification attempt by sampling
-  // and, for small inputs, pattern search (point_search.h), for kSearchSeconds or a tenth of
-  // --timeout.
+  // Before any splitting (for large inputs after descent): sampling and, for small inputs,
+  // pattern search (point_search.h), for kSearchSeconds or a tenth of --timeout.
   common::Result<bool> local_search(const Interval& box);
-  // Then, for any input size: gradient descent on the case's violated constraints
-  // (point_search.h), their gradients from CROWN on one-point boxes (exact where every op's
-  // relaxation is, as for ReLU networks), for kSearchSeconds or a tenth of --timeout.
+  // Then, for any input size: gradient descent on the case's violated constraints, gradients
+  // from CROWN on one-point boxes (point_search.h), for kSearchSeconds or a tenth of --timeout.
   common::Result<bool> descent(const Interval& box);
-  // While splitting, every kAttackEvery seconds: a PGD attack (attack.h) on the case's
-  // constraints for kSearchSeconds or a tenth of --timeout, in turn over the case's whole box
-  // (new starting points each time) and over `top`, the open box about to be split.
+  // While splitting, every kAttackEvery seconds: a PGD attack (attack.h) for kSearchSeconds or a
+  // tenth of --timeout, in turn over the case's box (new starts each time) and `top`.
   common::Result<bool> attack_while_splitting(const Interval& top);
 
   // parallel_split.cc
 
-  // Whether run() hands a small input's box to run_parallel: Eigen engine, a model of at most
-  // 2^17 elements, no integer dimensions or point evaluator, and more than one thread
-  // (SplitOptions::threads) or a network whose nonlinear ops are all ReLU-like.
+  // Whether run() hands a small input's box to run_parallel: searched_alone(), a model of at
+  // most 2^17 elements, and more than one thread (SplitOptions::threads) or a network whose
+  // nonlinear ops are all ReLU-like.
   bool parallel() const;
+  bool searched_alone() const;  // Eigen engine, no integer dimensions, evaluator or parts
+  // A large input's one search, searched_alone(), with more than one thread: workers_, on
+  // which each round's halves are bounded side by side.
+  void start_workers();
   // The case searched in parts by SplitOptions::threads threads, each part as a case of its own
   // (its start() and run(), no point search: search() covered the whole box) for up to
   // SplitOptions::part_boxes bound computations. The first part is the case's box; what a part
@@ -370,6 +374,7 @@ class CaseSearch {
   double budget_margin_ = -std::numeric_limits<double>::infinity();
   double full_margin_ = -std::numeric_limits<double>::infinity();  // and after it
   std::unique_ptr<BoxBounder> full_bounder_;  // full_pays(): every part's bounds come from it
+  std::unique_ptr<Workers> workers_;          // start_workers(): bound_all's boxes run on them
   int64_t boxes_ = 0;
   Options untuned_options_;   // options_ with CROWN for --method alpha (bound())
   int64_t split_halves_ = 0;  // halves bound() computed under --method alpha

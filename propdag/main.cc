@@ -306,7 +306,8 @@ static int main_body(int argc, char** argv) {
   verify
       ->add_option("--threads", a.split.threads,
                    "with --split, on the Eigen engine: threads that search the parts of a small "
-                   "input's box side by side (default 1)")
+                   "input's box side by side, or bound a large input's halves side by side "
+                   "(default 1)")
       ->check(CLI::Range(1, 1024));
   verify->add_option("--result", a.result,
                      "also write the verdict as a VNN-COMP result file: unsat (verified), sat "

@@ -26,14 +26,15 @@ namespace {
 constexpr int64_t kPartBoxes = 2000;
 constexpr int64_t kSmoothPartBoxes = 20000;
 
-// Builds every lazily built matrix of the model (op.h: LinearTerm::sparse is not thread-safe on
-// first use), so that the threads only read the model.
+// Builds every lazily built matrix of the model that the engine multiplies by (op.h:
+// LinearTerm::sparse is not thread-safe on first use; a gather's is never used), so that the
+// threads only read the model.
 void build_lazy_terms(const Model& model) {
   for (int node = 0; node < model.dag().size(); ++node) {
     const auto* affine = dynamic_cast<const AffineOp*>(model.op(node));
     if (affine == nullptr) continue;
     for (const LinearTerm& t : affine->terms())
-      if (!t.dense) t.sparse();
+      if (!t.dense && !t.gather) t.sparse();
   }
 }
 
@@ -45,8 +46,69 @@ bool CaseSearch::parallel() const {
   // / 4_2 prop_2, alpha: 49.6 / 35.9 / 29.8 s -> 24.6 / 19.7 / 14.8 s); smooth networks' one
   // search loses by restarting (lsnc quadrotor2d_state_3 49.0 -> 56.1 s), so they take parts on
   // several threads only.
-  return (split_.threads > 1 || !smooth_) && bounder_ == nullptr && small_model_ &&
-         integer_dims_.empty() && evaluator_ == nullptr && !full_pays() && stop_ == nullptr;
+  return (split_.threads > 1 || !smooth_) && small_model_ && searched_alone();
+}
+
+bool CaseSearch::searched_alone() const {
+  return bounder_ == nullptr && integer_dims_.empty() && evaluator_ == nullptr && !full_pays() &&
+         stop_ == nullptr;
+}
+
+void CaseSearch::start_workers() {
+  if (split_.threads <= 1 || !searched_alone()) return;
+  build_lazy_terms(model_);
+  workers_ = std::make_unique<Workers>(split_.threads);
+}
+
+common::Result<std::vector<CaseSearch::Bounds>> CaseSearch::bound_on_workers(
+    const std::vector<Interval>& boxes, const std::vector<const Bounds*>& from) {
+  // Each box's choices first, in order, as bound() makes them one box at a time.
+  struct Job {
+    size_t box;
+    bool tune;
+  };
+  std::vector<Job> jobs;
+  constexpr size_t kNone = std::numeric_limits<size_t>::max();
+  std::vector<size_t> second(boxes.size(), kNone);  // a sampled box's job bounding it both ways
+  const bool alpha = options_.method == Method::kAlpha;
+  for (size_t i = 0; i < boxes.size(); ++i) {
+    if (!alpha || from[i] == nullptr) {
+      jobs.push_back({i, alpha});
+      continue;
+    }
+    const bool tune = alpha_pays();
+    if (!tune) ++untuned_;
+    jobs.push_back({i, tune});
+    if (sample_now(tune)) second[i] = jobs.size(), jobs.push_back({i, !tune});
+  }
+  // Each worker counts into its own report (BoundsReport is not shared between threads).
+  const auto n = static_cast<size_t>(workers_->size());
+  std::vector<BoundsReport> reports(n);
+  std::vector<Options> tuned(n, options_), untuned(n, untuned_options_);
+  for (size_t w = 0; w < n && options_.report != nullptr; ++w)
+    tuned[w].report = untuned[w].report = &reports[w];
+  std::vector<std::optional<common::Result<Bounds>>> got(jobs.size());
+  workers_->run(jobs.size(), [&](size_t j, int w) {
+    const Job& job = jobs[j];
+    const bool with = job.tune || !alpha;
+    got[j] = compute(boxes[job.box], from[job.box], nullptr, job.tune,
+                     with ? tuned[static_cast<size_t>(w)] : untuned[static_cast<size_t>(w)]);
+  });
+  boxes_ += static_cast<int64_t>(jobs.size());
+  for (const BoundsReport& r : reports)
+    if (options_.report != nullptr) options_.report->add(r);
+  for (const auto& g : got)
+    if (!g->ok()) return g->error();
+  std::vector<Bounds> out;
+  out.reserve(boxes.size());
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const size_t i = jobs[j].box;
+    if (second[i] == j) continue;  // taken with the box's first
+    Bounds b = std::move(**got[j]);
+    if (second[i] != kNone) sampled(b, std::move(**got[second[i]]), jobs[j].tune);
+    out.push_back(std::move(b));
+  }
+  return out;
 }
 
 std::vector<Interval> CaseSearch::left_open() const {

@@ -4,8 +4,11 @@
 // that only splitting finds is found in a part and holds (checked by evaluating the network).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/testing.h"
@@ -13,6 +16,7 @@
 #include "propdag/test_util.h"
 #include "propdag/verify.h"
 #include "propdag/vnnlib.h"
+#include "propdag/workers.h"
 
 namespace propdag {
 namespace {
@@ -98,7 +102,7 @@ constexpr const char* kSpike = R"(
 TEST(ParallelSplitTest, APartsCounterexampleHolds) {
   Model m = test::build(kSpike);
   const Spec spec = test::box_spec(std::vector<double>(6, -1), std::vector<double>(6, 1), 1,
-                                   "(assert (>= Y_0 0.01))");
+                                   "(assert (>= Y_0 0.0599))");
   for (int threads : {1, 2}) {
     Options options;
     SplitOptions split;
@@ -117,6 +121,78 @@ TEST(ParallelSplitTest, APartsCounterexampleHolds) {
     auto confirmed = confirm_counterexample(m, spec, r->counterexample);
     ASSERT_TRUE(confirmed.ok()) << confirmed.error().str();
     EXPECT_TRUE(*confirmed) << threads;
+  }
+}
+
+// y = 0.06 - sum_i |x_i - c_i| over x in [-1, 1]^17, the sum over the first 6 (the others
+// read with weight 0), each |v| as 2 relu(v) - v, whose interval and linear bounds over a box
+// around c reach below 0. A large input (more than 16 varying dimensions), whose one search
+// bounds each round's two halves side by side with two threads (start_workers), in the order
+// one thread bounds them: the same bound computations and verdicts. Unsafe y >= 0.0601 holds
+// (y <= 0.06), and only splitting shows it; y >= 0.01 is met near c only.
+constexpr const char* kWideSpike = R"(
+  <ir_version: 8, opset_import: ["" : 15]>
+  g (float[1,17] x) => (float[1,1] y)
+      <float[1,17] c = {0.37, -0.21, 0.55, -0.63, 0.12, 0.48, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+       float[17,1] ones = {1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+       float[1,1] r = {0.06}, float[1,1] two = {2}> {
+    d = Sub(x, c)
+    p = Relu(d)
+    q = Mul(p, two)
+    a = Sub(q, d)
+    s = MatMul(a, ones)
+    y = Sub(r, s)
+  })";
+
+TEST(ParallelSplitTest, LargeInputsBoundTheirHalvesOnSeveralThreads) {
+  const Model m = test::build(kWideSpike);
+  const std::vector<double> lo(17, -1), hi(17, 1);
+  VerifyResult proved[2], found[2];
+  for (int threads : {1, 2}) {
+    SplitOptions split;
+    split.max_boxes = 100000;
+    split.seconds = 60;
+    split.threads = threads;
+    auto r =
+        verify(m, test::box_spec(lo, hi, 1, "(assert (>= Y_0 0.0601))"), {Method::kCrown}, split);
+    ASSERT_TRUE(r.ok()) << r.error().str();
+    proved[threads - 1] = *r;
+    const Spec spec = test::box_spec(lo, hi, 1, "(assert (>= Y_0 0.0599))");
+    r = verify(m, spec, {Method::kCrown}, split);
+    ASSERT_TRUE(r.ok()) << r.error().str();
+    found[threads - 1] = *r;
+    ASSERT_TRUE(r->falsified) << threads;
+    auto confirmed = confirm_counterexample(m, spec, r->counterexample);
+    ASSERT_TRUE(confirmed.ok()) << confirmed.error().str();
+    EXPECT_TRUE(*confirmed) << threads;
+  }
+  EXPECT_TRUE(proved[0].verified);
+  EXPECT_TRUE(proved[1].verified);
+  EXPECT_GT(proved[0].boxes, 20);  // by splitting
+  EXPECT_EQ(proved[1].boxes, proved[0].boxes);
+  EXPECT_GT(found[0].boxes, 20);
+  EXPECT_EQ(found[1].boxes, found[0].boxes);
+  EXPECT_EQ(found[1].counterexample, found[0].counterexample);
+  std::printf("boxes: holds %lld, met %lld\n", static_cast<long long>(proved[0].boxes),
+              static_cast<long long>(found[0].boxes));
+}
+
+// Workers: every job of every call runs once, on a worker index below size(), and a call
+// returns only when its jobs are done (the counts are read right after it).
+TEST(ParallelSplitTest, WorkersRunEachJobOnce) {
+  internal::Workers workers(3);
+  ASSERT_EQ(workers.size(), 3);
+  for (size_t count : {0, 1, 2, 50}) {
+    for (int call = 0; call < 40; ++call) {
+      std::vector<std::atomic<int>> runs(count);
+      std::atomic<int> bad_worker{0};
+      workers.run(count, [&](size_t i, int w) {
+        runs[i].fetch_add(1);
+        if (w < 0 || w >= 3) bad_worker.fetch_add(1);
+      });
+      for (size_t i = 0; i < count; ++i) ASSERT_EQ(runs[i].load(), 1) << count << " " << i;
+      EXPECT_EQ(bad_worker.load(), 0);
+    }
   }
 }
 

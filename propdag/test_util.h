@@ -289,6 +289,15 @@ inline Model build(const std::string& text) {
   return std::move(m).value();
 }
 
+// Network 1 reading 2 of 20 inputs (x_0, x_1; the others' weights 0): with all 20 varying,
+// the input counts as large (more than 16 varying dimensions).
+inline Model wide_network1() {
+  std::string w1;
+  const double first[6] = {1, -1, 0.5, 1, 1, -2};
+  for (int i = 0; i < 60; ++i) w1 += (i > 0 ? ", " : "") + std::to_string(i < 6 ? first[i] : 0);
+  return build(two_relu_net(20, w1, 1, "1, -2, 1"));
+}
+
 /// x (in) -> MatMul w1 (in x hidden) -> Relu -> MatMul w2 (hidden x out) => (y, h): random normal
 /// weights (float values, exact in either dtype, from `seed`) given as `dtype` tensors, for tests
 /// of how large dense weights are held.

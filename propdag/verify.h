@@ -46,8 +46,10 @@ struct SplitOptions {
   /// part_boxes bound computations are parts in turn, taken by idle threads. The case is proved
   /// when every part is, falsified when one is; max_boxes counts the bound computations of all
   /// parts. Networks whose nonlinear ops are all ReLU-like are searched in parts on one thread
-  /// too (each part's searches start afresh, which pays there). Models with more than 2^17
-  /// elements, integer inputs and value-dependent shapes are searched whole, on one thread.
+  /// too (each part's searches start afresh, which pays there). Small inputs of models with more
+  /// than 2^17 elements, integer inputs and value-dependent shapes are searched whole, on one
+  /// thread. Large inputs (more than 16 varying dimensions, shapes not value-dependent): the
+  /// halves of each round are bounded side by side on this many threads, in one thread's order.
   int threads = 1;
   /// With threads: bound computations a part may take before the boxes it left open go back to
   /// the queue as parts of their own, where idle threads take them (0: 2,000 for networks whose
