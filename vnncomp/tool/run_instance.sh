@@ -13,8 +13,8 @@
 # quadrotor2d_state_3 verified in 51.6 s), every other verdict the same.
 # The method is PROPDAG_METHOD (default alpha: over the 122 non-ACAS instances of ../shared at
 # their own timeouts capped at 60 s it decided 92, where crown had decided 51 of the 70 run then).
-# Small inputs are split on PROPDAG_THREADS threads (default: every core, nproc), since the
-# competition runs one instance at a time.
+# Splitting uses PROPDAG_THREADS threads (default: every core, nproc), since the competition
+# runs one instance at a time.
 # CROWN's refine budget is PROPDAG_REFINE_BUDGET (default 1e9: on a 34-instance sample at 60 s it
 # decided 19 against 17 at propdag's default 2e8).
 VERSION_STRING=v1
