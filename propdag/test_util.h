@@ -31,7 +31,7 @@ inline constexpr const char* kZero = R"(
 inline Spec box_spec(const std::vector<double>& lo, const std::vector<double>& hi, int outputs,
                      const std::string& output_constraint) {
   std::string text;
-  char buf[96];
+  char buf[160];  // two lines of at most 14 + 20 + 1 + 24 + 3 characters each
   for (size_t i = 0; i < lo.size(); ++i)
     text += "(declare-const X_" + std::to_string(i) + " Real)\n";
   for (int j = 0; j < outputs; ++j) text += "(declare-const Y_" + std::to_string(j) + " Real)\n";
