@@ -71,6 +71,7 @@ TEST(VerifyTest, BoxBounderCarriesNodeBoundsAsTheSearchDoes) {
   split.clip_boxes = false;
   // One part (verify.h: threads), the search a BoxBounder's bounds go through (it takes none).
   split.part_boxes = std::numeric_limits<int64_t>::max();
+  split.probe_boxes = 0;  // a search without a bounder only (CaseSearch::probe)
   auto plain = verify(*model, *s, {Method::kCrown}, split);
   ASSERT_TRUE(plain.ok()) << plain.error().str();
   EigenBounder bounder(*model);

@@ -33,9 +33,10 @@ class CaseSearch {
              const SplitOptions& split, Clock::time_point deadline, BoxBounder* bounder = nullptr);
 
   // The whole box: proved by its bounds, or (when splitting is allowed) falsified at its centre
-  // or a corner CROWN points to, or open. Cheap next to splitting, so verify() runs it on every
-  // case first.
+  // or a corner CROWN points to, or open. Cheap: verify() runs it on every case first.
   common::Result<Verdict> start();
+  // After start(): SplitOptions::probe_boxes' short split search (parallel_split.cc).
+  common::Result<Verdict> probe();
   // After start() left the case open (and when splitting is allowed): falsified by a point
   // search over the whole box (sampling, descent), or still open.
   common::Result<Verdict> search();
@@ -63,8 +64,7 @@ class CaseSearch {
   common::Result<Verdict> run(int64_t turn = 0);
 
   int64_t boxes() const { return boxes_; }
-  // Of them, boxes bounded with CROWN under --method alpha because tuning did not pay (below).
-  int64_t untuned() const { return untuned_; }
+  int64_t untuned() const { return untuned_; }  // of them, with CROWN as tuning did not pay
   const Vec& counterexample() const { return counterexample_; }
 
   // For a model whose shapes depend on input values (Model::value_dependent_shape): points are

@@ -203,10 +203,10 @@ common::Status run_verify(const Args& a) {
   if (a.stats)
     std::fprintf(stderr,
                  "{\"model\": %s, \"spec\": %s, \"cases\": %d, \"cases_proved\": %d, "
-                 "\"boxes\": %lld, \"untuned\": %lld, \"ms\": %.3f}\n",
+                 "\"cases_probed\": %d, \"boxes\": %lld, \"untuned\": %lld, \"ms\": %.3f}\n",
                  common::json_string(a.model).c_str(), common::json_string(a.spec).c_str(), r.cases,
-                 r.cases_proved, static_cast<long long>(r.boxes), static_cast<long long>(r.untuned),
-                 common::now_ms() - start);
+                 r.cases_proved, r.cases_probed, static_cast<long long>(r.boxes),
+                 static_cast<long long>(r.untuned), common::now_ms() - start);
   std::optional<propdag::Model> original;
   if (r.falsified && !a.check_model.empty()) {
     ASSIGN_OR_RETURN(original, propdag::Model::load(a.check_model));
@@ -319,7 +319,8 @@ static int main_body(int argc, char** argv) {
   verify->add_flag(
       "--stats", a.stats,
       "print on stderr (crown, alpha) bounds' {\"crown\": {...}} line, then {\"model\", "
-      "\"spec\", \"cases\", \"cases_proved\", \"boxes\", \"untuned\", \"ms\"} (README)");
+      "\"spec\", \"cases\", \"cases_proved\", \"cases_probed\", \"boxes\", \"untuned\", "
+      "\"ms\"} (README)");
   for (CLI::App* sub : {bounds, verify}) {
     sub->add_option("--engine", a.engine,
                     "eigen (default: one box at a time; unless named, verify bounds a large "

@@ -3,6 +3,7 @@
 // taken from one queue by one or several threads.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <limits>
@@ -25,6 +26,9 @@ namespace {
 // thread); lsnc quadrotor2d_state_3 (slimmed) 29.4 / 32.5 / 39.9 s (49.0 s on one).
 constexpr int64_t kPartBoxes = 2000;
 constexpr int64_t kSmoothPartBoxes = 20000;
+
+// probe(): at most this long (and a twentieth of --timeout).
+constexpr double kProbeSeconds = 0.1;
 
 // Builds every lazily built matrix of the model that the engine multiplies by (op.h:
 // LinearTerm::sparse is not thread-safe on first use; a gather's is never used), so that the
@@ -109,6 +113,36 @@ common::Result<std::vector<CaseSearch::Bounds>> CaseSearch::bound_on_workers(
     out.push_back(std::move(b));
   }
   return out;
+}
+
+common::Result<Verdict> CaseSearch::probe() {
+  if (split_.max_boxes <= 1 || !whole_ || !small() || !small_model_ || relu_splits_ ||
+      !searched_alone() || out_of_time() || split_.probe_boxes <= 0)
+    return Verdict::kOpen;
+  ASSIGN_OR_RETURN(std::vector<Eigen::Index> integer, find_integer_dims());
+  if (!integer.empty()) return Verdict::kOpen;
+  SplitOptions mine = split_;
+  mine.max_boxes = std::min(split_.probe_boxes, split_.max_boxes - boxes_);  // of the budget
+  if (mine.max_boxes <= 1) return Verdict::kOpen;
+  mine.threads = 1;
+  mine.full_crown = nullptr;
+  double seconds = kProbeSeconds;
+  if (split_.seconds > 0) seconds = std::min(seconds, split_.seconds / 20);
+  mine.seconds = seconds;
+  Clock::time_point until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                               std::chrono::duration<double>(seconds));
+  if (split_.seconds > 0) until = std::min(until, deadline_);
+  const std::atomic<bool> never{false};
+  CaseSearch part(model_, case_, options_, mine, until, nullptr);
+  part.whole_ = whole_;
+  part.stop_ = &never;  // one search of the box, not parts (searched_alone())
+  part.shared_samples_ = &alpha_samples();
+  ASSIGN_OR_RETURN(Verdict v, part.run());
+  boxes_ += part.boxes();
+  untuned_ += part.untuned();
+  proved_by_bounds_ = proved_by_bounds_ || part.proved_by_bounds();
+  if (v == Verdict::kFalsified) counterexample_ = part.counterexample();
+  return v == Verdict::kProved || v == Verdict::kFalsified ? v : Verdict::kOpen;
 }
 
 std::vector<Interval> CaseSearch::left_open() const {

@@ -184,9 +184,10 @@ common::Result<VerifyResult> verify(const Model& model, const Spec& spec, const 
     if (group.size() > 1) RETURN_IF_ERROR(CaseSearch::bound_together(group));
   }
   // First every case over its whole box: bounds, its centre and corners; then, for the cases
-  // left open, a PGD attack on each group over one box, then each case's point searches, so
-  // that a counterexample anywhere is found before time goes into splitting one case; then the
-  // open cases are split. Past --timeout, the cases not yet looked at stay open.
+  // left open, a short split search (CaseSearch::probe: small inputs), then a PGD attack on each
+  // group over one box, then each case's point searches, so that a counterexample anywhere is
+  // found before time goes into splitting one case; then the open cases are split. Past
+  // --timeout, the cases not yet looked at stay open.
   std::vector<CaseSearch*> open;
   std::vector<const SpecCase*> open_cases;
   for (size_t i = 0; i < searches.size(); ++i) {
@@ -200,6 +201,24 @@ common::Result<VerifyResult> verify(const Model& model, const Spec& spec, const 
       return result;
     }
     if (v == Verdict::kOpen) open.push_back(searches[i].get()), open_cases.push_back(cases[i]);
+  }
+  for (size_t i = 0; i < open.size();) {
+    const int64_t before = open[i]->boxes();
+    ASSIGN_OR_RETURN(Verdict v, open[i]->probe());
+    result.boxes += open[i]->boxes() - before;
+    if (v == Verdict::kFalsified) {
+      result.falsified = true;
+      result.counterexample = open[i]->counterexample();
+      return result;
+    }
+    if (v == Verdict::kProved) {
+      ++result.cases_proved;
+      ++result.cases_probed;
+      open.erase(open.begin() + static_cast<std::ptrdiff_t>(i));
+      open_cases.erase(open_cases.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      ++i;
+    }
   }
   if (split.max_boxes > 1 && !open.empty()) {
     ASSIGN_OR_RETURN(std::optional<Vec> x, attack(model, spec, open_cases, split, deadline));

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,44 @@ TEST(VerifyTest, SearchFindsACounterexampleAwayFromCentreAndCorners) {
   ASSERT_TRUE(whole.ok());
   EXPECT_FALSE(whole->falsified);
   EXPECT_FALSE(whole->verified);
+}
+
+// SplitOptions::probe_boxes: a small input's open case is split briefly before the point
+// searches. kZero under IBP (the first test) is proved by it in the 7 bound computations the
+// search after the point searches makes without it. A probe of 4 stops short (nothing of it is
+// kept), and that search proves the case in 7 more. On y = |x - 0.3| the probe's split boxes
+// have a corner at x = 0.25, a counterexample (y = 0.05 <= 0.05) that the whole box's corners
+// and centre are not.
+TEST(VerifyTest, AShortSplitSearchComesBeforeThePointSearches) {
+  Model m = build(kZero);
+  const Spec unsafe_one = spec("(assert (>= Y_0 1))");
+  SplitOptions split{1000, 0};
+  auto probed = verify(m, unsafe_one, {Method::kIbp}, split);
+  ASSERT_TRUE(probed.ok()) << probed.error().str();
+  EXPECT_TRUE(probed->verified);
+  EXPECT_EQ(probed->cases_probed, 1);
+  EXPECT_EQ(probed->boxes, 7);
+  split.probe_boxes = 0;
+  auto searched = verify(m, unsafe_one, {Method::kIbp}, split);
+  ASSERT_TRUE(searched.ok());
+  EXPECT_TRUE(searched->verified);
+  EXPECT_EQ(searched->cases_probed, 0);
+  EXPECT_EQ(searched->boxes, 7);
+  split.probe_boxes = 4;
+  auto cut = verify(m, unsafe_one, {Method::kIbp}, split);
+  ASSERT_TRUE(cut.ok());
+  EXPECT_TRUE(cut->verified);
+  EXPECT_EQ(cut->cases_probed, 0);
+  EXPECT_GT(cut->boxes, 7);
+  EXPECT_LE(cut->boxes, 7 + 4);
+
+  auto found = verify(build(test::distance_net(false)), spec("(assert (<= Y_0 0.05))"),
+                      {Method::kCrown}, {1000, 0});
+  ASSERT_TRUE(found.ok()) << found.error().str();
+  ASSERT_TRUE(found->falsified);
+  EXPECT_GT(found->boxes, 1);  // by splitting (the point searches find it with none: above)
+  ASSERT_EQ(found->counterexample.size(), 1);
+  EXPECT_LE(std::abs(found->counterexample[0] - 0.3), 0.05);
 }
 
 // y = sum of sign(x_i) over 20 inputs in [-1, 1]; unsafe: y = 10, met where 15 inputs are
