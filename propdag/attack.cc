@@ -96,6 +96,16 @@ common::Result<Mat> PointGradient::forward(const Mat& x) {
       values_[n] = std::move(out);
       continue;
     }
+    const std::vector<int>& inputs = dag.node(n).inputs;
+    const ScalarRule* rule = op->scalar_rule();
+    if (rule != nullptr && inputs.size() == 1 && inputs[0] >= 0 &&
+        values_[inputs[0]].cols() == model_->numel(n)) {  // each element on its own
+      values_[n] = values_[inputs[0]].unaryExpr([rule](double v) {
+        const auto [lo, hi] = rule->range(v, v);
+        return 0.5 * (lo + hi);
+      });
+      continue;
+    }
     Mat out(rows, model_->numel(n));
     std::vector<Interval> boxes;
     for (Eigen::Index k = 0; k < rows; ++k) {
@@ -252,16 +262,12 @@ AttackTarget target_of(const std::vector<const SpecCase*>& cases) {
   return target;
 }
 
-namespace {
-
-int batch_size(const Model& model, int restarts) {
+int point_rows(const Model& model, int most) {
   int64_t elements = 0;
   for (int n = 0; n < model.dag().size(); ++n) elements += model.numel(n);
   const int64_t fit = kHeldValues / std::max<int64_t>(1, elements);
-  return static_cast<int>(std::clamp<int64_t>(fit, 1, std::max(1, restarts)));
+  return static_cast<int>(std::clamp<int64_t>(fit, 1, std::max(1, most)));
 }
-
-}  // namespace
 
 common::Result<std::optional<Vec>> pgd_attack(const Model& model, const Interval& box,
                                               const AttackTarget& target,
@@ -270,7 +276,7 @@ common::Result<std::optional<Vec>> pgd_attack(const Model& model, const Interval
                                        std::chrono::duration<double>(options.seconds));
   if (target.c.empty() || options.seconds <= 0) return std::optional<Vec>();
   ASSIGN_OR_RETURN(PointGradient gradient, PointGradient::make(model, box));
-  const int rows = batch_size(model, options.restarts);
+  const int rows = point_rows(model, options.restarts);
   const Eigen::Index n = box.lo.size();
   const Vec width = box.hi - box.lo;
   std::mt19937_64 rng(options.seed);

@@ -55,6 +55,10 @@ class PointGradient {
   std::vector<Eigen::Index> offset_;  // per graph input: where it starts in x
 };
 
+/// How many points PointGradient::forward takes at once for `model`: as many as keep every node's
+/// values within 16 MiB, from 1 to `most`.
+int point_rows(const Model& model, int most);
+
 /// A disjunction over one box: case i holds at y when c[i] y <= rhs[i] row by row (y: the graph
 /// outputs, concatenated).
 struct AttackTarget {

@@ -143,6 +143,10 @@ bool budget_binding(const Model& model, const Options& options,
 /// Options::refine_budget can cut any pass short on some box (false: CROWN is full CROWN).
 bool budget_may_bind(const Model& model, const Options& options,
                      const std::vector<double>& output_rows);
+/// Multiply-adds of one full CROWN bound of `model` with `output_rows` rows per output: every
+/// row of each node CROWN may refine and of the outputs, priced by Crown::row_cost.
+double full_crown_cost(const Model& model, const Options& options,
+                       const std::vector<double>& output_rows);
 /// The rows CROWN refines at `node` of kind `kind` (refine_rows) whose row costs `row_cost`: when
 /// the budget is binding (budget_binding) or Options::refine_stable_rows is on, and the pass over
 /// all its rows fits the budget, every row; else `kind`, whose rows still go through the budget.

@@ -125,6 +125,21 @@ bool budget_may_bind(const Model& model, const Options& options,
   return budget_binding(model, options, kinds, cost, output_rows);
 }
 
+double full_crown_cost(const Model& model, const Options& options,
+                       const std::vector<double>& output_rows) {
+  const std::vector<RefineRows>& kinds = model.crown_plan().kinds;
+  const Crown crown(model, options);
+  double total = 0;
+  for (size_t n = 0; n < kinds.size(); ++n)
+    if (kinds[n] != RefineRows::kNone)
+      total += crown.row_cost(static_cast<int>(n)) *
+               static_cast<double>(model.numel(static_cast<int>(n)));
+  const std::vector<int>& outputs = model.dag().outputs();
+  for (size_t o = 0; o < outputs.size() && o < output_rows.size(); ++o)
+    total += crown.row_cost(outputs[o]) * output_rows[o];
+  return total;
+}
+
 RefineRows refine_kind(const Model& model, const Options& options, int node, RefineRows kind,
                        bool binding, double row_cost) {
   if (kind == RefineRows::kNone || !(binding || options.refine_stable_rows)) return kind;

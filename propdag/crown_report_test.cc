@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "propdag/crown.h"
 #include "propdag/engine.h"
 #include "propdag/test_util.h"
 #include "propdag/verify.h"
@@ -39,6 +40,16 @@ TEST(CrownReportTest, FullCrownByDefaultReportsNothingCutShort) {
   EXPECT_EQ(r.refined, 2);
   EXPECT_EQ(r.ibp_budget + r.ibp_deadline + r.ibp_option + r.outputs_forward, 0);
   EXPECT_FALSE(r.cut_short());
+}
+
+// Full CROWN's price (what verify's probe reads): h1's and h2's passes over all their rows, 33 +
+// 78, and the outputs' rows at 33 each: 144 with one row, 177 with two. On the box above every
+// row straddles 0, and the engine's own count of that bound is the same 144.
+TEST(CrownReportTest, FullCrownCostPricesEveryRow) {
+  Model m = build(kNet);
+  EXPECT_DOUBLE_EQ(internal::full_crown_cost(m, Options{}, {1}), 144);
+  EXPECT_DOUBLE_EQ(internal::full_crown_cost(m, Options{}, {2}), 177);
+  EXPECT_DOUBLE_EQ(bound_with(m, Options{}).cost, 144);
 }
 
 TEST(CrownReportTest, BudgetCutsAreCountedWithTheirCost) {

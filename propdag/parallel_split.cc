@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "propdag/case_search.h"
+#include "propdag/crown.h"
 #include "propdag/op.h"
 
 namespace propdag::internal {
@@ -27,8 +28,12 @@ namespace {
 constexpr int64_t kPartBoxes = 2000;
 constexpr int64_t kSmoothPartBoxes = 20000;
 
-// probe(): at most this long (and a twentieth of --timeout).
+// probe(): at most this long (and a twentieth of --timeout), and only where one round of its
+// search (each candidate dimension's halves bounded) costs at most kProbeCost multiply-adds of
+// full CROWN, about 0.1 s: ACAS Xu 3.3e7 (3.0e6 a bound), lsnc 1.8e5; not tllverifybench
+// N=M=16 (1.8e8 a bound measured), linearizenn, cGAN.
 constexpr double kProbeSeconds = 0.1;
+constexpr double kProbeCost = 1e8;
 
 // Builds every lazily built matrix of the model that the engine multiplies by (op.h:
 // LinearTerm::sparse is not thread-safe on first use; a gather's is never used), so that the
@@ -119,6 +124,12 @@ common::Result<Verdict> CaseSearch::probe() {
   if (split_.max_boxes <= 1 || !whole_ || !small() || !small_model_ || relu_splits_ ||
       !searched_alone() || out_of_time() || split_.probe_boxes <= 0)
     return Verdict::kOpen;
+  if (options_.method != Method::kIbp) {
+    std::vector<double> rows;
+    for (const Mat& c : objective_) rows.push_back(static_cast<double>(c.rows()));
+    const double round = static_cast<double>(2 * free_dims_ + 1);
+    if (full_crown_cost(model_, options_, rows) * round > kProbeCost) return Verdict::kOpen;
+  }
   ASSIGN_OR_RETURN(std::vector<Eigen::Index> integer, find_integer_dims());
   if (!integer.empty()) return Verdict::kOpen;
   SplitOptions mine = split_;

@@ -31,19 +31,37 @@ Vec sample(const Interval& box, int k, std::mt19937_64& rng) {
 }
 
 common::Result<std::optional<Vec>> point_search(const Interval& box, const Violation& violation,
-                                                int samples, size_t starts, double seconds) {
+                                                int samples, size_t starts, double seconds,
+                                                const Violations& batch, Eigen::Index chunk) {
   const Eigen::Index n = box.lo.size();
   const auto stop = after(seconds);
   int64_t evaluations = 0;
   auto late = [&] { return ++evaluations % 64 == 0 && Clock::now() >= stop; };
   std::mt19937_64 rng(20241124);
   std::vector<std::pair<double, Vec>> points;
-  for (int k = 0; k < samples; ++k) {
-    Vec x = sample(box, k, rng);
-    ASSIGN_OR_RETURN(double v, violation(x));
-    if (v <= 0) return std::optional<Vec>(std::move(x));
-    points.emplace_back(v, std::move(x));
-    if (late()) break;
+  if (!batch) chunk = 1;
+  chunk = std::max<Eigen::Index>(chunk, 1);
+  for (int k = 0; k < samples;) {
+    const Eigen::Index m = std::min<Eigen::Index>(chunk, samples - k);
+    Mat x(m, n);
+    for (Eigen::Index i = 0; i < m; ++i) x.row(i) = sample(box, k++, rng).transpose();
+    Vec v(m);
+    if (batch) {
+      ASSIGN_OR_RETURN(v, batch(x));
+    } else {
+      ASSIGN_OR_RETURN(v[0], violation(x.row(0).transpose()));
+    }
+    bool over = false;
+    for (Eigen::Index i = 0; i < m; ++i) {
+      Vec p = x.row(i).transpose();
+      if (v[i] <= 0 && batch) {
+        ASSIGN_OR_RETURN(v[i], violation(p));  // confirmed one point at a time
+      }
+      if (v[i] <= 0) return std::optional<Vec>(std::move(p));
+      points.emplace_back(v[i], std::move(p));
+      over = late() || over;
+    }
+    if (over) break;
   }
   starts = std::min(starts, points.size());
   std::partial_sort(points.begin(), points.begin() + static_cast<std::ptrdiff_t>(starts),

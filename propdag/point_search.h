@@ -17,6 +17,8 @@ Vec sample(const Interval& box, int k, std::mt19937_64& rng);
 
 /// By how much a point misses being a counterexample: <= 0 for one.
 using Violation = std::function<common::Result<double>(const Vec&)>;
+/// Violation at each row of x (points x inputs) in one evaluation, which may round otherwise.
+using Violations = std::function<common::Result<Vec>(const Mat&)>;
 
 /// Samples `samples` points of `box` (fixed seed): every other one uniform, the rest with each
 /// coordinate at its lower bound, at its upper bound (a quarter of the time each) or uniform in
@@ -25,9 +27,12 @@ using Violation = std::function<common::Result<double>(const Vec&)>;
 /// runs a pattern search from the best `starts` points: each dimension is stepped by +-step (a
 /// quarter of its width at first), any move that lowers the violation is kept, and the step halves
 /// when none does. Returns the first point whose violation is <= 0, or nothing once the searches
-/// end or `seconds` have passed.
+/// end or `seconds` have passed. With `batch`, the samples are evaluated `chunk` at a time by it,
+/// and a point it finds is returned once `violation` confirms it.
 common::Result<std::optional<Vec>> point_search(const Interval& box, const Violation& violation,
-                                                int samples, size_t starts, double seconds);
+                                                int samples, size_t starts, double seconds,
+                                                const Violations& batch = nullptr,
+                                                Eigen::Index chunk = 1);
 
 /// A case's constraint values at x, g_r(x) = c_r . y(x) - rhs_r (x is a counterexample when every
 /// one is <= 0), and their gradients (one row per constraint; zero where unknown).

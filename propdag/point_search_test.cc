@@ -58,6 +58,45 @@ TEST(PointSearchTest, ReturnsNothingWhereNoPointViolates) {
   EXPECT_GT(calls, 200);  // the samples, then the searches from the 3 best
 }
 
+// Samples evaluated in chunks (`batch`) are the same points in the same order: the edge
+// test's search finds the same point, with one call of `on_edge` per point the batch flags.
+// A batch that flags every point (or rounds otherwise than the check) returns none of them
+// unless `violation` confirms it.
+TEST(PointSearchTest, BatchedSamplesAreTheSamePointsAndConfirmedOneByOne) {
+  const Interval box = {Vec::Constant(5, -1.0), Vec::Constant(5, 2.0)};
+  int calls = 0;
+  Violation on_edge = [&](const Vec& x) -> common::Result<double> {
+    ++calls;
+    return x[0] == box.lo[0] && x[1] == box.hi[1] ? -1.0 : 1.0;
+  };
+  int rows = 0;
+  Violations each = [&](const Mat& x) -> common::Result<Vec> {
+    rows += static_cast<int>(x.rows());
+    Vec v(x.rows());
+    for (Eigen::Index k = 0; k < x.rows(); ++k)
+      v[k] = x(k, 0) == box.lo[0] && x(k, 1) == box.hi[1] ? -1.0 : 1.0;
+    return v;
+  };
+  auto one = point_search(box, on_edge, 1000, 5, 10.0);
+  ASSERT_TRUE(one.ok() && one->has_value());
+  const int one_calls = calls;
+  calls = 0;
+  auto chunked = point_search(box, on_edge, 1000, 5, 10.0, each, 64);
+  ASSERT_TRUE(chunked.ok() && chunked->has_value());
+  EXPECT_EQ(**chunked, **one);
+  EXPECT_EQ(calls, 1);  // the check of the point found
+  EXPECT_EQ(rows % 64, 0);
+  EXPECT_GE(rows, one_calls);
+
+  Violation never = [](const Vec&) -> common::Result<double> { return 1.0; };
+  Violations flags_all = [](const Mat& x) -> common::Result<Vec> {
+    return Vec(Vec::Constant(x.rows(), -1.0));
+  };
+  auto none = point_search(unit_box(2), never, 300, 3, 10.0, flags_all, 64);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+}
+
 // An error from the violation function ends the search with that error.
 TEST(PointSearchTest, PassesOnTheViolationsError) {
   Violation failing = [](const Vec&) -> common::Result<double> {
