@@ -12,7 +12,6 @@
 #include "propdag/clip.h"
 #include "propdag/crown.h"
 #include "propdag/objective.h"
-#include "propdag/point_search.h"
 
 namespace propdag::internal {
 namespace {
@@ -29,24 +28,8 @@ constexpr Eigen::Index kLookaheadDims = 16;
 // tries every dimension: two of five left 6 of 186 instances open at 116 s, all five none.
 constexpr Eigen::Index kSmoothLookahead = 1;
 constexpr double kSmoothRatio = 8;
-// Falsification by search before splitting: sampled points, pattern searches started, and the
-// time it may take (at most this, and at most a tenth of --timeout).
-constexpr int kSamples = 10000;
-constexpr size_t kStarts = 20;
-constexpr int kSampleChunk = 256;  // samples evaluated together (fewer for large models)
-// Larger inputs are sampled only (a pattern search steps every dimension): where gradients vanish
-// (sign activations) descent gets nowhere, and random points of the box are what finds
-// counterexamples: on a sign network's 2,700-input properties, 0.7-4.6% of the points (half
-// corners, half uniform) were counterexamples where any were found in 1,000. A property with
-// many cases samples each case for this long, so it stays short.
-constexpr double kSearchSeconds = 1.0;
-// Then gradient descent (any input size): starts, Adam steps per start, and step size relative
-// to the box, for at most the same time.
-constexpr int kDescentStarts = 20;
-constexpr int kDescentSteps = 100;
-constexpr double kDescentRate = 0.02;
 // While splitting, a PGD attack (attack.h) this often (seconds) and at most a tenth of the time,
-// each taking at most kSearchSeconds (and a tenth of --timeout). Every 5 s, at most a fifth,
+// each taking at most search_seconds() (1 s, a tenth of --timeout). Every 5 s, at most a fifth,
 // left 4 of ACAS Xu's 45 prop_1 instances open at 20 s on the loaded VM (130 / 46 / 10).
 constexpr double kAttackEvery = 10.0;
 // Splitting small inputs: one search per dimension ratio, taking turns of this many boxes.
@@ -154,22 +137,6 @@ common::Result<Verdict> CaseSearch::start() {
   return Verdict::kOpen;
 }
 
-common::Result<Verdict> CaseSearch::search() {
-  if (split_.max_boxes <= 1 || out_of_time() || !whole_) return Verdict::kOpen;
-  bool hit = false;
-  // Large inputs: descent first (its few starts are cheap, and it often succeeds at once).
-  if (small()) {
-    ASSIGN_OR_RETURN(hit, local_search(case_.box));
-  }
-  if (!hit) {
-    ASSIGN_OR_RETURN(hit, descent(case_.box));
-  }
-  if (!hit && !small()) {
-    ASSIGN_OR_RETURN(hit, local_search(case_.box));
-  }
-  return hit ? Verdict::kFalsified : Verdict::kOpen;
-}
-
 // Small inputs get one depth-first search per entry of kRatios, run in turns of kSliceBoxes
 // bound computations, each resuming where it stopped; the first to finish decides. Which choice
 // of dimensions proves a case soonest varies from case to case (ACAS Xu 4_6 prop_1 takes 3.9k
@@ -232,110 +199,10 @@ common::Result<Verdict> CaseSearch::run(int64_t turn) {
 
 bool CaseSearch::small() const { return free_dims_ <= kLookaheadDims; }
 
-common::Result<bool> CaseSearch::find_counterexample(const Interval& box, const Bounds& b,
-                                                     bool centre) {
-  bool hit = false;
-  if (centre) {
-    ASSIGN_OR_RETURN(hit, counterexample_at((box.lo + box.hi) * 0.5));
-  }
-  for (Eigen::Index r = 0; !hit && r < b.coef.rows(); ++r) {
-    Vec corner = (b.coef.row(r).transpose().array() > 0).select(box.lo, box.hi);
-    ASSIGN_OR_RETURN(hit, counterexample_at(corner));
-  }
-  return hit;
-}
-
-common::Result<double> CaseSearch::violation(const Vec& x, Interval* at) {
-  Options point = options_;
-  point.method = Method::kIbp;  // exact on a one-point box, up to rounding
-  ASSIGN_OR_RETURN(Interval y, linear_bounds(model_, {x, x}, objective_, point));
-  if (at != nullptr) *at = y;
-  double worst = -std::numeric_limits<double>::infinity();
-  for (Eigen::Index r = 0; r < static_cast<Eigen::Index>(case_.unsafe.size()); ++r) {
-    const double v = y.hi[r] - case_.unsafe[r].rhs;
-    if (!(v <= worst)) worst = v;  // NaN counts as a miss
-  }
-  return worst;
-}
-
-common::Result<bool> CaseSearch::counterexample_at(const Vec& x) {
-  ASSIGN_OR_RETURN(double v, violation(x));
-  return v <= 0 && found(x);
-}
-
-bool CaseSearch::found(Vec x) {
-  if (evaluator_ != nullptr) {  // shapes may vary: the run at x must meet the case
-    common::Result<Vec> y = evaluator_->outputs(x);
-    if (!y.ok() || judge(*y) != Judged::kViolated) return false;
-  }
-  counterexample_ = std::move(x);
-  return true;
-}
-
-double CaseSearch::search_seconds(double cap) const {
-  if (split_.seconds <= 0) return cap;
-  const double left = std::chrono::duration<double>(deadline_ - Clock::now()).count();
-  return std::max(0.0, std::min({cap, 0.1 * split_.seconds, left}));
-}
-
-common::Result<bool> CaseSearch::descent(const Interval& box) {
-  const auto k = static_cast<Eigen::Index>(case_.unsafe.size());
-  std::vector<Mat> constraints;
-  for (const Mat& c : objective_) constraints.push_back(c.rows() > 0 ? Mat(c.topRows(k)) : c);
-  Options point = options_;
-  point.method = Method::kCrown;
-  point.refine_intermediate = false;  // IBP's bounds are exact on a one-point box
-  Rows rows = [&](const Vec& x) -> common::Result<RowsAt> {
-    RowsAt at;
-    BoundsOut got;
-    got.want.lower_coef = true;
-    ASSIGN_OR_RETURN(Interval y, linear_bounds(model_, {x, x}, constraints, point, {}, &got));
-    at.grad = std::move(got.lower_coef);
-    at.g = y.lo - rhs_.head(k);
-    return at;
-  };
-  const double seconds = search_seconds(kSearchSeconds);
-  ASSIGN_OR_RETURN(std::optional<Vec> x,
-                   gradient_search(
-                       box, rows, [this](const Vec& p) { return violation(p); }, kDescentStarts,
-                       kDescentSteps, kDescentRate, seconds));
-  return x && found(std::move(*x));
-}
-
-common::Result<bool> CaseSearch::local_search(const Interval& box) {
-  const double seconds = search_seconds(kSearchSeconds);
-  // The samples go through the model a chunk at a time (affine ops as one product for all).
-  std::optional<PointGradient> points;
-  const AttackTarget target = target_of({&case_});  // one matrix: the case's constraints
-  if (evaluator_ == nullptr && target.c.size() == 1) {
-    common::Result<PointGradient> made = PointGradient::make(model_, box);
-    if (made.ok()) points.emplace(std::move(*made));
-  }
-  Violations batch;
-  if (points) {
-    batch = [&](const Mat& x) -> common::Result<Vec> {
-      ASSIGN_OR_RETURN(Mat y, points->forward(x));
-      const Mat g = y * target.c.front().transpose();
-      Vec worst = Vec::Constant(x.rows(), -std::numeric_limits<double>::infinity());
-      for (Eigen::Index k = 0; k < g.rows(); ++k)
-        for (Eigen::Index r = 0; r < g.cols(); ++r) {
-          const double v = g(k, r) - target.rhs.front()[r];
-          if (!(v <= worst[k])) worst[k] = v;  // NaN counts as a miss
-        }
-      return worst;
-    };
-  }
-  ASSIGN_OR_RETURN(std::optional<Vec> x,
-                   point_search(
-                       box, [this](const Vec& p) { return violation(p); }, kSamples,
-                       small() ? kStarts : 0, seconds, batch, point_rows(model_, kSampleChunk)));
-  return x && found(std::move(*x));
-}
-
 common::Result<bool> CaseSearch::attack_while_splitting(const Interval& top) {
   const bool whole = attacks_ % 2 == 0;
   AttackOptions options;
-  options.seconds = search_seconds(kSearchSeconds);
+  options.seconds = search_seconds();
   options.seed += static_cast<uint64_t>(++attacks_);
   const Clock::time_point started = Clock::now();
   ASSIGN_OR_RETURN(std::optional<Vec> x,

@@ -207,9 +207,9 @@ class CaseSearch {
     return (split_.seconds > 0 && Clock::now() >= deadline_) ||
            (stop_ != nullptr && stop_->load(std::memory_order_relaxed));
   }
-  // How long a point search may take: `cap` seconds, at most a tenth of --timeout and at most
-  // what is left of it.
-  double search_seconds(double cap) const;
+  // How long a point search may take (case_points.cc): kSearchSeconds, at most a tenth of
+  // --timeout and at most what is left of it.
+  double search_seconds() const;
   // Looks for a counterexample among a few points of the box: its centre (with `centre`) and,
   // per constraint, the corner where the linear function CROWN bounds it by is least.
   common::Result<bool> find_counterexample(const Interval& box, const Bounds& b,
@@ -224,8 +224,8 @@ class CaseSearch {
   // Before any splitting (for large inputs after descent): sampling and, for small inputs,
   // pattern search (point_search.h), for kSearchSeconds or a tenth of --timeout.
   common::Result<bool> local_search(const Interval& box);
-  // Then, for any input size: gradient descent on the case's violated constraints, gradients
-  // from CROWN on one-point boxes (point_search.h), for kSearchSeconds or a tenth of --timeout.
+  // Then, for any input size: gradient descent on the case's violated constraints, its starts
+  // side by side with the attack's gradients (CROWN's on one-point boxes where shapes may vary).
   common::Result<bool> descent(const Interval& box);
   // While splitting, every kAttackEvery seconds: a PGD attack (attack.h) for kSearchSeconds or a
   // tenth of --timeout, in turn over the case's box (new starts each time) and `top`.

@@ -125,4 +125,58 @@ common::Result<std::optional<Vec>> gradient_search(const Interval& box, const Ro
   return std::optional<Vec>();
 }
 
+common::Result<std::optional<Vec>> batched_gradient_search(const Interval& box,
+                                                           const BatchRows& rows,
+                                                           const Violation& violation, int starts,
+                                                           int steps, double rate, double seconds,
+                                                           Eigen::Index chunk) {
+  constexpr double kBeta1 = 0.9, kBeta2 = 0.999;
+  const auto stop = after(seconds);
+  const Eigen::Index n = box.lo.size();
+  const Vec width = box.hi - box.lo;
+  std::mt19937_64 rng(20251125);  // gradient_search's starting points, in its order
+  chunk = std::max<Eigen::Index>(chunk, 1);
+  for (int first = 0; first < starts;) {
+    const Eigen::Index m = std::min<Eigen::Index>(chunk, starts - first);
+    Mat x(m, n);
+    for (Eigen::Index i = 0; i < m; ++i) x.row(i) = sample(box, first++, rng).transpose();
+    Mat mean = Mat::Zero(m, n), square = Mat::Zero(m, n);
+    std::vector<bool> moving(static_cast<size_t>(m), true);
+    double beta1_t = 1, beta2_t = 1;
+    for (int t = 0; t < steps; ++t) {
+      if (Clock::now() >= stop) return std::optional<Vec>();
+      ASSIGN_OR_RETURN(BatchRowsAt at, rows(x));
+      for (Eigen::Index i = 0; i < m; ++i) {
+        if (!moving[static_cast<size_t>(i)] || at.g.cols() == 0 || at.g.row(i).maxCoeff() > 0)
+          continue;
+        Vec p = x.row(i).transpose();
+        ASSIGN_OR_RETURN(double miss, violation(p));
+        if (miss <= 0) return std::optional<Vec>(std::move(p));
+      }
+      beta1_t *= kBeta1, beta2_t *= kBeta2;
+      bool any = false;
+      for (Eigen::Index i = 0; i < m; ++i) {
+        if (!moving[static_cast<size_t>(i)]) continue;
+        const Vec grad = at.grad.row(i).transpose().cwiseProduct(width);
+        if (!grad.allFinite() || grad.isZero()) {  // nothing to follow from here
+          moving[static_cast<size_t>(i)] = false;
+          continue;
+        }
+        any = true;
+        mean.row(i) = kBeta1 * mean.row(i) + (1 - kBeta1) * grad.transpose();
+        square.row(i) = kBeta2 * square.row(i) + (1 - kBeta2) * grad.cwiseAbs2().transpose();
+        const Vec move =
+            (mean.row(i).transpose() / (1 - beta1_t))
+                .cwiseQuotient((square.row(i).transpose() / (1 - beta2_t)).cwiseSqrt());
+        for (Eigen::Index d = 0; d < n; ++d) {
+          if (width[d] > 0 && std::isfinite(move[d]))
+            x(i, d) = std::clamp(x(i, d) - rate * move[d] * width[d], box.lo[d], box.hi[d]);
+        }
+      }
+      if (!any) break;
+    }
+  }
+  return std::optional<Vec>();
+}
+
 }  // namespace propdag::internal

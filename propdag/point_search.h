@@ -53,4 +53,21 @@ common::Result<std::optional<Vec>> gradient_search(const Interval& box, const Ro
                                                    const Violation& violation, int starts,
                                                    int steps, double rate, double seconds);
 
+/// Constraint values at each point (points x constraints) and, per point, the gradient of the
+/// sum of its positive ones (points x inputs).
+struct BatchRowsAt {
+  Mat g;
+  Mat grad;
+};
+using BatchRows = std::function<common::Result<BatchRowsAt>(const Mat&)>;
+
+/// gradient_search with its starts stepped side by side, `chunk` at a time (the same starting
+/// points and steps, each with its own Adam state): of a step, the first point in start order
+/// whose values are all <= 0 and that `violation` confirms is returned.
+common::Result<std::optional<Vec>> batched_gradient_search(const Interval& box,
+                                                           const BatchRows& rows,
+                                                           const Violation& violation, int starts,
+                                                           int steps, double rate, double seconds,
+                                                           Eigen::Index chunk);
+
 }  // namespace propdag::internal

@@ -171,5 +171,42 @@ TEST(GradientSearchTest, StaysInsideTheBox) {
   EXPECT_FALSE(found->has_value());
 }
 
+// The starts stepped side by side (the same starting points and steps as above, each with its
+// own Adam state) find the square too, in chunks of 7 and of 20, with one confirmation; a point
+// the values promise but the check refutes is never returned; every point stays in the box.
+TEST(GradientSearchTest, StartsSteppedTogetherFollowTheSamePaths) {
+  BatchRows rows = [](const Mat& x) -> common::Result<BatchRowsAt> {
+    BatchRowsAt at{Mat(x.rows(), 4), Mat::Zero(x.rows(), 2)};
+    for (Eigen::Index k = 0; k < x.rows(); ++k) {
+      EXPECT_TRUE((x.row(k).array() >= 0).all() && (x.row(k).array() <= 1).all());
+      const RowsAt one = square(x.row(k).transpose());
+      at.g.row(k) = one.g.transpose();
+      for (Eigen::Index r = 0; r < 4; ++r)
+        if (one.g[r] > 0) at.grad.row(k) += one.grad.row(r);
+    }
+    return at;
+  };
+  int confirmed = 0;
+  Violation violation = [&](const Vec& x) -> common::Result<double> {
+    ++confirmed;
+    return square(x).g.maxCoeff();
+  };
+  for (Eigen::Index chunk : {7, 20}) {
+    confirmed = 0;
+    auto together =
+        batched_gradient_search(unit_box(2), rows, violation, 20, 100, 0.02, 10.0, chunk);
+    ASSERT_TRUE(together.ok() && together->has_value()) << chunk;
+    EXPECT_LE(square(**together).g.maxCoeff(), 0);
+    EXPECT_EQ(confirmed, 1);
+  }
+  Violation refuting = [](const Vec&) -> common::Result<double> { return 1e-9; };
+  BatchRows promising = [](const Mat& x) -> common::Result<BatchRowsAt> {
+    return BatchRowsAt{Mat::Constant(x.rows(), 1, -1.0), Mat::Zero(x.rows(), x.cols())};
+  };
+  auto none = batched_gradient_search(unit_box(3), promising, refuting, 5, 50, 0.02, 10.0, 5);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+}
+
 }  // namespace
 }  // namespace propdag::internal
