@@ -94,25 +94,21 @@ TEST(VerifyTest, SearchFindsACounterexampleAwayFromCentreAndCorners) {
 TEST(VerifyTest, AShortSplitSearchComesBeforeThePointSearches) {
   Model m = build(kZero);
   const Spec unsafe_one = spec("(assert (>= Y_0 1))");
-  SplitOptions split{1000, 0};
-  auto probed = verify(m, unsafe_one, {Method::kIbp}, split);
-  ASSERT_TRUE(probed.ok()) << probed.error().str();
-  EXPECT_TRUE(probed->verified);
-  EXPECT_EQ(probed->cases_probed, 1);
-  EXPECT_EQ(probed->boxes, 7);
-  split.probe_boxes = 0;
-  auto searched = verify(m, unsafe_one, {Method::kIbp}, split);
-  ASSERT_TRUE(searched.ok());
-  EXPECT_TRUE(searched->verified);
-  EXPECT_EQ(searched->cases_probed, 0);
-  EXPECT_EQ(searched->boxes, 7);
-  split.probe_boxes = 4;
-  auto cut = verify(m, unsafe_one, {Method::kIbp}, split);
-  ASSERT_TRUE(cut.ok());
-  EXPECT_TRUE(cut->verified);
-  EXPECT_EQ(cut->cases_probed, 0);
-  EXPECT_GT(cut->boxes, 7);
-  EXPECT_LE(cut->boxes, 7 + 4);
+  auto proved_with = [&](int64_t probe_boxes) {
+    SplitOptions split{1000, 0};
+    split.probe_boxes = probe_boxes;
+    auto r = verify(m, unsafe_one, {Method::kIbp}, split);
+    EXPECT_TRUE(r.ok() && r->verified) << probe_boxes;
+    return r.ok() ? *r : VerifyResult{};
+  };
+  const VerifyResult probed = proved_with(200), searched = proved_with(0), cut = proved_with(4);
+  EXPECT_EQ(probed.cases_probed, 1);
+  EXPECT_EQ(probed.boxes, 7);
+  EXPECT_EQ(searched.cases_probed, 0);
+  EXPECT_EQ(searched.boxes, 7);
+  EXPECT_EQ(cut.cases_probed, 0);
+  EXPECT_GT(cut.boxes, 7);
+  EXPECT_LE(cut.boxes, 7 + 4);
 
   auto found = verify(build(test::distance_net(false)), spec("(assert (<= Y_0 0.05))"),
                       {Method::kCrown}, {1000, 0});
