@@ -32,6 +32,21 @@ constexpr int kDescentStarts = 20;
 constexpr int kDescentSteps = 100;
 constexpr double kDescentRate = 0.02;
 
+// The batched searches' evaluator over `box`: the attack's (PointGradient), where every run has
+// the static shapes and the case's constraints are one matrix (target_of); else none.
+std::optional<PointGradient> batch_points(const Model& model, const Interval& box, bool shapes_vary,
+                                          const AttackTarget& target) {
+  if (shapes_vary || target.c.size() != 1) return std::nullopt;
+  common::Result<PointGradient> made = PointGradient::make(model, box);
+  if (!made.ok()) return std::nullopt;
+  return std::move(*made);
+}
+
+// g(p, r) = c_r . y_p - rhs_r for the points' outputs y (points x outputs).
+Mat constraint_values(const AttackTarget& target, const Mat& y) {
+  return (y * target.c.front().transpose()).rowwise() - target.rhs.front().transpose();
+}
+
 }  // namespace
 
 common::Result<Verdict> CaseSearch::search() {
@@ -101,29 +116,25 @@ common::Result<bool> CaseSearch::descent(const Interval& box) {
   const Violation miss = [this](const Vec& p) { return violation(p); };
   // The starts stepped together, with the attack's gradients (attack.h: PointGradient).
   const AttackTarget target = target_of({&case_});
-  if (evaluator_ == nullptr && target.c.size() == 1) {
-    common::Result<PointGradient> made = PointGradient::make(model_, box);
-    if (made.ok()) {
-      PointGradient& points = *made;
-      const Mat& c = target.c.front();
-      const Vec& rhs = target.rhs.front();
-      BatchRows rows = [&](const Mat& x) -> common::Result<BatchRowsAt> {
-        BatchRowsAt at;
-        ASSIGN_OR_RETURN(Mat y, points.forward(x));
-        at.g = (y * c.transpose()).rowwise() - rhs.transpose();
-        Mat dy = Mat::Zero(y.rows(), y.cols());
-        for (Eigen::Index p = 0; p < y.rows(); ++p)
-          for (Eigen::Index r = 0; r < c.rows(); ++r)
-            if (at.g(p, r) > 0) dy.row(p) += c.row(r);
-        at.grad = points.backward(dy);
-        return at;
-      };
-      ASSIGN_OR_RETURN(
-          std::optional<Vec> x,
-          batched_gradient_search(box, rows, miss, kDescentStarts, kDescentSteps, kDescentRate,
-                                  seconds, point_rows(model_, kDescentStarts)));
-      return x && found(std::move(*x));
-    }
+  std::optional<PointGradient> points = batch_points(model_, box, evaluator_ != nullptr, target);
+  if (points) {
+    const Mat& c = target.c.front();
+    BatchRows rows = [&](const Mat& x) -> common::Result<BatchRowsAt> {
+      BatchRowsAt at;
+      ASSIGN_OR_RETURN(Mat y, points->forward(x));
+      at.g = constraint_values(target, y);
+      Mat dy = Mat::Zero(y.rows(), y.cols());
+      for (Eigen::Index p = 0; p < y.rows(); ++p)
+        for (Eigen::Index r = 0; r < c.rows(); ++r)
+          if (at.g(p, r) > 0) dy.row(p) += c.row(r);
+      at.grad = points->backward(dy);
+      return at;
+    };
+    ASSIGN_OR_RETURN(
+        std::optional<Vec> x,
+        batched_gradient_search(box, rows, miss, kDescentStarts, kDescentSteps, kDescentRate,
+                                seconds, point_rows(model_, kDescentStarts)));
+    return x && found(std::move(*x));
   }
   const auto k = static_cast<Eigen::Index>(case_.unsafe.size());
   std::vector<Mat> constraints;
@@ -148,23 +159,17 @@ common::Result<bool> CaseSearch::descent(const Interval& box) {
 common::Result<bool> CaseSearch::local_search(const Interval& box) {
   const double seconds = search_seconds();
   // The samples go through the model a chunk at a time (affine ops as one product for all).
-  std::optional<PointGradient> points;
-  const AttackTarget target = target_of({&case_});  // one matrix: the case's constraints
-  if (evaluator_ == nullptr && target.c.size() == 1) {
-    common::Result<PointGradient> made = PointGradient::make(model_, box);
-    if (made.ok()) points.emplace(std::move(*made));
-  }
+  const AttackTarget target = target_of({&case_});
+  std::optional<PointGradient> points = batch_points(model_, box, evaluator_ != nullptr, target);
   Violations batch;
   if (points) {
     batch = [&](const Mat& x) -> common::Result<Vec> {
       ASSIGN_OR_RETURN(Mat y, points->forward(x));
-      const Mat g = y * target.c.front().transpose();
+      const Mat g = constraint_values(target, y);
       Vec worst = Vec::Constant(x.rows(), -std::numeric_limits<double>::infinity());
       for (Eigen::Index k = 0; k < g.rows(); ++k)
-        for (Eigen::Index r = 0; r < g.cols(); ++r) {
-          const double v = g(k, r) - target.rhs.front()[r];
-          if (!(v <= worst[k])) worst[k] = v;  // NaN counts as a miss
-        }
+        for (Eigen::Index r = 0; r < g.cols(); ++r)
+          if (!(g(k, r) <= worst[k])) worst[k] = g(k, r);  // NaN counts as a miss
       return worst;
     };
   }
