@@ -1,6 +1,7 @@
 // alpha-CROWN: the lower bound of an objective with the lower-line slopes of ReLU-like
-// relaxations, and the tangent points of the lines of curves (sigmoid, tanh), tuned per row by
-// projected gradient ascent. The gradient is reverse mode through
+// relaxations, the tangent points of the lines of curves (sigmoid, tanh) and the weights between
+// the two McCormick planes of products (Relaxation::second), tuned per row by projected gradient
+// ascent. The gradient is reverse mode through
 // the lower-bound half of CROWN's backward pass, whose relaxations are fixed for the box.
 // With neuron splits (z_j >= 0 or z_j <= 0 on the part of the box bounded), each split adds
 // -beta z_j or +beta z_j (beta >= 0, per row) to the objective: nonpositive on that part, so
@@ -43,14 +44,46 @@ Mat tangent_step(const Relaxation& r, const Mat& t, const Mat& lam, Vec& lb) {
   return next;
 }
 
-// The ranges tuning keeps an elementwise relaxation's parameters in (the lower slopes of
-// ReLU-like ops, the tangent points of curves) and their starting point; empty when fixed.
+// lower_pass's step through planes (a kLinear relaxation): `pos` the coefficients (>= 0) taken
+// through the lower planes, `neg` (<= 0) those through the upper ones.
+void planes_step(const Relaxation& r, const Mat& pos, const Mat& neg, const DagNode& node,
+                 std::vector<Mat>& lam, Vec& lb) {
+  lb += pos * r.lo_bias + neg * r.up_bias;
+  if (r.lo_map.rows() != 0)
+    accumulate(lam[node.inputs[0]], Mat(pos * r.lo_map) + Mat(neg * r.up_map));
+  if (r.lo_map1.rows() != 0)
+    accumulate(lam[node.inputs[1]], Mat(pos * r.lo_map1) + Mat(neg * r.up_map1));
+}
+
+// The planes' values at what follows them in the pass: lo(r, j) = lower plane j of `r` applied to
+// row r of the gradients of its inputs (`lam_grad`), plus its bias; up likewise.
+void plane_values(const Relaxation& r, const std::vector<Mat>& lam_grad, const DagNode& node,
+                  Eigen::Index rows, Mat& lo, Mat& up) {
+  lo = r.lo_bias.transpose().replicate(rows, 1);
+  up = r.up_bias.transpose().replicate(rows, 1);
+  for (int slot : {0, 1}) {
+    const SpMat &lo_map = slot ? r.lo_map1 : r.lo_map, &up_map = slot ? r.up_map1 : r.up_map;
+    if (lo_map.rows() == 0) continue;
+    const Mat& input_grad = lam_grad[node.inputs[slot]];
+    lo += input_grad * lo_map.transpose();
+    up += input_grad * up_map.transpose();
+  }
+}
+
+// The ranges tuning keeps a relaxation's parameters in (the lower slopes of ReLU-like ops, the
+// tangent points of curves and, with `planes`, the weights of the first planes of products:
+// lower planes' then upper planes') and their starting point; empty when fixed.
 struct Tunable {
   Vec lo, hi, start;
 };
 
-Tunable tunable_range(const Relaxation& r) {
+Tunable tunable_range(const Relaxation& r, bool planes) {
   Tunable t;
+  if (r.kind == Relaxation::Kind::kLinear && r.second != nullptr) {
+    if (!planes) return t;
+    const Eigen::Index n = 2 * r.lo_bias.size();
+    return {Vec::Zero(n), Vec::Ones(n), Vec::Ones(n)};
+  }
   if (r.kind != Relaxation::Kind::kElementwise) return t;
   if (r.curve != nullptr)
     t = {r.t_min, r.t_max, r.t0};
@@ -93,14 +126,18 @@ Crown::LowerPass Crown::lower_pass(const std::vector<int>& order,
         accumulate(pass.lam[dag_node.inputs[t.slot]], times(lam, t));
       pass.lb += lam * *relax.bias;
     } else if (relax.kind == Relaxation::Kind::kLinear) {
-      Mat lam_pos = lam.cwiseMax(0.0), lam_neg = lam.cwiseMin(0.0);
-      pass.lb += lam_pos * relax.lo_bias + lam_neg * relax.up_bias;
-      if (relax.lo_map.rows() != 0)
-        accumulate(pass.lam[dag_node.inputs[0]],
-                   Mat(lam_pos * relax.lo_map) + Mat(lam_neg * relax.up_map));
-      if (relax.lo_map1.rows() != 0)
-        accumulate(pass.lam[dag_node.inputs[1]],
-                   Mat(lam_pos * relax.lo_map1) + Mat(lam_neg * relax.up_map1));
+      const Mat lam_pos = lam.cwiseMax(0.0), lam_neg = lam.cwiseMin(0.0);
+      if (alpha[n].size() == 0) {
+        planes_step(relax, lam_pos, lam_neg, dag_node, pass.lam, pass.lb);
+        continue;
+      }
+      // Weight w of the first planes, 1 - w of the second (per row, element and side).
+      const Eigen::Index m = lam.cols();
+      const auto w_lo = alpha[n].leftCols(m).array(), w_up = alpha[n].rightCols(m).array();
+      planes_step(relax, Mat(lam_pos.array() * w_lo), Mat(lam_neg.array() * w_up), dag_node,
+                  pass.lam, pass.lb);
+      planes_step(*relax.second, Mat(lam_pos.array() * (1 - w_lo)),
+                  Mat(lam_neg.array() * (1 - w_up)), dag_node, pass.lam, pass.lb);
     } else if (relax.kind == Relaxation::Kind::kElementwise) {
       if (relax.curve != nullptr && alpha[n].size() != 0) {
         accumulate(pass.lam[dag_node.inputs[0]], tangent_step(relax, alpha[n], lam, pass.lb));
@@ -163,20 +200,31 @@ std::vector<Mat> Crown::alpha_gradient(const std::vector<int>& order,
       continue;
     }
     if (relax.kind == Relaxation::Kind::kLinear) {
-      // lb gains lam_o (map row o . what follows + bias_o), the lower map where lam_o >= 0.
-      Mat lo = Mat::Zero(lam.rows(), lam.cols()), up = lo;
-      for (int slot : {0, 1}) {
-        const SpMat &lo_map = slot ? relax.lo_map1 : relax.lo_map,
-                    &up_map = slot ? relax.up_map1 : relax.up_map;
-        if (lo_map.rows() == 0) continue;
-        const Mat& input_grad = lam_grad[dag_node.inputs[slot]];
-        lo += input_grad * lo_map.transpose();
-        up += input_grad * up_map.transpose();
+      // lb gains lam_o (map row o . what follows + bias_o), the lower map where lam_o >= 0; tuned,
+      // w times that of the first planes and 1 - w times that of the second: d / dw = lam_o
+      // (first's value - second's).
+      Mat lo, up;
+      plane_values(relax, lam_grad, dag_node, lam.rows(), lo, up);
+      if (alpha[n].size() == 0) {
+        node_grad = (lam.array() >= 0).select(lo, up);
+        continue;
       }
-      for (Eigen::Index j = 0; j < lam.cols(); ++j)
-        for (Eigen::Index r = 0; r < lam.rows(); ++r)
-          node_grad(r, j) =
-              lam(r, j) >= 0 ? lo(r, j) + relax.lo_bias[j] : up(r, j) + relax.up_bias[j];
+      Mat lo2, up2;
+      plane_values(*relax.second, lam_grad, dag_node, lam.rows(), lo2, up2);
+      const Eigen::Index m = lam.cols();
+      const Mat w_lo = alpha[n].leftCols(m), w_up = alpha[n].rightCols(m);
+      grad[n] = Mat::Zero(lam.rows(), 2 * m);
+      for (Eigen::Index j = 0; j < m; ++j) {
+        for (Eigen::Index r = 0; r < lam.rows(); ++r) {
+          if (lam(r, j) >= 0) {
+            node_grad(r, j) = w_lo(r, j) * lo(r, j) + (1 - w_lo(r, j)) * lo2(r, j);
+            grad[n](r, j) = lam(r, j) * (lo(r, j) - lo2(r, j));
+          } else {
+            node_grad(r, j) = w_up(r, j) * up(r, j) + (1 - w_up(r, j)) * up2(r, j);
+            grad[n](r, m + j) = lam(r, j) * (up(r, j) - up2(r, j));
+          }
+        }
+      }
       continue;
     }
     const Mat& input_grad = lam_grad[dag_node.inputs[0]];
@@ -233,7 +281,7 @@ Vec Crown::optimized_lower(int target, const Mat& c, Mat* lower_coef, const Vec*
     entries += static_cast<double>(model_.numel(n)) * static_cast<double>(k);
     if (model_.op(n) == nullptr) continue;
     rel[n] = relax_at(n);
-    range[n] = tunable_range(rel[n]);
+    range[n] = tunable_range(rel[n], options_.alpha_planes);
     if (range[n].lo.size() == 0) continue;
     alpha[n] = range[n].start.transpose().replicate(k, 1);
     tunable = true;

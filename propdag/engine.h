@@ -86,9 +86,16 @@ struct Options {
   const Vec* goal = nullptr;
   /// kAlpha: projected gradient (Adam) steps that tune, per objective row, the lower-line slope of
   /// every ReLU / LeakyReLU whose input interval crosses zero and the tangent points of the
-  /// Sigmoid / Tanh lines (within their families), from CROWN's choice; the best bound seen is
-  /// kept, so it is never looser than CROWN's. Intermediate bounds stay CROWN's.
+  /// Sigmoid / Tanh lines (within their families) and, with alpha_planes, products' planes, from
+  /// CROWN's choice; the best bound seen is kept, so it is never looser than CROWN's.
+  /// Intermediate bounds stay CROWN's.
   int alpha_steps = 10;
+  /// kAlpha: the weights between the two pairs of McCormick planes of each product of two
+  /// variables (Relaxation::second) are tuned too, per row, output element and side, from
+  /// CROWN's planes (weight 1 on the first pair). verify turns it off: its split choices read
+  /// the bounds' input coefficients, which tuned planes flatten (lsnc quadrotor2d_state_2 took
+  /// 1.0 s with fixed planes and was open at 60 s with tuned ones).
+  bool alpha_planes = true;
   /// Steps when the slopes start from ones carried over (BoundsIn::slopes, e.g. from the
   /// box a verifier split this one from): they start close, so fewer steps do.
   int alpha_warm_steps = 3;

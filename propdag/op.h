@@ -133,6 +133,10 @@ struct Relaxation {
   /// kLinear: the lower and upper maps on in[0] (none when in[0] is constant), and on in[1]
   /// (none when the relaxation depends on in[0] only).
   SpMat lo_map, up_map, lo_map1, up_map1;
+  /// kLinear, optional: a second valid relaxation of the same kind and shapes (the other
+  /// McCormick planes of products). Per output element and side, any convex combination of the
+  /// two is valid; CROWN takes this one, optimized bounds tune the weights.
+  std::shared_ptr<const Relaxation> second;
 };
 
 /// An elementwise op of input 0 alone whose interval and relaxation are, element by element,
@@ -173,6 +177,11 @@ class PairRule {
   /// box. The planes are the entries of relax()'s maps and biases, so both give equal bounds.
   virtual bool planes(const std::vector<const Interval*>& in,
                       std::vector<Planes>& planes) const = 0;
+  /// The second planes (Relaxation::second's entries) for the same box, where relax() gives
+  /// them (products of two variables); false otherwise.
+  virtual bool other_planes(const std::vector<const Interval*>&, std::vector<Planes>&) const {
+    return false;
+  }
 };
 
 /// One output of one ONNX node. Input slots are the node's input positions; `in[slot]` is null

@@ -156,6 +156,12 @@ Planes product_planes(double lx, double ux, double ly, double uy) {
   return {ly, lx, -lx * ly - slack, uy, lx, -lx * uy + slack};
 }
 
+Planes product_planes_other(double lx, double ux, double ly, double uy) {
+  const double big = std::max(std::abs(lx), std::abs(ux)) * std::max(std::abs(ly), std::abs(uy));
+  const double slack = kSlack * (1.0 + big);
+  return {uy, ux, -ux * uy - slack, ly, ux, -ux * ly + slack};
+}
+
 Lines reciprocal_lines(double ly, double uy) {
   const double m = (ly + uy) / 2, near = std::min(std::abs(ly), std::abs(uy));
   const double slack = kSlack * (1.0 + (1.0 + std::max(std::abs(ly), std::abs(uy)) / near) / near);

@@ -70,6 +70,10 @@ struct Planes {
 /// Lower plane (x - lx)(y - ly) >= 0 and upper plane (x - lx)(uy - y) >= 0 (auto_LiRPA's
 /// choice), widened by a rounding margin. The bounds must be finite.
 Planes product_planes(double lx, double ux, double ly, double uy);
+/// The other two McCormick planes, widened the same: lower (ux - x)(uy - y) >= 0, upper
+/// (ux - x)(y - ly) >= 0. Any convex combination of a lower plane of each pair bounds x * y from
+/// below (likewise above), which optimized bounds tune.
+Planes product_planes_other(double lx, double ux, double ly, double uy);
 /// 1 / y on [ly, uy] (0 outside it, bounds finite): the chord above and the tangent at the
 /// midpoint below where y > 0 (convex), the reverse where y < 0.
 Lines reciprocal_lines(double ly, double uy);

@@ -152,59 +152,6 @@ std::pair<double, double> product_range(double al, double au, double bl, double 
 
 bool finite(const Interval& b) { return b.lo.allFinite() && b.hi.allFinite(); }
 
-// A kLinear relaxation summed entry by entry from planes of products or quotients of x_a and y_b
-// (x = in[0], y = in[1]); a < 0 or b < 0: the planes have no term in x or in y.
-class PlaneSum {
- public:
-  explicit PlaneSum(int64_t rows) : lo_bias_(Vec::Zero(rows)), up_bias_(Vec::Zero(rows)) {
-    for (auto& v : {&lo_, &up_})
-      for (auto& t : *v) t.reserve(rows);
-  }
-  void add(int64_t row, int64_t a, int64_t b, const Planes& p) {
-    if (a >= 0) lo_[0].emplace_back(row, a, p.lo_x), up_[0].emplace_back(row, a, p.up_x);
-    if (b >= 0) lo_[1].emplace_back(row, b, p.lo_y), up_[1].emplace_back(row, b, p.up_y);
-    lo_bias_[row] += p.lo_bias, up_bias_[row] += p.up_bias;
-  }
-  Relaxation finish(int64_t cols0, int64_t cols1) {
-    Relaxation r;
-    r.kind = Relaxation::Kind::kLinear;
-    const int64_t rows = lo_bias_.size();
-    SpMat* maps[2][2] = {{&r.lo_map, &r.up_map}, {&r.lo_map1, &r.up_map1}};
-    for (int s = 0; s < 2; ++s) {
-      if (lo_[s].empty()) continue;
-      const int64_t cols = s ? cols1 : cols0;
-      fill(lo_[s], rows, cols, *maps[s][0]);
-      fill(up_[s], rows, cols, *maps[s][1]);
-    }
-    r.lo_bias = std::move(lo_bias_), r.up_bias = std::move(up_bias_);
-    return r;
-  }
-
- private:
-  using Entries = std::vector<Eigen::Triplet<double>>;
-  // Entries added row by row with ascending columns (every op here adds them so) go straight
-  // into the compressed matrix; others are sorted and summed by setFromTriplets.
-  static void fill(const Entries& e, int64_t rows, int64_t cols, SpMat& m) {
-    m.resize(rows, cols);
-    for (size_t k = 1; k < e.size(); ++k)
-      if (e[k].row() < e[k - 1].row() ||
-          (e[k].row() == e[k - 1].row() && e[k].col() <= e[k - 1].col())) {
-        m.setFromTriplets(e.begin(), e.end());
-        return;
-      }
-    m.reserve(static_cast<Eigen::Index>(e.size()));
-    size_t k = 0;
-    for (int64_t row = 0; row < rows; ++row) {
-      m.startVec(row);
-      for (; k < e.size() && e[k].row() == row; ++k) m.insertBack(row, e[k].col()) = e[k].value();
-    }
-    m.finalize();
-  }
-
-  Entries lo_[2], up_[2];
-  Vec lo_bias_, up_bias_;
-};
-
 // x^2 on [l, u]: the tangent at the midpoint below, the chord above.
 Lines square_lines(double l, double u) {
   const double m = (l + u) / 2, slack = 1e-12 * (1.0 + l * l + u * u);
@@ -278,12 +225,23 @@ class BilinearOp : public BoundOp, public PairRule {
     }
     return true;
   }
+  // A product of two variables: (ux - x)(uy - y) >= 0 and (ux - x)(y - ly) >= 0 too.
+  bool other_planes(const std::vector<const Interval*>& in,
+                    std::vector<Planes>& out) const override {
+    if (divide_ || square_ || !uses_x() || !finite(*in[0]) || !finite(*in[1])) return false;
+    for (size_t i = 0; i < a_.size(); ++i)
+      out[i] = product_planes_other(in[0]->lo[a_[i]], in[0]->hi[a_[i]], in[1]->lo[b_[i]],
+                                    in[1]->hi[b_[i]]);
+    return true;
+  }
   Relaxation relax(const std::vector<const Interval*>& in, const Interval&) const override {
-    std::vector<Planes> p(a_.size());
+    std::vector<Planes> p(a_.size()), q(a_.size());
     if (!planes(in, p)) return {};
+    const bool two = other_planes(in, q);
     const auto n = static_cast<int64_t>(a_.size());
-    PlaneSum sum(n);
-    for (int64_t i = 0; i < n; ++i) sum.add(i, uses_x() ? a_[i] : -1, uses_y() ? b_[i] : -1, p[i]);
+    PlaneSum sum(n, two);
+    for (int64_t i = 0; i < n; ++i)
+      sum.add(i, uses_x() ? a_[i] : -1, uses_y() ? b_[i] : -1, p[i], two ? q[i] : p[i]);
     return sum.finish(uses_x() ? in[0]->size() : 0, in[1]->size());
   }
 
@@ -320,14 +278,15 @@ class IntervalMatMulOp : public BoundOp {
   Relaxation relax(const std::vector<const Interval*>& in, const Interval&) const override {
     if (!finite(*in[0]) || !finite(*in[1])) return {};
     const auto batch = static_cast<int64_t>(amap_.size());
-    PlaneSum sum(batch * m_ * n_);
+    PlaneSum sum(batch * m_ * n_, true);
     for (int64_t b = 0; b < batch; ++b)
       for (int64_t i = 0; i < m_; ++i)
         for (int64_t j = 0; j < n_; ++j)
           for (int64_t k = 0; k < k_; ++k) {
             int64_t a = (amap_[b] * m_ + i) * k_ + k, c = (bmap_[b] * k_ + k) * n_ + j;
-            sum.add((b * m_ + i) * n_ + j, a, c,
-                    product_planes(in[0]->lo[a], in[0]->hi[a], in[1]->lo[c], in[1]->hi[c]));
+            const double lx = in[0]->lo[a], ux = in[0]->hi[a], ly = in[1]->lo[c], uy = in[1]->hi[c];
+            sum.add((b * m_ + i) * n_ + j, a, c, product_planes(lx, ux, ly, uy),
+                    product_planes_other(lx, ux, ly, uy));
           }
     return sum.finish(in[0]->size(), in[1]->size());
   }

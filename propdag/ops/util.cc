@@ -123,4 +123,67 @@ common::Result<MatMulShape> matmul_shape(const OpContext& ctx) {
   return s;
 }
 
+PlaneSum::PlaneSum(int64_t rows, bool second) : sets_(second ? 2 : 1) {
+  for (Set& set : sets_) {
+    set.lo_bias = set.up_bias = Vec::Zero(rows);
+    for (auto& v : {&set.lo, &set.up})
+      for (auto& t : *v) t.reserve(rows);
+  }
+}
+
+void PlaneSum::add(int64_t row, int64_t a, int64_t b, const Planes& p, const Planes& other) {
+  for (size_t k = 0; k < sets_.size(); ++k) {
+    Set& set = sets_[k];
+    const Planes& q = k ? other : p;
+    if (a >= 0) set.lo[0].emplace_back(row, a, q.lo_x), set.up[0].emplace_back(row, a, q.up_x);
+    if (b >= 0) set.lo[1].emplace_back(row, b, q.lo_y), set.up[1].emplace_back(row, b, q.up_y);
+    set.lo_bias[row] += q.lo_bias, set.up_bias[row] += q.up_bias;
+  }
+}
+
+Relaxation PlaneSum::finish(int64_t cols0, int64_t cols1) {
+  Relaxation r = finish(sets_[0], cols0, cols1);
+  if (sets_.size() > 1)
+    r.second = std::make_shared<const Relaxation>(finish(sets_[1], cols0, cols1));
+  return r;
+}
+
+namespace {
+
+// Entries added row by row with ascending columns (every op adds them so) go straight into the
+// compressed matrix; others are sorted and summed by setFromTriplets.
+void fill(const std::vector<Eigen::Triplet<double>>& e, int64_t rows, int64_t cols, SpMat& m) {
+  m.resize(rows, cols);
+  for (size_t k = 1; k < e.size(); ++k)
+    if (e[k].row() < e[k - 1].row() ||
+        (e[k].row() == e[k - 1].row() && e[k].col() <= e[k - 1].col())) {
+      m.setFromTriplets(e.begin(), e.end());
+      return;
+    }
+  m.reserve(static_cast<Eigen::Index>(e.size()));
+  size_t k = 0;
+  for (int64_t row = 0; row < rows; ++row) {
+    m.startVec(row);
+    for (; k < e.size() && e[k].row() == row; ++k) m.insertBack(row, e[k].col()) = e[k].value();
+  }
+  m.finalize();
+}
+
+}  // namespace
+
+Relaxation PlaneSum::finish(Set& set, int64_t cols0, int64_t cols1) {
+  Relaxation r;
+  r.kind = Relaxation::Kind::kLinear;
+  const int64_t rows = set.lo_bias.size();
+  SpMat* maps[2][2] = {{&r.lo_map, &r.up_map}, {&r.lo_map1, &r.up_map1}};
+  for (int s = 0; s < 2; ++s) {
+    if (set.lo[s].empty()) continue;
+    const int64_t cols = s ? cols1 : cols0;
+    fill(set.lo[s], rows, cols, *maps[s][0]);
+    fill(set.up[s], rows, cols, *maps[s][1]);
+  }
+  r.lo_bias = std::move(set.lo_bias), r.up_bias = std::move(set.up_bias);
+  return r;
+}
+
 }  // namespace propdag

@@ -1,6 +1,7 @@
 // alpha-CROWN for K boxes: alpha.cc's lower pass, its reverse-mode gradient and the Adam steps on
 // [K, rows, n] tensors. The relaxations are fixed by the boxes' node bounds; only the lower
-// slopes of elements whose lines allow a range (ReLU / LeakyReLU inputs that straddle 0) move.
+// slopes of elements whose lines allow a range (ReLU / LeakyReLU inputs that straddle 0) and the
+// weights between a product's two pairs of planes ([K, rows, 2n]: lower, then upper) move.
 #include "propdag/torch/torch_alpha.h"
 
 #include <ATen/TensorOperators.h>
@@ -46,7 +47,7 @@ class Tuner {
       : in_(in), order_(order), target_(target), c_(c) {}
 
   // The lines of every non-affine node and the starting slopes (CROWN's) where they may move.
-  common::Status prepare() {
+  common::Status prepare(const Options& opt) {
     const size_t size = in_.model.dag().size();
     lines_.resize(size), planes_.resize(size);
     alpha_.resize(size), lo_min_.resize(size), lo_max_.resize(size);
@@ -56,7 +57,15 @@ class Tuner {
       const Kernel* kernel = in_.kernels[n].get();
       if (kernel == nullptr || kernel->affine() != nullptr) continue;
       ASSIGN_OR_RETURN(const bool planar, kernel->planes(n, in_.b, planes_[n]));
-      if (planar) continue;
+      if (planar) {
+        // Weight 1 on the first planes (CROWN's), within [0, 1].
+        if (!opt.alpha_planes || !planes_[n].lo_bias2.defined()) continue;
+        alpha_[n] = at::ones({k, rows, 2 * planes_[n].lo_bias.size(1)}, c_.options());
+        lo_min_[n] = at::zeros({1}, c_.options());
+        lo_max_[n] = at::ones({1}, c_.options());
+        tunable_ = true;
+        continue;
+      }
       ASSIGN_OR_RETURN(lines_[n], kernel->lines(n, in_.b));
       const TLines& l = lines_[n];
       zero_lo_bias_[n] = !l.lo_bias.ne(0).any().item<bool>();  // ReLU-like lines
@@ -143,13 +152,29 @@ class Tuner {
         continue;
       }
       const at::Tensor lp = lam.clamp_min(0), ln = lam.clamp_max(0);
-      if (const TPlanes& q = planes_[n]; q.lo_bias.defined()) {  // a product's fixed planes
-        p.lb = p.lb + (lp * q.lo_bias.unsqueeze(1) + ln * q.up_bias.unsqueeze(1)).sum(-1);
+      if (const TPlanes& q = planes_[n]; q.lo_bias.defined()) {  // a product's planes
+        auto row = [](const at::Tensor& t) { return t.unsqueeze(1); };
+        if (!alpha[n].defined()) {
+          p.lb = p.lb + (lp * row(q.lo_bias) + ln * row(q.up_bias)).sum(-1);
+          for (int s : {0, 1})
+            if (q.input[s] >= 0)
+              accumulate(p.lam[q.input[s]], planes_onto(q, s, lp * row(q.lo[s]) + ln * row(q.up[s]),
+                                                        in_.model.numel(q.input[s])));
+          continue;
+        }
+        // Weight w on the first planes, 1 - w on the second.
+        const int64_t m = lam.size(2);
+        const at::Tensor a = lp * alpha[n].narrow(2, 0, m), b = lp - a;
+        const at::Tensor c = ln * alpha[n].narrow(2, m, m), d = ln - c;
+        p.lb = p.lb +
+               (a * row(q.lo_bias) + b * row(q.lo_bias2) + c * row(q.up_bias) + d * row(q.up_bias2))
+                   .sum(-1);
         for (int s : {0, 1})
           if (q.input[s] >= 0)
-            accumulate(p.lam[q.input[s]],
-                       planes_onto(q, s, lp * q.lo[s].unsqueeze(1) + ln * q.up[s].unsqueeze(1),
-                                   in_.model.numel(q.input[s])));
+            accumulate(p.lam[q.input[s]], planes_onto(q, s,
+                                                      a * row(q.lo[s]) + b * row(q.lo2[s]) +
+                                                          c * row(q.up[s]) + d * row(q.up2[s]),
+                                                      in_.model.numel(q.input[s])));
         continue;
       }
       const TLines& l = lines_[n];
@@ -185,14 +210,28 @@ class Tuner {
         continue;
       }
       if (const TPlanes& q = planes_[n]; q.lo_bias.defined()) {
-        at::Tensor lo = q.lo_bias.unsqueeze(1), up = q.up_bias.unsqueeze(1);
+        // The planes' values at what follows them; tuned, d lb / d w = lam (first's - second's).
+        const bool tuned = alpha_[n].defined();
+        at::Tensor lo = q.lo_bias.unsqueeze(1), up = q.up_bias.unsqueeze(1), lo2, up2;
+        if (tuned) lo2 = q.lo_bias2.unsqueeze(1), up2 = q.up_bias2.unsqueeze(1);
         for (int s : {0, 1}) {
           if (q.input[s] < 0 || !g[q.input[s]].defined()) continue;
           const at::Tensor t = planes_take(q, s, g[q.input[s]]);
           lo = lo + t * q.lo[s].unsqueeze(1);
           up = up + t * q.up[s].unsqueeze(1);
+          if (tuned) {
+            lo2 = lo2 + t * q.lo2[s].unsqueeze(1);
+            up2 = up2 + t * q.up2[s].unsqueeze(1);
+          }
         }
-        g[n] = at::where(lam >= 0, lo, up);
+        if (!tuned) {
+          g[n] = at::where(lam >= 0, lo, up);
+          continue;
+        }
+        const int64_t m = lam.size(2);
+        const at::Tensor w_lo = alpha_[n].narrow(2, 0, m), w_up = alpha_[n].narrow(2, m, m);
+        g[n] = at::where(lam >= 0, lo2 + w_lo * (lo - lo2), up2 + w_up * (up - up2));
+        grad[n] = at::cat({lam.clamp_min(0) * (lo - lo2), lam.clamp_max(0) * (up - up2)}, 2);
         continue;
       }
       const TLines& l = lines_[n];
@@ -279,7 +318,7 @@ Result<at::Tensor> optimized_lower(const AlphaInput& in, int target, const at::T
       for (const TBox& nb : in.b) b.push_back(rows_of(nb, k0, kk));
       const AlphaInput part{in.model, in.kernels, in.offset, x, b};
       Tuner tuner(part, order, target, cr);
-      RETURN_IF_ERROR(tuner.prepare());
+      RETURN_IF_ERROR(tuner.prepare(opt));
       at::Tensor part_coef;
       if (coef != nullptr) part_coef = at::zeros({kk, rk, coef->size(2)}, coef->options());
       const at::Tensor lb = tuner.run(opt, coef != nullptr ? &part_coef : nullptr, gr);

@@ -129,7 +129,7 @@ class PairKernel : public Kernel {
   }
 
   Result<bool> planes(int node, const std::vector<TBox>& b, TPlanes& out) const override {
-    ASSIGN_OR_RETURN(out, planar(node, b));
+    ASSIGN_OR_RETURN(out, planar(node, b, true));
     return true;
   }
 
@@ -170,8 +170,8 @@ class PairKernel : public Kernel {
     return b;
   }
 
-  // The planes of K boxes.
-  Result<TPlanes> planar(int node, const std::vector<TBox>& b) const {
+  // The planes of K boxes; with `second`, the second planes too.
+  Result<TPlanes> planar(int node, const std::vector<TBox>& b, bool second = false) const {
     const int64_t n = static_cast<int64_t>(rule_.y_index().size());
     const TBox* in[2] = {nullptr, nullptr};
     for (int s : {0, 1})
@@ -179,12 +179,15 @@ class PairKernel : public Kernel {
     const Bounds x = bounds_of(in[0]), y = bounds_of(in[1]);
     const at::Tensor out_lo = host(b[node].lo), out_hi = host(b[node].hi);
     const int64_t k = out_lo.size(0);
-    at::Tensor t[6];
-    double* o[6];
-    for (int j = 0; j < 6; ++j)
+    // The first planes in t[0..5], the second in t[6..11].
+    at::Tensor t[12];
+    double* o[12];
+    const int sets = second ? 2 : 1;
+    for (int j = 0; j < 6 * sets; ++j)
       t[j] = at::empty({k, n}, at::TensorOptions().dtype(at::kDouble)),
       o[j] = t[j].data_ptr<double>();
-    std::vector<Planes> planes(static_cast<size_t>(n));
+    std::vector<Planes> planes(static_cast<size_t>(n)), other(static_cast<size_t>(n));
+    bool any_other = false;
     Interval row[2];
     for (int64_t i = 0; i < k; ++i) {
       std::vector<const Interval*> ptr(inputs_.size(), nullptr);
@@ -196,21 +199,32 @@ class PairKernel : public Kernel {
         ptr[static_cast<size_t>(s)] = &row[s];
       }
       const bool has = rule_.planes(ptr, planes);
+      const bool two = second && has && rule_.other_planes(ptr, other);
+      any_other = any_other || two;
       for (int64_t j = 0; j < n; ++j) {
         const int64_t at = i * n + j;
-        const Planes& p = planes[static_cast<size_t>(j)];
         if (!has) {  // the output interval
-          o[0][at] = o[1][at] = o[3][at] = o[4][at] = 0;
-          o[2][at] = out_lo.data_ptr<double>()[at], o[5][at] = out_hi.data_ptr<double>()[at];
+          for (int h = 0; h < 6 * sets; h += 6) {
+            o[h][at] = o[h + 1][at] = o[h + 3][at] = o[h + 4][at] = 0;
+            o[h + 2][at] = out_lo.data_ptr<double>()[at];
+            o[h + 5][at] = out_hi.data_ptr<double>()[at];
+          }
           continue;
         }
-        o[0][at] = p.lo_x, o[1][at] = p.lo_y, o[2][at] = p.lo_bias;
-        o[3][at] = p.up_x, o[4][at] = p.up_y, o[5][at] = p.up_bias;
+        for (int h = 0; h < 6 * sets; h += 6) {
+          const Planes& p = (h && two ? other : planes)[static_cast<size_t>(j)];
+          o[h][at] = p.lo_x, o[h + 1][at] = p.lo_y, o[h + 2][at] = p.lo_bias;
+          o[h + 3][at] = p.up_x, o[h + 4][at] = p.up_y, o[h + 5][at] = p.up_bias;
+        }
       }
     }
     TPlanes p;
     p.lo[0] = t[0].to(opts_), p.lo[1] = t[1].to(opts_), p.lo_bias = t[2].to(opts_);
     p.up[0] = t[3].to(opts_), p.up[1] = t[4].to(opts_), p.up_bias = t[5].to(opts_);
+    if (any_other) {
+      p.lo2[0] = t[6].to(opts_), p.lo2[1] = t[7].to(opts_), p.lo_bias2 = t[8].to(opts_);
+      p.up2[0] = t[9].to(opts_), p.up2[1] = t[10].to(opts_), p.up_bias2 = t[11].to(opts_);
+    }
     const bool use[2] = {rule_.uses_x(), rule_.uses_y()};
     for (int s : {0, 1}) {
       if (!use[s] || in[s] == nullptr) continue;

@@ -105,6 +105,9 @@ struct TLines {
 struct TPlanes {
   at::Tensor lo[2], up[2], index[2], lo_bias, up_bias;
   int input[2] = {-1, -1};
+  /// The second planes (Relaxation::second: products of two variables), the same as the first
+  /// on boxes that have none; undefined where no box has them. Alpha tunes the weights.
+  at::Tensor lo2[2], up2[2], lo_bias2, up_bias2;
 };
 /// Coefficients c [K, rows, n] on a product's output as coefficients on its input s ([K, rows,
 /// size]): each added onto the element it reads.
@@ -131,7 +134,8 @@ class Kernel {
   virtual const TAffine* affine() const { return nullptr; }
   /// The relaxation of a non-affine kernel on the boxes' bounds `b` (every node's).
   virtual common::Result<TLines> lines(int node, const std::vector<TBox>& b) const = 0;
-  /// A product's planes on the boxes' bounds `b` (false for other kernels, whose lines() hold).
+  /// A product's planes on the boxes' bounds `b`, the second ones too (false for other
+  /// kernels, whose lines() hold).
   virtual common::Result<bool> planes(int, const std::vector<TBox>&, TPlanes&) const {
     return false;
   }

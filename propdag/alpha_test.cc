@@ -1,0 +1,61 @@
+// Optimized bounds (alpha.cc) of products: the weights between a product's two pairs of
+// McCormick planes are tuned, with every expected value worked out by hand below.
+#include <gtest/gtest.h>
+
+#include "propdag/engine.h"
+#include "propdag/test_util.h"
+
+namespace propdag {
+namespace {
+
+Model build(const std::string& body, const std::string& inputs, const std::string& outputs) {
+  return test::build("<ir_version: 8, opset_import: [\"\" : 15]>\n g (" + inputs + ") => (" +
+                     outputs + ")\n" + body);
+}
+
+// p = x y on x in [-1, 2], y in [-1, 3]: the corners give 1, -3, -2, 6, so p in [-3, 6].
+// CROWN's planes (relax.h): p >= -x - y - 1, whose least value on the box is -6, and
+// p <= 3x - y + 3, at most 10. The other planes: p >= 3x + 2y - 6 (least -11) and
+// p <= -x + 2y + 2 (at most 9). Weighting the first lower plane w and the second 1 - w gives
+// (3 - 4w) x + (2 - 3w) y + 5w - 6, whose least value is -11 + 12w for w <= 2/3, -3 on
+// [2/3, 3/4] and 6 - 12w above: -3, the true least value. Above, (4w - 1) x + (2 - 3w) y + w + 2
+// is at most 6 for w in [1/4, 2/3], the true greatest value. a b, with a = (x, x) and
+// b = (y, y) in the same ranges, sums two such products with one weight per side: [-6, 12]
+// tuned, [-12, 20] by CROWN's planes.
+TEST(AlphaTest, ProductPlanesAreTunedToTheTrueRange) {
+  Model m = build("{ p = Mul(x, y)\n q = MatMul(a, b) }",
+                  "float[1] x, float[1] y, float[1,2] a, float[2,1] b", "float[1] p, float[1,1] q");
+  const Interval in = test::box({-1, -1, -1, -1, -1, -1}, {2, 3, 2, 2, 3, 3});
+  auto crown = test::output_bounds_of(m, in, Method::kCrown, false);
+  ASSERT_EQ(crown.size(), 2u);
+  EXPECT_NEAR(crown[0].lo[0], -6, 1e-9);
+  EXPECT_NEAR(crown[0].hi[0], 10, 1e-9);
+  EXPECT_NEAR(crown[1].lo[0], -12, 1e-9);
+  EXPECT_NEAR(crown[1].hi[0], 20, 1e-9);
+  Options o;
+  o.method = Method::kAlpha;
+  o.intersect_ibp = false;
+  o.alpha_steps = 30;
+  auto alpha = output_bounds(m, in, o);
+  ASSERT_TRUE(alpha.ok()) << alpha.error().str();
+  const std::vector<Interval>& a = *alpha;
+  // Sound: the true range's ends are reached at corners (x = -1, y = 3; x = 2, y = 3).
+  EXPECT_LE(a[0].lo[0], -3 + 1e-9);
+  EXPECT_GE(a[0].hi[0], 6 - 1e-9);
+  EXPECT_LE(a[1].lo[0], -6 + 1e-9);
+  EXPECT_GE(a[1].hi[0], 12 - 1e-9);
+  // Tight: within 1% of the tuned optimum.
+  EXPECT_GE(a[0].lo[0], -3.03);
+  EXPECT_LE(a[0].hi[0], 6.06);
+  EXPECT_GE(a[1].lo[0], -6.06);
+  EXPECT_LE(a[1].hi[0], 12.12);
+  // Off (as verify bounds): CROWN's planes; the model has nothing else to tune.
+  o.alpha_planes = false;
+  auto fixed = output_bounds(m, in, o);
+  ASSERT_TRUE(fixed.ok()) << fixed.error().str();
+  EXPECT_NEAR((*fixed)[0].lo[0], -6, 1e-9);
+  EXPECT_NEAR((*fixed)[1].hi[0], 20, 1e-9);
+}
+
+}  // namespace
+}  // namespace propdag
