@@ -9,6 +9,10 @@
 // with the slopes.
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include "propdag/crown.h"
 #include "propdag/relax.h"
@@ -71,16 +75,15 @@ void plane_values(const Relaxation& r, const std::vector<Mat>& lam_grad, const D
 }
 
 // The ranges tuning keeps a relaxation's parameters in (the lower slopes of ReLU-like ops, the
-// tangent points of curves and, with `planes`, the weights of the first planes of products:
-// lower planes' then upper planes') and their starting point; empty when fixed.
+// tangent points of curves, the weights of the first planes of products where they have second
+// ones: lower planes' then upper planes') and their starting point; empty when fixed.
 struct Tunable {
   Vec lo, hi, start;
 };
 
-Tunable tunable_range(const Relaxation& r, bool planes) {
+Tunable tunable_range(const Relaxation& r) {
   Tunable t;
   if (r.kind == Relaxation::Kind::kLinear && r.second != nullptr) {
-    if (!planes) return t;
     const Eigen::Index n = 2 * r.lo_bias.size();
     return {Vec::Zero(n), Vec::Ones(n), Vec::Ones(n)};
   }
@@ -281,7 +284,13 @@ Vec Crown::optimized_lower(int target, const Mat& c, Mat* lower_coef, const Vec*
     entries += static_cast<double>(model_.numel(n)) * static_cast<double>(k);
     if (model_.op(n) == nullptr) continue;
     rel[n] = relax_at(n);
-    range[n] = tunable_range(rel[n], options_.alpha_planes);
+    if (options_.alpha_planes && rel[n].kind == Relaxation::Kind::kLinear) {
+      std::vector<const Interval*> in;
+      for (int p : dag.node(n).inputs) in.push_back(p >= 0 ? &node_bounds_[p] : nullptr);
+      if (std::optional<Relaxation> s = model_.op(n)->second_relax(in))
+        rel[n].second = std::make_shared<const Relaxation>(std::move(*s));
+    }
+    range[n] = tunable_range(rel[n]);
     if (range[n].lo.size() == 0) continue;
     alpha[n] = range[n].start.transpose().replicate(k, 1);
     tunable = true;

@@ -6,6 +6,7 @@
 #include <Eigen/SparseCore>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -133,9 +134,9 @@ struct Relaxation {
   /// kLinear: the lower and upper maps on in[0] (none when in[0] is constant), and on in[1]
   /// (none when the relaxation depends on in[0] only).
   SpMat lo_map, up_map, lo_map1, up_map1;
-  /// kLinear, optional: a second valid relaxation of the same kind and shapes (the other
-  /// McCormick planes of products). Per output element and side, any convex combination of the
-  /// two is valid; CROWN takes this one, optimized bounds tune the weights.
+  /// kLinear, set by optimized bounds from BoundOp::second_relax (Options::alpha_planes): a
+  /// second valid relaxation of the same kind and shapes. Per output element and side, any
+  /// convex combination of the two is valid; CROWN takes this one, alpha tunes the weights.
   std::shared_ptr<const Relaxation> second;
 };
 
@@ -177,8 +178,8 @@ class PairRule {
   /// box. The planes are the entries of relax()'s maps and biases, so both give equal bounds.
   virtual bool planes(const std::vector<const Interval*>& in,
                       std::vector<Planes>& planes) const = 0;
-  /// The second planes (Relaxation::second's entries) for the same box, where relax() gives
-  /// them (products of two variables); false otherwise.
+  /// The second planes (second_relax()'s entries) for the same box, where the op has them
+  /// (products of two variables); false otherwise.
   virtual bool other_planes(const std::vector<const Interval*>&, std::vector<Planes>&) const {
     return false;
   }
@@ -194,6 +195,11 @@ class BoundOp {
   /// A linear relaxation valid for inputs inside `in` (and output inside `out`, this op's
   /// interval on `in`).
   virtual Relaxation relax(const std::vector<const Interval*>& in, const Interval& out) const = 0;
+  /// A second valid kLinear relaxation of the same shapes as relax()'s on `in` (products of two
+  /// variables: the other McCormick planes); nullopt where the op has none.
+  virtual std::optional<Relaxation> second_relax(const std::vector<const Interval*>&) const {
+    return std::nullopt;
+  }
   /// True when the relaxation depends on the input bounds (nonlinear ops).
   virtual bool nonlinear() const { return true; }
   /// True for elementwise ops that are linear on each side of 0 (ReLU, LeakyReLU): a verifier may

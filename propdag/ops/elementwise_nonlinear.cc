@@ -235,17 +235,24 @@ class BilinearOp : public BoundOp, public PairRule {
     return true;
   }
   Relaxation relax(const std::vector<const Interval*>& in, const Interval&) const override {
-    std::vector<Planes> p(a_.size()), q(a_.size());
+    std::vector<Planes> p(a_.size());
     if (!planes(in, p)) return {};
-    const bool two = other_planes(in, q);
-    const auto n = static_cast<int64_t>(a_.size());
-    PlaneSum sum(n, two);
-    for (int64_t i = 0; i < n; ++i)
-      sum.add(i, uses_x() ? a_[i] : -1, uses_y() ? b_[i] : -1, p[i], two ? q[i] : p[i]);
-    return sum.finish(uses_x() ? in[0]->size() : 0, in[1]->size());
+    return sum_of(in, p);
+  }
+  std::optional<Relaxation> second_relax(const std::vector<const Interval*>& in) const override {
+    std::vector<Planes> q(a_.size());
+    if (!other_planes(in, q)) return std::nullopt;
+    return sum_of(in, q);
   }
 
  private:
+  Relaxation sum_of(const std::vector<const Interval*>& in, const std::vector<Planes>& p) const {
+    const auto n = static_cast<int64_t>(a_.size());
+    PlaneSum sum(n);
+    for (int64_t i = 0; i < n; ++i) sum.add(i, uses_x() ? a_[i] : -1, uses_y() ? b_[i] : -1, p[i]);
+    return sum.finish(uses_x() ? in[0]->size() : 0, in[1]->size());
+  }
+
   std::vector<int64_t> a_, b_;
   bool divide_, square_;
   std::vector<double> numerator_;
@@ -277,21 +284,30 @@ class IntervalMatMulOp : public BoundOp {
   // Each output is a sum of products: the sum of their McCormick planes.
   Relaxation relax(const std::vector<const Interval*>& in, const Interval&) const override {
     if (!finite(*in[0]) || !finite(*in[1])) return {};
+    return sum_of(in, product_planes);
+  }
+  // The sum of their other McCormick planes.
+  std::optional<Relaxation> second_relax(const std::vector<const Interval*>& in) const override {
+    if (!finite(*in[0]) || !finite(*in[1])) return std::nullopt;
+    return sum_of(in, product_planes_other);
+  }
+
+ private:
+  Relaxation sum_of(const std::vector<const Interval*>& in,
+                    Planes (*planes)(double, double, double, double)) const {
     const auto batch = static_cast<int64_t>(amap_.size());
-    PlaneSum sum(batch * m_ * n_, true);
+    PlaneSum sum(batch * m_ * n_);
     for (int64_t b = 0; b < batch; ++b)
       for (int64_t i = 0; i < m_; ++i)
         for (int64_t j = 0; j < n_; ++j)
           for (int64_t k = 0; k < k_; ++k) {
             int64_t a = (amap_[b] * m_ + i) * k_ + k, c = (bmap_[b] * k_ + k) * n_ + j;
-            const double lx = in[0]->lo[a], ux = in[0]->hi[a], ly = in[1]->lo[c], uy = in[1]->hi[c];
-            sum.add((b * m_ + i) * n_ + j, a, c, product_planes(lx, ux, ly, uy),
-                    product_planes_other(lx, ux, ly, uy));
+            sum.add((b * m_ + i) * n_ + j, a, c,
+                    planes(in[0]->lo[a], in[0]->hi[a], in[1]->lo[c], in[1]->hi[c]));
           }
     return sum.finish(in[0]->size(), in[1]->size());
   }
 
- private:
   std::vector<int64_t> amap_, bmap_;
   int64_t m_, k_, n_;
 };

@@ -123,29 +123,15 @@ common::Result<MatMulShape> matmul_shape(const OpContext& ctx) {
   return s;
 }
 
-PlaneSum::PlaneSum(int64_t rows, bool second) : sets_(second ? 2 : 1) {
-  for (Set& set : sets_) {
-    set.lo_bias = set.up_bias = Vec::Zero(rows);
-    for (auto& v : {&set.lo, &set.up})
-      for (auto& t : *v) t.reserve(rows);
-  }
+PlaneSum::PlaneSum(int64_t rows) : lo_bias_(Vec::Zero(rows)), up_bias_(Vec::Zero(rows)) {
+  for (auto& v : {&lo_, &up_})
+    for (auto& t : *v) t.reserve(rows);
 }
 
-void PlaneSum::add(int64_t row, int64_t a, int64_t b, const Planes& p, const Planes& other) {
-  for (size_t k = 0; k < sets_.size(); ++k) {
-    Set& set = sets_[k];
-    const Planes& q = k ? other : p;
-    if (a >= 0) set.lo[0].emplace_back(row, a, q.lo_x), set.up[0].emplace_back(row, a, q.up_x);
-    if (b >= 0) set.lo[1].emplace_back(row, b, q.lo_y), set.up[1].emplace_back(row, b, q.up_y);
-    set.lo_bias[row] += q.lo_bias, set.up_bias[row] += q.up_bias;
-  }
-}
-
-Relaxation PlaneSum::finish(int64_t cols0, int64_t cols1) {
-  Relaxation r = finish(sets_[0], cols0, cols1);
-  if (sets_.size() > 1)
-    r.second = std::make_shared<const Relaxation>(finish(sets_[1], cols0, cols1));
-  return r;
+void PlaneSum::add(int64_t row, int64_t a, int64_t b, const Planes& p) {
+  if (a >= 0) lo_[0].emplace_back(row, a, p.lo_x), up_[0].emplace_back(row, a, p.up_x);
+  if (b >= 0) lo_[1].emplace_back(row, b, p.lo_y), up_[1].emplace_back(row, b, p.up_y);
+  lo_bias_[row] += p.lo_bias, up_bias_[row] += p.up_bias;
 }
 
 namespace {
@@ -171,18 +157,18 @@ void fill(const std::vector<Eigen::Triplet<double>>& e, int64_t rows, int64_t co
 
 }  // namespace
 
-Relaxation PlaneSum::finish(Set& set, int64_t cols0, int64_t cols1) {
+Relaxation PlaneSum::finish(int64_t cols0, int64_t cols1) {
   Relaxation r;
   r.kind = Relaxation::Kind::kLinear;
-  const int64_t rows = set.lo_bias.size();
+  const int64_t rows = lo_bias_.size();
   SpMat* maps[2][2] = {{&r.lo_map, &r.up_map}, {&r.lo_map1, &r.up_map1}};
   for (int s = 0; s < 2; ++s) {
-    if (set.lo[s].empty()) continue;
+    if (lo_[s].empty()) continue;
     const int64_t cols = s ? cols1 : cols0;
-    fill(set.lo[s], rows, cols, *maps[s][0]);
-    fill(set.up[s], rows, cols, *maps[s][1]);
+    fill(lo_[s], rows, cols, *maps[s][0]);
+    fill(up_[s], rows, cols, *maps[s][1]);
   }
-  r.lo_bias = std::move(set.lo_bias), r.up_bias = std::move(set.up_bias);
+  r.lo_bias = std::move(lo_bias_), r.up_bias = std::move(up_bias_);
   return r;
 }
 

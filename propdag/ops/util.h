@@ -59,23 +59,17 @@ common::Result<MatMulShape> matmul_shape(const OpContext& ctx);
 common::Result<OpOutputs> interval_product(const OpContext& ctx, bool divide);
 
 /// A kLinear relaxation summed entry by entry from planes of products or quotients of x_a and
-/// y_b (x = in[0], y = in[1]); a < 0 or b < 0: the planes have no term in x or in y. With
-/// `second`, a second relaxation (Relaxation::second) is summed from the other planes given.
+/// y_b (x = in[0], y = in[1]); a < 0 or b < 0: the planes have no term in x or in y.
 class PlaneSum {
  public:
-  explicit PlaneSum(int64_t rows, bool second = false);
-  void add(int64_t row, int64_t a, int64_t b, const Planes& p) { add(row, a, b, p, p); }
-  void add(int64_t row, int64_t a, int64_t b, const Planes& p, const Planes& other);
+  explicit PlaneSum(int64_t rows);
+  void add(int64_t row, int64_t a, int64_t b, const Planes& p);
   Relaxation finish(int64_t cols0, int64_t cols1);
 
  private:
   using Entries = std::vector<Eigen::Triplet<double>>;
-  struct Set {
-    Entries lo[2], up[2];
-    Vec lo_bias, up_bias;
-  };
-  static Relaxation finish(Set& set, int64_t cols0, int64_t cols1);
-  std::vector<Set> sets_;
+  Entries lo_[2], up_[2];
+  Vec lo_bias_, up_bias_;
 };
 common::Result<OpOutputs> two_variable_matmul(const OpContext& ctx);
 /// Slice with variable starts and / or ends (index.cc), reached from the Slice rule of

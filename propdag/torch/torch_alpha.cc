@@ -56,10 +56,10 @@ class Tuner {
     for (int n : order_) {
       const Kernel* kernel = in_.kernels[n].get();
       if (kernel == nullptr || kernel->affine() != nullptr) continue;
-      ASSIGN_OR_RETURN(const bool planar, kernel->planes(n, in_.b, planes_[n]));
+      ASSIGN_OR_RETURN(const bool planar, kernel->planes(n, in_.b, planes_[n], opt.alpha_planes));
       if (planar) {
         // Weight 1 on the first planes (CROWN's), within [0, 1].
-        if (!opt.alpha_planes || !planes_[n].lo_bias2.defined()) continue;
+        if (!planes_[n].lo_bias2.defined()) continue;
         alpha_[n] = at::ones({k, rows, 2 * planes_[n].lo_bias.size(1)}, c_.options());
         lo_min_[n] = at::zeros({1}, c_.options());
         lo_max_[n] = at::ones({1}, c_.options());

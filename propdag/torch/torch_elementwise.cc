@@ -128,8 +128,9 @@ class PairKernel : public Kernel {
     return TLines{zero, b[node].lo, zero, b[node].hi, zero, zero, -1};
   }
 
-  Result<bool> planes(int node, const std::vector<TBox>& b, TPlanes& out) const override {
-    ASSIGN_OR_RETURN(out, planar(node, b, true));
+  Result<bool> planes(int node, const std::vector<TBox>& b, TPlanes& out,
+                      bool second) const override {
+    ASSIGN_OR_RETURN(out, planar(node, b, second));
     return true;
   }
 

@@ -105,8 +105,8 @@ struct TLines {
 struct TPlanes {
   at::Tensor lo[2], up[2], index[2], lo_bias, up_bias;
   int input[2] = {-1, -1};
-  /// The second planes (Relaxation::second: products of two variables), the same as the first
-  /// on boxes that have none; undefined where no box has them. Alpha tunes the weights.
+  /// The second planes (BoundOp::second_relax: products of two variables), the same as the
+  /// first on boxes that have none; undefined where no box has them. Alpha tunes the weights.
   at::Tensor lo2[2], up2[2], lo_bias2, up_bias2;
 };
 /// Coefficients c [K, rows, n] on a product's output as coefficients on its input s ([K, rows,
@@ -134,9 +134,9 @@ class Kernel {
   virtual const TAffine* affine() const { return nullptr; }
   /// The relaxation of a non-affine kernel on the boxes' bounds `b` (every node's).
   virtual common::Result<TLines> lines(int node, const std::vector<TBox>& b) const = 0;
-  /// A product's planes on the boxes' bounds `b`, the second ones too (false for other
-  /// kernels, whose lines() hold).
-  virtual common::Result<bool> planes(int, const std::vector<TBox>&, TPlanes&) const {
+  /// A product's planes on the boxes' bounds `b`, with `second` the second ones too (false for
+  /// other kernels, whose lines() hold).
+  virtual common::Result<bool> planes(int, const std::vector<TBox>&, TPlanes&, bool) const {
     return false;
   }
   /// Whether the node runs per box through the Eigen op rule.
