@@ -200,6 +200,8 @@ class BoundOp {
   virtual std::optional<Relaxation> second_relax(const std::vector<const Interval*>&) const {
     return std::nullopt;
   }
+  /// Whether second_relax() gives a relaxation on finite bounds.
+  virtual bool has_second_relax() const { return false; }
   /// True when the relaxation depends on the input bounds (nonlinear ops).
   virtual bool nonlinear() const { return true; }
   /// True for elementwise ops that are linear on each side of 0 (ReLU, LeakyReLU): a verifier may

@@ -152,7 +152,7 @@ common::Result<VerifyResult> verify(const Model& model, const Spec& spec, const 
   Options timed = options;
   if (split.seconds > 0) timed.deadline = deadline;
   timed.refine_stable_rows = true;  // split choices read every row's bounds
-  timed.alpha_planes = false;       // and their input coefficients
+  timed.alpha_planes = false;       // tuned beside CROWN's planes only (case_bounds.cc)
   VerifyResult result;
   result.cases = static_cast<int>(spec.cases.size());
   std::vector<std::unique_ptr<CaseSearch>> searches;

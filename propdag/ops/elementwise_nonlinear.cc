@@ -239,6 +239,7 @@ class BilinearOp : public BoundOp, public PairRule {
     if (!planes(in, p)) return {};
     return sum_of(in, p);
   }
+  bool has_second_relax() const override { return !divide_ && !square_ && uses_x(); }
   std::optional<Relaxation> second_relax(const std::vector<const Interval*>& in) const override {
     std::vector<Planes> q(a_.size());
     if (!other_planes(in, q)) return std::nullopt;
@@ -287,6 +288,7 @@ class IntervalMatMulOp : public BoundOp {
     return sum_of(in, product_planes);
   }
   // The sum of their other McCormick planes.
+  bool has_second_relax() const override { return true; }
   std::optional<Relaxation> second_relax(const std::vector<const Interval*>& in) const override {
     if (!finite(*in[0]) || !finite(*in[1])) return std::nullopt;
     return sum_of(in, product_planes_other);
