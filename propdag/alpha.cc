@@ -383,26 +383,4 @@ Vec Crown::optimized_lower(int target, const Mat& c, Mat* lower_coef, const Vec*
   return best;
 }
 
-void Crown::add_split_scores(int target, const Mat& c, std::vector<Vec>& scores) const {
-  const Dag& dag = model_.dag();
-  const std::vector<int> order = dag.backward_order(target);
-  std::vector<Relaxation> rel(dag.size());
-  for (int n : order)
-    if (model_.op(n) != nullptr) rel[n] = relax_at(n);
-  const LowerPass pass = lower_pass(order, rel, std::vector<Mat>(dag.size()), Mat(), target, c);
-  for (int n : order) {
-    const BoundOp* op = model_.op(n);
-    const Mat& lam = pass.lam[n];
-    if (op == nullptr || !op->linear_on_each_side_of_zero() || lam.size() == 0) continue;
-    const int input = dag.node(n).inputs[0];
-    if (input < 0) continue;
-    const Interval& input_bounds = node_bounds_[input];
-    if (scores[input].size() == 0) scores[input] = Vec::Zero(input_bounds.size());
-    for (Eigen::Index j = 0; j < input_bounds.size(); ++j) {
-      const double lo = input_bounds.lo[j], hi = input_bounds.hi[j];
-      if (lo < 0 && hi > 0) scores[input][j] += std::abs(lam(0, j)) * (-lo * hi / (hi - lo));
-    }
-  }
-}
-
 }  // namespace propdag::internal
