@@ -93,8 +93,9 @@ struct Options {
   /// kAlpha: the weights between the two pairs of McCormick planes of each product of two
   /// variables (Relaxation::second) are tuned too, per row, output element and side, from
   /// CROWN's planes (weight 1 on the first pair). verify turns it off but where it bounds a
-  /// box beside a CROWN bound whose coefficients steer its splits and clipping (case_bounds.cc):
-  /// steered by the tuned bound's, lsnc quadrotor2d_state_2 went from 1.0 s to open at 60 s.
+  /// box of a small input beside a CROWN bound whose coefficients steer its splits and clipping
+  /// (case_bounds.cc): steered by the tuned bound's, lsnc quadrotor2d_state_2 went from 1.0 s
+  /// to open at 60 s.
   bool alpha_planes = true;
   /// Steps when the slopes start from ones carried over (BoundsIn::slopes, e.g. from the
   /// box a verifier split this one from): they start close, so fewer steps do.
