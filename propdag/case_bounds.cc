@@ -186,7 +186,8 @@ common::Result<CaseSearch::Bounds> CaseSearch::compute(const Interval& box, cons
   // clipping of a box left open: alpha's steer them worse on lsnc, and tuned planes make alpha
   // pay on every box (quadrotor2d_state_2: 25 k boxes with CROWN's planes, 1.6 M tuned alone,
   // 3,040 tuned beside CROWN; _3: 2.4 M, 807 k, 423 k).
-  if (alpha && splits == nullptr && small() && integer_dims_.empty() && has_products(model_)) {
+  if (alpha && splits == nullptr && split_.tune_planes && small() && integer_dims_.empty() &&
+      has_products(model_)) {
     Options tuned = options;
     tuned.alpha_planes = true;
     ASSIGN_OR_RETURN(b.y, linear_bounds(model_, box, objective_, tuned, in, &got));

@@ -4,7 +4,8 @@
 //                  [--alpha-steps N] [--refine-budget C] [--json] [--stats] [ENGINE]
 //   propdag verify MODEL SPEC [--method ibp|crown|alpha] [--alpha-steps N] [--alpha-warm-steps N]
 //                  [--split N] [--branch input|relu] [--timeout S] [--no-carry-bounds]
-//                  [--no-clip] [--stats] [--result FILE] [--check-model ORIGINAL] [ENGINE]
+//                  [--no-clip] [--no-tune-planes] [--stats] [--result FILE] [--check-model
+//                  ORIGINAL] [ENGINE]
 //   MODEL may be - (stdin), e.g. `slimonnx MODEL | propdag verify - SPEC --check-model MODEL`.
 //   ENGINE: --engine eigen|torch --device cpu|cuda [--dtype float64|float32] [--batch K]
 #include <CLI/CLI.hpp>
@@ -303,6 +304,9 @@ static int main_body(int argc, char** argv) {
   verify->add_flag_callback(
       "--no-clip", [&a] { a.split.clip_boxes = false; },
       "with --split: boxes not cut to where a counterexample can lie (comparison)");
+  verify->add_flag_callback(
+      "--no-tune-planes", [&a] { a.split.tune_planes = false; },
+      "with --method alpha: keep CROWN's McCormick planes of products (comparison)");
   verify
       ->add_option("--threads", a.split.threads,
                    "with --split, on the Eigen engine: threads that search the parts of a small "

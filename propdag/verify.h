@@ -39,6 +39,10 @@ struct SplitOptions {
   /// only), and bounded again while that leaves at most 90% of it (propdag/README.md). Off only
   /// to measure what it gains.
   bool clip_boxes = true;
+  /// alpha on a small input with products of two variables: their McCormick pairs are tuned,
+  /// beside a CROWN bound that steers the search (case_bounds.cc). Off: CROWN's pairs
+  /// (comparison; Options::alpha_planes).
+  bool tune_planes = true;
   Branching branching = Branching::kInput;
   /// Input splitting of small inputs (at most 16 varying dimensions) on the Eigen engine: a case
   /// left open by its whole box is searched in parts by this many threads, each part as a case

@@ -3,7 +3,9 @@
 bounds alone prove about one sampled half in 10,000, so after the first 1,600 halves the rest
 are bounded with CROWN; ACAS Xu 4_2 prop_2: about a quarter of the sampled halves are proved by
 alpha alone, so every half is tuned. 8,000 bound computations per case each (lsnc through the
-torch engine's batches: torch_engine_test.py)."""
+torch engine's batches: torch_engine_test.py). lsnc with CROWN's McCormick planes
+(`--no-tune-planes`): with tuned ones alpha pays on every half there and the case is proved
+within the 8,000."""
 
 import json
 import os
@@ -28,7 +30,7 @@ def lsnc_untuned(*extra):
     checking that its twelve other cases were proved."""
     s, verdict = stats(os.path.join(LSNC, "onnx", "quadrotor2d_state.onnx.gz"),
                        os.path.join(LSNC, "vnnlib", "quadrotor2d_state_2.vnnlib.gz"),
-                       "--timeout", "60", *extra)
+                       "--timeout", "60", "--no-tune-planes", *extra)
     assert verdict == "unknown"  # the Lyapunov case needs more than 8,000 halves
     assert s["cases_proved"] == 12, s
     # It spent them all: its search moved on every turn, also through the torch engine's
@@ -42,6 +44,15 @@ def lsnc_untuned(*extra):
 def test_tuning_stops_where_it_does_not_pay():
     # The Lyapunov case's 8,000 less the 1,600 before the first decision and the sampled ones.
     assert 5000 < lsnc_untuned() < 7000
+
+
+@pytest.mark.skipif(not os.path.isdir(LSNC), reason="no lsnc benchmark")
+def test_tuned_planes_pay_on_every_half():
+    s, verdict = stats(os.path.join(LSNC, "onnx", "quadrotor2d_state.onnx.gz"),
+                       os.path.join(LSNC, "vnnlib", "quadrotor2d_state_2.vnnlib.gz"),
+                       "--timeout", "60")
+    assert verdict == "verified", s
+    assert s["untuned"] == 0, s
 
 
 @pytest.mark.skipif(not os.path.isdir(ACAS), reason="no ACAS Xu benchmark")
