@@ -80,5 +80,44 @@ TEST(AlphaTest, VerifyTunesPlanes) {
   EXPECT_GT(crown->boxes, 1);
 }
 
+// verify steers its search by a CROWN bound beside the tuned one (case_bounds.cc) that takes the
+// tuned bound's intermediate bounds instead of refining its own: those are CROWN's, so the
+// steering bound and its coefficients are full CROWN's. Two ReLU layers before the product make
+// the refined bounds tighter than IBP's.
+TEST(AlphaTest, TunedBoundsIntermediateBoundsAreCrowns) {
+  Model m = build(
+      "<float[2,2] w1 = {1, -1, 1, 1}, float[2,2] w2 = {1, 2, -1, 1}, float[2,1] v1 = {1, -2},"
+      " float[2,1] v2 = {2, 1}>\n"
+      "{ h = MatMul(x, w1)\n a = Relu(h)\n g = MatMul(a, v1)\n"
+      " k = MatMul(x, w2)\n b = Relu(k)\n l = MatMul(b, v2)\n p = Mul(g, l) }",
+      "float[1,2] x", "float[1,1] p");
+  const Interval box = test::box({-1, -0.5}, {1, 1.5});
+  const std::vector<Mat> objective = {Mat::Identity(1, 1)};
+  auto bound = [&](Method method, bool refine, const std::vector<Interval>* nodes, BoundsOut& got) {
+    Options o;
+    o.method = method;
+    o.refine_intermediate = refine;
+    o.intersect_ibp = false;
+    BoundsIn in;
+    in.node_bounds = nodes;
+    got.want.lower_coef = true;
+    got.want.node_bounds = true;
+    auto y = linear_bounds(m, box, objective, o, in, &got);
+    EXPECT_TRUE(y.ok()) << y.error().str();
+    return y.ok() ? *y : Interval{};
+  };
+  BoundsOut crown, tuned, steer, unrefined;
+  const Interval full = bound(Method::kCrown, true, nullptr, crown);
+  const Interval alpha = bound(Method::kAlpha, true, nullptr, tuned);
+  const Interval steered = bound(Method::kCrown, false, &tuned.node_bounds, steer);
+  const Interval ibp = bound(Method::kCrown, false, nullptr, unrefined);
+  EXPECT_GT(alpha.lo[0], full.lo[0] + 1e-3);  // the planes were tuned
+  EXPECT_NEAR(steered.lo[0], full.lo[0], 1e-12);
+  EXPECT_NEAR(steered.hi[0], full.hi[0], 1e-12);
+  EXPECT_TRUE(steer.lower_coef.isApprox(crown.lower_coef, 1e-12));
+  EXPECT_NEAR(steer.lower_bias[0], crown.lower_bias[0], 1e-12);
+  EXPECT_LT(ibp.lo[0], full.lo[0] - 1e-3);  // without the node bounds: looser
+}
+
 }  // namespace
 }  // namespace propdag
