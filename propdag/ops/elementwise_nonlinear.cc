@@ -228,7 +228,7 @@ class BilinearOp : public BoundOp, public PairRule {
   // A product of two variables: (ux - x)(uy - y) >= 0 and (ux - x)(y - ly) >= 0 too.
   bool other_planes(const std::vector<const Interval*>& in,
                     std::vector<Planes>& out) const override {
-    if (divide_ || square_ || !uses_x() || !finite(*in[0]) || !finite(*in[1])) return false;
+    if (!has_second_relax() || !finite(*in[0]) || !finite(*in[1])) return false;
     for (size_t i = 0; i < a_.size(); ++i)
       out[i] = product_planes_other(in[0]->lo[a_[i]], in[0]->hi[a_[i]], in[1]->lo[b_[i]],
                                     in[1]->hi[b_[i]]);
