@@ -72,6 +72,13 @@ double two_row_min(const Mat& a, const Vec& slack, const Interval& box, double t
   return v;
 }
 
+// Whether some op of `model` has products' second planes (BoundOp::has_second_relax).
+bool has_products(const Model& model) {
+  for (int n = 0; n < model.dag().size(); ++n)
+    if (model.op(n) != nullptr && model.op(n)->has_second_relax()) return true;
+  return false;
+}
+
 }  // namespace
 
 // two_row_min is concave and piecewise linear in t, with its kinks where some dimension's
@@ -108,6 +115,7 @@ CaseSearch::CaseSearch(const Model& model, const SpecCase& c, const Options& opt
       rhs_(rhs_of(c)),
       free_dims_((c.box.hi.array() > c.box.lo.array()).count()),
       smooth_(has_smooth_ops(model)),
+      products_(has_products(model)),
       lookahead_dims_(smooth_ ? std::min(free_dims_, kSmoothLookahead) : free_dims_),
       carry_nodes_(options.method != Method::kIbp && split.carry_bounds &&
                    elements(model) <= kCarryElements),

@@ -82,6 +82,8 @@ class CaseSearch {
     Interval y;
     Mat coef;
     Vec bias;  // with coef: coef.row(r) . x + bias[r] <= row r's value on the box (empty: unknown)
+    Mat tuned_coef;  // compute()'s tuned planes' lines, beside the steering CROWN's (both clip)
+    Vec tuned_bias;
     // The best margin of a positive combination of the constraints (joint_margin), computed
     // where the bounds were; -inf where it was not.
     double joint = -std::numeric_limits<double>::infinity();
@@ -91,8 +93,7 @@ class CaseSearch {
     Mat multipliers;              // with ReLU splits and alpha: BoundsOut::split_multipliers
   };
 
-  // A box and, once computed, its bounds.
-  struct Open {
+  struct Open {  // a box and, once computed, its bounds
     Interval box;
     std::optional<Bounds> bounds;
     bool ibp_tried = false;  // integer dims: IBP left this single-cell box open (integer_step)
@@ -294,19 +295,17 @@ class CaseSearch {
 
   // The free dimensions of the case's box that change the output of some op rounding to
   // integers (BoundOp::rounds_to_integers) when only they vary, the others at the box's centre:
-  // inputs used as indices, positions, counts. Small inputs only; one IBP
-  // run per dimension.
+  // inputs used as indices, positions, counts. Small inputs only; one IBP run per dimension.
   common::Result<std::vector<Eigen::Index>> find_integer_dims() const;
   // Where the box is split at an integer: the integer dimension with the most cells [k, k + 1)
   // in it, and the integer m nearest its middle; nothing when the box lies in one cell of each.
   std::optional<std::pair<Eigen::Index, double>> integer_cut(const Interval& box) const;
   enum class Step { kNext, kBound, kFalsified, kOutOfTime };
   // One step of depth_first for the top open box when the case has integer dimensions: a box
-  // over several cells is split at an integer without being bounded (kNext), into [lo, m) and
-  // [m, hi] (as doubles: [lo, prev(m)] and [m, hi]); a box within one cell is bounded by IBP
-  // first and dropped when that proves it, its centre is checked for a counterexample, and a box
-  // whose bounds equal those at its centre is dropped as one that no split can prove
-  // (unprovable_); otherwise kBound: depth_first bounds it as usual.
+  // over several cells is split at an integer unbounded (kNext), into [lo, prev(m)] and [m, hi];
+  // a box within one cell is bounded by IBP first and dropped when that proves it, its centre is
+  // checked for a counterexample, and a box whose bounds equal those at its centre is dropped as
+  // unprovable (unprovable_); otherwise kBound: depth_first bounds it as usual.
   common::Result<Step> integer_step(std::vector<Open>& open);
   // With a point evaluator: the integer dimensions through which the model's outputs are
   // constant on each cell [k, k + 1), k >= 0 (the others fixed): when only that dimension varies
@@ -338,7 +337,8 @@ class CaseSearch {
   std::vector<Mat> objective_;
   Vec rhs_;  // the constraints' right-hand sides: a box is proved once one lower bound exceeds
   Eigen::Index free_dims_;  // dimensions in which the case's box has a width
-  bool smooth_;  // a nonlinear op other than a ReLU-like one: one search of small inputs (run)
+  bool smooth_;    // a nonlinear op other than a ReLU-like one: one search of small inputs (run)
+  bool products_;  // some op has products' second planes (tuned beside CROWN: compute())
   // Of free_dims_, how many the lookahead of small inputs tries per split (candidates()).
   Eigen::Index lookahead_dims_;
   bool carry_nodes_;     // boxes keep their nodes' bounds, which narrow those of their halves

@@ -155,6 +155,8 @@ std::optional<double> CaseSearch::clip(Interval& box, const Bounds& b) const {
     return 1;
   const Vec before = box.hi - box.lo;
   if (!clip_box(box, b.coef, b.bias, rhs_)) return std::nullopt;
+  if (b.tuned_bias.size() > 0 && !clip_box(box, b.tuned_coef, b.tuned_bias, rhs_))
+    return std::nullopt;
   double kept = 1;
   for (Eigen::Index d = 0; d < before.size(); ++d)
     if (before[d] > 0) kept *= (box.hi[d] - box.lo[d]) / before[d];
