@@ -48,15 +48,13 @@ Mat tangent_step(const Relaxation& r, const Mat& t, const Mat& lam, Vec& lb) {
   return next;
 }
 
-// lower_pass's step through planes (a kLinear relaxation): `pos` the coefficients (>= 0) taken
-// through the lower planes, `neg` (<= 0) those through the upper ones.
-void planes_step(const Relaxation& r, const Mat& pos, const Mat& neg, const DagNode& node,
-                 std::vector<Mat>& lam, Vec& lb) {
-  lb += pos * r.lo_bias + neg * r.up_bias;
-  if (r.lo_map.rows() != 0)
-    accumulate(lam[node.inputs[0]], Mat(pos * r.lo_map) + Mat(neg * r.up_map));
-  if (r.lo_map1.rows() != 0)
-    accumulate(lam[node.inputs[1]], Mat(pos * r.lo_map1) + Mat(neg * r.up_map1));
+// lower_pass's step through planes (a kLinear relaxation): the coefficients `a` >= 0 are taken
+// through the lower planes, those <= 0 through the upper ones.
+void planes_step(const Relaxation& r, const Mat& a, const DagNode& node, std::vector<Mat>& lam,
+                 Vec& lb) {
+  add_by_sign(a, r.lo_bias, r.up_bias, lb);
+  if (r.lo_map.rows() != 0) add_mapped_by_sign(a, r.lo_map, r.up_map, lam[node.inputs[0]]);
+  if (r.lo_map1.rows() != 0) add_mapped_by_sign(a, r.lo_map1, r.up_map1, lam[node.inputs[1]]);
 }
 
 // The planes' values at what follows them in the pass: lo(r, j) = lower plane j of `r` applied to
@@ -129,29 +127,33 @@ Crown::LowerPass Crown::lower_pass(const std::vector<int>& order,
         accumulate(pass.lam[dag_node.inputs[t.slot]], times(lam, t));
       pass.lb += lam * *relax.bias;
     } else if (relax.kind == Relaxation::Kind::kLinear) {
-      const Mat lam_pos = lam.cwiseMax(0.0), lam_neg = lam.cwiseMin(0.0);
       if (alpha[n].size() == 0) {
-        planes_step(relax, lam_pos, lam_neg, dag_node, pass.lam, pass.lb);
+        planes_step(relax, lam, dag_node, pass.lam, pass.lb);
         continue;
       }
-      // Weight w of the first planes, 1 - w of the second (per row, element and side).
+      // Weight w of the first planes, 1 - w of the second (per row, element and side): w in
+      // [0, 1] keeps each coefficient's sign.
       const Eigen::Index m = lam.cols();
       const auto w_lo = alpha[n].leftCols(m).array(), w_up = alpha[n].rightCols(m).array();
-      planes_step(relax, Mat(lam_pos.array() * w_lo), Mat(lam_neg.array() * w_up), dag_node,
+      const auto nonneg = lam.array() >= 0;
+      planes_step(relax, nonneg.select(lam.array() * w_lo, lam.array() * w_up).matrix(), dag_node,
                   pass.lam, pass.lb);
-      planes_step(*relax.second, Mat(lam_pos.array() * (1 - w_lo)),
-                  Mat(lam_neg.array() * (1 - w_up)), dag_node, pass.lam, pass.lb);
+      planes_step(*relax.second,
+                  nonneg.select(lam.array() * (1 - w_lo), lam.array() * (1 - w_up)).matrix(),
+                  dag_node, pass.lam, pass.lb);
     } else if (relax.kind == Relaxation::Kind::kElementwise) {
       if (relax.curve != nullptr && alpha[n].size() != 0) {
         accumulate(pass.lam[dag_node.inputs[0]], tangent_step(relax, alpha[n], lam, pass.lb));
         continue;
       }
-      Mat lam_pos = lam.cwiseMax(0.0), lam_neg = lam.cwiseMin(0.0);
-      pass.lb += lam_pos * relax.lo_bias + lam_neg * relax.up_bias;
-      Mat next = alpha[n].size() ? Mat(lam_pos.cwiseProduct(alpha[n]))
-                                 : scale_cols(lam_pos, relax.lo_slope);
-      next += scale_cols(lam_neg, relax.up_slope);
-      accumulate(pass.lam[dag_node.inputs[0]], std::move(next));
+      add_by_sign(lam, relax.lo_bias, relax.up_bias, pass.lb);
+      Mat& into = pass.lam[dag_node.inputs[0]];
+      if (alpha[n].size() == 0) {
+        add_scaled_by_sign(lam, relax.lo_slope, relax.up_slope, into);
+        continue;
+      }
+      accumulate(into, Mat(lam.cwiseMax(0.0).cwiseProduct(alpha[n]) +
+                           scale_cols(lam.cwiseMin(0.0), relax.up_slope)));
     } else {
       pass.lb += lam.cwiseMax(0.0) * node_bounds_[n].lo + lam.cwiseMin(0.0) * node_bounds_[n].hi;
     }
@@ -326,19 +328,24 @@ Vec Crown::optimized_lower(int target, const Mat& c, Mat* lower_coef, const Vec*
     }
     if (carried_over) {
       LowerPass from = lower_pass(order, rel, carried, beta, target, c);
-      bool changed = false;
+      Eigen::Index changed = 0;
       for (Eigen::Index r = 0; r < k; ++r) {
         if (!(from.lb[r] > pass.lb[r])) continue;
-        changed = true;
+        ++changed;
         for (int n : order)
           if (alpha[n].size()) alpha[n].row(r) = carried[n].row(r);
       }
-      if (changed) pass = lower_pass(order, rel, alpha, beta, target, c);
+      // Rows are independent: where every row took the carried slopes, `from` is their pass.
+      if (changed == k)
+        pass = std::move(from);
+      else if (changed > 0)
+        pass = lower_pass(order, rel, alpha, beta, target, c);
     }
   }
   std::vector<Mat> best_alpha = alpha;
   Mat best_beta = beta;
   Vec best = pass.lb;
+  bool pass_is_best = true;  // every row of `pass` is the pass of its best slopes
   const int steps = carried_over ? options_.alpha_warm_steps : options_.alpha_steps;
   auto done = [&] { return goal != nullptr && (best - *goal).maxCoeff() > 0; };
   auto adam = [&](Mat& x, Mat& v1, Mat& v2, const Mat& grad, double fix1, double fix2) {
@@ -362,8 +369,12 @@ Vec Crown::optimized_lower(int target, const Mat& c, Mat* lower_coef, const Vec*
       beta = beta.cwiseMax(0.0);
     }
     pass = lower_pass(order, rel, alpha, beta, target, c);
+    pass_is_best = true;
     for (Eigen::Index r = 0; r < k; ++r) {
-      if (!(pass.lb[r] > best[r])) continue;
+      if (!(pass.lb[r] > best[r])) {
+        pass_is_best = false;
+        continue;
+      }
       best[r] = pass.lb[r];
       for (int n : order)
         if (alpha[n].size()) best_alpha[n].row(r) = alpha[n].row(r);
@@ -373,8 +384,9 @@ Vec Crown::optimized_lower(int target, const Mat& c, Mat* lower_coef, const Vec*
   if (warm != nullptr) *warm = best_alpha;
   if (warm_beta != nullptr) *warm_beta = best_beta;
   if (lower_coef != nullptr) {
-    // Rows are independent, so one pass with every row's best slopes gives every best bound.
-    pass = lower_pass(order, rel, best_alpha, best_beta, target, c);
+    // Rows are independent, so one pass with every row's best slopes gives every best bound
+    // (the last pass, where each row's slopes were its best).
+    if (!pass_is_best) pass = lower_pass(order, rel, best_alpha, best_beta, target, c);
     for (int n : order)
       if (model_.op(n) == nullptr && pass.lam[n].size())
         lower_coef->block(0, input_offset_[n], k, pass.lam[n].cols()) += pass.lam[n];
