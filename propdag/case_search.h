@@ -302,7 +302,7 @@ class CaseSearch {
   std::optional<std::pair<Eigen::Index, double>> integer_cut(const Interval& box) const;
   enum class Step { kNext, kBound, kFalsified, kOutOfTime };
   // One step of depth_first for the top open box when the case has integer dimensions: a box
-  // over several cells is split at an integer unbounded (kNext), into [lo, prev(m)] and [m, hi];
+  // over several cells is split at an integer, not bounded (kNext), into [lo, prev(m)] and [m, hi];
   // a box within one cell is bounded by IBP first and dropped when that proves it, its centre is
   // checked for a counterexample, and a box whose bounds equal those at its centre is dropped as
   // unprovable (unprovable_); otherwise kBound: depth_first bounds it as usual.
