@@ -9,7 +9,9 @@
 #                  scripts/tidy-clean (committed changes and the working tree), and every source
 #                  that includes a changed header, directly or through project headers.
 #   TIDY_ALL=1     every source the build compiles (the whole-tree pass: ~21 minutes on 2 cores).
-#   --record       after a clean whole-tree pass, write HEAD into scripts/tidy-clean.
+#   --record       after a clean pass, write HEAD into scripts/tidy-clean: the whole tree with
+#                  TIDY_ALL=1, else what changed since the recorded commit (the rest is as it was
+#                  there, where it was clean). Needs a working tree without changes.
 # Where scripts/tidy-clean's commit is not in this clone (a shallow clone), every source is checked.
 # Exit 0 when clean, 1 on findings, 77 when clang-tidy is not installed (ctest reports a skip).
 set -euo pipefail
@@ -18,7 +20,10 @@ record=0
 if [[ "${1:-}" == "--record" ]]; then
   record=1
   shift
-  export TIDY_ALL=1
+  if [[ -n "$(git -C "$here" status --porcelain)" ]]; then
+    echo "tidy.sh: --record needs a working tree without changes (commit them first)" >&2
+    exit 2
+  fi
 fi
 build="${1:-${BUILD_DIR:-$here/build}}"
 shift || true
@@ -61,6 +66,10 @@ if /usr/bin/python3 -c 'import pyflakes' 2>/dev/null; then
   fi
 fi
 if (($#)); then
+  if ((record)); then
+    echo "tidy.sh: --record checks the tree, not named files" >&2
+    exit 2
+  fi
   files=("$@")
 else
   # The project's sources the build compiles (not generated ones under the build folder), narrowed
@@ -87,6 +96,10 @@ else
   fi
   if ((${#files[@]} == 0)); then
     echo "tidy.sh: formatting and Python clean; no compiled source changed"
+    if ((record)); then
+      git -C "$here" rev-parse HEAD >"$here/scripts/tidy-clean"
+      echo "tidy.sh: recorded $(cat "$here/scripts/tidy-clean") in scripts/tidy-clean (commit it)"
+    fi
     exit 0
   fi
 fi
