@@ -25,6 +25,12 @@ if [[ "${1:-}" == "--record" ]]; then
     exit 2
   fi
 fi
+# With --record, after a clean pass: HEAD becomes the lint-clean commit.
+record_head() {
+  ((record)) || return 0
+  git -C "$here" rev-parse HEAD >"$here/scripts/tidy-clean"
+  echo "tidy.sh: recorded $(cat "$here/scripts/tidy-clean") in scripts/tidy-clean (commit it)"
+}
 build="${1:-${BUILD_DIR:-$here/build}}"
 shift || true
 tidy="$(command -v clang-tidy-14 || command -v clang-tidy || true)"
@@ -96,10 +102,7 @@ else
   fi
   if ((${#files[@]} == 0)); then
     echo "tidy.sh: formatting and Python clean; no compiled source changed"
-    if ((record)); then
-      git -C "$here" rev-parse HEAD >"$here/scripts/tidy-clean"
-      echo "tidy.sh: recorded $(cat "$here/scripts/tidy-clean") in scripts/tidy-clean (commit it)"
-    fi
+    record_head
     exit 0
   fi
 fi
@@ -120,7 +123,4 @@ if ((failed)); then
   exit 1
 fi
 echo "tidy.sh: ${#files[@]} files clean"
-if ((record)); then
-  git -C "$here" rev-parse HEAD >"$here/scripts/tidy-clean"
-  echo "tidy.sh: recorded $(cat "$here/scripts/tidy-clean") in scripts/tidy-clean (commit it)"
-fi
+record_head
