@@ -181,7 +181,9 @@ common::Status run_verify(const Args& a) {
     split.full_crown = [&]() -> propdag::BoxBounder* {
       if (!full_tried) {
         full_tried = true;
-        auto e = propdag::torch_engine::load(model, {"cpu", false});
+        // --threads N > 1: LibTorch's threads too (its row chunks side by side).
+        const int threads = a.split.threads > 1 ? a.split.threads : 0;
+        auto e = propdag::torch_engine::load(model, {"cpu", false, threads});
         if (e.ok()) full_engine = std::move(*e);
         if (e.ok()) full_bounder = propdag::torch_engine::box_bounder(*full_engine, model, 1);
       }
@@ -310,8 +312,8 @@ static int main_body(int argc, char** argv) {
   verify
       ->add_option("--threads", a.split.threads,
                    "with --split, on the Eigen engine: threads that search the parts of a small "
-                   "input's box side by side, or bound a large input's halves side by side "
-                   "(default 1)")
+                   "input's box side by side, or bound a large input's halves side by side; "
+                   "LibTorch's threads for a large input's full CROWN bound (default 1)")
       ->check(CLI::Range(1, 1024));
   verify->add_option("--result", a.result,
                      "also write the verdict as a VNN-COMP result file: unsat (verified), sat "

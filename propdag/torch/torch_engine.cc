@@ -312,6 +312,7 @@ bool sequential_openblas() {
 }  // namespace internal
 
 common::Result<std::unique_ptr<Engine>> create(const Model& model, const Device& device) {
+  if (device.threads > 0 && device.device == "cpu") at::set_num_threads(device.threads);
   if (internal::sequential_openblas() && at::get_num_threads() > 1) at::set_num_threads(1);
   at::TensorOptions opts = at::TensorOptions().dtype(device.float32 ? at::kFloat : at::kDouble);
   if (device.device == "cuda") {

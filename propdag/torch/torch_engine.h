@@ -19,6 +19,9 @@ namespace propdag::torch_engine {
 struct Device {
   std::string device = "cpu";  ///< "cpu" or "cuda"
   bool float32 = false;        ///< float64 by default
+  /// LibTorch's threads on the CPU, set for the process (0: $OMP_NUM_THREADS, else its count of
+  /// physical cores).
+  int threads = 0;
 };
 
 /// K boxes (or K bounds): row k of lo/hi is box k, flattened (graph inputs concatenated).
@@ -64,9 +67,10 @@ class Engine {
 
 /// Prepares `model` for `device`. Fails in one line for an unknown device, for "cuda" without a
 /// usable GPU, and for a node whose op this engine has no rule for (naming node and op). On the
-/// CPU LibTorch's threads ($OMP_NUM_THREADS, by default its count of physical cores) run chunks
-/// of boxes side by side, except with a BLAS that is not safe to call from two threads at once
-/// (OpenBLAS's sequential build, Debian's default): create() sets one thread then.
+/// CPU LibTorch's threads (Device::threads) run chunks of boxes side by side, or a pass's chunks
+/// of rows where the boxes are fewer than the threads, except with a BLAS that is not safe to call
+/// from two threads at once (OpenBLAS's sequential build, Debian's default): create() sets one
+/// thread then.
 common::Result<std::unique_ptr<Engine>> create(const Model& model, const Device& device);
 
 }  // namespace propdag::torch_engine

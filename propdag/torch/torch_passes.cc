@@ -13,6 +13,7 @@
 #include <ATen/ops/zeros.h>
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 #include <set>
 #include <utility>
@@ -268,18 +269,16 @@ Result<TBox> TorchEngine::backward(int target, const at::Tensor& c, const TBox& 
   if (per_box && rows != 1) unit = nullptr;
   const auto chunk = std::max<int64_t>(
       1, static_cast<int64_t>(opt.chunk_entries / (widest * static_cast<double>(k))));
-  std::vector<at::Tensor> lo, hi;
-  for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
-    if (late != nullptr && r0 > 0 && opt.past_deadline()) {
-      *late = true;
-      return TBox{};
-    }
-    const int64_t rk = std::min(chunk, rows - r0);
+  const int64_t chunks = (rows + chunk - 1) / chunk;
+  std::vector<at::Tensor> lo(static_cast<size_t>(chunks)), hi(static_cast<size_t>(chunks));
+  // Chunk i of the rows, its lines cached in `ls` (nullptr: computed where needed).
+  auto run = [&](int64_t i, std::vector<TLines>* ls) -> Status {
+    const int64_t r0 = i * chunk, rk = std::min(chunk, rows - r0);
     TBackward w{std::vector<at::Tensor>(dag.size()),
                 std::vector<at::Tensor>(dag.size()),
                 at::zeros({k, rk}, opts_),
                 at::zeros({k, rk}, opts_),
-                lines,
+                ls,
                 std::vector<Window>(dag.size())};
     // [1, rows, n]: the same for every box until a nonlinear op's lines make it differ
     // (every step broadcasts a batch of 1 against the boxes).
@@ -312,8 +311,42 @@ Result<TBox> TorchEngine::backward(int target, const at::Tensor& c, const TBox& 
       w.lam[n] = at::Tensor();
       w.om[n] = at::Tensor();
     }
-    lo.push_back(w.lb);
-    hi.push_back(w.ub);
+    lo[static_cast<size_t>(i)] = w.lb;
+    hi[static_cast<size_t>(i)] = w.ub;
+    return {};
+  };
+  // The first chunk alone (it fills the lines' cache); the others on LibTorch's threads where a
+  // few boxes leave them idle (over_chunks runs chunks of boxes side by side), each op of a
+  // chunk then on its thread alone, and each thread with its own copy of the cache.
+  RETURN_IF_ERROR(run(0, lines));
+  const int64_t threads = cpu_paths(opts_.device()) && !at::in_parallel_region()
+                              ? std::min<int64_t>(at::get_num_threads(), chunks - 1)
+                              : 1;
+  std::atomic<int64_t> next{1};
+  std::atomic<bool> past{false};
+  std::vector<Status> status(static_cast<size_t>(std::max<int64_t>(threads, 1)));
+  auto worker = [&](int64_t t) {
+    std::vector<TLines> own;
+    if (lines != nullptr && threads > 1) own = *lines;
+    std::vector<TLines>* ls = lines == nullptr ? nullptr : threads > 1 ? &own : lines;
+    for (int64_t i = next++; i < chunks && status[static_cast<size_t>(t)].ok(); i = next++) {
+      if (late != nullptr && (past || opt.past_deadline())) {
+        past = true;
+        return;
+      }
+      status[static_cast<size_t>(t)] = guarded([&] { return run(i, ls); });
+    }
+  };
+  if (threads > 1)
+    at::parallel_for(0, threads, 1, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) worker(t);
+    });
+  else if (chunks > 1)
+    worker(0);
+  for (const Status& st : status) RETURN_IF_ERROR(st);
+  if (past) {
+    *late = true;
+    return TBox{};
   }
   TBox out = lo.size() == 1 ? TBox{lo[0], hi[0]} : TBox{at::cat(lo, 1), at::cat(hi, 1)};
   internal::nan_as_unbounded(out);

@@ -1,9 +1,11 @@
 // LibTorch's threads against the BLAS in the process: OpenBLAS's sequential build is not safe to
 // call from two threads at once, so creating an engine sets one thread with it; bounds with the
-// threads it leaves equal the Eigen engine's.
+// threads it leaves equal the Eigen engine's, whether chunks of boxes or one box's chunks of rows
+// run side by side.
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -84,6 +86,58 @@ TEST(TorchThreads, OneChunkOfAllBoxesAsOnCuda) {
   at::set_num_threads(threads);
   ASSERT_TRUE(got.ok()) << got.error().str();
   expect_eigen_bounds(model, boxes, crown, *got);
+}
+
+// One box whose passes take their rows in chunks of one (Options::chunk_entries), on the
+// threads Device::threads asks for: every chunk but the first on its own thread, with its own
+// copy of the lines' cache. The bounds equal the Eigen engine's, on a hand-worked net and on a
+// shared conv net's property box (skipped without ../shared).
+void expect_row_chunks_equal(const Model& model, const Boxes& box, double tol) {
+  const int threads = at::get_num_threads();
+  auto e = create(model, {"cpu", false, 2});
+  ASSERT_TRUE(e.ok()) << e.error().str();
+  EXPECT_EQ(at::get_num_threads(), internal::sequential_openblas() ? 1 : 2);
+  for (Method m : {Method::kCrown, Method::kAlpha}) {
+    Options o;
+    o.method = m;
+    o.refine_budget = torch_test::kBudget;
+    auto ref = (*e)->output_bounds(box, o);  // chunks as large as the default allows
+    o.chunk_entries = 1;
+    auto got = (*e)->output_bounds(box, o);
+    ASSERT_TRUE(ref.ok()) << ref.error().str();
+    ASSERT_TRUE(got.ok()) << got.error().str();
+    for (size_t out = 0; out < ref->size(); ++out) {
+      torch_test::expect_close((*ref)[out].lo.row(0).transpose(), (*got)[out].lo.row(0).transpose(),
+                               tol, "lo");
+      torch_test::expect_close((*ref)[out].hi.row(0).transpose(), (*got)[out].hi.row(0).transpose(),
+                               tol, "hi");
+    }
+    if (m == Method::kCrown) {
+      auto eigen = output_bounds(model, {box.lo.row(0).transpose(), box.hi.row(0).transpose()}, o);
+      ASSERT_TRUE(eigen.ok()) << eigen.error().str();
+      torch_test::expect_close(eigen->back().lo, got->back().lo.row(0).transpose(), tol, "lo");
+      torch_test::expect_close(eigen->back().hi, got->back().hi.row(0).transpose(), tol, "hi");
+    }
+  }
+  at::set_num_threads(threads);
+}
+
+TEST(TorchThreads, RowChunksOfOneBoxSideBySide) {
+  Model model = test::build(test::kThreeReluNet);
+  Boxes box{Mat(1, 2), Mat(1, 2)};
+  box.lo << -1.0, -2.0;
+  box.hi << 2.0, 1.5;
+  expect_row_chunks_equal(model, box, 1e-12);
+}
+
+TEST(TorchThreads, RowChunksOfOneBoxSideBySideOnAConvNet) {
+  const std::filesystem::path bench =
+      std::filesystem::path(VNNCOMP_BENCHMARKS) / "collins_rul_cnn_2023";
+  auto loaded = torch_test::load_shared(
+      bench / "onnx/NN_rul_small_window_20.onnx",
+      bench / "vnnlib/robustness_2perturbations_delta5_epsilon10_w20.vnnlib");
+  if (!loaded) GTEST_SKIP() << "shared benchmarks absent";
+  expect_row_chunks_equal(loaded->first, torch_test::one(loaded->second.hull()), 1e-9);
 }
 
 }  // namespace
