@@ -67,10 +67,10 @@ class Engine {
 
 /// Prepares `model` for `device`. Fails in one line for an unknown device, for "cuda" without a
 /// usable GPU, and for a node whose op this engine has no rule for (naming node and op). On the
-/// CPU LibTorch's threads (Device::threads) run chunks of boxes side by side, or a pass's chunks
-/// of rows where the boxes are fewer than the threads, except with a BLAS that is not safe to call
-/// from two threads at once (OpenBLAS's sequential build, Debian's default): create() sets one
-/// thread then.
+/// CPU LibTorch's threads (Device::threads) run chunks of boxes side by side, or, where a call's
+/// boxes make one chunk (one box), a pass's chunks of rows, except with a BLAS that is not safe
+/// to call from two threads at once (OpenBLAS's sequential build, Debian's default): create()
+/// sets one thread then.
 common::Result<std::unique_ptr<Engine>> create(const Model& model, const Device& device);
 
 }  // namespace propdag::torch_engine

@@ -315,9 +315,9 @@ Result<TBox> TorchEngine::backward(int target, const at::Tensor& c, const TBox& 
     hi[static_cast<size_t>(i)] = w.ub;
     return {};
   };
-  // The first chunk alone (it fills the lines' cache); the others on LibTorch's threads where a
-  // few boxes leave them idle (over_chunks runs chunks of boxes side by side), each op of a
-  // chunk then on its thread alone, and each thread with its own copy of the cache.
+  // The first chunk alone (it fills the lines' cache), then the others on LibTorch's threads
+  // unless this call already runs on one of them (over_chunks' chunks of boxes): each thread
+  // takes the next chunk, with its own copy of the cache, each op of it on that thread alone.
   RETURN_IF_ERROR(run(0, lines));
   const int64_t threads = cpu_paths(opts_.device()) && !at::in_parallel_region()
                               ? std::min<int64_t>(at::get_num_threads(), chunks - 1)
