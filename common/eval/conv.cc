@@ -49,26 +49,34 @@ Result<Outputs> conv_kernel(const Ctx& c) {
   RETURN_IF_ERROR(check_size(c, dims));
   int64_t in_sz = num_elements(in), out_sz = num_elements(w.out), k_sz = num_elements(kernel);
   int64_t cg = ch / group, mg = m / group;
+  std::vector<double> bv(static_cast<size_t>(m), 0);
+  if (bias)
+    for (int64_t oc = 0; oc < m; ++oc) bv[static_cast<size_t>(oc)] = scalar_double(*bias, oc);
   return visit_floating(c, x->dtype, [&]<class T>(Tag<T>) -> Result<Outputs> {
     Tensor y = make_tensor(x->dtype, dims);
     auto px = x->span<T>(), pw = wt->span<T>();
     auto o = y.mutable_span<T>();
     std::vector<int64_t> pos(w.out.size(), 0);
-    for (int64_t b = 0; b < n; ++b) {
-      for (int64_t oc = 0; oc < m; ++oc) {
-        int64_t g = oc / mg;
-        double bv = bias ? scalar_double(*bias, oc) : 0;
-        std::fill(pos.begin(), pos.end(), 0);
-        for (int64_t p = 0; p < out_sz; ++p, next_index(pos, w.out)) {
-          double acc = bv;
+    // Per output position, the taps that fall inside the input (offset, index in the kernel),
+    // shared by every batch, output channel and input channel.
+    std::vector<std::pair<int64_t, int64_t>> taps;
+    taps.reserve(static_cast<size_t>(k_sz));
+    for (int64_t p = 0; p < out_sz; ++p, next_index(pos, w.out)) {
+      taps.clear();
+      int64_t t = 0;
+      for_each_tap(w, pos, [&](int64_t off, bool inside, bool) {
+        if (inside) taps.emplace_back(off, t);
+        ++t;
+      });
+      for (int64_t b = 0; b < n; ++b) {
+        for (int64_t oc = 0; oc < m; ++oc) {
+          const int64_t g = oc / mg;
+          double acc = bv[static_cast<size_t>(oc)];
           for (int64_t ic = 0; ic < cg; ++ic) {
             const T* xs = px.data() + (b * ch + g * cg + ic) * in_sz;
             const T* ws = pw.data() + (oc * cg + ic) * k_sz;
-            int64_t t = 0;
-            for_each_tap(w, pos, [&](int64_t off, bool inside, bool) {
-              if (inside) acc += static_cast<double>(xs[off]) * static_cast<double>(ws[t]);
-              ++t;
-            });
+            for (const auto& [off, tap] : taps)
+              acc += static_cast<double>(xs[off]) * static_cast<double>(ws[tap]);
           }
           o[(b * m + oc) * out_sz + p] = static_cast<T>(acc);
         }
