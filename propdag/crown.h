@@ -182,7 +182,8 @@ class Crown {
   void add_split_scores(int target, const Mat& c, std::vector<Vec>& scores) const;
   /// Bounds of c * target; adds the lower bound's input coefficients to `lower_coef` if given.
   /// `unit` (optional): c's rows are the identity's rows at these indices, so that an affine
-  /// target's first step takes its weights' rows instead of multiplying by them.
+  /// target's first step takes its weights' rows instead of multiplying by them; c may then be
+  /// empty, and those rows are made a chunk at a time where they are needed.
   Interval backward(int target, const Mat& c, Mat* lower_coef = nullptr,
                     const std::vector<Eigen::Index>* unit = nullptr);
   const Interval& bounds(int node) const { return node_bounds_[node]; }
