@@ -165,6 +165,18 @@ std::vector<Eigen::Index> Crown::refined_rows(int node, RefineRows kind) const {
   return rows;
 }
 
+namespace {
+
+// Rows first_row .. first_row + count of the identity's rows at `unit`, over n columns.
+Mat identity_rows(const std::vector<Eigen::Index>& unit, Eigen::Index first_row, Eigen::Index count,
+                  Eigen::Index n) {
+  Mat id = Mat::Zero(count, n);
+  for (Eigen::Index i = 0; i < count; ++i) id(i, unit[first_row + i]) = 1;
+  return id;
+}
+
+}  // namespace
+
 bool Crown::refine(int node, const std::vector<Eigen::Index>& rows) {
   const auto count = static_cast<Eigen::Index>(rows.size());
   // The identity's rows, made by backward() a chunk at a time where they are needed: all of
@@ -196,9 +208,7 @@ Interval Crown::backward(int target, const Mat& c, Mat* lower_coef,
                   Vec::Zero(chunk_rows)};
     if (unit == nullptr || !first_step(target, *unit, first_row, pass)) {
       if (c.size() == 0 && unit != nullptr) {
-        pass.lam[target] = Mat::Zero(chunk_rows, model_.numel(target));
-        for (Eigen::Index i = 0; i < chunk_rows; ++i)
-          pass.lam[target](i, (*unit)[first_row + i]) = 1;
+        pass.lam[target] = identity_rows(*unit, first_row, chunk_rows, model_.numel(target));
       } else {
         pass.lam[target] = c.middleRows(first_row, chunk_rows);
       }
@@ -238,9 +248,7 @@ bool Crown::first_step(int target, const std::vector<Eigen::Index>& unit, Eigen:
         for (SpMat::InnerIterator it(sp, unit[first_row + i]); it; ++it)
           lam(i, it.col()) = it.value();
     } else {
-      Mat id = Mat::Zero(rows, model_.numel(target));
-      for (Eigen::Index i = 0; i < rows; ++i) id(i, unit[first_row + i]) = 1;
-      lam = times(id, t);
+      lam = times(identity_rows(unit, first_row, rows, model_.numel(target)), t);
     }
     Mat om = lam;
     accumulate(pass.lam[dag_node.inputs[t.slot]], std::move(lam));
