@@ -9,7 +9,8 @@
 namespace propdag::internal {
 
 /// Weights of the objective rows over a case's k constraints: each constraint alone, then (for
-/// 2 <= k <= 5) the average of each pair, and (k >= 3) the average of all. A point of the unsafe
+/// 3 <= k <= 5) the average of each pair, and (k >= 3) the average of all (two constraints are
+/// combined per box by CaseSearch::joint_margin instead). A point of the unsafe
 /// set meets every constraint c_r . y <= rhs_r, so it meets every such average too: a box is safe
 /// once one row's lower bound exceeds its right-hand side. An average can prove that when no
 /// single constraint can, because its own relaxation is bounded at one point of the box.
