@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "propdag/objective.h"
 #include "propdag/test_util.h"
 
 namespace propdag {
@@ -184,12 +185,32 @@ void expect_crown_proves_at_once(const Model& m, const Spec& s) {
 
 // y = [x, -x]; unsafe: y0 <= -0.5 and y1 <= -0.5 (x <= -0.5 and x >= 0.5: no such x). Neither
 // constraint alone is refuted over the box (each y_i reaches -1), but their average
-// (y0 + y1) / 2 = 0 exceeds the average right-hand side -0.5 everywhere: CROWN proves the case
-// from the averaged row without splitting. IBP bounds the average from y's interval, [-1, 1],
-// and cannot.
+// (y0 + y1) / 2 = 0 exceeds the average right-hand side -0.5 everywhere: CROWN's linear lower
+// bounds of the two rows, weighted by the joint margin, prove the case without splitting. IBP
+// bounds the average from y's interval, [-1, 1], and cannot.
 TEST(VerifyTest, AnAverageOfConstraintsProvesWhatNoSingleOneCan) {
   expect_crown_proves_at_once(scaled_pair(-1), pair_spec("(assert (<= Y_0 -0.5))\n"
                                                          "(assert (<= Y_1 -0.5))\n"));
+}
+
+// The objective rows of a case of k constraints: the constraints, then for 3 <= k <= 5 the
+// average of each pair, and for k >= 3 the average of all. Two constraints get no averaged row:
+// the joint margin weighs their two rows per box (the test above).
+TEST(VerifyTest, ObjectiveRowsAverageThreeToFiveConstraintsInPairs) {
+  const Mat one = internal::row_weights(1), two = internal::row_weights(2);
+  ASSERT_EQ(one.rows(), 1);
+  EXPECT_EQ(one(0, 0), 1.0);
+  ASSERT_EQ(two.rows(), 2);
+  EXPECT_TRUE(two.isIdentity());
+  const Mat three = internal::row_weights(3);
+  ASSERT_EQ(three.rows(), 7);
+  EXPECT_TRUE(three.topRows(3).isIdentity());
+  Mat averages(4, 3);
+  averages << 0.5, 0.5, 0, 0.5, 0, 0.5, 0, 0.5, 0.5, 1.0 / 3, 1.0 / 3, 1.0 / 3;
+  EXPECT_TRUE(three.bottomRows(4).isApprox(averages));
+  const Mat six = internal::row_weights(6);  // past five: the average of all only
+  ASSERT_EQ(six.rows(), 7);
+  EXPECT_TRUE(six.row(6).isApprox(Vec::Constant(6, 1.0 / 6).transpose()));
 }
 
 // y = [x, -3x]; unsafe: y0 <= -0.5 and y1 <= -1.5 (x <= -0.5 and x >= 0.5: no such x). Each
