@@ -102,7 +102,7 @@ void clamp_cols(Mat& a, const Tunable& range) {
 }  // namespace
 
 Crown::LowerPass Crown::lower_pass(const std::vector<int>& order,
-                                   const std::vector<Relaxation>& rel,
+                                   const std::vector<const Relaxation*>& rel,
                                    const std::vector<Mat>& alpha, const Mat& beta, int target,
                                    const Mat& c) const {
   LowerPass pass{std::vector<Mat>(model_.dag().size()), Vec::Zero(c.rows())};
@@ -121,7 +121,7 @@ Crown::LowerPass Crown::lower_pass(const std::vector<int>& order,
       continue;
     }
     const DagNode& dag_node = model_.dag().node(n);
-    const Relaxation& relax = rel[n];
+    const Relaxation& relax = *rel[n];
     if (relax.kind == Relaxation::Kind::kAffine) {
       for (const LinearTerm& t : *relax.terms)
         accumulate(pass.lam[dag_node.inputs[t.slot]], times(lam, t));
@@ -166,7 +166,7 @@ Crown::LowerPass Crown::lower_pass(const std::vector<int>& order,
 // tuned nodes. Row r of lb depends on row r of everything only, so the rows' gradients are
 // independent.
 std::vector<Mat> Crown::alpha_gradient(const std::vector<int>& order,
-                                       const std::vector<Relaxation>& rel,
+                                       const std::vector<const Relaxation*>& rel,
                                        const std::vector<Mat>& alpha, const LowerPass& pass,
                                        Mat* beta_grad) const {
   const size_t size = model_.dag().size();
@@ -178,7 +178,7 @@ std::vector<Mat> Crown::alpha_gradient(const std::vector<int>& order,
     const BoundOp* op = model_.op(n);
     Mat& node_grad = lam_grad[n];
     node_grad.resize(lam.rows(), lam.cols());
-    if (op == nullptr || rel[n].kind == Relaxation::Kind::kConstant) {
+    if (op == nullptr || rel[n]->kind == Relaxation::Kind::kConstant) {
       // lb gains lam_i * lo_i where lam_i >= 0, lam_i * hi_i otherwise.
       Vec lo =
           op ? node_bounds_[n].lo : Vec(input_box_.lo.segment(input_offset_[n], model_.numel(n)));
@@ -190,7 +190,7 @@ std::vector<Mat> Crown::alpha_gradient(const std::vector<int>& order,
       continue;
     }
     const DagNode& dag_node = model_.dag().node(n);
-    const Relaxation& relax = rel[n];
+    const Relaxation& relax = *rel[n];
     if (relax.kind == Relaxation::Kind::kAffine) {
       node_grad = relax.bias->transpose().replicate(lam.rows(), 1);
       for (const LinearTerm& t : *relax.terms) {
@@ -275,7 +275,7 @@ Vec Crown::optimized_lower(int target, const Mat& c, Mat* lower_coef, const Vec*
   const Dag& dag = model_.dag();
   const std::vector<int> order = dag.backward_order(target);
   const Eigen::Index k = c.rows();
-  std::vector<Relaxation> rel(dag.size());
+  std::vector<const Relaxation*> rel(dag.size(), nullptr);
   std::vector<Mat> alpha(dag.size());
   std::vector<Tunable> range(dag.size());
   double entries = 0;
@@ -285,14 +285,8 @@ Vec Crown::optimized_lower(int target, const Mat& c, Mat* lower_coef, const Vec*
     reached[n] = 1;
     entries += static_cast<double>(model_.numel(n)) * static_cast<double>(k);
     if (model_.op(n) == nullptr) continue;
-    rel[n] = relax_at(n);
-    if (options_.alpha_planes && rel[n].kind == Relaxation::Kind::kLinear) {
-      std::vector<const Interval*> in;
-      for (int p : dag.node(n).inputs) in.push_back(p >= 0 ? &node_bounds_[p] : nullptr);
-      if (std::optional<Relaxation> s = model_.op(n)->second_relax(in))
-        rel[n].second = std::make_shared<const Relaxation>(std::move(*s));
-    }
-    range[n] = tunable_range(rel[n]);
+    rel[n] = options_.alpha_planes ? &relax_with_second(n) : &relax_at(n);
+    range[n] = tunable_range(*rel[n]);
     if (range[n].lo.size() == 0) continue;
     alpha[n] = range[n].start.transpose().replicate(k, 1);
     tunable = true;

@@ -282,6 +282,20 @@ const Relaxation& Crown::relax_at(int node) const {
   return *slot;
 }
 
+const Relaxation& Crown::relax_with_second(int node) const {
+  const Relaxation& relax = relax_at(node);
+  std::optional<Relaxation>& slot = relaxations_[node];
+  // A fixed relaxation is affine: no planes.
+  if (relax.kind != Relaxation::Kind::kLinear || !slot || &*slot != &relax ||
+      relax.second != nullptr)
+    return relax;
+  std::vector<const Interval*> in;
+  for (int p : model_.dag().node(node).inputs) in.push_back(p >= 0 ? &node_bounds_[p] : nullptr);
+  if (std::optional<Relaxation> s = model_.op(node)->second_relax(in))
+    slot->second = std::make_shared<const Relaxation>(std::move(*s));
+  return *slot;
+}
+
 void Crown::step(int node, Backward& pass) {
   if (pass.lam[node].size() == 0) return;
   const BoundOp* op = model_.op(node);
@@ -326,9 +340,9 @@ void Crown::step(int node, Backward& pass) {
 void Crown::add_split_scores(int target, const Mat& c, std::vector<Vec>& scores) const {
   const Dag& dag = model_.dag();
   const std::vector<int> order = dag.backward_order(target);
-  std::vector<Relaxation> rel(dag.size());
+  std::vector<const Relaxation*> rel(dag.size(), nullptr);
   for (int n : order)
-    if (model_.op(n) != nullptr) rel[n] = relax_at(n);
+    if (model_.op(n) != nullptr) rel[n] = &relax_at(n);
   const LowerPass pass = lower_pass(order, rel, std::vector<Mat>(dag.size()), Mat(), target, c);
   for (int n : order) {
     const BoundOp* op = model_.op(n);

@@ -217,12 +217,16 @@ class Crown {
   // has finished (every backward pass crosses them with the same relaxation). Valid until the
   // next relax_at(node) on a node whose bounds may still change.
   const Relaxation& relax_at(int node) const;
+  // relax_at(node) with Relaxation::second set (Options::alpha_planes), kept with it: a
+  // product's second planes are computed once per node bounds, not per tuned pass.
+  const Relaxation& relax_with_second(int node) const;
   // `beta` (rows x splits, nonnegative; may be empty): the splits' multipliers.
-  LowerPass lower_pass(const std::vector<int>& order, const std::vector<Relaxation>& rel,
+  LowerPass lower_pass(const std::vector<int>& order, const std::vector<const Relaxation*>& rel,
                        const std::vector<Mat>& alpha, const Mat& beta, int target,
                        const Mat& c) const;
   // Also sets `beta_grad` (d lb / d beta) when there are splits.
-  std::vector<Mat> alpha_gradient(const std::vector<int>& order, const std::vector<Relaxation>& rel,
+  std::vector<Mat> alpha_gradient(const std::vector<int>& order,
+                                  const std::vector<const Relaxation*>& rel,
                                   const std::vector<Mat>& alpha, const LowerPass& pass,
                                   Mat* beta_grad) const;
   // Clamps `bounds` (of `node`) to the sides of 0 its splits name; false when a split
