@@ -380,7 +380,7 @@ int main(int argc, char** argv) {
   // are mapped and unmapped one by one unless an arena holds them: one mapping of half the
   // machine's memory, whose pages are backed as they are touched (where the mapping is refused,
   // e.g. under a smaller RLIMIT_AS, blocks are mapped one by one as before). cGAN 32x32x1
-  // prop_3: 973 k -> 191 k minor page faults, 26.5 s -> 21-24 s.
+  // prop_3: 973 k -> 179 k minor page faults, 26.5 s -> 21-24 s.
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   if (pages > 0 && page > 0)
     mi_reserve_os_memory(static_cast<size_t>(pages / 2) * static_cast<size_t>(page), true, false);
