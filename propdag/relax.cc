@@ -20,6 +20,7 @@ double sigmoid_dd(double x) {
   return s * (1.0 - s) * (1.0 - 2.0 * s);
 }
 double tanh_f(double x) { return std::tanh(x); }
+double exp_f(double x) { return std::exp(x); }
 double tanh_d(double x) {
   double t = std::tanh(x);
   return 1.0 - t * t;
@@ -64,6 +65,11 @@ const Curve& sigmoid_curve() {
 
 const Curve& tanh_curve() {
   static const Curve c{tanh_f, tanh_d, tanh_dd};
+  return c;
+}
+
+const Curve& exp_curve() {
+  static const Curve c{exp_f, exp_f, exp_f};
   return c;
 }
 
@@ -182,6 +188,23 @@ Planes quotient_planes(double lx, double ux, double ly, double uy) {
 }
 
 Lines sigmoid_lines(double l, double u) { return curve_lines(sigmoid_curve(), l, u); }
+
+Lines exp_lines(double l, double u) {
+  if (!std::isfinite(l) || !std::isfinite(u) || !(u - l > 1e-9) || !std::isfinite(std::exp(u)))
+    return constant_lines(std::exp(l), std::exp(u));
+  const Curve& c = exp_curve();
+  Lines s;
+  s.curve = &c;
+  s.reach = std::max(std::abs(l), std::abs(u));
+  const Line up = chord(c, l, u, s.reach, false);
+  const double t = std::clamp(std::log(up.slope), l, u);
+  const Line lo = tangent_line(c, t, s.reach, true);
+  s.lo_slope = s.lo_min = s.lo_max = lo.slope, s.lo_bias = lo.bias;
+  s.up_slope = up.slope, s.up_bias = up.bias;
+  s.lo_t = t, s.lo_t_min = l, s.lo_t_max = u;
+  s.up_t = s.up_t_min = s.up_t_max = u;
+  return s;
+}
 Lines tanh_lines(double l, double u) { return curve_lines(tanh_curve(), l, u); }
 
 }  // namespace propdag

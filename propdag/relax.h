@@ -51,6 +51,11 @@ Lines leaky_relu_lines(double l, double u, double alpha);
 Lines curve_lines(const Curve& c, double l, double u);
 Lines sigmoid_lines(double l, double u);
 Lines tanh_lines(double l, double u);
+const Curve& exp_curve();
+/// exp on [l, u] (convex): the chord above; below, the tangent parallel to the chord (at
+/// log of the chord's slope), where any tangent at a point of [l, u] is valid too (optimized
+/// bounds tune it). Not finite, narrower than 1e-9 or overflowing: [exp l, exp u].
+Lines exp_lines(double l, double u);
 /// Constant lines [lo, hi].
 Lines constant_lines(double lo, double hi);
 

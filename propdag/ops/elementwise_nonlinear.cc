@@ -1,9 +1,10 @@
-// Nonlinear ops beyond the activations: Pow by a constant integer, Sin, Cos, Floor, Sign
+// Nonlinear ops beyond the activations: Pow by a constant integer, Sin, Cos, Floor, Sign, Exp
 // (elementwise), and the product, quotient and matrix product of two variable tensors and the
 // quotient of a constant by a variable.
 // Even powers get a linear relaxation (tangent below, chord above), Sin and Cos lines of the
 // chord's slope (relax.h), products, quotients and matrix products of two variables McCormick
-// planes (sums of them); Sign the constant lines between sign(l) and sign(u); the others are
+// planes (sums of them); Sign the constant lines between sign(l) and sign(u); Exp its chord above
+// and its tangents below (relax.h's exp_lines, tuned by alpha); the others are
 // relaxed to their output interval, which CROWN then treats as a fresh input.
 #include <algorithm>
 #include <cmath>
@@ -322,6 +323,12 @@ Result<OpOutputs> sign_rule(const OpContext& ctx) {
   return monotone_elementwise(ctx, sign, sign_relax, 0);
 }
 
+double exp_fn(double x, double) { return std::exp(x); }
+Lines exp_relax(double l, double u, double) { return exp_lines(l, u); }
+Result<OpOutputs> exp_rule(const OpContext& ctx) {
+  return monotone_elementwise(ctx, exp_fn, exp_relax, 0);
+}
+
 }  // namespace
 
 Result<OpOutputs> interval_product(const OpContext& ctx, bool divide) {
@@ -351,7 +358,8 @@ void add_elementwise_nonlinear_rules(RuleTable& table) {
                              {"Sin", sin_rule},
                              {"Cos", cos_rule},
                              {"Floor", floor_rule},
-                             {"Sign", sign_rule}});
+                             {"Sign", sign_rule},
+                             {"Exp", exp_rule}});
 }
 
 }  // namespace propdag
