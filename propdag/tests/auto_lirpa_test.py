@@ -6,7 +6,10 @@ implementation).
    default budget (full CROWN here) every output's width is at most auto_LiRPA's (measured:
    0.77-0.90 of it); at a budget of 2e8 the Sigmoid's input keeps IBP bounds and the widths were
    110-1,024 times auto_LiRPA's. The torch model is built from the ONNX graph node by node.
-2. A sample of models of other kinds, through benchmarks/propdag_vs_autolirpa.py (torchonnx's
+2. Softmax (vit_2023's first instance, benchmarks/propdag_softmax_models_vs_autolirpa.py): the
+   lower bound of every margin the property needs is at least auto_LiRPA's (its softmax written
+   as exp / sum, the same function, since 0.5.0 has no bound for Softmax).
+3. A sample of models of other kinds, through benchmarks/propdag_vs_autolirpa.py (torchonnx's
    module bounded by auto_LiRPA, propdag with its default options on the same box): the summed
    output width of propdag's CROWN must be at most 1.001 x auto_LiRPA's, and propdag must report
    nothing cut short. The full run over every model is that script."""
@@ -266,3 +269,31 @@ def test_crown_within_auto_lirpa_on_ml4acopf_power_flow(tmp_path):
           f"{np.sum(a_hi - a_lo):.6g} (ratio {ratio:.4f}), IBP {np.sum(i_hi - i_lo):.6g}")
     assert ratio <= 1.0
     assert np.sum(p_hi - p_lo) < 0.85 * np.sum(i_hi - i_lo)
+
+
+@pytest.mark.skipif(lirpa() is None, reason="no auto_LiRPA (or python3-tqdm / python3-appdirs)")
+@pytest.mark.skipif(not os.path.isdir(os.path.join(sampling.BENCH, "vit_2023")),
+                    reason="no VNN-COMP benchmarks")
+@pytest.mark.skipif(not os.path.exists(TORCHONNX), reason="torchonnx is not built")
+def test_crown_margins_within_auto_lirpa_on_vit():
+    """Measured on pgd_2_3_16_8835: margins -3.26 ... -0.14 (sum -17.1) against auto_LiRPA's
+    -7.48 ... -3.02 (sum -49.8); alpha -2.49 ... +0.36."""
+    import argparse
+    import csv
+    import warnings
+    script = imports.module(
+        "propdag_softmax_models_vs_autolirpa",
+        os.path.join(sampling.REPO, "benchmarks", "propdag_softmax_models_vs_autolirpa.py"))
+    warnings.simplefilter("ignore")
+    build = os.path.dirname(os.path.dirname(os.path.abspath(sampling.PROPDAG)))
+    args = argparse.Namespace(propdag=sampling.PROPDAG, torchonnx=TORCHONNX,
+                              slimonnx=os.path.join(build, "slimonnx", "slimonnx"))
+    bench = os.path.join(sampling.BENCH, "vit_2023")
+    with open(os.path.join(bench, "instances.csv")) as f:
+        onnx_rel, spec_rel, _ = next(r for r in csv.reader(f) if r)
+    row = script.compare(args, bench, onnx_rel, spec_rel)
+    print({k: (v.round(3).tolist() if hasattr(v, "round") else v) for k, v in row.items()})
+    # float32 rounding of auto_LiRPA's bounds aside, each margin is at least as tight.
+    assert np.all(row["crown"] >= row["lirpa"] - 1e-4 * (1 + np.abs(row["lirpa"])))
+    assert np.all(row["alpha"] >= row["crown"] - 1e-9 * (1 + np.abs(row["crown"])))
+
