@@ -36,6 +36,12 @@ from vnncomp import imports, vnnlib  # noqa: E402
 SOFTMAX = re.compile(r"^( *)(\w+) = F\.softmax\((\w+), (-?\d+)\)(.*)$", re.M)
 
 
+def box_file():
+    """propdag_vs_autolirpa.py, whose write_box writes an input box as a VNN-LIB file."""
+    return imports.module("propdag_vs_autolirpa",
+                          os.path.join(ROOT, "benchmarks", "propdag_vs_autolirpa.py"))
+
+
 def margins_of(spec_path):
     """(target, [others]) of a property `or` of `Y_j >= Y_t`, or None."""
     opener = gzip.open if spec_path.endswith(".gz") else open
@@ -66,11 +72,7 @@ def with_margins(src, dst, target, others, outputs):
 
 def propdag_margins(args, model, lo, hi, method, folder):
     spec = os.path.join(folder, "box.vnnlib")
-    with open(spec, "w") as f:
-        for i, (a, b) in enumerate(zip(lo, hi)):
-            f.write(f"(declare-const X_{i} Real)\n(assert (>= X_{i} {a!r}))\n"
-                    f"(assert (<= X_{i} {b!r}))\n")
-        f.write("(declare-const Y_0 Real)\n(assert (>= Y_0 1e30))\n")
+    box_file().write_box(spec, lo, hi)
     start = time.time()
     r = subprocess.run([args.propdag, "bounds", model, "--vnnlib", spec, "--method", method,
                         "--refine-budget", "1e9", "--json"], capture_output=True, text=True,

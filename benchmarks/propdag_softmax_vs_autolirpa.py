@@ -28,6 +28,12 @@ import numpy as np  # noqa: E402
 from vnncomp import imports  # noqa: E402
 
 
+def box_file():
+    """propdag_vs_autolirpa.py, whose write_box writes an input box as a VNN-LIB file."""
+    return imports.module("propdag_vs_autolirpa",
+                          os.path.join(ROOT, "benchmarks", "propdag_vs_autolirpa.py"))
+
+
 def network(seed, decomposed):
     import torch
 
@@ -55,11 +61,7 @@ def network(seed, decomposed):
 
 def propdag_width(binary, onnx_path, lo, hi, method, folder):
     spec = os.path.join(folder, "box.vnnlib")
-    with open(spec, "w") as f:
-        for i, (a, b) in enumerate(zip(lo, hi)):
-            f.write(f"(declare-const X_{i} Real)\n(assert (>= X_{i} {a!r}))\n"
-                    f"(assert (<= X_{i} {b!r}))\n")
-        f.write("(declare-const Y_0 Real)\n(assert (>= Y_0 1e30))\n")
+    box_file().write_box(spec, lo, hi)
     r = subprocess.run([binary, "bounds", onnx_path, "--vnnlib", spec, "--method", method,
                         "--json"], capture_output=True, text=True, check=True)
     o = json.loads(r.stdout)["outputs"][0]
