@@ -1,6 +1,6 @@
 // The built-in engines: IBP (forward intervals), CROWN (backward linear bound propagation), and
-// alpha-CROWN (CROWN whose final bounds tune the ReLU lower lines and the Sigmoid/Tanh tangent
-// points by gradient steps).
+// alpha-CROWN (CROWN whose final bounds tune the ReLU lower lines and the tangent
+// points of Sigmoid, Tanh, Exp, Softplus and Log by gradient steps).
 #pragma once
 
 #include <chrono>

@@ -250,8 +250,8 @@ static int main_body(int argc, char** argv) {
   auto* box = bounds->add_option("--input-box", a.box, "the same LO,HI for every input element");
   spec->excludes(box);
   bounds->add_option("--method", a.method,
-                     "ibp, crown (default), or alpha (CROWN with tuned ReLU lower lines and "
-                     "Sigmoid/Tanh tangents)");
+                     "ibp, crown (default), or alpha (CROWN with tuned ReLU lower lines and the "
+                     "tangents of Sigmoid, Tanh, Exp, Softplus and Log)");
   bounds->add_flag("--json", a.json, "print JSON");
   bounds->add_flag("--stats", a.stats,
                    "crown and alpha: print one JSON line {\"crown\": {...}} on stderr: engine, "
@@ -272,8 +272,8 @@ static int main_body(int argc, char** argv) {
   verify->add_option("MODEL", a.model, "model (.onnx, .onnx.gz, - for stdin)")->required();
   verify->add_option("SPEC", a.spec, "property (.vnnlib, .vnnlib.gz)")->required();
   verify->add_option("--method", a.method,
-                     "ibp, crown (default), or alpha (CROWN with tuned ReLU lower lines and "
-                     "Sigmoid/Tanh tangents)");
+                     "ibp, crown (default), or alpha (CROWN with tuned ReLU lower lines and the "
+                     "tangents of Sigmoid, Tanh, Exp, Softplus and Log)");
   verify
       ->add_option(
           "--split", a.split.max_boxes,

@@ -121,33 +121,6 @@ TEST(NonlinearTest, SinCosFloor) {
   EXPECT_DOUBLE_EQ(c[2].hi[0], 2);
 }
 
-// x in [0, 2]: exp x in [1, e^2], and y = exp x - x in [1 - 2, e^2 - 0] = [-1, e^2] by
-// intervals. CROWN: above, the chord 1 + k x with k = (e^2 - 1) / 2, so y <= 1 + (k - 1) x <=
-// e^2 - 2 (at x = 2, where y reaches it); below, the tangent of that slope, at t = log k:
-// exp x >= k (x - t) + k, so y >= (k - 1) x + k (1 - t) >= k (1 - log k) = -0.516 (at x = 0).
-// alpha tunes the tangent point towards 0, whose tangent 1 + x gives y >= 1, the minimum.
-TEST(NonlinearTest, ExpChordAboveTangentsBelow) {
-  Model m = build("{ e = Exp(x)\n y = Sub(e, x) }", "float[1] x", "float[1] e, float[1] y");
-  const double e2 = std::exp(2.0), k = (e2 - 1) / 2;
-  auto ibp = output_bounds_of(m, box({0}, {2}), Method::kIbp);
-  EXPECT_DOUBLE_EQ(ibp[0].lo[0], 1);
-  EXPECT_DOUBLE_EQ(ibp[0].hi[0], e2);
-  EXPECT_DOUBLE_EQ(ibp[1].lo[0], -1);
-  EXPECT_DOUBLE_EQ(ibp[1].hi[0], e2);
-  auto crown = output_bounds_of(m, box({0}, {2}), Method::kCrown);
-  EXPECT_NEAR(crown[1].lo[0], k * (1 - std::log(k)), 1e-9);
-  EXPECT_LE(crown[1].lo[0], k * (1 - std::log(k)));
-  EXPECT_NEAR(crown[1].hi[0], e2 - 2, 1e-9);
-  EXPECT_GE(crown[1].hi[0], e2 - 2);
-  auto alpha = output_bounds_of(m, box({0}, {2}), Method::kAlpha);
-  EXPECT_GT(alpha[1].lo[0], 0.5);
-  EXPECT_LE(alpha[1].lo[0], 1);
-  // A one-point box: the point.
-  auto point = output_bounds_of(m, box({0.5}, {0.5}), Method::kCrown);
-  EXPECT_NEAR(point[0].lo[0], std::exp(0.5), 1e-12);
-  EXPECT_NEAR(point[0].hi[0], std::exp(0.5), 1e-12);
-}
-
 // x in [1, 2], z in [2, 4]: x / z in [1/4, 1], -3 / z in [-3/2, -3/4].
 // z in [-1, 1] contains 0: both unbounded.
 TEST(NonlinearTest, Quotient) {

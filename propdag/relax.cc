@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 namespace propdag {
@@ -21,6 +22,13 @@ double sigmoid_dd(double x) {
 }
 double tanh_f(double x) { return std::tanh(x); }
 double exp_f(double x) { return std::exp(x); }
+// log(1 + e^x) without overflow: x + log(1 + e^-x) for x > 0.
+double softplus_f(double x) {
+  return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+}
+double log_f(double x) { return std::log(x); }
+double log_d(double x) { return 1 / x; }
+double log_dd(double x) { return -1 / (x * x); }
 double tanh_d(double x) {
   double t = std::tanh(x);
   return 1.0 - t * t;
@@ -70,6 +78,16 @@ const Curve& tanh_curve() {
 
 const Curve& exp_curve() {
   static const Curve c{exp_f, exp_f, exp_f};
+  return c;
+}
+
+const Curve& softplus_curve() {
+  static const Curve c{softplus_f, sigmoid, sigmoid_d};
+  return c;
+}
+
+const Curve& log_curve() {
+  static const Curve c{log_f, log_d, log_dd};
   return c;
 }
 
@@ -189,21 +207,35 @@ Planes quotient_planes(double lx, double ux, double ly, double uy) {
 
 Lines sigmoid_lines(double l, double u) { return curve_lines(sigmoid_curve(), l, u); }
 
-Lines exp_lines(double l, double u) {
-  if (!std::isfinite(l) || !std::isfinite(u) || !(u - l > 1e-9) || !std::isfinite(std::exp(u)))
-    return constant_lines(std::exp(l), std::exp(u));
-  const Curve& c = exp_curve();
+Lines bent_lines(const Curve& c, double l, double u, bool convex) {
+  const double fl = c.f(l), fu = c.f(u);
+  if (!std::isfinite(l) || !std::isfinite(u) || !(u - l > 1e-9) || !std::isfinite(fl) ||
+      !std::isfinite(fu))
+    return constant_lines(fl, fu);
   Lines s;
   s.curve = &c;
   s.reach = std::max(std::abs(l), std::abs(u));
-  const Line up = chord(c, l, u, s.reach, false);
-  const double t = std::clamp(std::log(up.slope), l, u);
-  const Line lo = tangent_line(c, t, s.reach, true);
+  const Line outer = chord(c, l, u, s.reach, !convex);
+  const double t = slope_point(c, l, u, outer.slope, (l + u) / 2);
+  const Line inner = tangent_line(c, t, s.reach, convex);
+  const Line lo = convex ? inner : outer, up = convex ? outer : inner;
   s.lo_slope = s.lo_min = s.lo_max = lo.slope, s.lo_bias = lo.bias;
   s.up_slope = up.slope, s.up_bias = up.bias;
-  s.lo_t = t, s.lo_t_min = l, s.lo_t_max = u;
-  s.up_t = s.up_t_min = s.up_t_max = u;
+  (convex ? s.lo_t : s.up_t) = t;
+  (convex ? s.lo_t_min : s.up_t_min) = l;
+  (convex ? s.lo_t_max : s.up_t_max) = u;
   return s;
+}
+
+Lines exp_lines(double l, double u) { return bent_lines(exp_curve(), l, u, true); }
+
+Lines softplus_lines(double l, double u) { return bent_lines(softplus_curve(), l, u, true); }
+
+Lines log_lines(double l, double u) {
+  const double inf = std::numeric_limits<double>::infinity();
+  if (!(u > 0)) return constant_lines(-inf, inf);  // no point of the domain: NaN at run time
+  if (!(l > 0)) return constant_lines(-inf, std::log(u));
+  return bent_lines(log_curve(), l, u, false);
 }
 Lines tanh_lines(double l, double u) { return curve_lines(tanh_curve(), l, u); }
 

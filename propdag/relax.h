@@ -52,10 +52,17 @@ Lines curve_lines(const Curve& c, double l, double u);
 Lines sigmoid_lines(double l, double u);
 Lines tanh_lines(double l, double u);
 const Curve& exp_curve();
-/// exp on [l, u] (convex): the chord above; below, the tangent parallel to the chord (at
-/// log of the chord's slope), where any tangent at a point of [l, u] is valid too (optimized
-/// bounds tune it). Not finite, narrower than 1e-9 or overflowing: [exp l, exp u].
+const Curve& softplus_curve();
+const Curve& log_curve();
+/// Lines of an increasing curve that is convex (`convex`) or concave on all of [l, u]: the chord
+/// on the outer side (above a convex curve), and on the inner side the tangent parallel to the
+/// chord, where a tangent at any point of [l, u] is valid too (optimized bounds tune it). Not
+/// finite, narrower than 1e-9, or f not finite at an end: the constant lines [f(l), f(u)].
+Lines bent_lines(const Curve& c, double l, double u, bool convex);
+/// exp and softplus log(1 + e^x) (convex), log (concave; [-inf, log u] where l <= 0).
 Lines exp_lines(double l, double u);
+Lines softplus_lines(double l, double u);
+Lines log_lines(double l, double u);
 /// Constant lines [lo, hi].
 Lines constant_lines(double lo, double hi);
 

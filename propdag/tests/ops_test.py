@@ -103,6 +103,8 @@ CASES = {
     "cos_wide": case("Cos", [("x", [8])], scale=4.0),
     "floor": case("Floor", [("x", [6])], scale=3.0),
     "exp_wide": case("Exp", [("x", [8])], scale=3.0),
+    "log_positive": case("Log", [("x", [8])], shift=3.0, scale=1.5),
+    "softplus_wide": case("Softplus", [("x", [8])], scale=4.0),
     "reduce_sum_axes_input": case("ReduceSum", [("x", [2, 3, 4]), ("a", None)],
                                   [("a", np.array([1, -1], np.int64))], dict(keepdims=0)),
     "upsample_nearest_scales_input": case("Upsample", [("x", [1, 2, 2, 3]), ("s", None)],

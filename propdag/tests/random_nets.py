@@ -158,7 +158,7 @@ class Net:
     def activation(self, v):
         name, shape, f = v
         kind = self.rng.choice(["Relu", "LeakyRelu", "Sigmoid", "Tanh", "Sin", "Cos", "Clip",
-                                "Neg", "Square", "Softmax", "Exp"])
+                                "Neg", "Square", "Softmax", "Exp", "Softplus"])
         if kind == "Relu":
             return self.node("Relu", [name], shape, lambda p: np.maximum(f(p), 0))
         if kind == "LeakyRelu":
@@ -177,6 +177,8 @@ class Net:
             return self.node("Neg", [name], shape, lambda p: -f(p))
         if kind == "Exp":
             return self.node("Exp", [name], shape, lambda p: np.exp(f(p)))
+        if kind == "Softplus":
+            return self.node("Softplus", [name], shape, lambda p: np.logaddexp(0, f(p)))
         if kind == "Square":
             if self.rng.random() < 0.5:
                 return self.node("Mul", [name, name], shape, lambda p: f(p) * f(p))
