@@ -21,14 +21,6 @@ double sigmoid_dd(double x) {
   return s * (1.0 - s) * (1.0 - 2.0 * s);
 }
 double tanh_f(double x) { return std::tanh(x); }
-double exp_f(double x) { return std::exp(x); }
-// log(1 + e^x) without overflow: x + log(1 + e^-x) for x > 0.
-double softplus_f(double x) {
-  return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
-}
-double log_f(double x) { return std::log(x); }
-double log_d(double x) { return 1 / x; }
-double log_dd(double x) { return -1 / (x * x); }
 double tanh_d(double x) {
   double t = std::tanh(x);
   return 1.0 - t * t;
@@ -37,6 +29,14 @@ double tanh_dd(double x) {
   double t = std::tanh(x);
   return -2.0 * t * (1.0 - t * t);
 }
+double exp_f(double x) { return std::exp(x); }
+// log(1 + e^x) without overflow: x + log(1 + e^-x) for x > 0.
+double softplus_f(double x) {
+  return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+}
+double log_f(double x) { return std::log(x); }
+double log_d(double x) { return 1 / x; }
+double log_dd(double x) { return -1 / (x * x); }
 
 // The chord of f over [l, u], moved down (`below`) or up by the rounding margin.
 Line chord(const Curve& c, double l, double u, double reach, bool below) {
@@ -207,6 +207,8 @@ Planes quotient_planes(double lx, double ux, double ly, double uy) {
 
 Lines sigmoid_lines(double l, double u) { return curve_lines(sigmoid_curve(), l, u); }
 
+Lines tanh_lines(double l, double u) { return curve_lines(tanh_curve(), l, u); }
+
 Lines bent_lines(const Curve& c, double l, double u, bool convex) {
   const double fl = c.f(l), fu = c.f(u);
   if (!std::isfinite(l) || !std::isfinite(u) || !(u - l > 1e-9) || !std::isfinite(fl) ||
@@ -237,6 +239,5 @@ Lines log_lines(double l, double u) {
   if (!(l > 0)) return constant_lines(-inf, std::log(u));
   return bent_lines(log_curve(), l, u, false);
 }
-Lines tanh_lines(double l, double u) { return curve_lines(tanh_curve(), l, u); }
 
 }  // namespace propdag
