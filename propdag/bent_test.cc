@@ -19,7 +19,7 @@ namespace {
 using test::box;
 using test::output_bounds_of;
 
-Model build(const std::string& body, const std::string& inputs, const std::string& outputs) {
+Model bent_model(const std::string& body, const std::string& inputs, const std::string& outputs) {
   return test::build("<ir_version: 8, opset_import: [\"\" : 15]>\n g (" + inputs + ") => (" +
                      outputs + ")\n" + body);
 }
@@ -30,7 +30,7 @@ Model build(const std::string& body, const std::string& inputs, const std::strin
 // exp x >= k (x - t) + k, so y >= (k - 1) x + k (1 - t) >= k (1 - log k) = -0.516 (at x = 0).
 // alpha tunes the tangent point towards 0, whose tangent 1 + x gives y >= 1, the minimum.
 TEST(BentTest, ExpChordAboveTangentsBelow) {
-  Model m = build("{ e = Exp(x)\n y = Sub(e, x) }", "float[1] x", "float[1] e, float[1] y");
+  Model m = bent_model("{ e = Exp(x)\n y = Sub(e, x) }", "float[1] x", "float[1] e, float[1] y");
   const double e2 = std::exp(2.0), k = (e2 - 1) / 2;
   auto ibp = output_bounds_of(m, box({0}, {2}), Method::kIbp);
   EXPECT_DOUBLE_EQ(ibp[0].lo[0], 1);
@@ -64,8 +64,8 @@ TEST(BentTest, SoftplusChordAboveTangentBelow) {
   EXPECT_NEAR(lines.up_bias, std::log(2 * std::cosh(0.5)), 1e-9);
   EXPECT_EQ(lines.lo_t_min, -1);
   EXPECT_EQ(lines.lo_t_max, 1);
-  Model m = build("<float[1] h = {0.5}>\n{ s = Softplus(x)\n t = Mul(x, h)\n y = Sub(s, t) }",
-                  "float[1] x", "float[1] y");
+  Model m = bent_model("<float[1] h = {0.5}>\n{ s = Softplus(x)\n t = Mul(x, h)\n y = Sub(s, t) }",
+                       "float[1] x", "float[1] y");
   const double sp1 = std::log1p(std::exp(1.0)), spm1 = std::log1p(std::exp(-1.0));
   auto ibp = output_bounds_of(m, box({-1}, {1}), Method::kIbp);
   EXPECT_NEAR(ibp[0].lo[0], spm1 - 0.5, 1e-12);
@@ -95,7 +95,7 @@ TEST(BentTest, LogChordBelowTangentsAbove) {
   const Lines open = log_lines(0, 2);
   EXPECT_EQ(open.lo_bias, -std::numeric_limits<double>::infinity());
   EXPECT_EQ(open.up_bias, std::log(2.0));
-  Model m = build("{ g = Log(x)\n y = Sub(g, x) }", "float[1] x", "float[1] y");
+  Model m = bent_model("{ g = Log(x)\n y = Sub(g, x) }", "float[1] x", "float[1] y");
   auto ibp = output_bounds_of(m, box({1}, {e}), Method::kIbp);
   EXPECT_NEAR(ibp[0].lo[0], -e, 1e-12);
   EXPECT_NEAR(ibp[0].hi[0], 0, 1e-12);
