@@ -1,5 +1,6 @@
-// Activations: Relu, LeakyRelu, Sigmoid, Tanh (elementwise and monotone: monotone_elementwise,
-// which Sign in elementwise_nonlinear.cc uses too) and Softmax (lines through its decomposition).
+// Activations: Relu, LeakyRelu, Sigmoid, Tanh, Softplus (elementwise and monotone:
+// monotone_elementwise, which Sign in elementwise_nonlinear.cc uses too) and Softmax (lines through
+// its decomposition).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -101,6 +102,12 @@ Result<OpOutputs> sigmoid_rule(const OpContext& ctx) {
 }
 Result<OpOutputs> tanh_rule(const OpContext& ctx) {
   return monotone_elementwise(ctx, tanh_fn, tanh_relax, 0);
+}
+// Softplus log(1 + e^x): convex, relax.h's bent_lines (chord above, tunable tangents below).
+double softplus_fn(double x, double) { return softplus_curve().f(x); }
+Lines softplus_relax(double l, double u, double) { return softplus_lines(l, u); }
+Result<OpOutputs> softplus_rule(const OpContext& ctx) {
+  return monotone_elementwise(ctx, softplus_fn, softplus_relax, 0);
 }
 
 // Softmax over `axis`. Interval: out_i in [e^{l_i} / (e^{l_i} + sum_{j!=i} e^{u_j}),
@@ -244,6 +251,7 @@ void add_activation_rules(RuleTable& table) {
                              {"LeakyRelu", leaky_relu_rule},
                              {"Sigmoid", sigmoid_rule},
                              {"Tanh", tanh_rule},
+                             {"Softplus", softplus_rule},
                              {"Softmax", softmax_rule}});
 }
 

@@ -1,9 +1,9 @@
 // Nonlinear ops beyond the activations: Pow by a constant integer, Sin, Cos, Floor, Sign, Exp,
-// Log, Softplus (elementwise), and the product, quotient and matrix product of two variable tensors
+// Log (elementwise), and the product, quotient and matrix product of two variable tensors
 // and the quotient of a constant by a variable. Even powers get a linear relaxation (tangent below,
 // chord above), Sin and Cos lines of the chord's slope (relax.h), products, quotients and matrix
 // products of two variables McCormick planes (sums of them); Sign the constant lines between
-// sign(l) and sign(u); Exp and Softplus their chords above and tangents below, Log the reverse
+// sign(l) and sign(u); Exp its chord above and its tangents below, Log the reverse
 // (relax.h's bent_lines, the tangents tuned by alpha); the others are relaxed to their output
 // interval, which CROWN then treats as a fresh input.
 #include <algorithm>
@@ -335,12 +335,6 @@ Result<OpOutputs> log_rule(const OpContext& ctx) {
   return monotone_elementwise(ctx, log_fn, log_relax, 0);
 }
 
-double softplus_fn(double x, double) { return softplus_curve().f(x); }
-Lines softplus_relax(double l, double u, double) { return softplus_lines(l, u); }
-Result<OpOutputs> softplus_rule(const OpContext& ctx) {
-  return monotone_elementwise(ctx, softplus_fn, softplus_relax, 0);
-}
-
 }  // namespace
 
 Result<OpOutputs> interval_product(const OpContext& ctx, bool divide) {
@@ -372,8 +366,7 @@ void add_elementwise_nonlinear_rules(RuleTable& table) {
                              {"Floor", floor_rule},
                              {"Sign", sign_rule},
                              {"Exp", exp_rule},
-                             {"Log", log_rule},
-                             {"Softplus", softplus_rule}});
+                             {"Log", log_rule}});
 }
 
 }  // namespace propdag
