@@ -165,20 +165,11 @@ class Net:
             a = float(np.float32(self.rng.uniform(0.01, 0.5)))
             return self.node("LeakyRelu", [name], shape,
                              lambda p: np.where(f(p) >= 0, f(p), a * f(p)), alpha=a)
-        if kind == "Sigmoid":
-            return self.node("Sigmoid", [name], shape, lambda p: _sigmoid(f(p)))
-        if kind == "Tanh":
-            return self.node("Tanh", [name], shape, lambda p: np.tanh(f(p)))
-        if kind == "Sin":
-            return self.node("Sin", [name], shape, lambda p: np.sin(f(p)))
-        if kind == "Cos":
-            return self.node("Cos", [name], shape, lambda p: np.cos(f(p)))
-        if kind == "Neg":
-            return self.node("Neg", [name], shape, lambda p: -f(p))
-        if kind == "Exp":
-            return self.node("Exp", [name], shape, lambda p: np.exp(f(p)))
-        if kind == "Softplus":
-            return self.node("Softplus", [name], shape, lambda p: np.logaddexp(0, f(p)))
+        unary = {"Sigmoid": _sigmoid, "Tanh": np.tanh, "Sin": np.sin, "Cos": np.cos,
+                 "Neg": np.negative, "Exp": np.exp, "Softplus": lambda x: np.logaddexp(0, x)}
+        if kind in unary:
+            g = unary[kind]
+            return self.node(kind, [name], shape, lambda p: g(f(p)))
         if kind == "Square":
             if self.rng.random() < 0.5:
                 return self.node("Mul", [name, name], shape, lambda p: f(p) * f(p))
