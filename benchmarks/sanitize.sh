@@ -7,7 +7,9 @@
 #                                             torchonnx_test propdag_test)
 #
 # $SAN_BUILD (default build-asan) is configured with the compiler CMake finds (GCC here; clang-14
-# works too) at -O1 -g1: a third less compile time than -O2 -g, and line numbers in every report.
+# works too) at -Og -g1, with line numbers in every report. -Og against -O1: the build from
+# scratch takes about 40% less CPU time (the eval kernels' unity sources 81 -> 26 s each), the
+# tests 18% more (177 -> 208 s at 2 jobs); in CI, where both share two cores, that is 2 min less.
 # It is a unity build (CMAKE_UNITY_BUILD, 8 sources per translation unit): the Eigen, protobuf and
 # gtest headers are parsed and their templates instantiated once per 8 sources, which takes the
 # build from scratch from about 1,100 to 640 CPU-s. Sources therefore keep file-local names
@@ -25,7 +27,7 @@ tests=("$@")
 if [[ ! -f "$build/build.ninja" ]]; then
   # shellcheck disable=SC2086  # $SAN_CMAKE_ARGS is a list of arguments
   cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" -DSUITE_SANITIZE=ON -DBUILD_BENCHMARKS=OFF \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-Og -g1" -DSUITE_SANITIZE=ON -DBUILD_BENCHMARKS=OFF \
     -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8 \
     ${SAN_CMAKE_ARGS:-} >"$build.configure.log" 2>&1 || { cat "$build.configure.log"; exit 2; }
 fi
