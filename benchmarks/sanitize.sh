@@ -9,11 +9,12 @@
 # $SAN_BUILD (default build-asan) is configured with the compiler CMake finds (GCC here; clang-14
 # works too) at -Og -g1, with line numbers in every report. -Og against -O1: the build from
 # scratch takes about 40% less CPU time (the eval kernels' unity sources 81 -> 26 s each), the
-# tests 18% more (177 -> 208 s at 2 jobs); in CI, where both share two cores, that is 2 min less.
+# tests 18% more (177 -> 208 s at 2 jobs); in the clean-clone run, beside the other tests, this
+# ctest went from 1,021 to 703 s.
 # It is a unity build (CMAKE_UNITY_BUILD, 8 sources per translation unit): the Eigen, protobuf and
 # gtest headers are parsed and their templates instantiated once per 8 sources, which takes the
-# build from scratch from about 1,100 to 640 CPU-s. Sources therefore keep file-local names
-# distinct within a target (a clash is a compile error here, not in the regular build).
+# build from scratch (at -O1) from about 1,100 to 640 CPU-s. Sources therefore keep file-local
+# names distinct within a target (a clash is a compile error here, not in the regular build).
 # Only the named gtest binaries and what they link are built (slimonnx_test also builds the
 # slimonnx CLI it runs): no other CLI, no benchmark, no LibTorch target. $SAN_CMAKE_ARGS go to
 # CMake (e.g. -DCMAKE_CXX_COMPILER_LAUNCHER=ccache). The binaries run $JOBS at a time. Prints one
