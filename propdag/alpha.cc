@@ -63,12 +63,19 @@ void plane_values(const Relaxation& r, const std::vector<Mat>& lam_grad, const D
                   Eigen::Index rows, Mat& lo, Mat& up) {
   lo = r.lo_bias.transpose().replicate(rows, 1);
   up = r.up_bias.transpose().replicate(rows, 1);
+  // Column j gains input_grad's column c times each entry (j, c) of a map, in plain loops (the
+  // columns are a pass's rows, few).
+  auto add = [rows](const SpMat& map, const Mat& input_grad, Mat& out) {
+    for (Eigen::Index j = 0; j < map.outerSize(); ++j)
+      for (SpMat::InnerIterator it(map, j); it; ++it)
+        for (Eigen::Index i = 0; i < rows; ++i) out(i, j) += input_grad(i, it.col()) * it.value();
+  };
   for (int slot : {0, 1}) {
     const SpMat &lo_map = slot ? r.lo_map1 : r.lo_map, &up_map = slot ? r.up_map1 : r.up_map;
     if (lo_map.rows() == 0) continue;
     const Mat& input_grad = lam_grad[node.inputs[slot]];
-    lo += input_grad * lo_map.transpose();
-    up += input_grad * up_map.transpose();
+    add(lo_map, input_grad, lo);
+    add(up_map, input_grad, up);
   }
 }
 
@@ -273,7 +280,8 @@ std::vector<Mat> Crown::alpha_gradient(const std::vector<int>& order,
 Vec Crown::optimized_lower(int target, const Mat& c, Mat* lower_coef, const Vec* goal,
                            std::vector<Mat>* warm, Mat* warm_beta) {
   const Dag& dag = model_.dag();
-  const std::vector<int> order = dag.backward_order(target);
+  std::vector<int> scratch;
+  const std::vector<int>& order = dag.backward_schedule(target, scratch);
   const Eigen::Index k = c.rows();
   std::vector<const Relaxation*> rel(dag.size(), nullptr);
   std::vector<Mat> alpha(dag.size());

@@ -50,7 +50,8 @@ common::Status Crown::forward(const Interval& input, const std::vector<Interval>
       }
       continue;
     }
-    std::vector<const Interval*> in;
+    std::vector<const Interval*>& in = forward_in_;
+    in.clear();
     for (int p : dag.node(n).inputs) in.push_back(p >= 0 ? &node_bounds_[p] : nullptr);
     node_bounds_[n] = model_.op(n)->interval(in);
     nan_as_unbounded(node_bounds_[n]);
@@ -101,12 +102,22 @@ void add_scaled_by_sign(const Mat& a, const Vec& on_pos, const Vec& on_neg, Mat&
 
 void add_mapped_by_sign(const Mat& a, const SpMat& on_pos, const SpMat& on_neg, Mat& into) {
   if (into.size() == 0) into = Mat::Zero(a.rows(), on_pos.cols());
-  for (Eigen::Index k = 0; k < on_pos.outerSize(); ++k)
-    for (SpMat::InnerIterator it(on_pos, k); it; ++it)
-      into.col(it.col()) += it.value() * a.col(k).cwiseMax(0.0);
-  for (Eigen::Index k = 0; k < on_neg.outerSize(); ++k)
-    for (SpMat::InnerIterator it(on_neg, k); it; ++it)
-      into.col(it.col()) += it.value() * a.col(k).cwiseMin(0.0);
+  const Eigen::Index rows = a.rows();
+  // Plain loops: the columns are short (a pass's rows), where Eigen's expressions cost more to
+  // set up than to run.
+  for (Eigen::Index k = 0; k < on_pos.outerSize(); ++k) {
+    const double* from = a.col(k).data();
+    for (SpMat::InnerIterator it(on_pos, k); it; ++it) {
+      const double v = it.value();
+      double* to = into.col(it.col()).data();
+      for (Eigen::Index i = 0; i < rows; ++i) to[i] += v * pos(from[i]);
+    }
+    for (SpMat::InnerIterator it(on_neg, k); it; ++it) {
+      const double v = it.value();
+      double* to = into.col(it.col()).data();
+      for (Eigen::Index i = 0; i < rows; ++i) to[i] += v * neg(from[i]);
+    }
+  }
 }
 
 bool Crown::narrow_by_splits(int node, Interval& bounds) const {
@@ -194,7 +205,8 @@ bool Crown::refine(int node, const std::vector<Eigen::Index>& rows) {
 Interval Crown::backward(int target, const Mat& c, Mat* lower_coef,
                          const std::vector<Eigen::Index>* unit) {
   const Dag& dag = model_.dag();
-  std::vector<int> order = dag.backward_order(target);
+  std::vector<int> scratch;
+  const std::vector<int>& order = dag.backward_schedule(target, scratch);
   double widest = 0;
   for (int n : order) widest = std::max<double>(widest, model_.numel(n));
   const Eigen::Index rows =
@@ -275,7 +287,8 @@ const Relaxation& Crown::relax_at(int node) const {
   if (const Relaxation* fixed = model_.op(node)->fixed_relaxation()) return *fixed;
   std::optional<Relaxation>& slot = relaxations_[node];
   if (kept_[node] != 0) return *slot;
-  std::vector<const Interval*> in;
+  std::vector<const Interval*>& in = relax_in_;
+  in.clear();
   for (int p : model_.dag().node(node).inputs) in.push_back(p >= 0 ? &node_bounds_[p] : nullptr);
   slot = model_.op(node)->relax(in, node_bounds_[node]);
   kept_[node] = node < final_nodes_ ? 1 : 0;
@@ -289,7 +302,8 @@ const Relaxation& Crown::relax_with_second(int node) const {
   if (relax.kind != Relaxation::Kind::kLinear || !slot || &*slot != &relax ||
       relax.second != nullptr)
     return relax;
-  std::vector<const Interval*> in;
+  std::vector<const Interval*>& in = relax_in_;
+  in.clear();
   for (int p : model_.dag().node(node).inputs) in.push_back(p >= 0 ? &node_bounds_[p] : nullptr);
   if (std::optional<Relaxation> s = model_.op(node)->second_relax(in))
     slot->second = std::make_shared<const Relaxation>(std::move(*s));
@@ -339,7 +353,8 @@ void Crown::step(int node, Backward& pass) {
 
 void Crown::add_split_scores(int target, const Mat& c, std::vector<Vec>& scores) const {
   const Dag& dag = model_.dag();
-  const std::vector<int> order = dag.backward_order(target);
+  std::vector<int> scratch;
+  const std::vector<int>& order = dag.backward_schedule(target, scratch);
   std::vector<const Relaxation*> rel(dag.size(), nullptr);
   for (int n : order)
     if (model_.op(n) != nullptr) rel[n] = &relax_at(n);

@@ -257,6 +257,9 @@ class Crown {
   // ops' own fixed relaxations are read in place: passes on several threads share them, and a
   // shared count per pass step made the threads contend for its cache line.
   mutable std::vector<std::optional<Relaxation>> relaxations_;
+  // The input bounds handed to an op, reused from node to node: forward()'s and relax_at()'s.
+  std::vector<const Interval*> forward_in_;
+  mutable std::vector<const Interval*> relax_in_;
   mutable std::vector<char> kept_;
   std::vector<NeuronSplit> splits_;
   std::vector<std::vector<int>> splits_at_;  // per Dag node: indices into splits_

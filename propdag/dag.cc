@@ -59,6 +59,7 @@ common::Result<Dag> Dag::build(const common::Graph& graph) {
     dag.outputs_.push_back(it->second);
   }
   dag.index_ = std::move(index);
+  dag.cache_schedules();
   return dag;
 }
 
@@ -141,6 +142,25 @@ std::vector<std::vector<int>> Dag::lifetimes(const std::vector<int>& order) cons
     release[last].push_back(n);
   }
   return release;
+}
+
+void Dag::cache_schedules() {
+  bfs_ = bfs_order();
+  bfs_release_ = lifetimes(bfs_);
+  std::vector<std::vector<int>> all(nodes_.size());
+  int64_t entries = 0;
+  for (int n = 0; n < size(); ++n) {
+    all[n] = backward_order(n);
+    entries += static_cast<int64_t>(all[n].size());
+    if (entries > kCachedOrderEntries) return;
+  }
+  backward_ = std::move(all);
+}
+
+const std::vector<int>& Dag::backward_schedule(int target, std::vector<int>& scratch) const {
+  if (!backward_.empty()) return backward_[target];
+  scratch = backward_order(target);
+  return scratch;
 }
 
 }  // namespace propdag

@@ -1,6 +1,7 @@
 // The DAG view of a model that bound propagation walks: one node per variable tensor.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -47,10 +48,24 @@ class Dag {
   /// after step k (their last successor ran; graph outputs are never released).
   std::vector<std::vector<int>> lifetimes(const std::vector<int>& order) const;
 
+  /// The same schedules, computed once when the Dag is built: engines that bound box after box
+  /// of a small network spent several percent of each bound recomputing them. bfs_order() and
+  /// its lifetimes() always; backward_order(target) where the schedules of all nodes hold at
+  /// most kCachedOrderEntries entries in all, else computed into `scratch`.
+  static constexpr int64_t kCachedOrderEntries = int64_t{1} << 20;
+  const std::vector<int>& bfs() const { return bfs_; }
+  const std::vector<std::vector<int>>& bfs_release() const { return bfs_release_; }
+  const std::vector<int>& backward_schedule(int target, std::vector<int>& scratch) const;
+
  private:
+  void cache_schedules();
+
   std::vector<DagNode> nodes_;
   std::vector<int> inputs_, outputs_;
   std::unordered_map<std::string, int> index_;
+  std::vector<int> bfs_;
+  std::vector<std::vector<int>> bfs_release_;
+  std::vector<std::vector<int>> backward_;  ///< per node, or empty: over kCachedOrderEntries
 };
 
 }  // namespace propdag

@@ -1,6 +1,7 @@
 #include "propdag/gather.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 namespace propdag {
@@ -61,7 +62,10 @@ void IndexMap::fill(int64_t begin, int64_t n, int64_t* out) const {
     return;
   }
   const size_t rank = dims_.size();
-  std::vector<int64_t> coord(rank);
+  // No allocation for the usual ranks: CROWN's passes over small networks call this per step.
+  std::array<int64_t, 8> small{};
+  std::vector<int64_t> large(rank > small.size() ? rank : 0);
+  int64_t* coord = rank > small.size() ? large.data() : small.data();
   int64_t j = 0;
   int64_t rest = begin;
   for (size_t d = rank; d-- > 0;) {
@@ -71,10 +75,10 @@ void IndexMap::fill(int64_t begin, int64_t n, int64_t* out) const {
   }
   const int64_t inner = dims_.back(), step = strides_.back();
   for (int64_t k = 0; k < n;) {
-    const int64_t run = std::min(n - k, inner - coord.back());
+    const int64_t run = std::min(n - k, inner - coord[rank - 1]);
     for (int64_t r = 0; r < run; ++r) out[k + r] = j + r * step;
     k += run;
-    coord.back() += run;
+    coord[rank - 1] += run;
     j += run * step;
     for (size_t d = rank - 1; d > 0 && coord[d] == dims_[d]; --d) {  // carry
       j += strides_[d - 1] - dims_[d] * strides_[d];
@@ -94,7 +98,12 @@ Eigen::MatrixXd gather_left(const Eigen::MatrixXd& a, const Gather& g) {
     g.for_each([&](int64_t i, int64_t j, double v) { out[j] += v * in[i]; });
     return y;
   }
-  g.for_each([&](int64_t i, int64_t j, double v) { y.col(j) += v * a.col(i); });
+  const Eigen::Index rows = a.rows();
+  g.for_each([&](int64_t i, int64_t j, double v) {
+    double* to = y.col(j).data();
+    const double* from = a.col(i).data();
+    for (Eigen::Index r = 0; r < rows; ++r) to[r] += v * from[r];
+  });
   return y;
 }
 
@@ -106,7 +115,12 @@ Eigen::MatrixXd gather_left_transposed(const Eigen::MatrixXd& a, const Gather& g
     g.for_each([&](int64_t i, int64_t j, double v) { out[i] += v * in[j]; });
     return y;
   }
-  g.for_each([&](int64_t i, int64_t j, double v) { y.col(i) += v * a.col(j); });
+  const Eigen::Index rows = a.rows();
+  g.for_each([&](int64_t i, int64_t j, double v) {
+    double* to = y.col(i).data();
+    const double* from = a.col(j).data();
+    for (Eigen::Index r = 0; r < rows; ++r) to[r] += v * from[r];
+  });
   return y;
 }
 

@@ -31,7 +31,7 @@ common::Result<std::vector<std::optional<Interval>>> ibp_run(const Model& model,
     return y;
   };
   ASSIGN_OR_RETURN(ForwardResult<Interval> r,
-                   run_forward<Interval>(dag, dag.bfs_order(), hook, keep_all));
+                   run_forward<Interval>(dag, dag.bfs(), dag.bfs_release(), hook, keep_all));
   return std::move(r.values);
 }
 

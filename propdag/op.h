@@ -23,6 +23,24 @@ using Vec = Eigen::VectorXd;
 using Mat = Eigen::MatrixXd;
 using SpMat = Eigen::SparseMatrix<double, Eigen::RowMajor>;
 
+/// An SpMat that moves without copying. Eigen 3.4's SparseMatrix has neither a move constructor
+/// nor a move assignment, so each move of one (a Relaxation into a pass's slot) copied its three
+/// arrays: on a small network whose products are relaxed per box, a few percent of a bound.
+class SpMap : public SpMat {
+ public:
+  using SpMat::SpMat;
+  using SpMat::operator=;
+  SpMap() = default;
+  SpMap(const SpMap&) = default;
+  SpMap& operator=(const SpMap&) = default;
+  SpMap(SpMap&& other) noexcept { swap(other); }
+  SpMap& operator=(SpMap&& other) noexcept {
+    swap(other);
+    return *this;
+  }
+  ~SpMap() = default;
+};
+
 /// Elementwise bounds of a flattened tensor (row-major).
 struct Interval {
   Vec lo, hi;
@@ -133,7 +151,7 @@ struct Relaxation {
   Vec t0, t_min, t_max, reach;
   /// kLinear: the lower and upper maps on in[0] (none when in[0] is constant), and on in[1]
   /// (none when the relaxation depends on in[0] only).
-  SpMat lo_map, up_map, lo_map1, up_map1;
+  SpMap lo_map, up_map, lo_map1, up_map1;
   /// kLinear, set by optimized bounds from BoundOp::second_relax (Options::alpha_planes): a
   /// second valid relaxation of the same kind and shapes. Per output element and side, any
   /// convex combination of the two is valid; CROWN takes this one, alpha tunes the weights.

@@ -22,12 +22,13 @@ struct ForwardResult {
 /// has one pointer per input position of the node's graph op (nullptr for constant inputs); for
 /// graph inputs it is empty. With keep_all false a result is dropped right after its last
 /// successor ran (graph outputs are kept). Stops at the first failing hook.
+/// `release` is dag.lifetimes(order) (unread with keep_all).
 template <class T, class Hook>
 common::Result<ForwardResult<T>> run_forward(const Dag& dag, const std::vector<int>& order,
-                                             Hook&& hook, bool keep_all = false) {
+                                             const std::vector<std::vector<int>>& release,
+                                             Hook&& hook, bool keep_all) {
   ForwardResult<T> out;
   out.values.resize(dag.size());
-  std::vector<std::vector<int>> release = dag.lifetimes(order);
   size_t held = 0;
   for (size_t k = 0; k < order.size(); ++k) {
     const DagNode& node = dag.node(order[k]);
@@ -45,6 +46,14 @@ common::Result<ForwardResult<T>> run_forward(const Dag& dag, const std::vector<i
     }
   }
   return out;
+}
+
+template <class T, class Hook>
+common::Result<ForwardResult<T>> run_forward(const Dag& dag, const std::vector<int>& order,
+                                             Hook&& hook, bool keep_all = false) {
+  return run_forward<T>(dag, order,
+                        keep_all ? std::vector<std::vector<int>>{} : dag.lifetimes(order),
+                        std::forward<Hook>(hook), keep_all);
 }
 
 }  // namespace propdag

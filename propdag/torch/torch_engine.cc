@@ -296,7 +296,8 @@ Result<std::vector<std::optional<TBox>>> TorchEngine::ibp(const TBox& x) const {
     internal::nan_as_unbounded(y);
     return y;
   };
-  ASSIGN_OR_RETURN(auto r, run_forward<TBox>(m_.dag(), m_.dag().bfs_order(), hook, false));
+  ASSIGN_OR_RETURN(
+      auto r, run_forward<TBox>(m_.dag(), m_.dag().bfs(), m_.dag().bfs_release(), hook, false));
   return std::move(r.values);
 }
 
