@@ -53,8 +53,8 @@ Mat tangent_step(const Relaxation& r, const Mat& t, const Mat& lam, Vec& lb) {
 void planes_step(const Relaxation& r, const Mat& a, const DagNode& node, std::vector<Mat>& lam,
                  Vec& lb) {
   add_by_sign(a, r.lo_bias, r.up_bias, lb);
-  if (r.lo_map.rows() != 0) add_mapped_by_sign(a, r.lo_map, r.up_map, lam[node.inputs[0]]);
-  if (r.lo_map1.rows() != 0) add_mapped_by_sign(a, r.lo_map1, r.up_map1, lam[node.inputs[1]]);
+  if (r.lo_map().rows() != 0) add_mapped_by_sign(a, r.lo_map(), r.up_map(), lam[node.inputs[0]]);
+  if (r.lo_map1().rows() != 0) add_mapped_by_sign(a, r.lo_map1(), r.up_map1(), lam[node.inputs[1]]);
 }
 
 // The planes' values at what follows them in the pass: lo(r, j) = lower plane j of `r` applied to
@@ -63,15 +63,15 @@ void plane_values(const Relaxation& r, const std::vector<Mat>& lam_grad, const D
                   Eigen::Index rows, Mat& lo, Mat& up) {
   lo = r.lo_bias.transpose().replicate(rows, 1);
   up = r.up_bias.transpose().replicate(rows, 1);
-  // Column j gains input_grad's column c times each entry (j, c) of a map, in plain loops (the
-  // columns are a pass's rows, few).
+  // Column j gains input_grad's column c times each entry (j, c) of a map (short columns).
   auto add = [rows](const SpMat& map, const Mat& input_grad, Mat& out) {
     for (Eigen::Index j = 0; j < map.outerSize(); ++j)
       for (SpMat::InnerIterator it(map, j); it; ++it)
         for (Eigen::Index i = 0; i < rows; ++i) out(i, j) += input_grad(i, it.col()) * it.value();
   };
   for (int slot : {0, 1}) {
-    const SpMat &lo_map = slot ? r.lo_map1 : r.lo_map, &up_map = slot ? r.up_map1 : r.up_map;
+    const SpMat &lo_map = slot ? r.lo_map1() : r.lo_map(),
+                &up_map = slot ? r.up_map1() : r.up_map();
     if (lo_map.rows() == 0) continue;
     const Mat& input_grad = lam_grad[node.inputs[slot]];
     add(lo_map, input_grad, lo);

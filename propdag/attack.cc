@@ -163,8 +163,8 @@ void PointGradient::backward_row(int n, Eigen::Index k, const Vec& adj,
   const BoundOp& op = *model_->op(n);
   const Relaxation r = op.relax(in, Interval{y, y});
   if (r.kind == Relaxation::Kind::kLinear) {
-    if (r.lo_map.rows() > 0) add(0, r.lo_map.transpose() * adj);
-    if (r.lo_map1.rows() > 0) add(1, r.lo_map1.transpose() * adj);
+    if (r.lo_map().rows() > 0) add(0, r.lo_map().transpose() * adj);
+    if (r.lo_map1().rows() > 0) add(1, r.lo_map1().transpose() * adj);
     return;
   }
   if (r.kind != Relaxation::Kind::kConstant) return;

@@ -335,8 +335,8 @@ void Crown::step(int node, Backward& pass) {
       add_by_sign(lam, relax.lo_bias, relax.up_bias, pass.lb);
       add_by_sign(om, relax.up_bias, relax.lo_bias, pass.ub);
       for (int slot : {0, 1}) {
-        const SpMat &lo = slot ? relax.lo_map1 : relax.lo_map,
-                    &up = slot ? relax.up_map1 : relax.up_map;
+        const SpMat &lo = slot ? relax.lo_map1() : relax.lo_map(),
+                    &up = slot ? relax.up_map1() : relax.up_map();
         if (lo.rows() == 0) continue;
         add_mapped_by_sign(lam, lo, up, pass.lam[dag_node.inputs[slot]]);
         add_mapped_by_sign(om, up, lo, pass.om[dag_node.inputs[slot]]);

@@ -47,8 +47,8 @@ TEST(Softmax, LinesHoldAtSampledPointsAndCorners) {
     ASSERT_EQ(r.kind, Relaxation::Kind::kLinear);
     if (last_axis)  // the narrow group: both lines of each output kept, with all 4 inputs
       for (Eigen::Index i = 0; i < 4; ++i) {
-        EXPECT_EQ(SpMat(r.lo_map.row(i)).nonZeros(), 4) << i;
-        EXPECT_EQ(SpMat(r.up_map.row(i)).nonZeros(), 4) << i;
+        EXPECT_EQ(SpMat(r.lo_map().row(i)).nonZeros(), 4) << i;
+        EXPECT_EQ(SpMat(r.up_map().row(i)).nonZeros(), 4) << i;
       }
     for (int trial = 0; trial < 20000 + 256; ++trial) {
       Vec p(8);
@@ -56,7 +56,7 @@ TEST(Softmax, LinesHoldAtSampledPointsAndCorners) {
         const double t = trial < 20000 ? u(rng) : ((trial - 20000) >> i) & 1;
         p[i] = x.lo[i] + t * width[i];
       }
-      const Vec below = r.lo_map * p + r.lo_bias, above = r.up_map * p + r.up_bias;
+      const Vec below = r.lo_map() * p + r.lo_bias, above = r.up_map() * p + r.up_bias;
       for (int64_t i = 0; i < 8; ++i) {
         const int64_t base = last_axis ? i / 4 * 4 : i % 4;
         const double y = softmax_at(p, base, len, stride, i);

@@ -143,9 +143,10 @@ class SoftmaxOp : public BoundOp {
     lo.reserve(n * len_), up.reserve(n * len_);
     for (int64_t o = 0; o < outer_; ++o)
       for (int64_t k = 0; k < inner_; ++k) group(*in[0], o * len_ * inner_ + k, r, lo, up);
-    r.lo_map.resize(n, n), r.up_map.resize(n, n);
-    r.lo_map.setFromTriplets(lo.begin(), lo.end());
-    r.up_map.setFromTriplets(up.begin(), up.end());
+    Relaxation::Maps& maps = r.new_maps();
+    maps.lo.resize(n, n), maps.up.resize(n, n);
+    maps.lo.setFromTriplets(lo.begin(), lo.end());
+    maps.up.setFromTriplets(up.begin(), up.end());
     return r;
   }
   int64_t weight_entries() const override { return outer_ * inner_ * len_ * len_; }

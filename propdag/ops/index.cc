@@ -153,9 +153,10 @@ class VariableSliceOp : public BoundOp {
     }
     Relaxation r;
     r.kind = Relaxation::Kind::kLinear;
-    r.lo_map.resize(n, num_elements(x_));
-    r.lo_map.setFromTriplets(entries.begin(), entries.end());
-    r.up_map = r.lo_map;
+    Relaxation::Maps& maps = r.new_maps();
+    maps.lo.resize(n, num_elements(x_));
+    maps.lo.setFromTriplets(entries.begin(), entries.end());
+    maps.up = maps.lo;
     r.lo_bias = Vec::Zero(n), r.up_bias = Vec::Zero(n);
     return r;
   }

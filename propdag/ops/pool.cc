@@ -103,9 +103,10 @@ class MaxPoolOp : public BoundOp {
         r.up_bias[o] = m - s * l + 1e-12 * (1 + std::abs(u) + std::abs(l) + std::abs(m));
       }
     }
-    r.lo_map.resize(n, x.size()), r.up_map.resize(n, x.size());
-    r.lo_map.setFromTriplets(lo.begin(), lo.end());
-    r.up_map.setFromTriplets(up.begin(), up.end());
+    Relaxation::Maps& maps = r.new_maps();
+    maps.lo.resize(n, x.size()), maps.up.resize(n, x.size());
+    maps.lo.setFromTriplets(lo.begin(), lo.end());
+    maps.up.setFromTriplets(up.begin(), up.end());
     return r;
   }
 

@@ -161,7 +161,8 @@ Relaxation PlaneSum::finish(int64_t cols0, int64_t cols1) {
   Relaxation r;
   r.kind = Relaxation::Kind::kLinear;
   const int64_t rows = lo_bias_.size();
-  SpMat* maps[2][2] = {{&r.lo_map, &r.up_map}, {&r.lo_map1, &r.up_map1}};
+  Relaxation::Maps& m = r.new_maps();
+  SpMat* maps[2][2] = {{&m.lo, &m.up}, {&m.lo1, &m.up1}};
   for (int s = 0; s < 2; ++s) {
     if (lo_[s].empty()) continue;
     const int64_t cols = s ? cols1 : cols0;

@@ -260,7 +260,7 @@ class PerBoxKernel : public LinesKernel {
         om_in[0][i] = op * x.up_slope.asDiagonal() + on * x.lo_slope.asDiagonal();
       } else if (x.kind == Relaxation::Kind::kLinear) {
         for (int slot : {0, 1}) {
-          const SpMat &lo = slot ? x.lo_map1 : x.lo_map, &up = slot ? x.up_map1 : x.up_map;
+          const SpMat &lo = slot ? x.lo_map1() : x.lo_map(), &up = slot ? x.up_map1() : x.up_map();
           if (lo.rows() == 0) continue;
           lam_in[slot][i] = Mat(lp * lo) + Mat(ln * up);
           om_in[slot][i] = Mat(op * up) + Mat(on * lo);
