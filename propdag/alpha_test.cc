@@ -119,5 +119,38 @@ TEST(AlphaTest, TunedBoundsIntermediateBoundsAreCrowns) {
   EXPECT_LT(ibp.lo[0], full.lo[0] - 1e-3);  // without the node bounds: looser
 }
 
+// Options::alpha_intermediate (alpha_rows.cc): z = relu(x) - x / 2 on x in [-1, 1] feeds a
+// ReLU, so CROWN refines it. relu(x)'s lower line s x (s in [0, 1]) gives z >= (s - 1/2) x,
+// whose least value is -|s - 1/2|: -1/2 from CROWN's s = 0 or 1, and 0 (the true least value,
+// at x = 0) from s = 1/2, which tuning z's own lower bound reaches. The chord (x + 1) / 2 gives
+// z <= 1/2, exact. IBP: [-1/2, 3/2].
+TEST(AlphaTest, IntermediateBoundsAreTunedWhenAsked) {
+  Model m = build(
+      "<float[1,1] h = {-0.5}>\n"
+      "{ r = Relu(x)\n k = MatMul(x, h)\n z = Add(r, k)\n y = Relu(z) }",
+      "float[1,1] x", "float[1,1] y");
+  const Interval box = test::box({-1}, {1});
+  const int z = m.dag().find("z");
+  auto node_z = [&](bool tune) {
+    Options o;
+    o.method = Method::kAlpha;
+    o.alpha_steps = 30;
+    o.alpha_intermediate = tune;
+    BoundsOut got;
+    got.want.node_bounds = true;
+    auto y = linear_bounds(m, box, {Mat::Identity(1, 1)}, o, {}, &got);
+    EXPECT_TRUE(y.ok()) << y.error().str();
+    EXPECT_LE(y->lo[0], 0);  // y = relu(z) reaches 0 and 1/2 (x = 0, x = +-1)
+    EXPECT_GE(y->hi[0], 0.5);
+    return got.node_bounds.at(static_cast<size_t>(z));
+  };
+  const Interval crown = node_z(false), tuned = node_z(true);
+  EXPECT_NEAR(crown.lo[0], -0.5, 1e-12);
+  EXPECT_NEAR(crown.hi[0], 0.5, 1e-12);
+  EXPECT_LE(tuned.lo[0], 1e-12);  // sound: z(0) = 0
+  EXPECT_GE(tuned.lo[0], -0.02);  // tight: within 0.02 of it
+  EXPECT_NEAR(tuned.hi[0], 0.5, 1e-12);
+}
+
 }  // namespace
 }  // namespace propdag

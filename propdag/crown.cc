@@ -197,6 +197,8 @@ bool Crown::refine(int node, const std::vector<Eigen::Index>& rows) {
   Interval refined = node_bounds_[node];  // rows left out keep their bounds
   for (Eigen::Index i = 0; i < count; ++i)
     refined.lo[rows[i]] = crown.lo[i], refined.hi[rows[i]] = crown.hi[i];
+  if (options_.method == Method::kAlpha && options_.alpha_intermediate)
+    tune_rows(node, rows, refined);
   if (!narrow_by_splits(node, refined)) return false;
   intersect(node_bounds_[node], refined.lo, refined.hi);
   return true;

@@ -235,6 +235,9 @@ class Crown {
   // CROWN's bounds of `rows` of `node`, narrowed by its splits, intersected with
   // node_bounds_[node]; false when a split contradicts them.
   bool refine(int node, const std::vector<Eigen::Index>& rows);
+  // Options::alpha_intermediate: narrows `refined` (node's bounds after CROWN's pass over
+  // `rows`) to the tuned lower bound of each row and of minus each row (alpha_rows.cc).
+  void tune_rows(int node, const std::vector<Eigen::Index>& rows, Interval& refined);
   // rows_to_refine's rows of `node` and the rows its splits name (so that a contradiction with
   // CROWN's bounds is seen), ascending.
   std::vector<Eigen::Index> refined_rows(int node, RefineRows kind) const;

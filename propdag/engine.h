@@ -88,7 +88,7 @@ struct Options {
   /// every ReLU / LeakyReLU whose input interval crosses zero and the tangent points of the
   /// Sigmoid / Tanh lines (within their families) and, with alpha_planes, products' planes, from
   /// CROWN's choice; the best bound seen is kept, so it is never looser than CROWN's.
-  /// Intermediate bounds stay CROWN's.
+  /// Intermediate bounds stay CROWN's unless alpha_intermediate.
   int alpha_steps = 10;
   /// kAlpha: the weights between the two pairs of McCormick planes of each product of two
   /// variables (Relaxation::second) are tuned too, per row, output element and side, from
@@ -107,6 +107,14 @@ struct Options {
   /// rows of their own, toward no goal (torch_alpha.h: rows as many at a time as fit). A node
   /// whose rows would hold more than 5e7 coefficients per box keeps CROWN's bounds.
   int alpha_last_nodes = 0;
+  /// kAlpha, Eigen engine (the torch engine has alpha_last_nodes): right after CROWN refines an
+  /// intermediate node, the lower bound of each refined row and of minus it are tuned as
+  /// objective rows of their own (Crown::optimized_lower, alpha_steps steps, the best bound
+  /// kept, so never looser than CROWN's), before any later node's lines are taken from them. A
+  /// node is tuned where alpha_steps times its CROWN pass costs at most refine_budget. verify
+  /// turns it on for large inputs (SplitOptions::alpha_intermediate): ml4acopf_2023 118_ieee
+  /// prop2's box, upper bound of its output 119.35 -> 16.35 (goal 0.0793), 0.14 -> 2.3 s.
+  bool alpha_intermediate = false;
   double alpha_rate = 0.1;
   /// When set, past this time CROWN refines no more intermediate bounds (IBP's stand) and alpha
   /// takes no more steps (the best bound so far stands): the bounds stay sound, only looser, and

@@ -1,11 +1,12 @@
 // propdag: bounds of a network's outputs over an input box, and sound verification of VNN-LIB
 // properties.
 //   propdag bounds MODEL (--vnnlib SPEC | --input-box LO,HI) [--method ibp|crown|alpha]
-//                  [--alpha-steps N] [--refine-budget C] [--json] [--stats] [ENGINE]
+//                  [--alpha-steps N] [--alpha-intermediate] [--refine-budget C] [--json]
+//                  [--stats] [ENGINE]
 //   propdag verify MODEL SPEC [--method ibp|crown|alpha] [--alpha-steps N] [--alpha-warm-steps N]
 //                  [--split N] [--branch input|relu] [--timeout S] [--no-carry-bounds]
-//                  [--no-clip] [--no-tune-planes] [--stats] [--result FILE] [--check-model
-//                  ORIGINAL] [ENGINE]
+//                  [--no-clip] [--no-tune-planes] [--no-alpha-intermediate] [--stats] [--result
+//                  FILE] [--check-model ORIGINAL] [ENGINE]
 //   MODEL may be - (stdin), e.g. `slimonnx MODEL | propdag verify - SPEC --check-model MODEL`.
 //   ENGINE: --engine eigen|torch --device cpu|cuda [--dtype float64|float32] [--batch K]
 #include <CLI/CLI.hpp>
@@ -49,6 +50,7 @@ struct Args {
   int alpha_warm_steps = propdag::Options{}.alpha_warm_steps;
   double refine_budget = -1;  // negative: the default (kVerifyBudget, or the model's)
   bool json = false, stats = false, verify = false, engine_named = false;
+  bool alpha_intermediate = false;  // bounds --alpha-intermediate
   propdag::SplitOptions split;
 };
 
@@ -62,6 +64,7 @@ Result<propdag::Options> options(propdag::Method method, const Args& a, const pr
   o.method = method;
   o.alpha_steps = a.alpha_steps;
   o.alpha_warm_steps = a.alpha_warm_steps;
+  o.alpha_intermediate = a.alpha_intermediate;
   if (a.refine_budget >= 0) {
     o.refine_budget = a.refine_budget;
   } else if (a.verify || box == nullptr) {
@@ -261,6 +264,9 @@ static int main_body(int argc, char** argv) {
   const std::string steps_help =
       "gradient steps of --method alpha (default " + std::to_string(a.alpha_steps) + ")";
   bounds->add_option("--alpha-steps", a.alpha_steps, steps_help)->check(kSteps);
+  bounds->add_flag("--alpha-intermediate", a.alpha_intermediate,
+                   "with --method alpha on the Eigen engine: tune the bounds of every "
+                   "intermediate node CROWN refines too, not only the outputs' (slower, tighter)");
   const std::string budget_help =
       "CROWN bounds the input of a nonlinear op by a backward pass when its cost (rows x "
       "elements crossed) is at most this; otherwise by IBP, which --stats reports (default: "
@@ -307,6 +313,9 @@ static int main_body(int argc, char** argv) {
   verify->add_flag_callback(
       "--no-clip", [&a] { a.split.clip_boxes = false; },
       "with --split: boxes not cut to where a counterexample can lie (comparison)");
+  verify->add_flag_callback(
+      "--no-alpha-intermediate", [&a] { a.split.alpha_intermediate = false; },
+      "with --method alpha: a large input's intermediate bounds stay CROWN's (comparison)");
   verify->add_flag_callback(
       "--no-tune-planes", [&a] { a.split.tune_planes = false; },
       "with --method alpha: keep CROWN's McCormick planes of products (comparison)");
@@ -358,6 +367,10 @@ static int main_body(int argc, char** argv) {
   }
   if (a.engine == "eigen" && (a.device != "cpu" || a.dtype != "float64" || a.batch != 0)) {
     std::fprintf(stderr, "propdag: --device, --dtype and --batch need --engine torch\n");
+    return 2;
+  }
+  if (a.alpha_intermediate && (a.engine != "eigen" || a.method != "alpha")) {
+    std::fprintf(stderr, "propdag: --alpha-intermediate needs --method alpha on --engine eigen\n");
     return 2;
   }
   return common::run_guarded("propdag", a.model, [&] {

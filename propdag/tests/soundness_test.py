@@ -1,10 +1,11 @@
 """Soundness of propdag on real VNN-COMP networks.
 
 For every model (with the first property listed for it in instances.csv), IBP, CROWN and
-alpha-CROWN bounds from `propdag bounds --json` must contain the outputs that onnxruntime computes
-for 10,000 uniform points of the property's input box plus its corners (all 2^n corners up to
-n = 11 inputs, else 2,000 random corners; fewer points and corners for image models, MAX_FLOATS
-below). Models not listed in instances.csv take a listed property with the same input count, else
+alpha-CROWN bounds (also with every intermediate node's bounds tuned, `--alpha-intermediate`)
+from `propdag bounds --json` must contain the outputs that onnxruntime computes for 10,000
+uniform points of the property's input box plus its corners (all 2^n corners up to n = 11
+inputs, else 2,000 random corners; fewer points and corners for image models, MAX_FLOATS below).
+Models not listed in instances.csv take a listed property with the same input count, else
 the box [0, 1]^n. Models with an op that has no bound rule, and models whose
 bounds are unbounded (a division by an interval holding 0), are listed and skipped outside the
 required benchmarks; any other failure, and any point outside the bounds, fails the test. alpha's
@@ -60,13 +61,15 @@ def check(bench, model, spec, rng):
         ibp = sampling.bounds(model, spec, "ibp")
         crown = sampling.bounds(model, spec, "crown", *LINEAR)
         alpha = sampling.bounds(model, spec, "alpha", *LINEAR)
+        tuned = sampling.bounds(model, spec, "alpha", "--alpha-intermediate", *LINEAR)
     except RuntimeError as e:
         if "no bound rule" in str(e) and not required(bench, model):
             return f"{name}: skipped ({str(e).split(': ')[-1]})", None
         return f"{name}: ERROR {e}", f"{name}: {e}"
     unbounded = int(np.sum(~np.isfinite(ibp[0]) | ~np.isfinite(ibp[1]) |
                            ~np.isfinite(crown[0]) | ~np.isfinite(crown[1]) |
-                           ~np.isfinite(alpha[0]) | ~np.isfinite(alpha[1])))
+                           ~np.isfinite(alpha[0]) | ~np.isfinite(alpha[1]) |
+                           ~np.isfinite(tuned[0]) | ~np.isfinite(tuned[1])))
     if unbounded:
         # Sound but says nothing (a division by an interval holding 0, as mscn's mean over a
         # mask that the box [0, 1]^n allows to be all zero): listed, not counted as checked.
@@ -82,19 +85,23 @@ def check(bench, model, spec, rng):
     bad_ibp, worst_ibp = sampling.violations(y, ibp[0], ibp[1])
     bad_crown, worst_crown = sampling.violations(y, crown[0], crown[1])
     bad_alpha, worst_alpha = sampling.violations(y, alpha[0], alpha[1])
+    bad_tuned, worst_tuned = sampling.violations(y, tuned[0], tuned[1])
     tol = 1e-9 * (1 + crown[1] - crown[0])
     looser = int(np.sum((alpha[0] < crown[0] - tol) | (alpha[1] > crown[1] + tol)))
     w_ibp = float(np.mean(ibp[1] - ibp[0]))
     w_crown = float(np.mean(crown[1] - crown[0]))
     w_alpha = float(np.mean(alpha[1] - alpha[0]))
+    w_tuned = float(np.mean(tuned[1] - tuned[0]))
     line = (f"{name}: {len(points)} points ({corners} {'corners' if all_corners else 'random corners'}"
             f", ORT {mode}) violations IBP {bad_ibp} CROWN {bad_crown} alpha {bad_alpha} | mean "
-            f"width IBP {w_ibp:.4g} CROWN {w_crown:.4g} alpha {w_alpha:.4g} | ms IBP {ibp[2]:.1f} "
-            f"CROWN {crown[2]:.1f} alpha {alpha[2]:.1f} | {time.time() - t0:.1f}s")
-    if bad_ibp or bad_crown or bad_alpha:
-        return line, (f"{name}: {bad_ibp} IBP / {bad_crown} CROWN / {bad_alpha} alpha violations "
-                      f"(worst {worst_ibp:.3g} / {worst_crown:.3g} / {worst_alpha:.3g} of the "
-                      "bound scale)")
+            f"width IBP {w_ibp:.4g} CROWN {w_crown:.4g} alpha {w_alpha:.4g} tuned nodes "
+            f"{w_tuned:.4g} (violations {bad_tuned}) | ms IBP {ibp[2]:.1f} CROWN {crown[2]:.1f} "
+            f"alpha {alpha[2]:.1f} tuned nodes {tuned[2]:.1f} | {time.time() - t0:.1f}s")
+    if bad_ibp or bad_crown or bad_alpha or bad_tuned:
+        return line, (f"{name}: {bad_ibp} IBP / {bad_crown} CROWN / {bad_alpha} alpha / "
+                      f"{bad_tuned} tuned-nodes alpha violations (worst {worst_ibp:.3g} / "
+                      f"{worst_crown:.3g} / {worst_alpha:.3g} / {worst_tuned:.3g} of the bound "
+                      "scale)")
     if looser:
         return line, f"{name}: alpha looser than CROWN on {looser} outputs"
     return line, None
