@@ -1,4 +1,5 @@
-// What the propdag CLI reads from and prints to text: --input-box and the bounds listing.
+// What the propdag CLI reads from and prints to text: --input-box, the bounds listing and the
+// --stats line on what CROWN cut short.
 #include "propdag/cli_text.h"
 
 #include <cmath>
@@ -60,6 +61,29 @@ void print_bounds(const Model& model, const std::vector<Interval>& bounds, bool 
                   bounds[o].hi[i]);
   }
   if (json) std::printf("], \"ms\": %.3f}\n", ms);
+}
+
+void print_report(const std::string& engine, const char* budget_from, const Options& o,
+                  const BoundsReport& r, const std::vector<std::string>* per_box_ops) {
+  std::string per_box;
+  if (per_box_ops != nullptr) {
+    per_box = ", \"per_box_ops\": [";
+    for (size_t i = 0; i < per_box_ops->size(); ++i)
+      per_box += (i ? ", " : "") + common::json_string((*per_box_ops)[i]);
+    per_box += "]";
+  }
+  char budget[32] = "null";  // infinity: full CROWN
+  if (std::isfinite(o.refine_budget)) std::snprintf(budget, sizeof budget, "%g", o.refine_budget);
+  std::fprintf(stderr,
+               "{\"crown\": {\"engine\": \"%s\", \"refine_budget\": %s, \"budget_from\": \"%s\", "
+               "\"boxes\": %lld, \"refined\": %lld, \"ibp_budget\": %lld, \"ibp_deadline\": %lld, "
+               "\"ibp_option\": %lld, \"elements_ibp\": %lld, \"outputs_forward\": %lld, "
+               "\"largest_skipped\": %g, \"cost\": %g, \"cut_short\": %s%s}}\n",
+               engine.c_str(), budget, budget_from, static_cast<long long>(r.boxes),
+               static_cast<long long>(r.refined), static_cast<long long>(r.ibp_budget),
+               static_cast<long long>(r.ibp_deadline), static_cast<long long>(r.ibp_option),
+               static_cast<long long>(r.elements_ibp), static_cast<long long>(r.outputs_forward),
+               r.largest_skipped, r.cost, r.cut_short() ? "true" : "false", per_box.c_str());
 }
 
 }  // namespace propdag::cli

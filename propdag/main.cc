@@ -75,35 +75,16 @@ Result<propdag::Options> options(propdag::Method method, const Args& a, const pr
   return o;
 }
 
-// The --stats line on what CROWN cut short (engine.h's BoundsReport), after the existing lines.
-// With the torch engine, "per_box_ops" names the op types it bounds one box at a time (through
-// the Eigen rules), which make a batch cost about K single calls there.
+// The --stats line on what CROWN cut short (cli::print_report).
 void print_report(const Args& a, const propdag::Options& o, const propdag::BoundsReport& r,
                   const propdag::torch_engine::Engine* engine) {
-  std::string per_box;
-  if (engine != nullptr) {
-    per_box = ", \"per_box_ops\": [";
-    const std::vector<std::string> ops = engine->per_box_ops();
-    for (size_t i = 0; i < ops.size(); ++i)
-      per_box += (i ? ", " : "") + common::json_string(ops[i]);
-    per_box += "]";
-  }
-  char budget[32] = "null";  // infinity: full CROWN
-  if (std::isfinite(o.refine_budget)) std::snprintf(budget, sizeof budget, "%g", o.refine_budget);
-  std::fprintf(stderr,
-               "{\"crown\": {\"engine\": \"%s\", \"refine_budget\": %s, \"budget_from\": \"%s\", "
-               "\"boxes\": %lld, \"refined\": %lld, \"ibp_budget\": %lld, \"ibp_deadline\": %lld, "
-               "\"ibp_option\": %lld, \"elements_ibp\": %lld, \"outputs_forward\": %lld, "
-               "\"largest_skipped\": %g, \"cost\": %g, \"cut_short\": %s%s}}\n",
-               a.engine.c_str(), budget,
-               a.refine_budget >= 0 ? "option"
-               : a.verify           ? "verify"
-                                    : "model",
-               static_cast<long long>(r.boxes), static_cast<long long>(r.refined),
-               static_cast<long long>(r.ibp_budget), static_cast<long long>(r.ibp_deadline),
-               static_cast<long long>(r.ibp_option), static_cast<long long>(r.elements_ibp),
-               static_cast<long long>(r.outputs_forward), r.largest_skipped, r.cost,
-               r.cut_short() ? "true" : "false", per_box.c_str());
+  std::vector<std::string> per_box;
+  if (engine != nullptr) per_box = engine->per_box_ops();
+  propdag::cli::print_report(a.engine,
+                             a.refine_budget >= 0 ? "option"
+                             : a.verify           ? "verify"
+                                                  : "model",
+                             o, r, engine != nullptr ? &per_box : nullptr);
 }
 
 Result<std::unique_ptr<propdag::torch_engine::Engine>> torch_engine(const Args& a,
